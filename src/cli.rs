@@ -1,0 +1,189 @@
+//! The command-line front end.
+//!
+//! Two stages, as in ripgrep: clap only checks what the user typed, then
+//! `resolve` turns it into absolute paths and validated settings before
+//! anything is opened. `anyhow` lives here and in `daemon`, nowhere else.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+use crate::daemon::{self, MountConfig};
+use crate::fs::FsOptions;
+
+/// mnemofs: an agent's long-term memory, mounted as a directory.
+#[derive(Debug, Parser)]
+#[command(name = "mnemofs", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Mount a memory store at MOUNTPOINT.
+    Mount {
+        /// Where the store appears (an existing, empty directory).
+        mountpoint: PathBuf,
+        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// Stay in the foreground (for systemd, launchd and tests).
+        #[arg(long, short = 'f')]
+        foreground: bool,
+        /// FUSE worker threads.
+        #[arg(long, default_value_t = default_threads())]
+        threads: usize,
+        /// Let other users use the mount (permissions still apply).
+        #[arg(long)]
+        allow_other: bool,
+        /// Largest file size allowed through the mount (e.g. 64MiB, 1048576).
+        #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+        max_file_size: u64,
+        /// Seconds the kernel may cache attributes and names.
+        #[arg(long, default_value_t = 1.0)]
+        cache_ttl: f64,
+    },
+    /// Unmount a mnemofs mount.
+    Unmount {
+        /// The mountpoint.
+        mountpoint: PathBuf,
+        /// Detach now even if files are open; finish when they close.
+        #[arg(long, short = 'z')]
+        lazy: bool,
+    },
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
+}
+
+/// Parses `123`, `64K`, `64KiB`, `1M`, `2GiB` (powers of 1024).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("not a size: {text:?}"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => return Err(format!("unknown size unit {other:?} (use K, M or G)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("size too large: {text:?}"))
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("invalid path {}", path.display()))
+}
+
+/// Creates the store directory (0700) if needed and returns its real path.
+fn resolve_store(store: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    let store = match store {
+        Some(s) => absolute(&s)?,
+        None => daemon::default_store_dir(),
+    };
+    if !store.exists() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&store)
+            .with_context(|| format!("cannot create store {}", store.display()))?;
+    }
+    let store = std::fs::canonicalize(&store)
+        .with_context(|| format!("cannot open store {}", store.display()))?;
+    if !store.is_dir() {
+        bail!("store {} is not a directory", store.display());
+    }
+    Ok(store)
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Mount {
+            mountpoint,
+            store,
+            state_dir,
+            foreground,
+            threads,
+            allow_other,
+            max_file_size,
+            cache_ttl,
+        } => {
+            if !(0.0..=3600.0).contains(&cache_ttl) {
+                bail!("--cache-ttl must be between 0 and 3600 seconds");
+            }
+            let store = resolve_store(store)?;
+            let mountpoint = absolute(&mountpoint)?;
+            if mountpoint.starts_with(&store) {
+                bail!(
+                    "mountpoint {} is inside the store {}",
+                    mountpoint.display(),
+                    store.display()
+                );
+            }
+            let state_dir = match state_dir {
+                Some(dir) => absolute(&dir)?,
+                None => daemon::default_state_dir(&store),
+            };
+            let config = MountConfig {
+                mountpoint,
+                store,
+                state_dir,
+                foreground,
+                threads,
+                allow_other,
+                fs: FsOptions {
+                    max_file_size,
+                    ttl: Duration::from_secs_f64(cache_ttl),
+                },
+            };
+            daemon::mount(&config)
+        }
+        Command::Unmount { mountpoint, lazy } => daemon::unmount(&absolute(&mountpoint)?, lazy),
+    }
+}
+
+/// Entry point: parses arguments, runs, prints the whole error chain.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    env_logger::Builder::from_env(
+        env_logger::Env::default().filter_or("MNEMOFS_LOG", "warn,mnemofs=info"),
+    )
+    .format_timestamp_millis()
+    .init();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mnemofs: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("").is_err());
+    }
+}

@@ -1,0 +1,246 @@
+//! The mount lifecycle: checks, locking, daemonizing, serving, unmounting.
+//!
+//! `mnemofs mount` validates everything it can *before* forking, so a bad
+//! mountpoint or a store that is already served fails at once with one
+//! sentence. In daemon mode the parent then waits on a pipe until the child
+//! reports the mount live (or why it is not), so a script can use the mount
+//! on the very next line. SIGINT/SIGTERM unmount; the session loop then
+//! ends and the process exits 0.
+//!
+//! Forking happens before any thread exists; every thread (FUSE workers,
+//! watcher, signal listener) is started in the final daemon process.
+
+mod lock;
+mod mountpoint;
+mod paths;
+
+pub use lock::StoreLock;
+pub use mountpoint::{is_mounted, unmount};
+pub use paths::{default_state_dir, default_store_dir};
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use fuser::{Config, MountOption, SessionACL};
+
+use crate::fs::{ExternalChangeWatcher, FsOptions, FuseAdapter, StoreFs};
+use crate::store::Store;
+
+/// Everything `mount` needs, with paths already absolute.
+#[derive(Clone, Debug)]
+pub struct MountConfig {
+    /// Where the store appears.
+    pub mountpoint: PathBuf,
+    /// The backing directory.
+    pub store: PathBuf,
+    /// Where derived state (lock, pid, log, later the index) lives.
+    pub state_dir: PathBuf,
+    /// Stay attached to the terminal (for systemd/launchd and tests).
+    pub foreground: bool,
+    /// FUSE worker threads.
+    pub threads: usize,
+    /// Let other users in (permissions are still enforced by the kernel).
+    pub allow_other: bool,
+    /// Filesystem tunables.
+    pub fs: FsOptions,
+}
+
+/// Mounts and serves until unmounted (foreground), or returns once the
+/// daemon reports the mount live.
+pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
+    mountpoint::prepare(&config.mountpoint)?;
+    std::fs::create_dir_all(&config.state_dir)
+        .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
+    let lock = StoreLock::acquire(&config.store)?;
+    if config.foreground {
+        return serve(config, lock, None);
+    }
+    daemonize(config, lock)
+}
+
+fn daemonize(config: &MountConfig, lock: StoreLock) -> anyhow::Result<()> {
+    let log_path = config.state_dir.join("mnemofs.log");
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("cannot open log file {}", log_path.display()))?;
+    let (read_end, write_end) = pipe()?;
+    let outcome = daemonize::Daemonize::new()
+        .pid_file(config.state_dir.join("mnemofs.pid"))
+        .working_directory("/")
+        .umask(0o077)
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .execute();
+    match outcome {
+        daemonize::Outcome::Parent(result) => {
+            drop(write_end);
+            result.map_err(|e| anyhow!("cannot start the daemon: {e}"))?;
+            wait_ready(read_end, &log_path)
+        }
+        daemonize::Outcome::Child(result) => {
+            drop(read_end);
+            let mut ready = File::from(write_end);
+            if let Err(e) = result {
+                let _ = writeln!(ready, "cannot start the daemon: {e}");
+                std::process::exit(1);
+            }
+            match serve(config, lock, Some(ready)) {
+                Ok(()) => std::process::exit(0),
+                Err(e) => {
+                    log::error!("{e:#}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+}
+
+fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a two-element array the kernel fills.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot create a pipe");
+    }
+    // SAFETY: both descriptors were just created and are owned only here.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Waits for the daemon's one-line report: `ready` or an error sentence.
+fn wait_ready(read_end: OwnedFd, log_path: &Path) -> anyhow::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd: read_end.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut pfd, 1, 60_000) };
+    if n == 0 {
+        bail!(
+            "the daemon did not report the mount ready within 60 s (see {})",
+            log_path.display()
+        );
+    }
+    // The daemon keeps its end open while it serves: read one line, not to EOF.
+    let mut message = Vec::new();
+    let mut file = File::from(read_end);
+    let mut byte = [0u8; 1];
+    while file.read(&mut byte)? == 1 && byte[0] != b'\n' {
+        message.push(byte[0]);
+    }
+    let message = String::from_utf8_lossy(&message);
+    let message = message.trim();
+    match message {
+        "ready" => Ok(()),
+        "" => bail!(
+            "the daemon exited before mounting (see {})",
+            log_path.display()
+        ),
+        other => bail!("{other}"),
+    }
+}
+
+/// Mounts, reports readiness, and serves until unmounted.
+fn serve(config: &MountConfig, lock: StoreLock, ready: Option<File>) -> anyhow::Result<()> {
+    let result = serve_inner(config, ready.as_ref());
+    if let (Err(e), Some(mut ready)) = (&result, ready) {
+        let _ = writeln!(ready, "{e:#}");
+    }
+    drop(lock);
+    result
+}
+
+fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
+    // The kernel already applied the caller's umask; modes reach us final.
+    // SAFETY: umask has no preconditions.
+    unsafe { libc::umask(0) };
+    let store = Arc::new(
+        Store::open(&config.store)
+            .with_context(|| format!("cannot open store {}", config.store.display()))?,
+    );
+    let fs = Arc::new(StoreFs::new(store, config.fs.clone())?);
+    let mut fuse_config = Config::default();
+    fuse_config.mount_options = vec![
+        MountOption::FSName("mnemofs".into()),
+        MountOption::Subtype("mnemofs".into()),
+        MountOption::DefaultPermissions,
+        MountOption::NoDev,
+        MountOption::NoSuid,
+    ];
+    fuse_config.acl = if config.allow_other {
+        SessionACL::All
+    } else {
+        SessionACL::Owner
+    };
+    fuse_config.n_threads = Some(config.threads.max(1));
+    fuse_config.clone_fd = true;
+    let mut session = fuser::Session::new(
+        FuseAdapter::new(Arc::clone(&fs)),
+        &config.mountpoint,
+        &fuse_config,
+    )
+    .map_err(|e| mountpoint::explain_mount_error(&config.mountpoint, e))?;
+    let notifier = session.notifier();
+    let unmounter = session.unmount_callable();
+    let watcher = ExternalChangeWatcher::start(Arc::clone(&fs), notifier)
+        .context("cannot watch the store for external changes")?;
+    let signals = SignalListener::start(unmounter, config.mountpoint.clone())?;
+    log::info!(
+        "mounted {} at {}",
+        config.store.display(),
+        config.mountpoint.display()
+    );
+    if let Some(mut ready) = ready {
+        writeln!(ready, "ready")?;
+    }
+    let result = session.run();
+    signals.stop();
+    drop(watcher);
+    log::info!("unmounted {}", config.mountpoint.display());
+    result.context("the FUSE session ended with an error")
+}
+
+/// Unmounts on SIGINT/SIGTERM from a thread of its own.
+struct SignalListener {
+    handle: signal_hook::iterator::Handle,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl SignalListener {
+    fn start(mut unmounter: fuser::SessionUnmounter, mountpoint: PathBuf) -> anyhow::Result<Self> {
+        let mut signals = signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ])?;
+        let handle = signals.handle();
+        let thread = std::thread::Builder::new()
+            .name("mnemofs-signals".into())
+            .spawn(move || {
+                if let Some(signal) = signals.forever().next() {
+                    log::info!("signal {signal}: unmounting {}", mountpoint.display());
+                    if let Err(e) = unmounter.unmount() {
+                        log::warn!("unmount failed ({e}); detaching lazily");
+                        if let Err(e) = mountpoint::unmount(&mountpoint, true) {
+                            log::error!("lazy unmount failed: {e:#}");
+                        }
+                    }
+                }
+            })?;
+        Ok(SignalListener { handle, thread })
+    }
+
+    fn stop(self) {
+        self.handle.close();
+        let _ = self.thread.join();
+    }
+}
+
+/// How long `mount` waits for a store lock held by a daemon that is exiting.
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(3);

@@ -1,0 +1,158 @@
+//! Mountpoint checks, stale-mount recovery and unmounting.
+//!
+//! A daemon killed with SIGKILL leaves its mount behind; every access then
+//! fails with ENOTCONN ("Transport endpoint is not connected"). `prepare`
+//! recognises that state and detaches the dead mount before mounting again.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, anyhow, bail};
+
+/// Checks that `mountpoint` can be mounted on, recovering a stale mount.
+pub(crate) fn prepare(mountpoint: &Path) -> anyhow::Result<()> {
+    // A dead mount may still answer stat from cached attributes; opening
+    // the directory always reaches the (missing) daemon and gives ENOTCONN.
+    let probe = std::fs::metadata(mountpoint).and_then(|_| std::fs::read_dir(mountpoint).map(drop));
+    match probe {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+            log::warn!(
+                "{} is a stale mount left by a dead daemon; detaching it",
+                mountpoint.display()
+            );
+            unmount(mountpoint, true).context("cannot recover the stale mount")?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            bail!("mountpoint {} does not exist", mountpoint.display())
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            bail!("mountpoint {} is not a directory", mountpoint.display())
+        }
+        Err(e) => bail!("cannot use mountpoint {}: {e}", mountpoint.display()),
+        Ok(()) => {}
+    }
+    let meta = std::fs::metadata(mountpoint)
+        .with_context(|| format!("cannot use mountpoint {}", mountpoint.display()))?;
+    if !meta.is_dir() {
+        bail!("mountpoint {} is not a directory", mountpoint.display());
+    }
+    if is_mounted(mountpoint) {
+        bail!(
+            "{} is already mounted; unmount it first (mnemofs unmount {})",
+            mountpoint.display(),
+            mountpoint.display()
+        );
+    }
+    let mut entries = std::fs::read_dir(mountpoint)
+        .with_context(|| format!("cannot read mountpoint {}", mountpoint.display()))?;
+    if entries.next().is_some() {
+        bail!("mountpoint {} is not empty", mountpoint.display());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        bail!("/dev/fuse does not exist: load the fuse kernel module (modprobe fuse)");
+    }
+    Ok(())
+}
+
+/// Turns a failed mount into one clear sentence.
+pub(crate) fn explain_mount_error(mountpoint: &Path, err: io::Error) -> anyhow::Error {
+    let mp = mountpoint.display();
+    match err.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => anyhow!(
+            "permission denied mounting {mp}: the user needs access to /dev/fuse and a setuid fusermount3 (install fuse3)"
+        ),
+        Some(libc::ENOENT) => {
+            anyhow!("cannot mount {mp}: {err} (is fusermount3 installed? apt-get install fuse3)")
+        }
+        _ => anyhow!("cannot mount {mp}: {err}"),
+    }
+}
+
+/// Decodes the octal escapes (`\040` for space) of /proc/self/mountinfo.
+fn unescape(field: &[u8]) -> OsString {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        if field[i] == b'\\' && field.len() >= i + 4 {
+            let oct = &field[i + 1..i + 4];
+            if oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
+                out.push((oct[0] - b'0') * 64 + (oct[1] - b'0') * 8 + (oct[2] - b'0'));
+                i += 4;
+                continue;
+            }
+        }
+        out.push(field[i]);
+        i += 1;
+    }
+    OsString::from_vec(out)
+}
+
+/// True if `path` is a mount point in this mount namespace.
+pub fn is_mounted(path: &Path) -> bool {
+    let target = absolute(path);
+    let Ok(info) = std::fs::read("/proc/self/mountinfo") else {
+        return false;
+    };
+    info.split(|b| *b == b'\n').any(|line| {
+        line.split(|b| *b == b' ')
+            .nth(4)
+            .is_some_and(|mp| unescape(mp) == target.as_os_str())
+    })
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    // canonicalize fails on a stale mount; fall back to a lexical absolute path.
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Unmounts a mnemofs mount (`lazy` detaches it even while busy).
+pub fn unmount(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
+    let target = absolute(mountpoint);
+    if !is_mounted(&target) {
+        bail!("{} is not mounted", mountpoint.display());
+    }
+    let mut last_error = String::new();
+    for tool in ["fusermount3", "fusermount"] {
+        let mut cmd = Command::new(tool);
+        cmd.arg(if lazy { "-uz" } else { "-u" })
+            .arg("--")
+            .arg(&target);
+        match cmd.output() {
+            Ok(out) if out.status.success() => return Ok(()),
+            Ok(out) => last_error = String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => last_error = e.to_string(),
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let c = std::ffi::CString::new(target.as_os_str().as_bytes())?;
+        let flags = if lazy { libc::MNT_DETACH } else { 0 };
+        // SAFETY: NUL-terminated path.
+        if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
+            return Ok(());
+        }
+        last_error = io::Error::last_os_error().to_string();
+    }
+    if last_error.is_empty() {
+        last_error = "fusermount3 not found (apt-get install fuse3)".into();
+    }
+    bail!("cannot unmount {}: {last_error}", mountpoint.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes() {
+        assert_eq!(unescape(b"/mnt/a\\040b"), OsString::from("/mnt/a b"));
+        assert_eq!(unescape(b"/plain"), OsString::from("/plain"));
+        assert_eq!(unescape(b"/tail\\"), OsString::from("/tail\\"));
+    }
+}

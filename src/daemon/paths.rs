@@ -1,0 +1,70 @@
+//! Default locations, following the XDG base directory spec.
+
+use std::path::{Path, PathBuf};
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+}
+
+fn xdg(var: &str, fallback: &str) -> PathBuf {
+    match std::env::var_os(var) {
+        Some(v) if Path::new(&v).is_absolute() => PathBuf::from(v),
+        _ => home().join(fallback),
+    }
+}
+
+/// `$XDG_DATA_HOME/mnemofs/store`: where memories live unless told otherwise.
+pub fn default_store_dir() -> PathBuf {
+    xdg("XDG_DATA_HOME", ".local/share")
+        .join("mnemofs")
+        .join("store")
+}
+
+/// `$XDG_STATE_HOME/mnemofs/<store key>`: derived state for one store.
+/// The key is readable (the store's name) and unique (a hash of its path).
+pub fn default_state_dir(store: &Path) -> PathBuf {
+    let name: String = store
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let key = format!(
+        "{name}-{:016x}",
+        fnv1a(store.as_os_str().as_encoded_bytes())
+    );
+    xdg("XDG_STATE_HOME", ".local/state")
+        .join("mnemofs")
+        .join(key)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_dirs_differ_per_store() {
+        let a = default_state_dir(Path::new("/x/notes"));
+        let b = default_state_dir(Path::new("/y/notes"));
+        assert_ne!(a, b);
+        assert!(
+            a.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("notes-")
+        );
+    }
+}

@@ -1,0 +1,774 @@
+//! `StoreFs`: the filesystem operations of the real tree, without FUSE.
+//!
+//! Each method takes inode and handle numbers, does the work through the
+//! sandboxed [`Store`], keeps the inode table in step, and returns a
+//! result the FUSE adapter only has to forward. Tests drive these methods
+//! directly, without a kernel mount.
+//!
+//! Locking: the inode table is locked only to read a path or record an
+//! outcome, never across a system call, so a slow disk never blocks
+//! unrelated requests.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Component, Path};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{FileAttr, FileType};
+use parking_lot::Mutex;
+
+use super::error::{FsError, FsResult};
+use super::handles::{DirHandle, FileHandle, Handle, HandleTable};
+use super::inodes::{InodeTable, ROOT};
+use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
+
+/// Tunables of a mounted store.
+#[derive(Clone, Debug)]
+pub struct FsOptions {
+    /// Largest size a file may reach through the mount (bytes).
+    pub max_file_size: u64,
+    /// How long the kernel may cache attributes and entries.
+    pub ttl: Duration,
+}
+
+impl Default for FsOptions {
+    fn default() -> Self {
+        FsOptions {
+            max_file_size: 64 * 1024 * 1024,
+            ttl: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Who asked: new files are given to this user when the daemon is root.
+#[derive(Clone, Copy, Debug)]
+pub struct Requester {
+    /// User id of the calling process.
+    pub uid: u32,
+    /// Group id of the calling process.
+    pub gid: u32,
+}
+
+/// A name bound to an inode, as lookup and create return it.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// Inode number.
+    pub ino: u64,
+    /// Its attributes.
+    pub attr: FileAttr,
+}
+
+/// The result of opening a file.
+#[derive(Clone, Copy, Debug)]
+pub struct Opened {
+    /// Handle number for later calls.
+    pub fh: u64,
+    /// True when the kernel may keep its page cache for this file.
+    pub keep_cache: bool,
+}
+
+/// Requested attribute changes (`setattr`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AttrChanges {
+    /// New permission bits.
+    pub mode: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New size (truncate or extend).
+    pub size: Option<u64>,
+    /// New access time (`nsec == UTIME_NOW` for now).
+    pub atime: Option<TimeSpec>,
+    /// New modification time.
+    pub mtime: Option<TimeSpec>,
+    /// The handle, for ftruncate.
+    pub fh: Option<u64>,
+}
+
+/// One directory entry handed to the adapter during readdir.
+#[derive(Clone, Copy, Debug)]
+pub struct DirItem<'a> {
+    /// Inode number.
+    pub ino: u64,
+    /// Offset of the *next* entry.
+    pub next_offset: u64,
+    /// Entry kind.
+    pub kind: FileType,
+    /// Entry name.
+    pub name: &'a OsStr,
+    /// Attributes, for readdirplus.
+    pub attr: Option<FileAttr>,
+}
+
+/// The filesystem over one store.
+#[derive(Debug)]
+pub struct StoreFs {
+    store: Arc<Store>,
+    options: FsOptions,
+    pub(crate) inodes: Mutex<InodeTable>,
+    handles: HandleTable,
+    is_root: bool,
+}
+
+impl StoreFs {
+    /// Creates the filesystem for an opened store.
+    pub fn new(store: Arc<Store>, options: FsOptions) -> io::Result<StoreFs> {
+        let root = store.stat(&StorePath::root())?;
+        Ok(StoreFs {
+            store,
+            options,
+            inodes: Mutex::new(InodeTable::new(root.ino)),
+            handles: HandleTable::default(),
+            // SAFETY: geteuid has no preconditions.
+            is_root: unsafe { libc::geteuid() } == 0,
+        })
+    }
+
+    /// The store this filesystem serves.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &FsOptions {
+        &self.options
+    }
+
+    fn path_of(&self, ino: u64) -> FsResult<StorePath> {
+        let table = self.inodes.lock();
+        match table.path(ino) {
+            Some(p) => Ok(p),
+            None if table.get(ino).is_some() => Err(FsError::Unlinked),
+            None => Err(FsError::UnknownInode),
+        }
+    }
+
+    fn child_path(&self, parent: u64, name: &OsStr) -> FsResult<StorePath> {
+        self.path_of(parent)?.join(name).ok_or(FsError::InvalidName)
+    }
+
+    fn attr(&self, ino: u64, st: &Stat) -> FileAttr {
+        to_attr(ino, st)
+    }
+
+    fn remember(&self, parent: u64, name: &OsStr, st: &Stat, count_lookup: bool) -> u64 {
+        self.inodes
+            .lock()
+            .remember(parent, name, st.ino, st.kind, count_lookup)
+    }
+
+    fn give_to(&self, path: &StorePath, who: Requester) -> FsResult<()> {
+        if self.is_root {
+            self.store.set_owner(path, who.uid, who.gid)?;
+        }
+        Ok(())
+    }
+
+    /// Looks a name up and counts a kernel lookup on the result.
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<Entry> {
+        let path = self.child_path(parent, name)?;
+        let st = self.store.stat(&path)?;
+        let ino = self.remember(parent, name, &st, true);
+        Ok(Entry {
+            ino,
+            attr: self.attr(ino, &st),
+        })
+    }
+
+    /// The kernel dropped `n` lookups of `ino`.
+    pub fn forget(&self, ino: u64, n: u64) {
+        self.inodes.lock().forget(ino, n);
+    }
+
+    fn file_handle(&self, fh: u64) -> FsResult<Arc<Handle>> {
+        let handle = self.handles.get(fh).ok_or(FsError::BadHandle)?;
+        match handle.as_ref() {
+            Handle::File(_) => Ok(handle),
+            Handle::Dir(_) => Err(FsError::IsDirectory),
+        }
+    }
+
+    fn with_file<T>(&self, fh: u64, f: impl FnOnce(&FileHandle) -> FsResult<T>) -> FsResult<T> {
+        let handle = self.file_handle(fh)?;
+        match handle.as_ref() {
+            Handle::File(file) => f(file),
+            Handle::Dir(_) => Err(FsError::IsDirectory),
+        }
+    }
+
+    fn stat_ino(&self, ino: u64, fh: Option<u64>) -> FsResult<Stat> {
+        if let Some(handle) = fh.and_then(|fh| self.handles.get(fh))
+            && let Handle::File(file) = handle.as_ref()
+        {
+            return Ok(crate::store::fstat(&file.file)?);
+        }
+        match self.path_of(ino) {
+            Ok(path) => Ok(self.store.stat(&path)?),
+            Err(FsError::Unlinked) => match self.handles.any_file_for(ino).as_deref() {
+                Some(Handle::File(file)) => Ok(crate::store::fstat(&file.file)?),
+                _ => Err(FsError::Unlinked),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Attributes of an inode.
+    pub fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<FileAttr> {
+        let st = self.stat_ino(ino, fh)?;
+        Ok(self.attr(ino, &st))
+    }
+
+    /// chmod, chown, truncate and utimens, in that order.
+    pub fn setattr(&self, ino: u64, changes: AttrChanges) -> FsResult<FileAttr> {
+        let path = self.path_of(ino);
+        if changes.size.is_some_and(|size| size > self.options.max_file_size) {
+            return Err(FsError::TooBig(self.options.max_file_size));
+        }
+        if let Some(mode) = changes.mode {
+            self.store
+                .set_mode(path.as_ref().map_err(clone_err)?, mode & 0o7777)?;
+        }
+        if changes.uid.is_some() || changes.gid.is_some() {
+            self.store.set_owner(
+                path.as_ref().map_err(clone_err)?,
+                changes.uid.unwrap_or(u32::MAX),
+                changes.gid.unwrap_or(u32::MAX),
+            )?;
+        }
+        if let Some(size) = changes.size {
+            let via_handle = changes.fh.and_then(|fh| self.handles.get(fh));
+            match via_handle.as_deref() {
+                Some(Handle::File(file)) if file.writable => file.file.set_len(size)?,
+                _ => self
+                    .store
+                    .truncate(path.as_ref().map_err(clone_err)?, size)?,
+            }
+        }
+        if changes.atime.is_some() || changes.mtime.is_some() {
+            self.store.set_times(
+                path.as_ref().map_err(clone_err)?,
+                changes.atime,
+                changes.mtime,
+            )?;
+        }
+        self.getattr(ino, changes.fh)
+    }
+
+    /// Reads a symlink's target.
+    pub fn readlink(&self, ino: u64) -> FsResult<Vec<u8>> {
+        Ok(self.store.readlink(&self.path_of(ino)?)?)
+    }
+
+    /// Creates a directory.
+    pub fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, who: Requester) -> FsResult<Entry> {
+        let path = self.child_path(parent, name)?;
+        self.store.mkdir(&path, mode & 0o7777)?;
+        self.give_to(&path, who)?;
+        self.lookup(parent, name)
+    }
+
+    /// Removes a file or symlink.
+    pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
+        let path = self.child_path(parent, name)?;
+        self.store.unlink(&path)?;
+        self.inodes.lock().detach(parent, name);
+        Ok(())
+    }
+
+    /// Removes an empty directory.
+    pub fn rmdir(&self, parent: u64, name: &OsStr) -> FsResult<()> {
+        let path = self.child_path(parent, name)?;
+        self.store.rmdir(&path)?;
+        self.inodes.lock().detach(parent, name);
+        Ok(())
+    }
+
+    /// Creates a symlink; targets that would leave the mount are refused.
+    pub fn symlink(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        target: &Path,
+        who: Requester,
+    ) -> FsResult<Entry> {
+        let path = self.child_path(parent, name)?;
+        let depth = path.parent().map_or(0, |p| p.depth());
+        if !target_stays_inside(target, depth) {
+            return Err(FsError::EscapingSymlink);
+        }
+        self.store.symlink(target, &path)?;
+        self.give_to(&path, who)?;
+        self.lookup(parent, name)
+    }
+
+    /// rename / renameat2 (`RENAME_NOREPLACE`, `RENAME_EXCHANGE`).
+    pub fn rename(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        new_parent: u64,
+        new_name: &OsStr,
+        flags: u32,
+    ) -> FsResult<()> {
+        let from = self.child_path(parent, name)?;
+        let to = self.child_path(new_parent, new_name)?;
+        self.store.rename(&from, &to, flags)?;
+        let mut table = self.inodes.lock();
+        if flags & libc::RENAME_EXCHANGE != 0 {
+            table.exchange(parent, name, new_parent, new_name);
+        } else {
+            table.rename(parent, name, new_parent, new_name);
+        }
+        Ok(())
+    }
+
+    /// Hard links are refused: one inode with several paths would break the
+    /// invariant that a memory has one location (see SEMANTICS.md).
+    pub fn link(&self) -> FsResult<Entry> {
+        Err(FsError::Refused("hard links"))
+    }
+
+    /// Device nodes, fifos and sockets are refused (see SEMANTICS.md).
+    pub fn mknod(&self) -> FsResult<Entry> {
+        Err(FsError::Refused("special files"))
+    }
+
+    fn open_flags(flags: i32) -> i32 {
+        flags
+            & (libc::O_ACCMODE
+                | libc::O_APPEND
+                | libc::O_TRUNC
+                | libc::O_SYNC
+                | libc::O_DSYNC
+                | libc::O_EXCL
+                | libc::O_NOATIME)
+    }
+
+    fn register_open(&self, ino: u64, file: File, flags: i32) -> FsResult<Opened> {
+        let acc = flags & libc::O_ACCMODE;
+        let writable = acc == libc::O_WRONLY || acc == libc::O_RDWR;
+        let st = crate::store::fstat(&file)?;
+        let version = (st.mtime, st.size);
+        let keep_cache = {
+            let mut table = self.inodes.lock();
+            table.opened(ino, writable);
+            match table.get_mut(ino) {
+                Some(node) => {
+                    let keep = node.cached_version == Some(version);
+                    node.cached_version = Some(version);
+                    keep
+                }
+                None => false,
+            }
+        };
+        let fh = self.handles.insert(Handle::File(FileHandle {
+            ino,
+            file,
+            writable,
+            append: flags & libc::O_APPEND != 0,
+        }));
+        Ok(Opened { fh, keep_cache })
+    }
+
+    /// Opens an existing file.
+    pub fn open(&self, ino: u64, flags: i32) -> FsResult<Opened> {
+        let path = self.path_of(ino)?;
+        let flags = Self::open_flags(flags) & !libc::O_EXCL;
+        let file = self.store.open_file(&path, flags, 0)?;
+        self.register_open(ino, file, flags)
+    }
+
+    /// Creates (or, without `O_EXCL`, opens) a file and opens it.
+    pub fn create(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        flags: i32,
+        who: Requester,
+    ) -> FsResult<(Entry, Opened)> {
+        let path = self.child_path(parent, name)?;
+        let flags = Self::open_flags(flags) | libc::O_CREAT;
+        let file = self.store.open_file(&path, flags, mode & 0o7777)?;
+        if self.is_root {
+            // SAFETY: valid descriptor; u32::MAX would leave ids unchanged.
+            let ret = unsafe { libc::fchown(file.as_raw_fd(), who.uid, who.gid) };
+            if ret < 0 {
+                return Err(io::Error::last_os_error().into());
+            }
+        }
+        let st = crate::store::fstat(&file)?;
+        let ino = self.remember(parent, name, &st, true);
+        let opened = self.register_open(ino, file, flags)?;
+        Ok((
+            Entry {
+                ino,
+                attr: self.attr(ino, &st),
+            },
+            opened,
+        ))
+    }
+
+    /// Reads up to `size` bytes at `offset`.
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Vec<u8>> {
+        self.with_file(fh, |h| {
+            let mut buf = vec![0u8; size as usize];
+            let mut filled = 0;
+            while filled < buf.len() {
+                match h.file.read_at(&mut buf[filled..], offset + filled as u64) {
+                    Ok(0) => break,
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            buf.truncate(filled);
+            Ok(buf)
+        })
+    }
+
+    /// Writes at `offset` (or at the end for `O_APPEND` handles). A write
+    /// crossing the size cap is cut short at the cap, and a write starting
+    /// at the cap fails with `EFBIG`, like `RLIMIT_FSIZE` on a local disk.
+    pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> FsResult<u32> {
+        self.with_file(fh, |h| {
+            let start = if h.append {
+                crate::store::fstat(&h.file)?.size
+            } else {
+                offset
+            };
+            let cap = self.options.max_file_size;
+            if start >= cap && !data.is_empty() {
+                return Err(FsError::TooBig(cap));
+            }
+            let allowed = ((cap - start).min(data.len() as u64)) as usize;
+            let data = &data[..allowed];
+            // With O_APPEND on the backing descriptor, pwrite appends.
+            let mut written = 0;
+            while written < data.len() {
+                match h.file.write_at(&data[written..], offset + written as u64) {
+                    Ok(0) => break,
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if written > 0 => {
+                        log::debug!("short write after {written} bytes: {e}");
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(written as u32)
+        })
+    }
+
+    /// fsync / fdatasync.
+    pub fn fsync(&self, fh: u64, datasync: bool) -> FsResult<()> {
+        self.with_file(fh, |h| {
+            if datasync {
+                h.file.sync_data()?;
+            } else {
+                h.file.sync_all()?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Closes a file handle.
+    pub fn release(&self, fh: u64) -> FsResult<()> {
+        let handle = self.handles.remove(fh).ok_or(FsError::BadHandle)?;
+        if let Handle::File(h) = handle.as_ref() {
+            // Our own writes went through the kernel's page cache, so it is
+            // still valid for the version we leave behind.
+            let version = crate::store::fstat(&h.file)
+                .ok()
+                .map(|st| (st.mtime, st.size));
+            let mut table = self.inodes.lock();
+            if h.writable
+                && let (Some(node), Some(v)) = (table.get_mut(h.ino), version)
+            {
+                node.cached_version = Some(v);
+            }
+            table.closed(h.ino, h.writable);
+        }
+        Ok(())
+    }
+
+    /// fallocate; growing past the size cap fails with `EFBIG`.
+    pub fn fallocate(&self, fh: u64, offset: u64, length: u64, mode: i32) -> FsResult<()> {
+        let keeps_size = mode & (libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE) != 0;
+        if !keeps_size && offset.saturating_add(length) > self.options.max_file_size {
+            return Err(FsError::TooBig(self.options.max_file_size));
+        }
+        self.with_file(fh, |h| {
+            // SAFETY: valid descriptor; the kernel validates the range.
+            let ret =
+                unsafe { libc::fallocate(h.file.as_raw_fd(), mode, offset as i64, length as i64) };
+            if ret < 0 {
+                return Err(io::Error::last_os_error().into());
+            }
+            Ok(())
+        })
+    }
+
+    /// lseek for `SEEK_DATA` / `SEEK_HOLE` (the kernel handles the rest).
+    pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> FsResult<i64> {
+        self.with_file(fh, |h| {
+            // SAFETY: valid descriptor. Handles only use pread/pwrite, so
+            // moving the shared offset is harmless.
+            let ret = unsafe { libc::lseek(h.file.as_raw_fd(), offset, whence) };
+            if ret < 0 {
+                return Err(io::Error::last_os_error().into());
+            }
+            Ok(ret)
+        })
+    }
+
+    /// Opens a directory for listing.
+    pub fn opendir(&self, ino: u64) -> FsResult<u64> {
+        let path = self.path_of(ino)?;
+        let st = self.store.stat(&path)?;
+        if st.kind != FileKind::Directory {
+            return Err(FsError::from_errno(libc::ENOTDIR));
+        }
+        Ok(self.handles.insert(Handle::Dir(DirHandle {
+            ino,
+            snapshot: Mutex::new(None),
+        })))
+    }
+
+    /// Lists a directory from `offset`, calling `add` for each entry until it
+    /// returns true (reply buffer full). Offsets index a snapshot taken at
+    /// the first call and at every rewind to 0. With `plus`, each entry
+    /// carries attributes and counts a lookup, except one that did not fit.
+    pub fn readdir(
+        &self,
+        ino: u64,
+        fh: u64,
+        offset: u64,
+        plus: bool,
+        add: &mut dyn FnMut(DirItem<'_>) -> bool,
+    ) -> FsResult<()> {
+        let handle = self.handles.get(fh).ok_or(FsError::BadHandle)?;
+        let Handle::Dir(dir) = handle.as_ref() else {
+            return Err(FsError::from_errno(libc::ENOTDIR));
+        };
+        let path = self.path_of(dir.ino)?;
+        let entries = {
+            let mut snap = dir.snapshot.lock();
+            match snap.as_ref() {
+                Some(entries) if offset != 0 => Arc::clone(entries),
+                _ => {
+                    let fresh = Arc::new(self.store.read_dir(&path)?);
+                    *snap = Some(Arc::clone(&fresh));
+                    fresh
+                }
+            }
+        };
+        let parent_ino = self
+            .inodes
+            .lock()
+            .parent_and_name(ino)
+            .map_or(ROOT, |(p, _)| p);
+        let dots = [(ino, "."), (parent_ino, "..")];
+        for (i, (dot_ino, name)) in dots.iter().enumerate().skip(offset as usize) {
+            let attr = if plus {
+                // The kernel does not count lookups for dot entries.
+                Some(self.getattr(*dot_ino, None)?)
+            } else {
+                None
+            };
+            let item = DirItem {
+                ino: *dot_ino,
+                next_offset: i as u64 + 1,
+                kind: FileType::Directory,
+                name: OsStr::new(name),
+                attr,
+            };
+            if add(item) {
+                return Ok(());
+            }
+        }
+        let start = offset.saturating_sub(2) as usize;
+        for (i, entry) in entries.iter().enumerate().skip(start) {
+            let next_offset = i as u64 + 3;
+            let (entry_ino, attr) = if plus {
+                let Some(child) = path.join(&entry.name) else {
+                    continue;
+                };
+                let st = match self.store.stat(&child) {
+                    Ok(st) => st,
+                    // Gone since the snapshot: skip it rather than fail the listing.
+                    Err(_) => continue,
+                };
+                let entry_ino = self.remember(ino, &entry.name, &st, true);
+                (entry_ino, Some(self.attr(entry_ino, &st)))
+            } else {
+                (self.known_ino(ino, entry), None)
+            };
+            let item = DirItem {
+                ino: entry_ino,
+                next_offset,
+                kind: attr.map_or_else(|| kind_to_type(entry.kind, 0), |a| a.kind),
+                name: &entry.name,
+                attr,
+            };
+            if add(item) {
+                if plus {
+                    self.forget(entry_ino, 1);
+                }
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    fn known_ino(&self, dir: u64, entry: &DirEntry) -> u64 {
+        self.inodes
+            .lock()
+            .remember(dir, &entry.name, entry.ino, entry.kind, false)
+    }
+
+    /// Closes a directory handle.
+    pub fn releasedir(&self, fh: u64) -> FsResult<()> {
+        self.handles.remove(fh).ok_or(FsError::BadHandle)?;
+        Ok(())
+    }
+
+    /// fsync of a directory.
+    pub fn fsyncdir(&self, ino: u64) -> FsResult<()> {
+        let path = self.path_of(ino)?;
+        let dir = self
+            .store
+            .open_file(&path, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        dir.sync_all()?;
+        Ok(())
+    }
+
+    /// statvfs of the backing filesystem.
+    pub fn statfs(&self) -> FsResult<libc::statvfs> {
+        Ok(self.store.statfs()?)
+    }
+
+    /// Gets an extended attribute.
+    pub fn getxattr(&self, ino: u64, name: &OsStr) -> FsResult<Vec<u8>> {
+        Ok(self.store.get_xattr(&self.path_of(ino)?, name)?)
+    }
+
+    /// Sets an extended attribute.
+    pub fn setxattr(&self, ino: u64, name: &OsStr, value: &[u8], flags: i32) -> FsResult<()> {
+        Ok(self
+            .store
+            .set_xattr(&self.path_of(ino)?, name, value, flags)?)
+    }
+
+    /// Lists extended attribute names, NUL-separated.
+    pub fn listxattr(&self, ino: u64) -> FsResult<Vec<u8>> {
+        Ok(self.store.list_xattr(&self.path_of(ino)?)?)
+    }
+
+    /// Removes an extended attribute.
+    pub fn removexattr(&self, ino: u64, name: &OsStr) -> FsResult<()> {
+        Ok(self.store.remove_xattr(&self.path_of(ino)?, name)?)
+    }
+
+    /// access(2): the kernel checks permissions itself (default_permissions),
+    /// so this only confirms the inode still exists.
+    pub fn access(&self, ino: u64) -> FsResult<()> {
+        self.stat_ino(ino, None).map(|_| ())
+    }
+
+    /// Number of inodes known (for status).
+    pub fn inode_count(&self) -> usize {
+        self.inodes.lock().len()
+    }
+}
+
+fn clone_err(e: &FsError) -> FsError {
+    FsError::from_errno(e.errno())
+}
+
+/// True if a relative symlink target created in a directory `depth` levels
+/// below the root never climbs above the root.
+pub fn target_stays_inside(target: &Path, depth: usize) -> bool {
+    if target.as_os_str().is_empty() {
+        return true;
+    }
+    let mut level = depth as isize;
+    for component in target.components() {
+        match component {
+            Component::Normal(_) => level += 1,
+            Component::CurDir => {}
+            Component::ParentDir => {
+                level -= 1;
+                if level < 0 {
+                    return false;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return false,
+        }
+    }
+    true
+}
+
+fn kind_to_type(kind: FileKind, mode: u32) -> FileType {
+    match kind {
+        FileKind::File => FileType::RegularFile,
+        FileKind::Directory => FileType::Directory,
+        FileKind::Symlink => FileType::Symlink,
+        FileKind::Special => match mode & libc::S_IFMT {
+            libc::S_IFIFO => FileType::NamedPipe,
+            libc::S_IFSOCK => FileType::Socket,
+            libc::S_IFBLK => FileType::BlockDevice,
+            _ => FileType::CharDevice,
+        },
+    }
+}
+
+fn to_time(t: TimeSpec) -> SystemTime {
+    if t.sec >= 0 {
+        UNIX_EPOCH + Duration::new(t.sec as u64, t.nsec as u32)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(t.sec.unsigned_abs()) + Duration::from_nanos(t.nsec as u64)
+    }
+}
+
+/// Converts a backing `stat` into the attributes the kernel sees.
+pub fn to_attr(ino: u64, st: &Stat) -> FileAttr {
+    FileAttr {
+        ino: fuser::INodeNo(ino),
+        size: st.size,
+        blocks: st.blocks,
+        atime: to_time(st.atime),
+        mtime: to_time(st.mtime),
+        ctime: to_time(st.ctime),
+        crtime: to_time(st.ctime),
+        kind: kind_to_type(st.kind, st.mode),
+        perm: (st.mode & 0o7777) as u16,
+        nlink: st.nlink as u32,
+        uid: st.uid,
+        gid: st.gid,
+        rdev: st.rdev as u32,
+        blksize: st.blksize,
+        flags: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlink_targets() {
+        assert!(target_stays_inside(Path::new("a/b"), 0));
+        assert!(target_stays_inside(Path::new("../x"), 1));
+        assert!(!target_stays_inside(Path::new("../x"), 0));
+        assert!(!target_stays_inside(Path::new("/etc/passwd"), 3));
+        assert!(!target_stays_inside(Path::new("a/../../x"), 0));
+        assert!(target_stays_inside(Path::new("a/../x"), 0));
+    }
+}

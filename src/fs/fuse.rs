@@ -1,0 +1,513 @@
+//! The fuser adapter: converts kernel requests into `StoreFs` calls.
+//!
+//! Each handler converts its arguments, calls the core, and replies or maps
+//! the error. No domain logic lives here. Errors are logged at debug when
+//! routine (ENOENT and friends) and at warn otherwise.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    AccessFlags, BsdFileFlags, Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo,
+    InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+
+use super::core::{AttrChanges, Entry, Opened, Requester, StoreFs};
+use super::error::FsError;
+use crate::store::TimeSpec;
+
+/// The `fuser::Filesystem` implementation over a shared `StoreFs`.
+#[derive(Debug)]
+pub struct FuseAdapter {
+    fs: Arc<StoreFs>,
+}
+
+impl FuseAdapter {
+    /// Wraps the core filesystem.
+    pub fn new(fs: Arc<StoreFs>) -> Self {
+        FuseAdapter { fs }
+    }
+}
+
+const GENERATION: Generation = Generation(0);
+
+fn errno(op: &str, err: &FsError) -> Errno {
+    if err.is_routine() {
+        log::debug!("{op}: {err}");
+    } else {
+        log::warn!("{op}: {err}");
+    }
+    Errno::from_i32(err.errno())
+}
+
+fn who(req: &Request) -> Requester {
+    Requester {
+        uid: req.uid(),
+        gid: req.gid(),
+    }
+}
+
+fn time_arg(t: Option<TimeOrNow>) -> Option<TimeSpec> {
+    t.map(|t| match t {
+        TimeOrNow::Now => TimeSpec {
+            sec: 0,
+            nsec: libc::UTIME_NOW,
+        },
+        TimeOrNow::SpecificTime(st) => match st.duration_since(UNIX_EPOCH) {
+            Ok(d) => TimeSpec {
+                sec: d.as_secs() as i64,
+                nsec: i64::from(d.subsec_nanos()),
+            },
+            Err(e) => {
+                // Before 1970 fuser builds the time as EPOCH - (|sec| s + nsec ns)
+                // from the kernel's (sec, nsec); undo exactly that.
+                let d = e.duration();
+                TimeSpec {
+                    sec: -(d.as_secs() as i64),
+                    nsec: i64::from(d.subsec_nanos()),
+                }
+            }
+        },
+    })
+}
+
+fn open_flags(opened: &Opened) -> FopenFlags {
+    if opened.keep_cache {
+        FopenFlags::FOPEN_KEEP_CACHE
+    } else {
+        FopenFlags::empty()
+    }
+}
+
+impl FuseAdapter {
+    fn reply_entry(&self, op: &str, result: Result<Entry, FsError>, reply: ReplyEntry) {
+        let ttl = self.fs.options().ttl;
+        match result {
+            Ok(e) => reply.entry(&ttl, &e.attr, GENERATION),
+            Err(e) => reply.error(errno(op, &e)),
+        }
+    }
+
+    fn reply_empty(op: &str, result: Result<(), FsError>, reply: ReplyEmpty) {
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(op, &e)),
+        }
+    }
+
+    fn reply_xattr(op: &str, result: Result<Vec<u8>, FsError>, size: u32, reply: ReplyXattr) {
+        match result {
+            Ok(data) if size == 0 => reply.size(data.len() as u32),
+            Ok(data) if data.len() > size as usize => reply.error(Errno::ERANGE),
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(errno(op, &e)),
+        }
+    }
+}
+
+impl Filesystem for FuseAdapter {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        for flag in [
+            InitFlags::FUSE_DO_READDIRPLUS,
+            InitFlags::FUSE_READDIRPLUS_AUTO,
+            InitFlags::FUSE_AUTO_INVAL_DATA,
+            InitFlags::FUSE_ATOMIC_O_TRUNC,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+            InitFlags::FUSE_CACHE_SYMLINKS,
+        ] {
+            if config.add_capabilities(flag).is_err() {
+                log::debug!("kernel lacks capability {flag:?}");
+            }
+        }
+        let _ = config.set_max_readahead(1024 * 1024);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.reply_entry("lookup", self.fs.lookup(parent.0, name), reply);
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.fs.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.fs.getattr(ino.0, fh.map(|f| f.0)) {
+            Ok(attr) => reply.attr(&self.fs.options().ttl, &attr),
+            Err(e) => reply.error(errno("getattr", &e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let changes = AttrChanges {
+            mode,
+            uid,
+            gid,
+            size,
+            atime: time_arg(atime),
+            mtime: time_arg(mtime),
+            fh: fh.map(|f| f.0),
+        };
+        match self.fs.setattr(ino.0, changes) {
+            Ok(attr) => reply.attr(&self.fs.options().ttl, &attr),
+            Err(e) => reply.error(errno("setattr", &e)),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.fs.readlink(ino.0) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(errno("readlink", &e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        self.reply_entry("mknod", self.fs.mknod(), reply);
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        self.reply_entry(
+            "mkdir",
+            self.fs.mkdir(parent.0, name, mode, who(req)),
+            reply,
+        );
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        Self::reply_empty("unlink", self.fs.unlink(parent.0, name), reply);
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        Self::reply_empty("rmdir", self.fs.rmdir(parent.0, name), reply);
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let result = self.fs.symlink(parent.0, link_name, target, who(req));
+        self.reply_entry("symlink", result, reply);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let result = self
+            .fs
+            .rename(parent.0, name, newparent.0, newname, flags.bits());
+        Self::reply_empty("rename", result, reply);
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        self.reply_entry("link", self.fs.link(), reply);
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self.fs.open(ino.0, flags.0) {
+            Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(&opened)),
+            Err(e) => reply.error(errno("open", &e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        match self.fs.read(fh.0, offset, size) {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(errno("read", &e)),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        match self.fs.write(fh.0, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(errno("write", &e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // Every write already reached the backing file; nothing is buffered.
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        Self::reply_empty("release", self.fs.release(fh.0), reply);
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        Self::reply_empty("fsync", self.fs.fsync(fh.0, datasync), reply);
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.fs.opendir(ino.0) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(errno("opendir", &e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let result = self.fs.readdir(ino.0, fh.0, offset, false, &mut |item| {
+            reply.add(INodeNo(item.ino), item.next_offset, item.kind, item.name)
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno("readdir", &e)),
+        }
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let ttl = self.fs.options().ttl;
+        let result = self.fs.readdir(ino.0, fh.0, offset, true, &mut |item| {
+            let Some(attr) = item.attr else { return false };
+            reply.add(
+                INodeNo(item.ino),
+                item.next_offset,
+                item.name,
+                &ttl,
+                &attr,
+                GENERATION,
+            )
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno("readdirplus", &e)),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        Self::reply_empty("releasedir", self.fs.releasedir(fh.0), reply);
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        Self::reply_empty("fsyncdir", self.fs.fsyncdir(ino.0), reply);
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.fs.statfs() {
+            Ok(st) => reply.statfs(
+                st.f_blocks,
+                st.f_bfree,
+                st.f_bavail,
+                st.f_files,
+                st.f_ffree,
+                st.f_bsize as u32,
+                st.f_namemax as u32,
+                st.f_frsize as u32,
+            ),
+            Err(e) => reply.error(errno("statfs", &e)),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        Self::reply_empty(
+            "setxattr",
+            self.fs.setxattr(ino.0, name, value, flags),
+            reply,
+        );
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        Self::reply_xattr("getxattr", self.fs.getxattr(ino.0, name), size, reply);
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        Self::reply_xattr("listxattr", self.fs.listxattr(ino.0), size, reply);
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        Self::reply_empty("removexattr", self.fs.removexattr(ino.0, name), reply);
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        Self::reply_empty("access", self.fs.access(ino.0), reply);
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self.fs.create(parent.0, name, mode, flags, who(req)) {
+            Ok((entry, opened)) => reply.created(
+                &self.fs.options().ttl,
+                &entry.attr,
+                GENERATION,
+                FileHandle(opened.fh),
+                open_flags(&opened),
+            ),
+            Err(e) => reply.error(errno("create", &e)),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        Self::reply_empty(
+            "fallocate",
+            self.fs.fallocate(fh.0, offset, length, mode),
+            reply,
+        );
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        match self.fs.lseek(fh.0, offset, whence) {
+            Ok(pos) => reply.offset(pos),
+            Err(e) => reply.error(errno("lseek", &e)),
+        }
+    }
+}

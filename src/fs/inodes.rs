@@ -1,0 +1,341 @@
+//! The inode table: FUSE inode numbers for the real tree.
+//!
+//! Each node records its parent and name, so a node's store path is rebuilt
+//! by walking up, and renaming a directory moves its whole subtree for free.
+//! Numbers are handed out from a counter and never reused while mounted, so
+//! every generation is 0 and a stale number can never name a new file.
+//!
+//! A node stays while the kernel holds lookups on it, while a handle is open
+//! on it, or while it has children in the table. Nodes created for plain
+//! `readdir` entries (zero lookups) are kept so `d_ino` matches `st_ino`;
+//! they are bounded by the number of entries in the store.
+//!
+//! A node whose name was unlinked or renamed over is *detached*: it keeps
+//! its number for open handles and pending forgets but has no path.
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+
+use crate::store::{FileKind, StorePath, TimeSpec};
+
+/// The root directory's inode number.
+pub(crate) const ROOT: u64 = 1;
+
+/// What the daemon knows about one inode.
+#[derive(Debug)]
+pub(crate) struct Node {
+    parent: u64,
+    name: OsString,
+    lookups: u64,
+    open_handles: u32,
+    pub(crate) open_writers: u32,
+    children: u32,
+    attached: bool,
+    /// Backing inode number, to notice a name now naming another object.
+    pub(crate) backing_ino: u64,
+    pub(crate) kind: FileKind,
+    /// (mtime, size) when the kernel's page cache was last known valid.
+    pub(crate) cached_version: Option<(TimeSpec, u64)>,
+}
+
+/// All known inodes. Callers wrap it in one lock; no method does I/O.
+#[derive(Debug)]
+pub(crate) struct InodeTable {
+    nodes: HashMap<u64, Node>,
+    by_name: HashMap<(u64, OsString), u64>,
+    next: u64,
+}
+
+impl InodeTable {
+    pub(crate) fn new(root_backing_ino: u64) -> Self {
+        let mut nodes = HashMap::new();
+        nodes.insert(
+            ROOT,
+            Node {
+                parent: ROOT,
+                name: OsString::new(),
+                lookups: 1,
+                open_handles: 0,
+                open_writers: 0,
+                children: 0,
+                attached: true,
+                backing_ino: root_backing_ino,
+                kind: FileKind::Directory,
+                cached_version: None,
+            },
+        );
+        InodeTable {
+            nodes,
+            by_name: HashMap::new(),
+            next: ROOT + 1,
+        }
+    }
+
+    pub(crate) fn get(&self, ino: u64) -> Option<&Node> {
+        self.nodes.get(&ino)
+    }
+
+    pub(crate) fn get_mut(&mut self, ino: u64) -> Option<&mut Node> {
+        self.nodes.get_mut(&ino)
+    }
+
+    /// The store path of an attached node.
+    pub(crate) fn path(&self, ino: u64) -> Option<StorePath> {
+        let mut names = Vec::new();
+        let mut cur = ino;
+        while cur != ROOT {
+            let node = self.nodes.get(&cur)?;
+            if !node.attached {
+                return None;
+            }
+            names.push(node.name.clone());
+            cur = node.parent;
+        }
+        names.reverse();
+        StorePath::from_components(names)
+    }
+
+    /// The node currently bound to `name` in `parent`, if known.
+    pub(crate) fn child(&self, parent: u64, name: &OsStr) -> Option<u64> {
+        self.by_name.get(&(parent, name.to_os_string())).copied()
+    }
+
+    /// The parent and name of an attached node.
+    pub(crate) fn parent_and_name(&self, ino: u64) -> Option<(u64, OsString)> {
+        let node = self.nodes.get(&ino)?;
+        (node.attached && ino != ROOT).then(|| (node.parent, node.name.clone()))
+    }
+
+    /// Binds `name` in `parent` to the backing object, reusing the node when
+    /// it is the same object, and counts a kernel lookup when asked.
+    pub(crate) fn remember(
+        &mut self,
+        parent: u64,
+        name: &OsStr,
+        backing_ino: u64,
+        kind: FileKind,
+        count_lookup: bool,
+    ) -> u64 {
+        let key = (parent, name.to_os_string());
+        if let Some(&ino) = self.by_name.get(&key) {
+            if let Some(node) = self.nodes.get_mut(&ino)
+                && node.backing_ino == backing_ino
+                && node.kind == kind
+            {
+                if count_lookup {
+                    node.lookups += 1;
+                }
+                return ino;
+            }
+            self.detach(parent, name);
+        }
+        let ino = self.next;
+        self.next += 1;
+        self.nodes.insert(
+            ino,
+            Node {
+                parent,
+                name: name.to_os_string(),
+                lookups: u64::from(count_lookup),
+                open_handles: 0,
+                open_writers: 0,
+                children: 0,
+                attached: true,
+                backing_ino,
+                kind,
+                cached_version: None,
+            },
+        );
+        self.by_name.insert(key, ino);
+        if let Some(p) = self.nodes.get_mut(&parent) {
+            p.children += 1;
+        }
+        ino
+    }
+
+    /// Drops the binding of `name` in `parent` (after unlink, rmdir, or when
+    /// the name turned out to name another object). Returns the old node.
+    pub(crate) fn detach(&mut self, parent: u64, name: &OsStr) -> Option<u64> {
+        let ino = self.by_name.remove(&(parent, name.to_os_string()))?;
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.attached = false;
+        }
+        self.release_child(parent);
+        self.collect(ino);
+        Some(ino)
+    }
+
+    /// Moves a binding after a successful rename. Whatever `new_name` named
+    /// before is detached.
+    pub(crate) fn rename(&mut self, parent: u64, name: &OsStr, new_parent: u64, new_name: &OsStr) {
+        if parent == new_parent && name == new_name {
+            return;
+        }
+        let Some(ino) = self.by_name.remove(&(parent, name.to_os_string())) else {
+            // Unknown source: just forget whatever the target was.
+            self.detach(new_parent, new_name);
+            return;
+        };
+        self.detach(new_parent, new_name);
+        self.by_name
+            .insert((new_parent, new_name.to_os_string()), ino);
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.parent = new_parent;
+            node.name = new_name.to_os_string();
+        }
+        if let Some(p) = self.nodes.get_mut(&new_parent) {
+            p.children += 1;
+        }
+        self.release_child(parent);
+    }
+
+    /// Swaps two bindings after a successful `RENAME_EXCHANGE`.
+    pub(crate) fn exchange(
+        &mut self,
+        parent: u64,
+        name: &OsStr,
+        new_parent: u64,
+        new_name: &OsStr,
+    ) {
+        let a = self.by_name.remove(&(parent, name.to_os_string()));
+        let b = self.by_name.remove(&(new_parent, new_name.to_os_string()));
+        let rebind = |ino: Option<u64>, p: u64, n: &OsStr, table: &mut Self| {
+            if let Some(ino) = ino {
+                table.by_name.insert((p, n.to_os_string()), ino);
+                if let Some(node) = table.nodes.get_mut(&ino) {
+                    node.parent = p;
+                    node.name = n.to_os_string();
+                }
+            }
+        };
+        rebind(a, new_parent, new_name, self);
+        rebind(b, parent, name, self);
+        // Child counts: each parent lost one known child and gained one.
+        if a.is_some() != b.is_some() && parent != new_parent {
+            let (from, to) = if a.is_some() {
+                (parent, new_parent)
+            } else {
+                (new_parent, parent)
+            };
+            if let Some(p) = self.nodes.get_mut(&to) {
+                p.children += 1;
+            }
+            self.release_child(from);
+        }
+    }
+
+    /// The kernel dropped `n` lookups.
+    pub(crate) fn forget(&mut self, ino: u64, n: u64) {
+        if ino == ROOT {
+            return;
+        }
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.lookups = node.lookups.saturating_sub(n);
+        }
+        self.collect(ino);
+    }
+
+    /// A handle was opened on the node.
+    pub(crate) fn opened(&mut self, ino: u64, writable: bool) {
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.open_handles += 1;
+            node.open_writers += u32::from(writable);
+        }
+    }
+
+    /// A handle was released.
+    pub(crate) fn closed(&mut self, ino: u64, writable: bool) {
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.open_handles = node.open_handles.saturating_sub(1);
+            if writable {
+                node.open_writers = node.open_writers.saturating_sub(1);
+            }
+        }
+        self.collect(ino);
+    }
+
+    fn release_child(&mut self, parent: u64) {
+        if let Some(p) = self.nodes.get_mut(&parent) {
+            p.children = p.children.saturating_sub(1);
+        }
+        self.collect(parent);
+    }
+
+    /// Removes a detached node nobody refers to any more.
+    fn collect(&mut self, ino: u64) {
+        let Some(node) = self.nodes.get(&ino) else {
+            return;
+        };
+        // Attached zero-lookup nodes stay (they came from readdir and keep
+        // d_ino stable); detached ones go once nothing refers to them.
+        let unreferenced = node.open_handles == 0 && node.children == 0 && node.lookups == 0;
+        if ino != ROOT && unreferenced && !node.attached {
+            self.nodes.remove(&ino);
+        }
+    }
+
+    /// Number of known inodes (for status and tests).
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_follow_directory_renames() {
+        let mut t = InodeTable::new(2);
+        let d = t.remember(ROOT, OsStr::new("d"), 10, FileKind::Directory, true);
+        let f = t.remember(d, OsStr::new("f.md"), 11, FileKind::File, true);
+        assert_eq!(t.path(f).unwrap().as_path(), std::path::Path::new("d/f.md"));
+        t.rename(ROOT, OsStr::new("d"), ROOT, OsStr::new("e"));
+        assert_eq!(t.path(f).unwrap().as_path(), std::path::Path::new("e/f.md"));
+        assert_eq!(t.child(ROOT, OsStr::new("e")), Some(d));
+        assert_eq!(t.child(ROOT, OsStr::new("d")), None);
+    }
+
+    #[test]
+    fn same_object_keeps_number_other_object_gets_new() {
+        let mut t = InodeTable::new(2);
+        let a = t.remember(ROOT, OsStr::new("a"), 10, FileKind::File, true);
+        assert_eq!(
+            t.remember(ROOT, OsStr::new("a"), 10, FileKind::File, true),
+            a
+        );
+        let b = t.remember(ROOT, OsStr::new("a"), 12, FileKind::File, true);
+        assert_ne!(a, b);
+        assert!(t.path(a).is_none(), "old object is detached");
+        t.forget(a, 2);
+        assert!(
+            t.get(a).is_none(),
+            "detached and forgotten nodes are dropped"
+        );
+    }
+
+    #[test]
+    fn rename_over_detaches_target_but_open_handle_keeps_it() {
+        let mut t = InodeTable::new(2);
+        let a = t.remember(ROOT, OsStr::new("a"), 10, FileKind::File, true);
+        let b = t.remember(ROOT, OsStr::new("b"), 11, FileKind::File, true);
+        t.opened(b, false);
+        t.rename(ROOT, OsStr::new("a"), ROOT, OsStr::new("b"));
+        t.forget(b, 1);
+        assert!(t.get(b).is_some(), "still open");
+        t.closed(b, false);
+        assert!(t.get(b).is_none());
+        assert_eq!(t.child(ROOT, OsStr::new("b")), Some(a));
+    }
+
+    #[test]
+    fn exchange_swaps_paths() {
+        let mut t = InodeTable::new(2);
+        let d = t.remember(ROOT, OsStr::new("d"), 9, FileKind::Directory, true);
+        let a = t.remember(ROOT, OsStr::new("a"), 10, FileKind::File, true);
+        let b = t.remember(d, OsStr::new("b"), 11, FileKind::File, true);
+        t.exchange(ROOT, OsStr::new("a"), d, OsStr::new("b"));
+        assert_eq!(t.path(a).unwrap().as_path(), std::path::Path::new("d/b"));
+        assert_eq!(t.path(b).unwrap().as_path(), std::path::Path::new("a"));
+    }
+}

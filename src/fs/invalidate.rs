@@ -1,0 +1,164 @@
+//! Keeps the kernel's caches honest when the store changes behind the mount.
+//!
+//! `git pull` or a sync tool may write into the backing directory while it
+//! is mounted. A notify watcher on the store reports those paths; this
+//! module batches them, works out which kernel entries and inodes they
+//! touch, and sends `inval_entry` / `inval_inode` through the session's
+//! notifier.
+//!
+//! Two rules keep this safe. Notifications are sent from this thread only,
+//! never from a FUSE handler (the kernel may wait on a handler while we
+//! wait on the kernel). And the inode table lock is released before any
+//! notification is sent. Changes we made ourselves through the mount show
+//! up here too; they are recognised because the table already matches the
+//! backing state, and cost nothing.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use fuser::{INodeNo, Notifier};
+use notify::{RecursiveMode, Watcher};
+
+use super::core::StoreFs;
+use super::inodes::ROOT;
+use crate::store::StorePath;
+
+/// A kernel cache entry to drop.
+#[derive(Debug, PartialEq, Eq)]
+enum Invalidation {
+    /// The name in the directory may now name something else (or nothing).
+    Entry(u64, OsString),
+    /// The inode's attributes changed; `true` drops its cached data too.
+    Inode(u64, bool),
+}
+
+/// The running watcher; dropping it stops both threads.
+pub struct ExternalChangeWatcher {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    _watcher: notify::RecommendedWatcher,
+}
+
+impl std::fmt::Debug for ExternalChangeWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalChangeWatcher")
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExternalChangeWatcher {
+    /// Starts watching the store behind `fs`, invalidating through `notifier`.
+    pub fn start(fs: Arc<StoreFs>, notifier: Notifier) -> notify::Result<Self> {
+        let (tx, rx) = crossbeam_channel::unbounded::<PathBuf>();
+        let mut watcher =
+            notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+                Ok(event) => {
+                    for path in event.paths {
+                        let _ = tx.send(path);
+                    }
+                }
+                Err(e) => log::warn!("store watcher: {e}"),
+            })?;
+        let root = fs.store().root_path().to_path_buf();
+        watcher.watch(&root, RecursiveMode::Recursive)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("mnemofs-invalidate".into())
+                .spawn(move || run(&fs, &notifier, &root, &rx, &stop))
+                .map_err(|e| notify::Error::generic(&e.to_string()))?
+        };
+        Ok(ExternalChangeWatcher {
+            stop,
+            thread: Some(thread),
+            _watcher: watcher,
+        })
+    }
+}
+
+impl Drop for ExternalChangeWatcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(fs: &StoreFs, notifier: &Notifier, root: &Path, rx: &Receiver<PathBuf>, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let first = match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(p) => p,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return,
+        };
+        // Let a burst (git checkout) arrive, then handle it as one batch.
+        std::thread::sleep(Duration::from_millis(30));
+        let mut paths: Vec<PathBuf> = std::iter::once(first).chain(rx.try_iter()).collect();
+        paths.sort();
+        paths.dedup();
+        let mut work = Vec::new();
+        for path in &paths {
+            let Some(rel) = path.strip_prefix(root).ok().and_then(StorePath::new) else {
+                continue;
+            };
+            work.extend(invalidations_for(fs, &rel));
+        }
+        for inval in work {
+            let result = match &inval {
+                Invalidation::Entry(parent, name) => notifier.inval_entry(INodeNo(*parent), name),
+                Invalidation::Inode(ino, data) => {
+                    notifier.inval_inode(INodeNo(*ino), if *data { 0 } else { -1 }, 0)
+                }
+            };
+            // ENOENT just means the kernel had nothing cached.
+            if let Err(e) = result
+                && e.raw_os_error() != Some(libc::ENOENT)
+            {
+                log::debug!("invalidate {inval:?}: {e}");
+            }
+        }
+    }
+}
+
+/// Compares what the kernel may have cached for `path` with the store now.
+fn invalidations_for(fs: &StoreFs, path: &StorePath) -> Vec<Invalidation> {
+    let (Some(parent_path), Some(name)) = (path.parent(), path.file_name()) else {
+        return Vec::new();
+    };
+    let backing = fs.store().stat(path).ok();
+    let table = fs.inodes.lock();
+    // Find the parent's inode by walking names from the root.
+    let mut parent = ROOT;
+    for component in parent_path.as_path().iter() {
+        match table.child(parent, component) {
+            Some(ino) => parent = ino,
+            // The kernel never saw the parent, so it cached nothing below it.
+            None => return Vec::new(),
+        }
+    }
+    let known = table.child(parent, name);
+    let mut out = Vec::new();
+    match (
+        known.and_then(|ino| table.get(ino).map(|n| (ino, n))),
+        backing,
+    ) {
+        (None, _) => {}
+        (Some((ino, node)), Some(st)) if node.kind == st.kind && node.backing_ino == st.ino => {
+            let version = (st.mtime, st.size);
+            if node.cached_version.is_some_and(|v| v != version) && node.open_writers == 0 {
+                out.push(Invalidation::Inode(ino, true));
+            } else {
+                out.push(Invalidation::Inode(ino, false));
+            }
+        }
+        (Some(_), _) => out.push(Invalidation::Entry(parent, name.to_os_string())),
+    }
+    out
+}

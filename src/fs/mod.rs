@@ -1,0 +1,24 @@
+//! The mount: the real tree of the store served through FUSE.
+//!
+//! `core` holds the operations (testable without a kernel), `fuse` adapts
+//! them to fuser, `inodes` and `handles` are the tables behind them,
+//! `error` maps every failure to one errno, and `invalidate` tells the
+//! kernel when the store changed behind its back.
+
+mod core;
+mod error;
+mod fuse;
+mod handles;
+mod inodes;
+mod invalidate;
+
+pub use self::core::{
+    AttrChanges, DirItem, Entry, FsOptions, Opened, Requester, StoreFs, target_stays_inside,
+    to_attr,
+};
+pub use error::{FsError, FsResult};
+pub use fuse::FuseAdapter;
+pub use invalidate::ExternalChangeWatcher;
+
+/// The inode number of the mount's root directory.
+pub const ROOT_INO: u64 = inodes::ROOT;

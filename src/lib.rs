@@ -1,0 +1,14 @@
+//! mnemofs: an agent's long-term memory, mounted as an ordinary directory tree.
+//!
+//! The crate is split by responsibility (see ARCHITECTURE.md):
+//! `store` owns the backing directory, `memory` parses memory files,
+//! `fs` adapts the store to FUSE, `daemon` runs a mount's lifecycle and
+//! `cli` is the command-line front end. Only `fs` and `daemon` know FUSE.
+
+#![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
+
+pub mod cli;
+pub mod daemon;
+pub mod fs;
+pub mod memory;
+pub mod store;

@@ -1,0 +1,214 @@
+//! The closed vocabularies of the frontmatter: `category` and `phase`.
+//!
+//! Both are matched case-insensitively and with surrounding whitespace
+//! ignored, because people type `Category: Preferences` by hand; they are
+//! always written back in lowercase, which is the spelling the directory
+//! layout (`by-category/<category>/`) and memory-cli use.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Where a memory belongs: one of the fourteen memory-cli categories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    /// Core identity, values, mission.
+    Soul,
+    /// Personality traits, communication style.
+    Character,
+    /// People and relationships.
+    People,
+    /// Project context, repositories, deployments.
+    Project,
+    /// Time expressions, deadlines, schedules.
+    Date,
+    /// Technical knowledge, facts, patterns.
+    Knowledge,
+    /// Feedback, suggestions, improvements.
+    Feedback,
+    /// User or agent preferences.
+    Preferences,
+    /// Design decisions, choices made.
+    Decisions,
+    /// Lessons learned, gotchas.
+    Lessons,
+    /// Behavioral patterns, routines.
+    Habits,
+    /// Skills, capabilities.
+    Skills,
+    /// Not yet classified (the initial landing place).
+    Inbox,
+    /// Time-based reminders.
+    Reminders,
+}
+
+impl Category {
+    /// Every category, in the order memory-cli documents them.
+    pub const ALL: [Category; 14] = [
+        Category::Soul,
+        Category::Character,
+        Category::People,
+        Category::Project,
+        Category::Date,
+        Category::Knowledge,
+        Category::Feedback,
+        Category::Preferences,
+        Category::Decisions,
+        Category::Lessons,
+        Category::Habits,
+        Category::Skills,
+        Category::Inbox,
+        Category::Reminders,
+    ];
+
+    /// The lowercase name used in frontmatter and directory names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Soul => "soul",
+            Category::Character => "character",
+            Category::People => "people",
+            Category::Project => "project",
+            Category::Date => "date",
+            Category::Knowledge => "knowledge",
+            Category::Feedback => "feedback",
+            Category::Preferences => "preferences",
+            Category::Decisions => "decisions",
+            Category::Lessons => "lessons",
+            Category::Habits => "habits",
+            Category::Skills => "skills",
+            Category::Inbox => "inbox",
+            Category::Reminders => "reminders",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Category {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim();
+        Category::ALL
+            .into_iter()
+            .find(|c| c.as_str().eq_ignore_ascii_case(wanted))
+            .ok_or_else(|| UnknownName::new("category", wanted))
+    }
+}
+
+impl serde::Serialize for Category {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// How far along its life a memory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Newly written, waiting for the organizer.
+    Inbox,
+    /// Classified into a category.
+    Organized,
+    /// Moved to `archive/` (expired, decayed or merged).
+    Archived,
+}
+
+impl Phase {
+    /// Every phase, in lifecycle order.
+    pub const ALL: [Phase; 3] = [Phase::Inbox, Phase::Organized, Phase::Archived];
+
+    /// The lowercase name used in frontmatter.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Inbox => "inbox",
+            Phase::Organized => "organized",
+            Phase::Archived => "archived",
+        }
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Phase {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim();
+        Phase::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(wanted))
+            .ok_or_else(|| UnknownName::new("phase", wanted))
+    }
+}
+
+impl serde::Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A name that is not in the vocabulary it was parsed against.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {vocabulary} `{name}`")]
+pub struct UnknownName {
+    /// Which vocabulary was searched (`category` or `phase`).
+    pub vocabulary: &'static str,
+    /// The name as given, trimmed.
+    pub name: String,
+}
+
+impl UnknownName {
+    fn new(vocabulary: &'static str, name: &str) -> Self {
+        UnknownName {
+            vocabulary,
+            name: name.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_category_round_trips_through_its_name() {
+        for c in Category::ALL {
+            assert_eq!(c.as_str().parse::<Category>(), Ok(c));
+            assert_eq!(c.to_string(), c.as_str());
+        }
+        let mut names: Vec<_> = Category::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 14);
+    }
+
+    #[test]
+    fn names_match_case_insensitively_and_trimmed() {
+        assert_eq!(
+            " Preferences ".parse::<Category>(),
+            Ok(Category::Preferences)
+        );
+        assert_eq!("ORGANIZED".parse::<Phase>(), Ok(Phase::Organized));
+    }
+
+    #[test]
+    fn unknown_names_are_errors_with_a_lowercase_message() {
+        let err = "work".parse::<Category>().unwrap_err();
+        assert_eq!(err.to_string(), "unknown category `work`");
+        assert!("".parse::<Phase>().is_err());
+    }
+
+    #[test]
+    fn every_phase_round_trips_through_its_name() {
+        for p in Phase::ALL {
+            assert_eq!(p.as_str().parse::<Phase>(), Ok(p));
+        }
+    }
+}

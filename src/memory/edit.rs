@@ -1,0 +1,402 @@
+//! Surgical frontmatter edits.
+//!
+//! The normalizer adds missing fields (`id`, `created_at`, `phase`,
+//! `category`) to files people also edit by hand and keep in git, so an
+//! edit must be invisible except for the new lines: existing keys,
+//! comments, quoting, order and blank lines stay byte for byte, and so
+//! does the body. That rules out "parse, modify, serialize"; instead new
+//! `key: value` lines are inserted just before the closing delimiter.
+//!
+//! Appending at column 0 is not safe for every YAML document (a flow
+//! mapping `{a: 1}`, or a document whose keys are all indented), so the
+//! edited block is parsed again and must read as the old map plus exactly
+//! the new keys; anything else is refused and the caller leaves the file
+//! alone.
+
+use serde_yaml::{Mapping, Value};
+
+use super::frontmatter::{Located, YamlProblem, key_name, locate, parse_yaml};
+
+/// Why frontmatter could not be edited. The file must then be left as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    /// The file opens with `---` but has no closing delimiter line.
+    #[error("frontmatter opened on line 1 is never closed")]
+    UnclosedFrontmatter,
+    /// The YAML in the block does not parse.
+    #[error("malformed frontmatter: {message}")]
+    MalformedFrontmatter {
+        /// File line of the error, when known.
+        line: Option<usize>,
+        /// The YAML parser's message, with file line numbers.
+        message: String,
+    },
+    /// The block parses to something other than a map.
+    #[error("frontmatter is {found}, not a map of fields")]
+    NotAMapping {
+        /// What it is instead ("a list", "a string", ...).
+        found: &'static str,
+    },
+    /// A key to add is not a plain identifier (`[A-Za-z0-9_-]`, not
+    /// starting with `-`).
+    #[error("`{0}` is not a plain frontmatter key")]
+    InvalidKey(String),
+    /// Appending lines would change how existing fields read.
+    #[error("adding fields would change how the existing frontmatter reads")]
+    WouldChangeMeaning,
+}
+
+impl From<YamlProblem> for EditError {
+    fn from(problem: YamlProblem) -> Self {
+        match problem {
+            YamlProblem::Syntax { line, message } => {
+                EditError::MalformedFrontmatter { line, message }
+            }
+            YamlProblem::NotAMapping { found } => EditError::NotAMapping { found },
+        }
+    }
+}
+
+fn is_plain_key(key: &str) -> bool {
+    !key.is_empty()
+        && !key.starts_with('-')
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Adds `key: value` lines for the `fields` whose keys the frontmatter
+/// lacks, and returns the new file text.
+///
+/// Keys already present are left alone even when their value is empty.
+/// Values are always written as YAML strings (see [`yaml_scalar`]). With no
+/// frontmatter, a new block is put at the top (after a BOM, if any). Line
+/// endings follow the file's. `Ok(None)` means there was nothing to add.
+pub fn add_missing_fields(
+    text: &str,
+    fields: &[(&str, String)],
+) -> Result<Option<String>, EditError> {
+    if let Some((bad, _)) = fields.iter().find(|(k, _)| !is_plain_key(k)) {
+        return Err(EditError::InvalidKey((*bad).to_owned()));
+    }
+    match locate(text) {
+        Located::Unclosed { .. } => Err(EditError::UnclosedFrontmatter),
+        Located::Absent { body_start } => {
+            let missing = missing_fields(&Mapping::new(), fields);
+            if missing.is_empty() {
+                return Ok(None);
+            }
+            let eol = if first_line_is_crlf(text) {
+                "\r\n"
+            } else {
+                "\n"
+            };
+            let yaml = render(&missing, eol);
+            verify(&Mapping::new(), &yaml, &missing)?;
+            let (bom, body) = text.split_at(body_start);
+            Ok(Some(format!("{bom}---{eol}{yaml}---{eol}{body}")))
+        }
+        Located::Found(block) => {
+            let existing = parse_yaml(block.yaml)?;
+            let missing = missing_fields(&existing, fields);
+            if missing.is_empty() {
+                return Ok(None);
+            }
+            let eol = if block.crlf { "\r\n" } else { "\n" };
+            let added = render(&missing, eol);
+            verify(&existing, &format!("{}{added}", block.yaml), &missing)?;
+            let (head, tail) = text.split_at(block.close_line_start);
+            Ok(Some(format!("{head}{added}{tail}")))
+        }
+    }
+}
+
+fn first_line_is_crlf(text: &str) -> bool {
+    text.find('\n')
+        .is_some_and(|p| p > 0 && text.as_bytes().get(p - 1) == Some(&b'\r'))
+}
+
+fn missing_fields<'a>(existing: &Mapping, fields: &'a [(&str, String)]) -> Vec<(&'a str, &'a str)> {
+    let present: Vec<String> = existing.keys().filter_map(key_name).collect();
+    let mut missing: Vec<(&str, &str)> = Vec::new();
+    for (key, value) in fields {
+        if !present.iter().any(|p| p == key) && !missing.iter().any(|(k, _)| k == key) {
+            missing.push((key, value.as_str()));
+        }
+    }
+    missing
+}
+
+fn render(fields: &[(&str, &str)], eol: &str) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| format!("{k}: {}{eol}", yaml_scalar(v)))
+        .collect()
+}
+
+fn verify(existing: &Mapping, new_yaml: &str, added: &[(&str, &str)]) -> Result<(), EditError> {
+    let reread = parse_yaml(new_yaml).map_err(|_| EditError::WouldChangeMeaning)?;
+    let old_kept = existing.iter().all(|(k, v)| reread.get(k) == Some(v));
+    let new_read = added.iter().all(|(k, v)| {
+        reread.get(Value::String((*k).to_owned())) == Some(&Value::String((*v).to_owned()))
+    });
+    if old_kept && new_read && reread.len() == existing.len() + added.len() {
+        Ok(())
+    } else {
+        Err(EditError::WouldChangeMeaning)
+    }
+}
+
+/// Writes `s` as a YAML scalar that reads back as exactly the string `s`.
+///
+/// Plain when that is unambiguous, because that is what people write
+/// (`phase: inbox`, `created_at: 2026-05-07T10:00:00Z`); single-quoted when
+/// plain would read as something else (a number, `null`, `yes`, a leading
+/// indicator, `: ` or ` #` inside); double-quoted with escapes when `s`
+/// holds characters single quotes cannot carry (line breaks, controls).
+/// YAML 1.1 words such as `yes`/`off` are quoted too, since other tools
+/// reading the store may still treat them as booleans.
+pub fn yaml_scalar(s: &str) -> String {
+    if s.chars().any(needs_escape) {
+        return double_quoted(s);
+    }
+    if is_safe_plain(s) {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}')
+}
+
+fn is_safe_plain(s: &str) -> bool {
+    let Some(first) = s.chars().next() else {
+        return false;
+    };
+    if s.trim() != s
+        || "-?:,[]{}#&*!|>'\"%@`".contains(first)
+        || s.contains(": ")
+        || s.contains(" #")
+        || s.ends_with(':')
+        || looks_like_a_non_string(s)
+    {
+        return false;
+    }
+    // The parser is the final arbiter for anything the rules above missed.
+    matches!(
+        serde_yaml::from_str::<Value>(&format!("k: {s}")),
+        Ok(Value::Mapping(m)) if m.get("k") == Some(&Value::String(s.to_owned()))
+    )
+}
+
+fn looks_like_a_non_string(s: &str) -> bool {
+    const WORDS: [&str; 11] = [
+        "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", "=",
+    ];
+    let lower = s.to_ascii_lowercase();
+    let bare = lower.trim_start_matches(['+', '-']).replace('_', "");
+    WORDS.contains(&lower.as_str())
+        || bare.parse::<f64>().is_ok()
+        || [".inf", ".nan", "0x", "0o", "0b"]
+            .iter()
+            .any(|p| bare.starts_with(p))
+        // YAML 1.1 sexagesimal numbers such as `1:30`.
+        || (bare.contains(':') && bare.bytes().all(|b| b.is_ascii_digit() || b == b':' || b == b'.'))
+}
+
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\0' => out.push_str("\\0"),
+            c if needs_escape(c) => {
+                let code = u32::from(c);
+                if code <= 0xff {
+                    out.push_str(&format!("\\x{code:02x}"));
+                } else {
+                    out.push_str(&format!("\\u{code:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+        pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
+    }
+
+    fn add(text: &str, pairs: &[(&'static str, &str)]) -> Result<Option<String>, EditError> {
+        add_missing_fields(text, &fields(pairs))
+    }
+
+    #[test]
+    fn appends_before_the_closing_line_and_keeps_everything_else() {
+        let text = "---\n# my notes\ntitle:   \"Dark  mode\"   # quoted on purpose\n\
+                    tags: [ui,  pref]\n\nid:\n---\n# Body\n\n- [x] keep   me\n";
+        let out = add(
+            text,
+            &[
+                ("id", "new"),
+                ("phase", "inbox"),
+                ("category", "preferences"),
+            ],
+        );
+        let expected = "---\n# my notes\ntitle:   \"Dark  mode\"   # quoted on purpose\n\
+                        tags: [ui,  pref]\n\nid:\nphase: inbox\ncategory: preferences\n---\n\
+                        # Body\n\n- [x] keep   me\n";
+        assert_eq!(out, Ok(Some(expected.to_owned())));
+    }
+
+    #[test]
+    fn nothing_to_add_is_none() {
+        assert_eq!(add("---\nid: ''\n---\nx", &[("id", "new")]), Ok(None));
+        assert_eq!(add("anything", &[]), Ok(None));
+    }
+
+    #[test]
+    fn without_frontmatter_a_block_is_prepended() {
+        assert_eq!(
+            add("body\n", &[("id", "a"), ("id", "b")]),
+            Ok(Some("---\nid: a\n---\nbody\n".into()))
+        );
+        assert_eq!(
+            add("", &[("id", "a")]),
+            Ok(Some("---\nid: a\n---\n".into()))
+        );
+        assert_eq!(
+            add("\u{feff}body\r\nmore\n", &[("id", "a")]),
+            Ok(Some("\u{feff}---\r\nid: a\r\n---\r\nbody\r\nmore\n".into()))
+        );
+    }
+
+    #[test]
+    fn crlf_files_get_crlf_lines() {
+        let text = "---\r\ntitle: x\r\n---\r\nbody\r\n";
+        assert_eq!(
+            add(text, &[("phase", "inbox")]),
+            Ok(Some(
+                "---\r\ntitle: x\r\nphase: inbox\r\n---\r\nbody\r\n".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn dots_closing_line_and_empty_block() {
+        assert_eq!(
+            add("---\na: 1\n...\nb", &[("id", "x")]),
+            Ok(Some("---\na: 1\nid: x\n...\nb".into()))
+        );
+        assert_eq!(
+            add("---\n---", &[("id", "x")]),
+            Ok(Some("---\nid: x\n---".into()))
+        );
+    }
+
+    #[test]
+    fn block_scalars_and_lists_at_the_end_are_closed_properly() {
+        let text = "---\nnotes: |\n  line one\n  line two\ntags:\n- a\n---\n";
+        let out = add(text, &[("id", "x")]);
+        assert_eq!(
+            out,
+            Ok(Some(
+                "---\nnotes: |\n  line one\n  line two\ntags:\n- a\nid: x\n---\n".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn malformed_frontmatter_is_refused() {
+        assert!(matches!(
+            add("---\ntitle: 'oops\n---\n", &[("id", "x")]),
+            Err(EditError::MalformedFrontmatter { line: Some(_), .. })
+        ));
+        assert_eq!(
+            add("---\n- a\n---\n", &[("id", "x")]),
+            Err(EditError::NotAMapping { found: "a list" })
+        );
+        assert_eq!(
+            add("---\ntitle: x\n", &[("id", "x")]),
+            Err(EditError::UnclosedFrontmatter)
+        );
+    }
+
+    #[test]
+    fn edits_that_would_change_meaning_are_refused() {
+        assert_eq!(
+            add("---\n{a: 1}\n---\n", &[("id", "x")]),
+            Err(EditError::WouldChangeMeaning)
+        );
+        assert_eq!(
+            add("---\n  a: 1\n---\n", &[("id", "x")]),
+            Err(EditError::WouldChangeMeaning)
+        );
+    }
+
+    #[test]
+    fn bad_keys_are_refused() {
+        for key in ["", "a b", "a:b", "-x", "#c"] {
+            assert_eq!(
+                add_missing_fields("x", &[(key, "v".to_owned())]),
+                Err(EditError::InvalidKey(key.to_owned()))
+            );
+        }
+    }
+
+    #[test]
+    fn values_are_quoted_when_needed() {
+        let cases = [
+            ("inbox", "inbox"),
+            ("2026-05-07T10:00:00Z", "2026-05-07T10:00:00Z"),
+            (
+                "550e8400-e29b-41d4-a716-446655440000",
+                "550e8400-e29b-41d4-a716-446655440000",
+            ),
+            ("agent:claude", "agent:claude"),
+            ("中文", "中文"),
+            ("", "''"),
+            ("yes", "'yes'"),
+            ("Null", "'Null'"),
+            ("42", "'42'"),
+            ("1e3", "'1e3'"),
+            ("0x1F", "'0x1F'"),
+            ("1:30", "'1:30'"),
+            ("-5", "'-5'"),
+            (".inf", "'.inf'"),
+            ("a: b", "'a: b'"),
+            ("a #b", "'a #b'"),
+            ("#tag", "'#tag'"),
+            ("it's", "it's"),
+            ("'q'", "'''q'''"),
+            (" pad", "' pad'"),
+            ("[x]", "'[x]'"),
+            ("two\nlines", "\"two\\nlines\""),
+            ("tab\there \"q\" \\", "\"tab\\there \\\"q\\\" \\\\\""),
+            ("bell\u{7}", "\"bell\\x07\""),
+            ("\u{2028}", "\"\\u2028\""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(yaml_scalar(input), want, "{input:?}");
+            let doc = format!("k: {}", yaml_scalar(input));
+            let back: Result<Mapping, _> = serde_yaml::from_str(&doc);
+            assert_eq!(
+                back.ok().and_then(|m| m.get("k").cloned()),
+                Some(Value::String(input.to_owned())),
+                "{doc:?}"
+            );
+        }
+    }
+}

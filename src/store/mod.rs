@@ -1,0 +1,452 @@
+//! The store: the backing directory of plain files that is the source of truth.
+//!
+//! Everything that touches the backing directory goes through [`Store`], and
+//! every access is sandboxed: the containing directory of a path is opened
+//! with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` relative to a
+//! descriptor for the root, and the last component is always operated on
+//! with `*at` calls that do not follow symlinks. So a symlink planted inside
+//! the store (or a directory swapped for one while mounted) can never lead
+//! the daemon outside the root. On kernels without `openat2` the resolver
+//! falls back to walking the path one `O_NOFOLLOW` component at a time.
+//!
+//! Errors are plain `io::Error`s carrying the errno the kernel gave, because
+//! the filesystem layer must hand exactly that errno back to its caller.
+
+mod path;
+mod sys;
+
+pub use path::{StorePath, is_valid_name};
+pub use sys::{DirEntry, FileKind, Stat, TimeSpec};
+
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `fstat` of any open descriptor.
+pub fn fstat(fd: impl AsFd) -> io::Result<Stat> {
+    sys::fstat(fd.as_fd())
+}
+
+/// The sandboxed backing directory.
+#[derive(Debug)]
+pub struct Store {
+    root: OwnedFd,
+    root_path: PathBuf,
+    has_openat2: AtomicBool,
+}
+
+/// The error for a path that is not a valid single name or escapes the store.
+pub fn invalid_name() -> io::Error {
+    io::Error::from_raw_os_error(libc::EINVAL)
+}
+
+fn cstr(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| invalid_name())
+}
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+impl Store {
+    /// Opens an existing directory as a store.
+    pub fn open(root_path: &Path) -> io::Result<Store> {
+        let c = CString::new(root_path.as_os_str().as_bytes()).map_err(|_| invalid_name())?;
+        // SAFETY: `c` is a valid NUL-terminated string; the fd is owned below.
+        let fd = cvt(unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        })?;
+        // SAFETY: `fd` was just returned by open and is owned by nobody else.
+        let root = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Store {
+            root,
+            root_path: root_path.to_path_buf(),
+            has_openat2: AtomicBool::new(true),
+        })
+    }
+
+    /// The absolute path of the backing directory (for watchers and messages).
+    pub fn root_path(&self) -> &Path {
+        &self.root_path
+    }
+
+    /// Opens a directory of the store as an `O_PATH` descriptor, refusing any
+    /// symlink on the way.
+    pub fn open_dir(&self, dir: &StorePath) -> io::Result<OwnedFd> {
+        if dir.is_root() {
+            return self.root.try_clone();
+        }
+        if self.has_openat2.load(Ordering::Relaxed) {
+            match sys::openat2_beneath(
+                self.root.as_fd(),
+                dir.as_path(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            ) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    self.has_openat2.store(false, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
+        let mut fd = self.root.try_clone()?;
+        for component in dir.as_path().components() {
+            let name = cstr(component.as_os_str())?;
+            fd = sys::openat(
+                fd.as_fd(),
+                &name,
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0,
+            )?;
+        }
+        Ok(fd)
+    }
+
+    /// Splits a non-root path into its opened parent directory and last name.
+    fn parent_and_name(&self, path: &StorePath) -> io::Result<(OwnedFd, CString)> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(io::Error::from_raw_os_error(libc::EBUSY));
+        };
+        Ok((self.open_dir(&parent)?, cstr(name)?))
+    }
+
+    /// `lstat` of a path; never follows a final symlink.
+    pub fn stat(&self, path: &StorePath) -> io::Result<Stat> {
+        if path.is_root() {
+            return sys::fstat(self.root.as_fd());
+        }
+        let (dir, name) = self.parent_and_name(path)?;
+        sys::fstatat_nofollow(dir.as_fd(), &name)
+    }
+
+    /// Opens (and possibly creates) a regular file. `O_NOFOLLOW` is always
+    /// added, so a final symlink fails with `ELOOP` instead of being followed.
+    pub fn open_file(&self, path: &StorePath, flags: i32, mode: u32) -> io::Result<File> {
+        let (dir, name) = self.parent_and_name(path)?;
+        let fd = sys::openat(
+            dir.as_fd(),
+            &name,
+            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            mode,
+        )?;
+        Ok(File::from(fd))
+    }
+
+    /// An `O_PATH` descriptor for the object itself (file, dir or symlink).
+    pub fn open_path(&self, path: &StorePath) -> io::Result<OwnedFd> {
+        if path.is_root() {
+            return self.root.try_clone();
+        }
+        let (dir, name) = self.parent_and_name(path)?;
+        sys::openat(
+            dir.as_fd(),
+            &name,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0,
+        )
+    }
+
+    /// Creates a directory.
+    pub fn mkdir(&self, path: &StorePath, mode: u32) -> io::Result<()> {
+        let (dir, name) = self.parent_and_name(path)?;
+        // SAFETY: valid fd and NUL-terminated name.
+        cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) })?;
+        Ok(())
+    }
+
+    /// Removes a non-directory.
+    pub fn unlink(&self, path: &StorePath) -> io::Result<()> {
+        let (dir, name) = self.parent_and_name(path)?;
+        // SAFETY: valid fd and NUL-terminated name.
+        cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) })?;
+        Ok(())
+    }
+
+    /// Removes an empty directory.
+    pub fn rmdir(&self, path: &StorePath) -> io::Result<()> {
+        let (dir, name) = self.parent_and_name(path)?;
+        // SAFETY: valid fd and NUL-terminated name.
+        cvt(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) })?;
+        Ok(())
+    }
+
+    /// `renameat2` with the given flags (`RENAME_NOREPLACE`, `RENAME_EXCHANGE`).
+    pub fn rename(&self, from: &StorePath, to: &StorePath, flags: u32) -> io::Result<()> {
+        let (from_dir, from_name) = self.parent_and_name(from)?;
+        let (to_dir, to_name) = self.parent_and_name(to)?;
+        sys::renameat2(
+            from_dir.as_fd(),
+            &from_name,
+            to_dir.as_fd(),
+            &to_name,
+            flags,
+        )
+    }
+
+    /// Creates a symlink at `path` pointing to `target` (stored verbatim).
+    pub fn symlink(&self, target: &Path, path: &StorePath) -> io::Result<()> {
+        let (dir, name) = self.parent_and_name(path)?;
+        let target = CString::new(target.as_os_str().as_bytes()).map_err(|_| invalid_name())?;
+        // SAFETY: valid fd and NUL-terminated strings.
+        cvt(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) })?;
+        Ok(())
+    }
+
+    /// Reads a symlink's target.
+    pub fn readlink(&self, path: &StorePath) -> io::Result<Vec<u8>> {
+        let (dir, name) = self.parent_and_name(path)?;
+        sys::readlinkat(dir.as_fd(), &name)
+    }
+
+    /// Lists a directory (without `.` and `..`).
+    pub fn read_dir(&self, path: &StorePath) -> io::Result<Vec<DirEntry>> {
+        let fd = if path.is_root() {
+            sys::openat(
+                self.root.as_fd(),
+                c".",
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                0,
+            )?
+        } else {
+            let (dir, name) = self.parent_and_name(path)?;
+            sys::openat(
+                dir.as_fd(),
+                &name,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0,
+            )?
+        };
+        sys::read_dir(fd)
+    }
+
+    /// chmod. Symlinks have no mode of their own on Linux: `EOPNOTSUPP`.
+    pub fn set_mode(&self, path: &StorePath, mode: u32) -> io::Result<()> {
+        let fd = self.open_path(path)?;
+        if sys::fstat(fd.as_fd())?.kind == FileKind::Symlink {
+            return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        }
+        let proc = sys::proc_fd_path(fd.as_fd());
+        // SAFETY: NUL-terminated path naming our own O_PATH descriptor.
+        cvt(unsafe { libc::chmod(proc.as_ptr(), mode as libc::mode_t) })?;
+        Ok(())
+    }
+
+    /// chown without following a final symlink. `u32::MAX` leaves a field.
+    pub fn set_owner(&self, path: &StorePath, uid: u32, gid: u32) -> io::Result<()> {
+        if path.is_root() {
+            // SAFETY: valid fd.
+            cvt(unsafe {
+                libc::fchownat(
+                    self.root.as_raw_fd(),
+                    c"".as_ptr(),
+                    uid,
+                    gid,
+                    libc::AT_EMPTY_PATH,
+                )
+            })?;
+            return Ok(());
+        }
+        let (dir, name) = self.parent_and_name(path)?;
+        // SAFETY: valid fd and NUL-terminated name.
+        cvt(unsafe {
+            libc::fchownat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                uid,
+                gid,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// utimensat without following a final symlink. `None` leaves a time as is.
+    pub fn set_times(
+        &self,
+        path: &StorePath,
+        atime: Option<TimeSpec>,
+        mtime: Option<TimeSpec>,
+    ) -> io::Result<()> {
+        let times = [sys::timespec(atime), sys::timespec(mtime)];
+        if path.is_root() {
+            let proc = sys::proc_fd_path(self.root.as_fd());
+            // SAFETY: NUL-terminated path and a two-element array.
+            cvt(unsafe { libc::utimensat(libc::AT_FDCWD, proc.as_ptr(), times.as_ptr(), 0) })?;
+            return Ok(());
+        }
+        let (dir, name) = self.parent_and_name(path)?;
+        // SAFETY: valid fd, NUL-terminated name and a two-element array.
+        cvt(unsafe {
+            libc::utimensat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                times.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Truncates a regular file by path.
+    pub fn truncate(&self, path: &StorePath, size: u64) -> io::Result<()> {
+        let file = self.open_file(path, libc::O_WRONLY, 0)?;
+        file.set_len(size)
+    }
+
+    /// Gets an extended attribute of the object itself (never a symlink target).
+    pub fn get_xattr(&self, path: &StorePath, name: &OsStr) -> io::Result<Vec<u8>> {
+        let fd = self.open_path(path)?;
+        sys::get_xattr(fd.as_fd(), &cstr(name)?)
+    }
+
+    /// Sets an extended attribute.
+    pub fn set_xattr(
+        &self,
+        path: &StorePath,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+    ) -> io::Result<()> {
+        let fd = self.open_path(path)?;
+        sys::set_xattr(fd.as_fd(), &cstr(name)?, value, flags)
+    }
+
+    /// Lists extended attribute names (NUL-separated, as the kernel gives them).
+    pub fn list_xattr(&self, path: &StorePath) -> io::Result<Vec<u8>> {
+        let fd = self.open_path(path)?;
+        sys::list_xattr(fd.as_fd())
+    }
+
+    /// Removes an extended attribute.
+    pub fn remove_xattr(&self, path: &StorePath, name: &OsStr) -> io::Result<()> {
+        let fd = self.open_path(path)?;
+        sys::remove_xattr(fd.as_fd(), &cstr(name)?)
+    }
+
+    /// statvfs of the backing filesystem.
+    pub fn statfs(&self) -> io::Result<libc::statvfs> {
+        sys::fstatvfs(self.root.as_fd())
+    }
+
+    /// Reads a whole file (used by background tasks and the CLI).
+    pub fn read(&self, path: &StorePath) -> io::Result<Vec<u8>> {
+        let mut file = self.open_file(path, libc::O_RDONLY, 0)?;
+        let mut buf = Vec::new();
+        io::Read::read_to_end(&mut file, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Writes a whole file atomically: a temp file in the same directory,
+    /// fsync, rename over the target, fsync of the directory.
+    pub fn write_atomic(&self, path: &StorePath, bytes: &[u8], mode: u32) -> io::Result<()> {
+        let (dir, name) = self.parent_and_name(path)?;
+        let mut tmp_name = b".mnemofs-tmp-".to_vec();
+        tmp_name.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
+        let tmp = CString::new(tmp_name).map_err(|_| invalid_name())?;
+        let fd = sys::openat(
+            dir.as_fd(),
+            &tmp,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            mode,
+        )?;
+        let mut file = File::from(fd);
+        let written = file.write_all(bytes).and_then(|()| file.sync_all());
+        let renamed =
+            written.and_then(|()| sys::renameat2(dir.as_fd(), &tmp, dir.as_fd(), &name, 0));
+        if let Err(e) = renamed {
+            // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+            unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+            return Err(e);
+        }
+        let dir_file = sys::openat(
+            dir.as_fd(),
+            c".",
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )?;
+        File::from(dir_file).sync_all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn refuses_symlinked_directories() {
+        let (dir, store) = store();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("escape")).unwrap();
+        let p = StorePath::new("escape/secret").unwrap();
+        let err = store.stat(&p).unwrap_err();
+        assert!(
+            matches!(
+                err.raw_os_error(),
+                Some(libc::ELOOP) | Some(libc::ENOTDIR) | Some(libc::EXDEV)
+            ),
+            "{err}"
+        );
+        assert!(store.open_file(&p, libc::O_RDONLY, 0).is_err());
+        let created = StorePath::new("escape/new").unwrap();
+        assert!(
+            store
+                .open_file(&created, libc::O_CREAT | libc::O_WRONLY, 0o644)
+                .is_err()
+        );
+        assert!(!outside.path().join("new").exists());
+    }
+
+    #[test]
+    fn final_symlink_is_not_followed() {
+        let (dir, store) = store();
+        std::os::unix::fs::symlink("/etc/hostname", dir.path().join("link")).unwrap();
+        let p = StorePath::new("link").unwrap();
+        assert_eq!(store.stat(&p).unwrap().kind, FileKind::Symlink);
+        let err = store.open_file(&p, libc::O_RDONLY, 0).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(store.readlink(&p).unwrap(), b"/etc/hostname");
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let (dir, store) = store();
+        let p = StorePath::new("a.md").unwrap();
+        store.write_atomic(&p, b"one", 0o644).unwrap();
+        store.write_atomic(&p, b"two", 0o644).unwrap();
+        assert_eq!(store.read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.md")]);
+    }
+
+    #[test]
+    fn read_dir_lists_kinds() {
+        let (dir, store) = store();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        std::fs::write(dir.path().join("f"), b"").unwrap();
+        let mut entries = store.read_dir(&StorePath::root()).unwrap();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].kind, FileKind::Directory);
+        assert_eq!(entries[1].kind, FileKind::File);
+    }
+}
