@@ -226,7 +226,10 @@ impl StoreFs {
     /// chmod, chown, truncate and utimens, in that order.
     pub fn setattr(&self, ino: u64, changes: AttrChanges) -> FsResult<FileAttr> {
         let path = self.path_of(ino);
-        if changes.size.is_some_and(|size| size > self.options.max_file_size) {
+        if changes
+            .size
+            .is_some_and(|size| size > self.options.max_file_size)
+        {
             return Err(FsError::TooBig(self.options.max_file_size));
         }
         if let Some(mode) = changes.mode {
