@@ -1,0 +1,198 @@
+//! Core tests: drive `StoreFs` directly, without a kernel mount.
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::sync::Arc;
+
+use mnemofs::fs::{AttrChanges, FsOptions, ROOT_INO, Requester, StoreFs};
+use mnemofs::store::Store;
+
+fn setup(max: u64) -> (tempfile::TempDir, StoreFs) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(Store::open(dir.path()).expect("store"));
+    let fs = StoreFs::new(
+        store,
+        FsOptions {
+            max_file_size: max,
+            ..FsOptions::default()
+        },
+    )
+    .expect("fs");
+    (dir, fs)
+}
+
+const ME: Requester = Requester { uid: 0, gid: 0 };
+
+fn list(fs: &StoreFs, ino: u64) -> Vec<(u64, OsString)> {
+    let fh = fs.opendir(ino).expect("opendir");
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let mut batch = Vec::new();
+        fs.readdir(ino, fh, offset, false, &mut |item| {
+            batch.push((item.next_offset, item.ino, item.name.to_os_string()));
+            batch.len() == 3
+        })
+        .expect("readdir");
+        if batch.is_empty() {
+            break;
+        }
+        offset = batch.last().map(|b| b.0).unwrap_or(offset);
+        out.extend(batch.into_iter().map(|(_, ino, name)| (ino, name)));
+    }
+    fs.releasedir(fh).expect("releasedir");
+    out
+}
+
+#[test]
+fn create_write_read_rename_unlink() {
+    let (dir, fs) = setup(1 << 20);
+    let (entry, opened) = fs
+        .create(ROOT_INO, OsStr::new("a.md"), 0o644, libc::O_RDWR, ME)
+        .expect("create");
+    assert_eq!(fs.write(opened.fh, 0, b"hello world").expect("write"), 11);
+    assert_eq!(fs.read(opened.fh, 6, 100).expect("read"), b"world");
+    fs.release(opened.fh).expect("release");
+    let again = fs
+        .create(
+            ROOT_INO,
+            OsStr::new("a.md"),
+            0o644,
+            libc::O_RDWR | libc::O_EXCL,
+            ME,
+        )
+        .expect_err("O_EXCL");
+    assert_eq!(again.errno(), libc::EEXIST);
+    fs.rename(
+        ROOT_INO,
+        OsStr::new("a.md"),
+        ROOT_INO,
+        OsStr::new("b.md"),
+        0,
+    )
+    .expect("rename");
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("b.md")).expect("lookup").ino,
+        entry.ino
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("b.md")).expect("store"),
+        b"hello world"
+    );
+    fs.unlink(ROOT_INO, OsStr::new("b.md")).expect("unlink");
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("b.md")).unwrap_err().errno(),
+        libc::ENOENT
+    );
+}
+
+#[test]
+fn size_cap_cuts_writes_short_then_refuses() {
+    let (dir, fs) = setup(10);
+    let (_, opened) = fs
+        .create(ROOT_INO, OsStr::new("big"), 0o644, libc::O_WRONLY, ME)
+        .expect("create");
+    assert_eq!(
+        fs.write(opened.fh, 0, b"0123456789abc")
+            .expect("short write"),
+        10
+    );
+    assert_eq!(
+        fs.write(opened.fh, 10, b"x").unwrap_err().errno(),
+        libc::EFBIG
+    );
+    let grow = AttrChanges {
+        size: Some(11),
+        ..AttrChanges::default()
+    };
+    let ino = fs.lookup(ROOT_INO, OsStr::new("big")).expect("lookup").ino;
+    assert_eq!(fs.setattr(ino, grow).unwrap_err().errno(), libc::EFBIG);
+    fs.release(opened.fh).expect("release");
+    assert_eq!(
+        std::fs::read(dir.path().join("big")).expect("store"),
+        b"0123456789"
+    );
+}
+
+#[test]
+fn escaping_symlinks_hard_links_and_special_files_are_refused() {
+    let (dir, fs) = setup(1 << 20);
+    let sub = fs
+        .mkdir(ROOT_INO, OsStr::new("d"), 0o755, ME)
+        .expect("mkdir")
+        .ino;
+    for target in ["/etc/passwd", "../../x", "../.."] {
+        let err = fs
+            .symlink(sub, OsStr::new("l"), Path::new(target), ME)
+            .expect_err(target);
+        assert_eq!(err.errno(), libc::EPERM, "{target}");
+    }
+    fs.symlink(sub, OsStr::new("ok"), Path::new("../d/x"), ME)
+        .expect("inside link");
+    assert_eq!(fs.link().unwrap_err().errno(), libc::EPERM);
+    assert_eq!(fs.mknod().unwrap_err().errno(), libc::EPERM);
+    assert!(!dir.path().join("d/l").exists());
+}
+
+#[test]
+fn readdir_offsets_survive_changes_between_calls() {
+    let (dir, fs) = setup(1 << 20);
+    for i in 0..20 {
+        std::fs::write(dir.path().join(format!("f{i:02}")), b"").expect("seed");
+    }
+    let fh = fs.opendir(ROOT_INO).expect("opendir");
+    let mut seen = Vec::new();
+    let mut offset = 0;
+    let mut first = true;
+    loop {
+        let mut batch = Vec::new();
+        fs.readdir(ROOT_INO, fh, offset, false, &mut |item| {
+            batch.push((item.next_offset, item.name.to_os_string()));
+            batch.len() == 4
+        })
+        .expect("readdir");
+        if batch.is_empty() {
+            break;
+        }
+        if first {
+            // Change the directory mid-listing: the snapshot must not shift.
+            std::fs::remove_file(dir.path().join("f00")).expect("rm");
+            std::fs::write(dir.path().join("new"), b"").expect("add");
+            first = false;
+        }
+        offset = batch.last().map(|b| b.0).unwrap_or(offset);
+        seen.extend(batch.into_iter().map(|b| b.1));
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), seen.len(), "no entry twice: {seen:?}");
+    assert_eq!(seen.len(), 22, "., .. and the 20 original files: {seen:?}");
+    // A fresh listing shows the new state, with inode numbers that match lookup.
+    let now = list(&fs, ROOT_INO);
+    assert!(now.iter().any(|(_, n)| n == "new"));
+    assert!(!now.iter().any(|(_, n)| n == "f00"));
+    let (ino, _) = now.iter().find(|(_, n)| n == "f01").expect("f01");
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("f01")).expect("lookup").ino,
+        *ino
+    );
+}
+
+#[test]
+fn an_unlinked_open_file_stays_readable() {
+    let (_dir, fs) = setup(1 << 20);
+    let (entry, opened) = fs
+        .create(ROOT_INO, OsStr::new("tmp"), 0o600, libc::O_RDWR, ME)
+        .expect("create");
+    fs.write(opened.fh, 0, b"still here").expect("write");
+    fs.unlink(ROOT_INO, OsStr::new("tmp")).expect("unlink");
+    assert_eq!(fs.read(opened.fh, 0, 64).expect("read"), b"still here");
+    assert_eq!(fs.getattr(entry.ino, None).expect("getattr").size, 10);
+    fs.release(opened.fh).expect("release");
+    fs.forget(entry.ino, 1);
+    assert_eq!(
+        fs.getattr(entry.ino, None).unwrap_err().errno(),
+        libc::ESTALE
+    );
+}
