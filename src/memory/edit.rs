@@ -111,6 +111,90 @@ pub fn add_missing_fields(
     }
 }
 
+/// Sets each `key: value`, replacing the value of a key that is already a
+/// one-line top-level field and adding the others as
+/// [`add_missing_fields`] does. Everything else stays byte for byte.
+///
+/// Used for the few fields the daemon owns (`phase` after a move, the
+/// archive note). A key whose current value spans several lines (a block
+/// list) is refused with [`EditError::WouldChangeMeaning`].
+pub fn set_fields(text: &str, fields: &[(&str, String)]) -> Result<Option<String>, EditError> {
+    if let Some((bad, _)) = fields.iter().find(|(k, _)| !is_plain_key(k)) {
+        return Err(EditError::InvalidKey((*bad).to_owned()));
+    }
+    let Located::Found(block) = locate(text) else {
+        return add_missing_fields(text, fields);
+    };
+    let existing = parse_yaml(block.yaml)?;
+    let yaml_start = block.close_line_start - block.yaml.len();
+    let mut replaced = block.yaml.to_owned();
+    let mut absent = Vec::new();
+    for (key, value) in fields {
+        let wanted = Value::String(value.clone());
+        match existing.get(Value::String((*key).to_owned())) {
+            Some(current) if *current == wanted => {}
+            Some(_) => replaced = replace_line_value(&replaced, key, value)?,
+            None => absent.push((*key, value.clone())),
+        }
+    }
+    if replaced == block.yaml && absent.is_empty() {
+        return Ok(None);
+    }
+    let reread = parse_yaml(&replaced).map_err(|_| EditError::WouldChangeMeaning)?;
+    let only_values_changed = reread.len() == existing.len()
+        && existing.iter().all(|(k, v)| {
+            let new = reread.get(k);
+            match fields
+                .iter()
+                .find(|(f, _)| Value::String((*f).to_owned()) == *k)
+            {
+                Some((_, value)) => new == Some(&Value::String(value.clone())),
+                None => new == Some(v),
+            }
+        });
+    if !only_values_changed {
+        return Err(EditError::WouldChangeMeaning);
+    }
+    let edited = format!(
+        "{}{replaced}{}",
+        &text[..yaml_start],
+        &text[block.close_line_start..]
+    );
+    Ok(Some(
+        add_missing_fields(&edited, &absent)?.unwrap_or(edited),
+    ))
+}
+
+/// Replaces the value on the single top-level line `key: ...`.
+fn replace_line_value(yaml: &str, key: &str, value: &str) -> Result<String, EditError> {
+    let mut out = String::with_capacity(yaml.len() + value.len());
+    let mut done = false;
+    for line in yaml.split_inclusive('\n') {
+        let is_key_line = !done
+            && line
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':'));
+        if is_key_line {
+            let eol = if line.ends_with("\r\n") {
+                "\r\n"
+            } else if line.ends_with('\n') {
+                "\n"
+            } else {
+                ""
+            };
+            out.push_str(&format!("{key}: {}{eol}", yaml_scalar(value)));
+            done = true;
+        } else {
+            out.push_str(line);
+        }
+    }
+    if done {
+        Ok(out)
+    } else {
+        Err(EditError::WouldChangeMeaning)
+    }
+}
+
 fn first_line_is_crlf(text: &str) -> bool {
     text.find('\n')
         .is_some_and(|p| p > 0 && text.as_bytes().get(p - 1) == Some(&b'\r'))
@@ -234,6 +318,39 @@ fn double_quoted(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_fields_replaces_one_line_values_and_keeps_the_rest() {
+        let text = "---\n# keep me\ntitle: T\nphase: inbox\ntags: [a]\n---\nbody: x\n";
+        let out = set_fields(
+            text,
+            &[
+                ("phase", "organized".into()),
+                ("archived_reason", "expired".into()),
+            ],
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            out,
+            "---\n# keep me\ntitle: T\nphase: organized\ntags: [a]\narchived_reason: expired\n---\nbody: x\n"
+        );
+        assert_eq!(
+            set_fields(&out, &[("phase", "organized".into())]).unwrap(),
+            None
+        );
+        let block_list = "---\nphase:\n  - a\n---\n";
+        assert_eq!(
+            set_fields(block_list, &[("phase", "b".into())]),
+            Err(EditError::WouldChangeMeaning)
+        );
+        assert_eq!(
+            set_fields("no frontmatter\n", &[("phase", "inbox".into())])
+                .unwrap()
+                .unwrap(),
+            "---\nphase: inbox\n---\nno frontmatter\n"
+        );
+    }
 
     fn fields(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
         pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()

@@ -35,7 +35,7 @@ use std::ops::Range;
 
 pub use category::{Category, Phase, UnknownName};
 pub use date::parse_timestamp;
-pub use edit::{EditError, add_missing_fields, yaml_scalar};
+pub use edit::{EditError, add_missing_fields, set_fields, yaml_scalar};
 pub use frontmatter::Frontmatter;
 pub use links::{Link, LinkKind};
 pub use observations::Observation;
