@@ -145,9 +145,46 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The civil date of a day count since 1970-01-01 (Hinnant's
+/// `civil_from_days`), the inverse of `days_from_civil`.
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Formats unix seconds as RFC 3339 in UTC, e.g. `2026-11-22T10:00:00Z`.
+pub fn format_timestamp(unix: i64) -> String {
+    let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_and_round_trips_timestamps() {
+        assert_eq!(format_timestamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_timestamp(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_timestamp(-1), "1969-12-31T23:59:59Z");
+        for t in [0, 1_795_319_632, 4_102_444_800, -86_401] {
+            assert_eq!(parse_timestamp(&format_timestamp(t)), Some(t));
+        }
+    }
 
     #[test]
     fn bare_dates_are_midnight_utc() {

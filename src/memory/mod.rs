@@ -34,7 +34,7 @@ use std::fmt;
 use std::ops::Range;
 
 pub use category::{Category, Phase, UnknownName};
-pub use date::parse_timestamp;
+pub use date::{civil_from_days, format_timestamp, parse_timestamp};
 pub use edit::{EditError, add_missing_fields, set_fields, yaml_scalar};
 pub use frontmatter::Frontmatter;
 pub use links::{Link, LinkKind};
