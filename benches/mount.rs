@@ -1,1 +1,478 @@
-fn main() {}
+//! `cargo bench --bench mount`: the mount against its own backing directory.
+//!
+//! Builds a synthetic store, mounts it, and prints one table in which every
+//! figure sits next to its native baseline from the same run, with the ratio
+//! and the target from the spine issue. A miss is reported, not fatal: this
+//! is a measurement, not a test (STYLE.md rule 6).
+//!
+//! Environment:
+//! - `MNEMOFS_BENCH_NOTES` notes in the store (default 10000);
+//! - `MNEMOFS_BENCH_QUICK=1` smoke run: 1000 notes, 8 MiB file, 1 repetition;
+//! - `MNEMOFS_BENCH_REPS` repetitions per figure (default 5).
+//!
+//! Native and mount samples alternate within each repetition, so drift on a
+//! shared machine hits both sides alike. Each figure checks that the mount
+//! returned the same bytes or entry counts as the native side, because a fast
+//! wrong answer is not a result.
+//!
+//! New figures (search latency, write-to-searchable, mount start, rebuild,
+//! RSS) belong in their own module next to this file, as functions taking
+//! `&Bench` and returning `Row`s.
+
+mod common;
+
+use std::error::Error;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use common::{
+    Config, Daemon, Measure, Row, Target, Workspace, drop_file_cache, generate_store, note_dirs,
+    note_path, note_text, read_sequential, render_table, sync_filesystem, time, write_big_file,
+};
+
+/// Seed for the notes the write figure creates (distinct from the store's).
+const WRITE_SEED: u64 = 0x7772_6974_6573;
+
+/// A mounted synthetic store. Field order matters: the daemon is dropped
+/// (unmounted) before the workspace directories are removed.
+struct Bench {
+    daemon: Daemon,
+    ws: Workspace,
+    cfg: Config,
+    /// Note paths relative to the store root.
+    notes: Vec<PathBuf>,
+    /// The sequential-read file, relative to the store root.
+    big: PathBuf,
+    /// Lines printed under the table: what was seen but has no target here.
+    observations: Vec<String>,
+}
+
+impl Bench {
+    /// How long the index may take to settle after a batch of changes.
+    fn idle_timeout(&self) -> Duration {
+        Duration::from_secs(60 + self.cfg.notes as u64 / 100)
+    }
+
+    /// Waits for the index to settle; a timeout becomes an observation.
+    fn settle(&mut self, after: &str) -> Duration {
+        match self.daemon.wait_idle(self.idle_timeout()) {
+            Ok(d) => d,
+            Err(e) => {
+                self.observations.push(format!("after {after}: {e}"));
+                self.idle_timeout()
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("benchmark failed: {e}");
+            let mut source = e.source();
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let cfg = Config::from_env();
+    let ws = Workspace::new()?;
+    print_environment(&cfg, &ws);
+
+    let (gen_time, notes) = time(|| generate_store(&ws.store, cfg.notes));
+    let notes = notes?;
+    let big = PathBuf::from(format!(
+        "big/sequential-{}MiB.bin",
+        cfg.big_file_bytes >> 20
+    ));
+    write_big_file(&ws.store.join(&big), cfg.big_file_bytes)?;
+    sync_filesystem(&ws.store)?;
+    println!(
+        "store:    {} notes in {} dirs + one {} MiB file, generated in {:.1} s, at {}",
+        notes.len(),
+        note_dirs(cfg.notes).len(),
+        cfg.big_file_bytes >> 20,
+        gen_time.as_secs_f64(),
+        ws.store.display()
+    );
+
+    let (start_time, daemon) = time(|| Daemon::start(&ws));
+    let daemon = daemon?;
+    let mut bench = Bench {
+        daemon,
+        ws,
+        cfg,
+        notes,
+        big,
+        observations: Vec::new(),
+    };
+    let index_time = bench.settle("mount");
+    bench.observations.push(format!(
+        "mount ready in {:.2} s; daemon quiet (initial index of {} notes done) {:.1} s later (pid {})",
+        start_time.as_secs_f64(),
+        bench.cfg.notes,
+        index_time.as_secs_f64(),
+        bench.daemon.pid()
+    ));
+    println!(
+        "repetitions per figure: {} (median shown)\n",
+        bench.cfg.reps
+    );
+
+    let mut rows = Vec::new();
+    let mut cpu = Vec::new();
+    let mut figure =
+        |bench: &mut Bench, f: &dyn Fn(&mut Bench) -> io::Result<Vec<Row>>| -> io::Result<()> {
+            let before = bench.daemon.cpu_seconds();
+            let new = f(bench)?;
+            if let (Some(a), Some(b)) = (before, bench.daemon.cpu_seconds()) {
+                cpu.push(format!("{} {:.2} s", new[0].figure, b - a));
+            }
+            rows.extend(new);
+            Ok(())
+        };
+    figure(&mut bench, &|b| sequential_read(b))?;
+    figure(&mut bench, &|b| Ok(vec![stat_walk(b)?]))?;
+    figure(&mut bench, &|b| Ok(vec![stat_known_paths(b)?]))?;
+    figure(&mut bench, &|b| Ok(vec![cat_notes(b)?]))?;
+    figure(&mut bench, &|b| Ok(vec![open_close_notes(b)?]))?;
+    figure(&mut bench, &|b| Ok(vec![create_small_files(b)?]))?;
+    bench.observations.push(format!(
+        "daemon CPU time per figure (all passes incl. warm-up): {}",
+        cpu.join("; ")
+    ));
+
+    if let Some(kib) = bench.daemon.vm_rss_kib() {
+        bench.observations.push(format!(
+            "daemon VmRSS at the end: {:.0} MiB",
+            kib as f64 / 1024.0
+        ));
+    }
+    println!("{}", render_table(&rows));
+    for o in &bench.observations {
+        println!("note: {o}");
+    }
+    Ok(())
+}
+
+fn print_environment(cfg: &Config, ws: &Workspace) {
+    let read = |p: &str| fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let mem_gib = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or("?".into(), |kib| format!("{:.1}", kib / (1024.0 * 1024.0)));
+    let daemon = env!("CARGO_BIN_EXE_mnemofs");
+    println!(
+        "mnemofs mount benchmark{}",
+        if cfg.quick {
+            " (QUICK smoke run: numbers are not a measurement)"
+        } else {
+            ""
+        }
+    );
+    println!("kernel:   {}", read("/proc/sys/kernel/osrelease").trim());
+    println!(
+        "cpu:      {} cores ({cpu}), {mem_gib} GiB RAM",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "build:    bench {}, daemon {} ({daemon})",
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        if daemon.contains("/release/") {
+            "release"
+        } else {
+            "debug"
+        },
+    );
+    println!(
+        "fs:       {} for {}",
+        filesystem_of(&ws.store),
+        ws.store.display()
+    );
+}
+
+/// The type and source of the filesystem holding `path` (longest mount prefix).
+fn filesystem_of(path: &Path) -> String {
+    let text = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            let mp = *fields.get(4)?;
+            let dash = fields.iter().position(|f| *f == "-")?;
+            if !path.starts_with(mp) {
+                return None;
+            }
+            let (fstype, source) = (fields.get(dash + 1)?, fields.get(dash + 2)?);
+            Some((mp.len(), format!("{fstype} ({source})")))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map_or_else(|| "unknown".into(), |(_, d)| d)
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// Figure 1: one large file read front to back with a 1 MiB buffer.
+/// Cold means the page cache of the file was dropped (both the mount's and
+/// the backing file's) just before; warm is the read right after that.
+fn sequential_read(b: &Bench) -> io::Result<Vec<Row>> {
+    let native = b.ws.store.join(&b.big);
+    let mount = b.ws.mnt.join(&b.big);
+    let size = b.cfg.big_file_bytes;
+    let read = |p: &Path| -> io::Result<f64> {
+        let (t, n) = time(|| read_sequential(p));
+        let n = n?;
+        if n != size {
+            return Err(invalid(format!(
+                "{}: read {n} bytes, want {size}",
+                p.display()
+            )));
+        }
+        Ok(size as f64 / t.as_secs_f64())
+    };
+    let mb = size >> 20;
+    let mut cold = row(
+        format!("seq read {mb} MiB, cold"),
+        Measure::Throughput,
+        Target::Info,
+    );
+    let mut warm = row(
+        format!("seq read {mb} MiB, warm"),
+        Measure::Throughput,
+        Target::AtLeast(0.8),
+    );
+    for _ in 0..b.cfg.reps {
+        drop_file_cache(&native)?;
+        cold.native.push(read(&native)?);
+        warm.native.push(read(&native)?);
+        drop_file_cache(&mount)?;
+        drop_file_cache(&native)?;
+        cold.mount.push(read(&mount)?);
+        warm.mount.push(read(&mount)?);
+    }
+    Ok(vec![cold, warm])
+}
+
+/// Readdir plus `symlink_metadata` of every entry below `dir`; returns the
+/// number of entries.
+fn walk_lstat(dir: &Path) -> io::Result<usize> {
+    let mut count = 0;
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        let meta = fs::symlink_metadata(&path)?;
+        count += 1;
+        if meta.is_dir() {
+            count += walk_lstat(&path)?;
+        }
+    }
+    Ok(count)
+}
+
+/// Figure 2: stat every file of the note tree, warm: one untimed walk, then
+/// timed walks (readdir + lstat, as `find` or `ls -lR` do).
+fn stat_walk(b: &Bench) -> io::Result<Row> {
+    let native = b.ws.store.join("notes");
+    let mount = b.ws.mnt.join("notes");
+    let expected = walk_lstat(&native)?;
+    let got = walk_lstat(&mount)?;
+    if got != expected {
+        return Err(invalid(format!(
+            "mount walk saw {got} entries, native {expected}"
+        )));
+    }
+    let mut r = row(
+        format!("stat walk {expected} entries, warm"),
+        Measure::Rate("stat"),
+        Target::AtLeast(0.5),
+    );
+    for _ in 0..b.cfg.reps {
+        for (side, dir) in [(&mut r.native, &native), (&mut r.mount, &mount)] {
+            let (t, n) = time(|| walk_lstat(dir));
+            if n? != expected {
+                return Err(invalid(format!("{}: entry count changed", dir.display())));
+            }
+            side.push(expected as f64 / t.as_secs_f64());
+        }
+    }
+    Ok(r)
+}
+
+/// Info next to figure 2: `symlink_metadata` of known paths, no readdir, so
+/// lookup and getattr are measured alone.
+fn stat_known_paths(b: &Bench) -> io::Result<Row> {
+    let stat_all = |root: &Path| -> io::Result<f64> {
+        let (t, r) = time(|| {
+            b.notes
+                .iter()
+                .try_for_each(|p| fs::symlink_metadata(root.join(p)).map(drop))
+        });
+        r?;
+        Ok(b.notes.len() as f64 / t.as_secs_f64())
+    };
+    stat_all(&b.ws.store)?;
+    stat_all(&b.ws.mnt)?;
+    let mut r = row(
+        format!("lstat {} known paths, warm", b.notes.len()),
+        Measure::Rate("stat"),
+        Target::Info,
+    );
+    for _ in 0..b.cfg.reps {
+        r.native.push(stat_all(&b.ws.store)?);
+        r.mount.push(stat_all(&b.ws.mnt)?);
+    }
+    Ok(r)
+}
+
+/// Info next to figure 4: open and close every note without reading, to
+/// tell the per-open cost apart from the read.
+fn open_close_notes(b: &Bench) -> io::Result<Row> {
+    let open_all = |root: &Path| -> io::Result<f64> {
+        let (t, r) = time(|| {
+            b.notes
+                .iter()
+                .try_for_each(|p| fs::File::open(root.join(p)).map(drop))
+        });
+        r?;
+        Ok(b.notes.len() as f64 / t.as_secs_f64())
+    };
+    open_all(&b.ws.store)?;
+    open_all(&b.ws.mnt)?;
+    let mut r = row(
+        format!("open+close {} notes, warm", b.notes.len()),
+        Measure::Rate("file"),
+        Target::Info,
+    );
+    for _ in 0..b.cfg.reps {
+        r.native.push(open_all(&b.ws.store)?);
+        r.mount.push(open_all(&b.ws.mnt)?);
+    }
+    Ok(r)
+}
+
+/// Figure 4: read every note whole, warm (one untimed pass first).
+fn cat_notes(b: &Bench) -> io::Result<Row> {
+    let cat_all = |root: &Path| -> io::Result<(f64, u64)> {
+        let (t, r) = time(|| {
+            b.notes.iter().try_fold(0u64, |sum, p| {
+                Ok::<_, io::Error>(sum + fs::read(root.join(p))?.len() as u64)
+            })
+        });
+        Ok((b.notes.len() as f64 / t.as_secs_f64(), r?))
+    };
+    let (_, native_bytes) = cat_all(&b.ws.store)?;
+    let (_, mount_bytes) = cat_all(&b.ws.mnt)?;
+    if native_bytes != mount_bytes {
+        return Err(invalid(format!(
+            "cat read {mount_bytes} bytes through the mount, {native_bytes} natively"
+        )));
+    }
+    let mut r = row(
+        format!("cat {} notes, warm", b.notes.len()),
+        Measure::Rate("file"),
+        Target::Info,
+    );
+    for _ in 0..b.cfg.reps {
+        r.native.push(cat_all(&b.ws.store)?.0);
+        r.mount.push(cat_all(&b.ws.mnt)?.0);
+    }
+    Ok(r)
+}
+
+/// Creates the note dirs under `base` and writes every file; the timed part.
+fn write_tree(base: &Path, dirs: &[PathBuf], files: &[(PathBuf, String)]) -> io::Result<()> {
+    fs::create_dir(base)?;
+    for d in dirs {
+        fs::create_dir_all(base.join(d))?;
+    }
+    for (p, text) in files {
+        fs::write(base.join(p), text)?;
+    }
+    Ok(())
+}
+
+/// Figure 3: create and write N small notes (mkdir included) into a fresh
+/// directory per repetition; native goes to a plain dir outside the store.
+fn create_small_files(b: &mut Bench) -> io::Result<Row> {
+    let n = b.cfg.notes;
+    let dirs = note_dirs(n);
+    let files: Vec<(PathBuf, String)> = (0..n)
+        .map(|i| (note_path(i, n), note_text(i, n, WRITE_SEED)))
+        .collect();
+    let mut r = row(
+        format!("create+write {n} files"),
+        Measure::Time,
+        Target::AtMost(4.0),
+    );
+    // Deleting between repetitions made the next native pass up to 10x
+    // slower on ext4 with online discard, so written trees stay until the
+    // end, and every timed pass starts after a syncfs.
+    let mut catch_up = Vec::new();
+    let mut written = Vec::new();
+    // Pass 0 is an untimed warm-up: the first pass of a run was an outlier
+    // on both sides, in either direction, from one run to the next.
+    for rep in 0..=b.cfg.reps {
+        let native = b.ws.plain.join(format!("write-{rep}"));
+        sync_filesystem(&b.ws.plain)?;
+        let (t, res) = time(|| write_tree(&native, &dirs, &files));
+        res?;
+        if rep > 0 {
+            r.native.push(t.as_secs_f64());
+        }
+
+        b.settle("the previous figure");
+        sync_filesystem(&b.ws.plain)?;
+        let mount = b.ws.mnt.join(format!("bench-write-{rep}"));
+        let (t, res) = time(|| write_tree(&mount, &dirs, &files));
+        res?;
+        if rep > 0 {
+            r.mount.push(t.as_secs_f64());
+        }
+        catch_up.push(b.settle("writing files").as_secs_f64());
+        written.extend([native, mount]);
+    }
+    for dir in written {
+        fs::remove_dir_all(&dir)?;
+    }
+    b.settle("removing written files");
+    b.observations.push(format!(
+        "after each mount write pass (warm-up first) the daemon stayed busy for {} s (incl. a 0.25 s quiet window)",
+        catch_up
+            .iter()
+            .map(|s| format!("{s:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(r)
+}
+
+fn row(figure: String, measure: Measure, target: Target) -> Row {
+    Row {
+        figure,
+        measure,
+        mount: Vec::new(),
+        native: Vec::new(),
+        target,
+    }
+}

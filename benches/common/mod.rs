@@ -1,0 +1,803 @@
+//! Shared pieces of the mnemofs benchmarks: configuration, the synthetic
+//! store, the mount guard, and timing and table helpers.
+//!
+//! Every figure is a ratio against a baseline measured in the same run (the
+//! plain backing directory, or a plain directory on the same filesystem), so
+//! the numbers survive a change of machine; absolute times alone would not.
+//!
+//! Subtleties:
+//! - `Daemon` must be dropped before the `Workspace` that holds its
+//!   directories, or removing the temp dir would walk into a live mount.
+//!   `Bench` declares its fields in that order.
+//! - The daemon indexes the store in the background. Measuring while it
+//!   reconciles would charge indexing to whatever figure runs first, so
+//!   figures call `Daemon::wait_idle` before they start and after they write.
+//! - Writes into the store directly would be seen by the daemon's watcher
+//!   and re-indexed, so native write baselines go to `Workspace::plain`,
+//!   which is outside the store but on the same filesystem.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the mount may take to appear in /proc/self/mountinfo.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the daemon may take to exit after SIGTERM before it is killed.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Upper bound for fusermount3.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What a run measures, from the environment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Notes in the synthetic store (`MNEMOFS_BENCH_NOTES`).
+    pub notes: usize,
+    /// Size of the sequential-read file in bytes.
+    pub big_file_bytes: u64,
+    /// Repetitions per figure; the table shows the median.
+    pub reps: usize,
+    /// `MNEMOFS_BENCH_QUICK=1`: a smoke run, not a measurement.
+    pub quick: bool,
+}
+
+impl Config {
+    /// Reads `MNEMOFS_BENCH_QUICK`, `MNEMOFS_BENCH_NOTES` and `MNEMOFS_BENCH_REPS`.
+    pub fn from_env() -> Config {
+        let quick = std::env::var("MNEMOFS_BENCH_QUICK").is_ok_and(|v| v == "1");
+        let parse = |name: &str| -> Option<usize> {
+            let v = std::env::var(name).ok()?;
+            match v.trim().parse() {
+                Ok(n) if n > 0 => Some(n),
+                _ => panic!("{name}={v:?} is not a positive integer"),
+            }
+        };
+        let (notes, mib, reps) = if quick { (1000, 8, 1) } else { (10_000, 64, 5) };
+        Config {
+            notes: parse("MNEMOFS_BENCH_NOTES").unwrap_or(notes),
+            big_file_bytes: mib << 20,
+            reps: parse("MNEMOFS_BENCH_REPS").unwrap_or(reps),
+            quick,
+        }
+    }
+}
+
+/// SplitMix64: deterministic, dependency-free, good enough for test data.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator that always yields the same sequence for the same seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// One element of a non-empty slice.
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const VOCABULARY: &[&str] = &[
+    "memory",
+    "agent",
+    "project",
+    "context",
+    "decision",
+    "preference",
+    "deploy",
+    "review",
+    "branch",
+    "release",
+    "schema",
+    "index",
+    "query",
+    "latency",
+    "budget",
+    "meeting",
+    "design",
+    "kernel",
+    "mount",
+    "cache",
+    "editor",
+    "terminal",
+    "theme",
+    "dark",
+    "mode",
+    "light",
+    "font",
+    "python",
+    "rust",
+    "golang",
+    "typescript",
+    "docker",
+    "cluster",
+    "server",
+    "client",
+    "token",
+    "session",
+    "summary",
+    "lesson",
+    "habit",
+    "skill",
+    "reminder",
+    "deadline",
+    "invoice",
+    "customer",
+    "feedback",
+    "roadmap",
+    "milestone",
+    "sprint",
+    "ticket",
+    "incident",
+    "outage",
+    "backup",
+    "restore",
+    "archive",
+    "garden",
+    "recipe",
+    "coffee",
+    "travel",
+    "flight",
+    "hotel",
+    "birthday",
+    "family",
+    "friend",
+    "doctor",
+    "running",
+    "music",
+    "guitar",
+    "book",
+    "chapter",
+    "note",
+    "draft",
+    "outline",
+    "benchmark",
+    "profile",
+    "allocation",
+    "thread",
+    "channel",
+    "lock",
+    "socket",
+    "packet",
+    "router",
+    "firewall",
+    "certificate",
+    "password",
+    "vault",
+    "the",
+    "a",
+    "and",
+    "of",
+    "to",
+    "with",
+    "for",
+    "after",
+    "before",
+    "because",
+    "when",
+    "always",
+    "never",
+    "prefers",
+    "uses",
+    "avoids",
+    "remembers",
+    "decided",
+    "learned",
+    "quick",
+    "slow",
+];
+
+const TAGS: &[&str] = &[
+    "ui", "backend", "infra", "personal", "work", "health", "finance", "reading", "ops",
+    "security", "perf", "docs", "testing", "hiring", "travel", "music", "food", "family",
+    "learning", "tooling",
+];
+
+/// The categories the daemon knows (DESIGN.md, "Memory files").
+const CATEGORIES: &[&str] = &[
+    "soul",
+    "character",
+    "people",
+    "project",
+    "date",
+    "knowledge",
+    "feedback",
+    "preferences",
+    "decisions",
+    "lessons",
+    "habits",
+    "skills",
+    "inbox",
+    "reminders",
+];
+
+/// Notes per directory; 10k notes spread over 100 directories.
+const NOTES_PER_DIR: usize = 100;
+
+/// Where note `i` of a store of `total` notes lives, relative to the store.
+pub fn note_path(i: usize, total: usize) -> PathBuf {
+    let dirs = total.div_ceil(NOTES_PER_DIR).clamp(1, 1000);
+    PathBuf::from(format!("notes/d{:03}/note-{i:06}.md", i % dirs))
+}
+
+/// The directory a store of `total` notes uses, relative to the store.
+pub fn note_dirs(total: usize) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = (0..total.min(1000))
+        .map(|i| note_path(i, total).parent().map(Path::to_path_buf))
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_default();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// A ~4 KB markdown note: YAML frontmatter (id, title, tags, category),
+/// a heading, paragraphs with inline #tags and [[wikilinks]] to other notes
+/// of the same store, and a relation line. Same `(i, total, seed)`, same text.
+pub fn note_text(i: usize, total: usize, seed: u64) -> String {
+    let mut rng = Rng::new(seed ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let mut s = String::with_capacity(4600);
+    let title = format!(
+        "{} {} {i}",
+        capitalize(rng.pick(VOCABULARY)),
+        rng.pick(VOCABULARY)
+    );
+    let id = {
+        let a = rng.next_u64();
+        let b = rng.next_u64();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            0x8000 | ((b >> 48) & 0x3fff),
+            b & 0xffff_ffff_ffff
+        )
+    };
+    let tags: Vec<&str> = (0..1 + rng.below(3)).map(|_| rng.pick(TAGS)).collect();
+    let _ = writeln!(s, "---");
+    let _ = writeln!(s, "id: {id}");
+    let _ = writeln!(s, "title: \"{title}\"");
+    let _ = writeln!(s, "tags: [{}]", tags.join(", "));
+    let _ = writeln!(s, "category: {}", rng.pick(CATEGORIES));
+    let _ = writeln!(
+        s,
+        "created_at: 2025-{:02}-{:02}",
+        1 + rng.below(12),
+        1 + rng.below(28)
+    );
+    let _ = writeln!(s, "---\n\n# {title}\n");
+    let target_len = 3800 + rng.below(600);
+    let link = |rng: &mut Rng| {
+        let other = rng.below(total.max(1));
+        format!("[[note-{other:06}]]")
+    };
+    while s.len() < target_len {
+        let words = 40 + rng.below(40);
+        for w in 0..words {
+            if w > 0 {
+                s.push(' ');
+            }
+            match rng.below(60) {
+                0 => {
+                    s.push('#');
+                    s.push_str(rng.pick(TAGS));
+                }
+                1 => s.push_str(&link(&mut rng)),
+                _ => s.push_str(rng.pick(VOCABULARY)),
+            }
+        }
+        s.push_str(".\n\n");
+    }
+    let _ = writeln!(s, "- relates_to {}", link(&mut rng));
+    s
+}
+
+fn capitalize(w: &str) -> String {
+    let mut c = w.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The seed of the synthetic store; the write figure uses another.
+pub const STORE_SEED: u64 = 0x6d6e_656d_6f66_7321;
+
+/// Writes `total` notes into `root` (creating directories) and returns their
+/// paths relative to `root`, in note order. Deterministic: the same count
+/// gives byte-identical stores, so 10k and 100k runs are comparable.
+pub fn generate_store(root: &Path, total: usize) -> io::Result<Vec<PathBuf>> {
+    for d in note_dirs(total) {
+        fs::create_dir_all(root.join(d))?;
+    }
+    let mut paths = Vec::with_capacity(total);
+    for i in 0..total {
+        let rel = note_path(i, total);
+        fs::write(root.join(&rel), note_text(i, total, STORE_SEED))?;
+        paths.push(rel);
+    }
+    Ok(paths)
+}
+
+/// Writes `bytes` of incompressible, non-text data to `path` and syncs it,
+/// so its pages are clean and can be dropped for a cold read.
+pub fn write_big_file(path: &Path, bytes: u64) -> io::Result<()> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let mut f = fs::File::create(path)?;
+    let mut rng = Rng::new(0x0b16_f11e);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        for chunk in buf.chunks_exact_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        let n = left.min(buf.len() as u64) as usize;
+        f.write_all(&buf[..n])?;
+        left -= n as u64;
+    }
+    f.sync_all()
+}
+
+/// Drops the page cache of one file (`POSIX_FADV_DONTNEED`); clean pages only.
+pub fn drop_file_cache(path: &Path) -> io::Result<()> {
+    let f = fs::File::open(path)?;
+    // SAFETY: the fd is valid for the lifetime of `f`; fadvise has no
+    // memory-safety preconditions.
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Flushes the filesystem holding `path` (`syncfs`), so writeback and
+/// journal work left by one step is not charged to the next one.
+pub fn sync_filesystem(path: &Path) -> io::Result<()> {
+    let f = fs::File::open(path)?;
+    // SAFETY: the fd is valid for the lifetime of `f`.
+    if unsafe { libc::syncfs(f.as_raw_fd()) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads a whole file with a 1 MiB buffer and returns the byte count.
+pub fn read_sequential(path: &Path) -> io::Result<u64> {
+    let mut f = fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+    }
+}
+
+/// The temp directories of one run, all on the filesystem of /tmp.
+#[derive(Debug)]
+pub struct Workspace {
+    _tmp: tempfile::TempDir,
+    /// The backing directory the daemon serves.
+    pub store: PathBuf,
+    /// Where the store is mounted.
+    pub mnt: PathBuf,
+    /// The daemon's state dir (index, lock, logs).
+    pub state: PathBuf,
+    /// A plain directory outside the store, for native write baselines.
+    pub plain: PathBuf,
+    /// The daemon's stdout and stderr.
+    pub log: PathBuf,
+}
+
+impl Workspace {
+    /// Creates fresh, empty directories under the temp dir.
+    pub fn new() -> io::Result<Workspace> {
+        let tmp = tempfile::Builder::new()
+            .prefix("mnemofs-bench-")
+            .tempdir()?;
+        let root = tmp.path().canonicalize()?;
+        let ws = Workspace {
+            store: root.join("store"),
+            mnt: root.join("mnt"),
+            state: root.join("state"),
+            plain: root.join("plain"),
+            log: root.join("daemon.log"),
+            _tmp: tmp,
+        };
+        for d in [&ws.store, &ws.mnt, &ws.state, &ws.plain] {
+            fs::create_dir(d)?;
+        }
+        Ok(ws)
+    }
+}
+
+/// A running `mnemofs mount --foreground`. Dropping it unmounts and stops
+/// the daemon, also when a figure panics.
+#[derive(Debug)]
+pub struct Daemon {
+    child: Child,
+    mnt: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts the daemon on `ws` and waits until the mount is live.
+    pub fn start(ws: &Workspace) -> Result<Daemon, String> {
+        let log = fs::File::create(&ws.log).map_err(|e| format!("log file: {e}"))?;
+        let log2 = log.try_clone().map_err(|e| format!("log file: {e}"))?;
+        let child = Command::new(env!("CARGO_BIN_EXE_mnemofs"))
+            .arg("mount")
+            .arg(&ws.mnt)
+            .arg("--store")
+            .arg(&ws.store)
+            .arg("--state-dir")
+            .arg(&ws.state)
+            .arg("--foreground")
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", env!("CARGO_BIN_EXE_mnemofs")))?;
+        let mut d = Daemon {
+            child,
+            mnt: ws.mnt.clone(),
+            log: ws.log.clone(),
+        };
+        let deadline = Instant::now() + READY_TIMEOUT;
+        while !is_mounted(&d.mnt) {
+            if let Ok(Some(status)) = d.child.try_wait() {
+                return Err(format!("daemon exited with {status}:\n{}", d.log_tail()));
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "mount not ready after {READY_TIMEOUT:?}:\n{}",
+                    d.log_tail()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(d)
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The daemon's resident set size in KiB (`VmRSS` in /proc/<pid>/status).
+    pub fn vm_rss_kib(&self) -> Option<u64> {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// CPU time (user + system) the daemon has used so far, in seconds.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        let stat = fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
+        // Fields after the parenthesised command name; utime and stime are
+        // fields 14 and 15 of the whole line.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let mut fields = rest.split(' ').skip(11);
+        let utime: u64 = fields.next()?.parse().ok()?;
+        let stime: u64 = fields.next()?.parse().ok()?;
+        // SAFETY: sysconf has no memory-safety preconditions.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        (ticks > 0).then(|| (utime + stime) as f64 / ticks as f64)
+    }
+
+    /// Waits until `.mnemofs/status.json` reports no reconcile and no pending
+    /// changes (a mount without that file counts as settled there), then
+    /// until the daemon is quiet: under 10% of one core over 250 ms, so
+    /// background indexing is not charged to the next figure. Returns how
+    /// long that took, or an error on timeout.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<Duration, String> {
+        let start = Instant::now();
+        let status_path = self.mnt.join(".mnemofs/status.json");
+        loop {
+            let last = match fs::read_to_string(&status_path) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                Err(e) => format!("cannot read status.json: {e}"),
+                Ok(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(v) => {
+                        let reconciling = v["reconciling"].as_bool().unwrap_or(false);
+                        let pending = v["pending_changes"].as_u64().unwrap_or(0);
+                        if !reconciling && pending == 0 {
+                            break;
+                        }
+                        text.split_whitespace().collect::<Vec<_>>().join(" ")
+                    }
+                    Err(e) => format!("status.json is not JSON: {e}"),
+                },
+            };
+            if start.elapsed() > timeout {
+                return Err(format!("index not idle after {timeout:?}: {last}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        const WINDOW: Duration = Duration::from_millis(250);
+        let mut before = self.cpu_seconds();
+        loop {
+            std::thread::sleep(WINDOW);
+            let now = self.cpu_seconds();
+            match (before, now) {
+                (Some(a), Some(b)) if b - a < 0.1 * WINDOW.as_secs_f64() => {
+                    return Ok(start.elapsed());
+                }
+                (None, _) | (_, None) => return Ok(start.elapsed()),
+                _ => {}
+            }
+            if start.elapsed() > timeout {
+                return Err(format!("daemon still busy after {timeout:?}"));
+            }
+            before = now;
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+            wait_timeout(&mut self.child, EXIT_TIMEOUT);
+        }
+        for flag in ["-u", "-uz"] {
+            if !is_mounted(&self.mnt) {
+                break;
+            }
+            if let Ok(mut c) = Command::new("fusermount3")
+                .arg(flag)
+                .arg(&self.mnt)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                && wait_timeout(&mut c, COMMAND_TIMEOUT).is_none()
+            {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `path` is a mount point. Reads /proc only, so it cannot hang on a
+/// stuck daemon. Bench paths are plain ASCII, so mountinfo escapes don't matter.
+pub fn is_mounted(path: &Path) -> bool {
+    let want = path.to_string_lossy();
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(&want))
+}
+
+/// The wall time of `f`, and what it returned.
+pub fn time<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+    let start = Instant::now();
+    let out = f();
+    (start.elapsed(), out)
+}
+
+/// The median of non-empty samples (mean of the middle two when even).
+pub fn median(samples: &[f64]) -> f64 {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    assert!(n > 0, "median of no samples");
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// What a figure's numbers are, which decides formatting and which way is better.
+#[derive(Debug, Clone, Copy)]
+pub enum Measure {
+    /// Bytes per second; higher is better.
+    Throughput,
+    /// Operations per second, with the operation's name; higher is better.
+    Rate(&'static str),
+    /// Seconds for the whole operation; lower is better.
+    Time,
+}
+
+/// The ratio a figure must reach, mount over native.
+#[derive(Debug, Clone, Copy)]
+pub enum Target {
+    /// `mount / native >= x` (for throughputs and rates).
+    AtLeast(f64),
+    /// `mount / native <= x` (for times).
+    AtMost(f64),
+    /// Reported, no target.
+    Info,
+}
+
+/// One line of the results table: medians of per-repetition samples.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// What was measured.
+    pub figure: String,
+    /// Unit and direction.
+    pub measure: Measure,
+    /// Samples on the mount, one per repetition.
+    pub mount: Vec<f64>,
+    /// Samples on the native baseline, one per repetition.
+    pub native: Vec<f64>,
+    /// The target ratio.
+    pub target: Target,
+}
+
+impl Row {
+    /// Median mount value over median native value.
+    pub fn ratio(&self) -> f64 {
+        median(&self.mount) / median(&self.native)
+    }
+
+    /// Best mount sample over best native sample. Interference from other
+    /// processes only ever makes a sample worse, so when the medians are
+    /// noisy this ratio is the better estimate of the mount's own cost.
+    pub fn best_ratio(&self) -> f64 {
+        let best = |v: &[f64]| match self.measure {
+            Measure::Time => v.iter().copied().fold(f64::INFINITY, f64::min),
+            Measure::Throughput | Measure::Rate(_) => v.iter().copied().fold(0.0, f64::max),
+        };
+        best(&self.mount) / best(&self.native)
+    }
+
+    /// Whether either side's samples spread by more than 2x, so the median
+    /// says more about the machine than about the mount.
+    pub fn noisy(&self) -> bool {
+        let spread = |v: &[f64]| {
+            let (lo, hi) = v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+                (lo.min(*x), hi.max(*x))
+            });
+            hi / lo
+        };
+        spread(&self.mount) > 2.0 || spread(&self.native) > 2.0
+    }
+
+    /// `Some(true)` if the target is met, `None` for info rows.
+    pub fn met(&self) -> Option<bool> {
+        match self.target {
+            Target::AtLeast(x) => Some(self.ratio() >= x),
+            Target::AtMost(x) => Some(self.ratio() <= x),
+            Target::Info => None,
+        }
+    }
+}
+
+fn format_value(measure: Measure, v: f64) -> String {
+    match measure {
+        Measure::Throughput if v >= 1e9 => format!("{:.2} GB/s", v / 1e9),
+        Measure::Throughput => format!("{:.0} MB/s", v / 1e6),
+        Measure::Rate(op) if v >= 1e6 => format!("{:.2}M {op}/s", v / 1e6),
+        Measure::Rate(op) if v >= 1e4 => format!("{:.0}k {op}/s", v / 1e3),
+        Measure::Rate(op) => format!("{v:.0} {op}/s"),
+        Measure::Time if v >= 1.0 => format!("{v:.2} s"),
+        Measure::Time => format!("{:.0} ms", v * 1e3),
+    }
+}
+
+/// Renders rows as an aligned table, then every raw sample, so a reader can
+/// judge the noise behind each median.
+pub fn render_table(rows: &[Row]) -> String {
+    let cells: Vec<[String; 6]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.figure.clone(),
+                format!("mount {}", format_value(r.measure, median(&r.mount))),
+                format!("native {}", format_value(r.measure, median(&r.native))),
+                format!("{:.2}x", r.ratio()),
+                match r.target {
+                    Target::AtLeast(x) => format!("target >= {x}x"),
+                    Target::AtMost(x) => format!("target <= {x}x"),
+                    Target::Info => "(info)".into(),
+                },
+                format!(
+                    "{}{}",
+                    match r.met() {
+                        Some(true) => "OK",
+                        Some(false) => "MISS",
+                        None => "",
+                    },
+                    if r.noisy() {
+                        " (noisy: samples vary > 2x)"
+                    } else {
+                        ""
+                    }
+                )
+                .trim()
+                .to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = [0usize; 6];
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let mut out = String::new();
+    for row in &cells {
+        let mut line = String::new();
+        for (i, (c, w)) in row.iter().zip(widths).enumerate() {
+            // Numbers read best right-aligned.
+            if i == 3 {
+                let _ = write!(line, "{c:>w$}   ");
+            } else {
+                let _ = write!(line, "{c:<w$}   ");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str("\nsamples (one per repetition, in run order), and best mount vs best native:\n");
+    for r in rows {
+        let show = |v: &[f64]| {
+            v.iter()
+                .map(|x| format_value(r.measure, *x))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "  {}   (best vs best: {:.2}x)\n    mount:  {}\n    native: {}",
+            r.figure,
+            r.best_ratio(),
+            show(&r.mount),
+            show(&r.native)
+        );
+    }
+    out
+}
