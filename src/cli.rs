@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 
+use crate::config::Config;
 use crate::daemon::{self, MountConfig};
 use crate::fs::FsOptions;
 
@@ -49,6 +50,67 @@ enum Command {
         /// Seconds the kernel may cache attributes and names.
         #[arg(long, default_value_t = 1.0)]
         cache_ttl: f64,
+        /// `hidden` keeps the virtual folders out of the root listing (for
+        /// editors that index everything); they still resolve by path.
+        #[arg(long, value_enum, default_value_t = ViewsMode::Shown)]
+        views: ViewsMode,
+        /// Configuration file [default: ~/.config/mnemofs/config.yaml].
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Serve the files only: no background normalizing or organizing.
+        #[arg(long)]
+        no_organizer: bool,
+    },
+    /// Search the store's memories (works with or without a running daemon).
+    Search {
+        /// The query: words, "phrases", tag:x, category:x, type:x, created:>2026-01-01.
+        query: String,
+        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Most results to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Run the organizer now: 1 = sort the inbox and archive what expired;
+    /// 2 = also merge duplicates; 3 = also extract reminders.
+    Dream {
+        /// How deep to go (1, 2 or 3).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
+        level: u8,
+        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// Configuration file [default: ~/.config/mnemofs/config.yaml].
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Show the index status and the last run of each background task.
+    Status {
+        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
+    /// Rebuild the search index from the store.
+    Reindex {
+        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
     },
     /// Unmount a mnemofs mount.
     Unmount {
@@ -58,6 +120,13 @@ enum Command {
         #[arg(long, short = 'z')]
         lazy: bool,
     },
+}
+
+/// Whether the virtual folders appear in the root listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ViewsMode {
+    Shown,
+    Hidden,
 }
 
 fn default_threads() -> usize {
@@ -111,6 +180,28 @@ fn resolve_store(store: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(store)
 }
 
+/// Reads the configuration (the default file if `path` is `None`) and
+/// prints its warnings, such as unknown keys.
+fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
+    let (config, warnings) = Config::load(path)?;
+    for warning in warnings {
+        eprintln!("mnemofs: warning: {warning}");
+    }
+    Ok(config)
+}
+
+fn resolve_store_and_state(
+    store: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let store = resolve_store(store)?;
+    let state_dir = match state_dir {
+        Some(dir) => absolute(&dir)?,
+        None => daemon::default_state_dir(&store),
+    };
+    Ok((store, state_dir))
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Mount {
@@ -122,11 +213,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             allow_other,
             max_file_size,
             cache_ttl,
+            views,
+            config,
+            no_organizer,
         } => {
             if !(0.0..=3600.0).contains(&cache_ttl) {
                 bail!("--cache-ttl must be between 0 and 3600 seconds");
             }
-            let store = resolve_store(store)?;
+            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
             let mountpoint = absolute(&mountpoint)?;
             if mountpoint.starts_with(&store) {
                 bail!(
@@ -135,10 +229,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     store.display()
                 );
             }
-            let state_dir = match state_dir {
-                Some(dir) => absolute(&dir)?,
-                None => daemon::default_state_dir(&store),
-            };
             let config = MountConfig {
                 mountpoint,
                 store,
@@ -150,10 +240,89 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     max_file_size,
                     ttl: Duration::from_secs_f64(cache_ttl),
                 },
+                views_hidden: views == ViewsMode::Hidden,
+                config: load_config(config.as_deref())?,
+                organizer: !no_organizer,
             };
             daemon::mount(&config)
         }
         Command::Unmount { mountpoint, lazy } => daemon::unmount(&absolute(&mountpoint)?, lazy),
+        Command::Search {
+            query,
+            store,
+            state_dir,
+            json,
+            limit,
+        } => {
+            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
+            let hits = daemon::search(&store, &state_dir, &query, limit)?;
+            for (rank, hit) in hits.iter().enumerate() {
+                if json {
+                    let line = serde_json::json!({
+                        "rank": rank + 1,
+                        "path": hit.path.to_string(),
+                        "title": hit.title,
+                        "score": hit.score,
+                        "id": hit.id,
+                        "snippet": hit.snippet,
+                    });
+                    println!("{line}");
+                } else {
+                    println!(
+                        "{:>3}. {}  ({})  {:.2}",
+                        rank + 1,
+                        hit.title,
+                        hit.path,
+                        hit.score
+                    );
+                    if !hit.snippet.is_empty() {
+                        println!("     {}", hit.snippet.replace('\n', " "));
+                    }
+                }
+            }
+            if hits.is_empty() && !json {
+                eprintln!("no memories matched");
+            }
+            Ok(())
+        }
+        Command::Dream {
+            level,
+            store,
+            state_dir,
+            config,
+        } => {
+            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
+            let file_config = load_config(config.as_deref())?;
+            let config = MountConfig {
+                mountpoint: state_dir.join("dream-mount"),
+                store,
+                state_dir,
+                foreground: true,
+                threads: 2,
+                allow_other: false,
+                fs: FsOptions::default(),
+                views_hidden: true,
+                config: file_config,
+                organizer: true,
+            };
+            let report = daemon::dream(&config, level)?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
+        Command::Status { store, state_dir } => {
+            let (_, state_dir) = resolve_store_and_state(store, state_dir)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&daemon::status(&state_dir)?)?
+            );
+            Ok(())
+        }
+        Command::Reindex { store, state_dir } => {
+            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
+            let message = daemon::reindex(&store, &state_dir)?;
+            println!("{message}");
+            Ok(())
+        }
     }
 }
 
@@ -161,7 +330,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     env_logger::Builder::from_env(
-        env_logger::Env::default().filter_or("MNEMOFS_LOG", "warn,mnemofs=info"),
+        env_logger::Env::default().filter_or("MNEMOFS_LOG", "warn,fuser=error,mnemofs=info"),
     )
     .format_timestamp_millis()
     .init();

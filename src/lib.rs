@@ -8,7 +8,11 @@
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
 pub mod cli;
+pub mod config;
 pub mod daemon;
 pub mod fs;
+pub mod index;
 pub mod memory;
 pub mod store;
+pub mod tasks;
+pub mod views;

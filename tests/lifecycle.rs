@@ -116,6 +116,7 @@ fn mount_cli(mnt: &Path, store: &Path, state: &Path, extra: &[&str]) -> Output {
         .arg(store)
         .arg("--state-dir")
         .arg(state)
+        .arg("--no-organizer")
         .args(extra);
     run_with_timeout(&mut cmd, COMMAND_TIMEOUT)
         .unwrap_or_else(|| panic!("`mnemofs mount` did not return within {COMMAND_TIMEOUT:?}"))

@@ -25,7 +25,7 @@ pub struct StoreLock {
 impl StoreLock {
     /// Takes the lock for `store`, waiting briefly for a daemon that is
     /// just exiting. Fails, naming the holder's pid, if the store is served.
-    pub fn acquire(store: &Path) -> anyhow::Result<StoreLock> {
+    pub fn acquire(store: &Path, state_dir: &Path) -> anyhow::Result<StoreLock> {
         let dir =
             File::open(store).with_context(|| format!("cannot open store {}", store.display()))?;
         let start = Instant::now();
@@ -39,10 +39,7 @@ impl StoreLock {
                 return Err(err).context("cannot lock the store");
             }
             if start.elapsed() > super::LOCK_WAIT {
-                let holder = dir
-                    .metadata()
-                    .ok()
-                    .and_then(|m| lock_holder(m.ino()))
+                let holder = holder_pid(store, state_dir)
                     .map(|pid| format!(" (pid {pid})"))
                     .unwrap_or_default();
                 bail!(
@@ -54,6 +51,41 @@ impl StoreLock {
         }
     }
 }
+
+impl StoreLock {
+    /// Takes the lock if nobody holds it, without waiting.
+    pub fn try_acquire(store: &Path) -> anyhow::Result<Option<StoreLock>> {
+        let dir =
+            File::open(store).with_context(|| format!("cannot open store {}", store.display()))?;
+        // SAFETY: valid descriptor.
+        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(Some(StoreLock { _dir: dir }));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Ok(None);
+        }
+        Err(err).context("cannot lock the store")
+    }
+}
+
+/// The pid of the daemon serving `store`, if one does. The daemon's pid
+/// file comes first: in daemon mode the lock was taken before forking, so
+/// /proc/locks names the parent that has since exited.
+pub(crate) fn holder_pid(store: &Path, state_dir: &Path) -> Option<u32> {
+    let alive = |pid: u32| {
+        // SAFETY: signal 0 only checks that the process exists.
+        unsafe { libc::kill(pid as i32, 0) == 0 }
+    };
+    std::fs::read_to_string(state_dir.join(PID_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|pid| alive(*pid))
+        .or_else(|| lock_holder(std::fs::metadata(store).ok()?.ino()).filter(|pid| alive(*pid)))
+}
+
+/// The daemon's pid file, in its state dir.
+pub(crate) const PID_FILE: &str = "mnemofs.pid";
 
 /// The pid holding an flock on inode `ino`, from /proc/locks.
 fn lock_holder(ino: u64) -> Option<u32> {

@@ -10,12 +10,15 @@
 //! Forking happens before any thread exists; every thread (FUSE workers,
 //! watcher, signal listener) is started in the final daemon process.
 
+mod control;
 mod lock;
 mod mountpoint;
+mod offline;
 mod paths;
 
 pub use lock::StoreLock;
 pub use mountpoint::{is_mounted, unmount};
+pub use offline::{dream, reindex, search, status};
 pub use paths::{default_state_dir, default_store_dir};
 
 use std::fs::{File, OpenOptions};
@@ -29,7 +32,11 @@ use anyhow::{Context, anyhow, bail};
 use fuser::{Config, MountOption, SessionACL};
 
 use crate::fs::{ExternalChangeWatcher, FsOptions, FuseAdapter, StoreFs};
+use crate::index::Index;
 use crate::store::Store;
+use crate::tasks::Tasks;
+use crate::tasks::rewrite::MountWriter;
+use crate::views::Views;
 
 /// Everything `mount` needs, with paths already absolute.
 #[derive(Clone, Debug)]
@@ -48,6 +55,12 @@ pub struct MountConfig {
     pub allow_other: bool,
     /// Filesystem tunables.
     pub fs: FsOptions,
+    /// Keep the virtual views out of the root listing.
+    pub views_hidden: bool,
+    /// The configuration file's settings.
+    pub config: crate::config::Config,
+    /// Run the background organizer (normalizer, inbox, lifecycle).
+    pub organizer: bool,
 }
 
 /// Mounts and serves until unmounted (foreground), or returns once the
@@ -56,8 +69,13 @@ pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
     mountpoint::prepare(&config.mountpoint)?;
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
-    let lock = StoreLock::acquire(&config.store)?;
+    let lock = StoreLock::acquire(&config.store, &config.state_dir)?;
     if config.foreground {
+        std::fs::write(
+            config.state_dir.join(lock::PID_FILE),
+            format!("{}\n", std::process::id()),
+        )
+        .context("cannot write the pid file")?;
         return serve(config, lock, None);
     }
     daemonize(config, lock)
@@ -72,7 +90,7 @@ fn daemonize(config: &MountConfig, lock: StoreLock) -> anyhow::Result<()> {
         .with_context(|| format!("cannot open log file {}", log_path.display()))?;
     let (read_end, write_end) = pipe()?;
     let outcome = daemonize::Daemonize::new()
-        .pid_file(config.state_dir.join("mnemofs.pid"))
+        .pid_file(config.state_dir.join(lock::PID_FILE))
         .working_directory("/")
         .umask(0o077)
         .stdout(log.try_clone()?)
@@ -156,15 +174,26 @@ fn serve(config: &MountConfig, lock: StoreLock, ready: Option<File>) -> anyhow::
     result
 }
 
-fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
-    // The kernel already applied the caller's umask; modes reach us final.
-    // SAFETY: umask has no preconditions.
-    unsafe { libc::umask(0) };
+/// A mounted store whose session has not started serving yet.
+pub(crate) struct Mounted {
+    pub(crate) store: Arc<Store>,
+    pub(crate) index: Index,
+    pub(crate) fs: Arc<StoreFs>,
+    pub(crate) session: fuser::Session<FuseAdapter>,
+}
+
+/// Opens the store and its index, and mounts it.
+pub(crate) fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     let store = Arc::new(
         Store::open(&config.store)
             .with_context(|| format!("cannot open store {}", config.store.display()))?,
     );
-    let fs = Arc::new(StoreFs::new(store, config.fs.clone())?);
+    let index = Index::open(&config.state_dir, Arc::clone(&store))
+        .context("cannot open the search index")?;
+    let fs = Arc::new(
+        StoreFs::new(Arc::clone(&store), config.fs.clone())?
+            .with_views(Views::new(index.clone()), config.views_hidden)?,
+    );
     let mut fuse_config = Config::default();
     fuse_config.mount_options = vec![
         MountOption::FSName("mnemofs".into()),
@@ -178,19 +207,73 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     } else {
         SessionACL::Owner
     };
-    fuse_config.n_threads = Some(config.threads.max(1));
+    fuse_config.n_threads = Some(config.threads.max(2));
     fuse_config.clone_fd = true;
-    let mut session = fuser::Session::new(
+    let session = fuser::Session::new(
         FuseAdapter::new(Arc::clone(&fs)),
         &config.mountpoint,
         &fuse_config,
     )
     .map_err(|e| mountpoint::explain_mount_error(&config.mountpoint, e))?;
-    let notifier = session.notifier();
-    let unmounter = session.unmount_callable();
-    let watcher = ExternalChangeWatcher::start(Arc::clone(&fs), notifier)
-        .context("cannot watch the store for external changes")?;
-    let signals = SignalListener::start(unmounter, config.mountpoint.clone())?;
+    Ok(Mounted {
+        store,
+        index,
+        fs,
+        session,
+    })
+}
+
+/// Starts the background tasks and the store watcher that feeds them and
+/// the index.
+pub(crate) fn start_tasks(
+    config: &MountConfig,
+    mounted: &Mounted,
+) -> anyhow::Result<(Option<Arc<Tasks>>, ExternalChangeWatcher)> {
+    let tasks = if config.organizer {
+        let (fs_events, fs_events_rx) = crossbeam_channel::unbounded();
+        mounted.fs.set_event_sink(fs_events);
+        Some(Arc::new(Tasks::start(
+            MountWriter::new(config.mountpoint.clone(), Arc::clone(&mounted.fs)),
+            Arc::clone(&mounted.store),
+            mounted.index.clone(),
+            &config.config,
+            fs_events_rx,
+            Some(config.state_dir.clone()),
+            mounted.fs.views().map(Views::pending).unwrap_or_default(),
+        )?))
+    } else {
+        None
+    };
+    let on_change = {
+        let index = mounted.index.clone();
+        let tasks = tasks.clone();
+        Box::new(move |path: &crate::store::StorePath| {
+            index.notify_path(path);
+            if let Some(tasks) = &tasks {
+                tasks.changed(path.clone());
+            }
+        })
+    };
+    let watcher = ExternalChangeWatcher::start(
+        Arc::clone(&mounted.fs),
+        mounted.session.notifier(),
+        on_change,
+    )
+    .context("cannot watch the store for external changes")?;
+    Ok((tasks, watcher))
+}
+
+fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
+    // The kernel already applied the caller's umask; modes reach us final.
+    // SAFETY: umask has no preconditions.
+    unsafe { libc::umask(0) };
+    let mut mounted = mount_store(config)?;
+    let unmounter = mounted.session.unmount_callable();
+    let (tasks, watcher) = start_tasks(config, &mounted)?;
+    let control =
+        control::ControlServer::start(&config.state_dir, tasks.clone(), mounted.index.clone())?;
+    let signals =
+        SignalListener::start(unmounter, config.mountpoint.clone(), mounted.index.clone())?;
     log::info!(
         "mounted {} at {}",
         config.store.display(),
@@ -199,31 +282,59 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     if let Some(mut ready) = ready {
         writeln!(ready, "ready")?;
     }
+    let Mounted { index, session, .. } = mounted;
     let result = session.run();
     signals.stop();
+    drop(control);
     drop(watcher);
+    drop(tasks);
+    index.shutdown();
     log::info!("unmounted {}", config.mountpoint.display());
     result.context("the FUSE session ended with an error")
 }
 
-/// Unmounts on SIGINT/SIGTERM from a thread of its own.
+/// Unmounts on SIGINT/SIGTERM and rebuilds the index on SIGUSR1, from a
+/// thread of its own.
 struct SignalListener {
     handle: signal_hook::iterator::Handle,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl SignalListener {
-    fn start(mut unmounter: fuser::SessionUnmounter, mountpoint: PathBuf) -> anyhow::Result<Self> {
+    fn start(
+        mut unmounter: fuser::SessionUnmounter,
+        mountpoint: PathBuf,
+        index: Index,
+    ) -> anyhow::Result<Self> {
         let mut signals = signal_hook::iterator::Signals::new([
             signal_hook::consts::SIGINT,
             signal_hook::consts::SIGTERM,
             signal_hook::consts::SIGHUP,
+            signal_hook::consts::SIGUSR1,
         ])?;
         let handle = signals.handle();
         let thread = std::thread::Builder::new()
             .name("mnemofs-signals".into())
             .spawn(move || {
-                if let Some(signal) = signals.forever().next() {
+                let mut pending = signals.forever();
+                let signal = loop {
+                    match pending.next() {
+                        Some(signal_hook::consts::SIGUSR1) => {
+                            let index = index.clone();
+                            let spawned = std::thread::Builder::new()
+                                .name("mnemofs-reindex".into())
+                                .spawn(move || match index.rebuild() {
+                                    Ok(n) => log::info!("rebuilt the index: {n} files"),
+                                    Err(e) => log::error!("rebuilding the index failed: {e}"),
+                                });
+                            if let Err(e) = spawned {
+                                log::error!("cannot start the rebuild: {e}");
+                            }
+                        }
+                        other => break other,
+                    }
+                };
+                if let Some(signal) = signal {
                     log::info!("signal {signal}: unmounting {}", mountpoint.display());
                     if let Err(e) = unmounter.unmount() {
                         log::warn!("unmount failed ({e}); detaching lazily");

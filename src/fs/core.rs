@@ -9,6 +9,7 @@
 //! outcome, never across a system call, so a slow disk never blocks
 //! unrelated requests.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
@@ -16,15 +17,17 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Component, Path};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fuser::{FileAttr, FileType};
 use parking_lot::Mutex;
 
 use super::error::{FsError, FsResult};
-use super::handles::{DirHandle, FileHandle, Handle, HandleTable};
+use super::handles::{DirHandle, FileHandle, Handle, HandleTable, ViewDirHandle};
 use super::inodes::{InodeTable, ROOT};
+use super::viewnodes::{ViewTable, is_virtual};
 use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
+use crate::views::{ViewEntry, ViewRoot, Views};
 
 /// Tunables of a mounted store.
 #[derive(Clone, Debug)]
@@ -69,6 +72,8 @@ pub struct Opened {
     pub fh: u64,
     /// True when the kernel may keep its page cache for this file.
     pub keep_cache: bool,
+    /// True for generated files, whose size is not known in advance.
+    pub direct_io: bool,
 }
 
 /// Requested attribute changes (`setattr`).
@@ -112,7 +117,17 @@ pub struct StoreFs {
     options: FsOptions,
     pub(crate) inodes: Mutex<InodeTable>,
     handles: HandleTable,
+    pub(crate) views: Option<ViewTable>,
     is_root: bool,
+    events: std::sync::OnceLock<crossbeam_channel::Sender<FsEvent>>,
+    redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
+}
+
+/// Something background tasks want to hear about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FsEvent {
+    /// The last handle open for writing on this file was closed.
+    WriterClosed(StorePath),
 }
 
 impl StoreFs {
@@ -124,8 +139,91 @@ impl StoreFs {
             options,
             inodes: Mutex::new(InodeTable::new(root.ino)),
             handles: HandleTable::default(),
+            views: None,
+            events: std::sync::OnceLock::new(),
+            redirects: Mutex::new(HashMap::new()),
             // SAFETY: geteuid has no preconditions.
             is_root: unsafe { libc::geteuid() } == 0,
+        })
+    }
+
+    /// Adds the virtual views beside the real tree. `hidden` keeps them out
+    /// of the root listing (they still resolve by name).
+    pub fn with_views(mut self, views: Views, hidden: bool) -> io::Result<StoreFs> {
+        let root = self.store.stat(&StorePath::root())?;
+        self.views = Some(ViewTable::new(views, hidden, (root.uid, root.gid)));
+        Ok(self)
+    }
+
+    /// The views, when mounted with them.
+    pub fn views(&self) -> Option<&Views> {
+        self.views.as_ref().map(|v| &v.views)
+    }
+
+    fn view_table(&self) -> FsResult<&ViewTable> {
+        self.views.as_ref().ok_or(FsError::UnknownInode)
+    }
+
+    /// Refuses changes inside the views, and to the names they reserve at
+    /// the root (`EEXIST` when creating one, `EPERM` otherwise).
+    fn check_mutable(&self, parent: u64, name: &OsStr, creating: bool) -> FsResult<()> {
+        if is_virtual(parent) {
+            return Err(FsError::Refused("the views are read-only"));
+        }
+        if parent == ROOT && self.views.is_some() && ViewRoot::from_name(name).is_some() {
+            return Err(if creating {
+                FsError::from_errno(libc::EEXIST)
+            } else {
+                FsError::Refused("reserved name")
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends [`FsEvent`]s to background tasks (set once, at start).
+    pub fn set_event_sink(&self, sink: crossbeam_channel::Sender<FsEvent>) {
+        let _ = self.events.set(sink);
+    }
+
+    /// True while any handle opened through the mount can write to `path`.
+    pub fn is_open_for_write(&self, path: &StorePath) -> bool {
+        let table = self.inodes.lock();
+        let mut ino = ROOT;
+        for name in path.as_path().iter() {
+            match table.child(ino, name) {
+                Some(child) => ino = child,
+                None => return false,
+            }
+        }
+        table.get(ino).is_some_and(|n| n.open_writers > 0)
+    }
+
+    /// Keeps `old` resolving (unlisted, as a symlink to `new`) until
+    /// `until`, after a background task moved a memory.
+    pub fn add_redirect(&self, old: StorePath, new: StorePath, until: Instant) {
+        let mut redirects = self.redirects.lock();
+        let now = Instant::now();
+        redirects.retain(|_, (_, t)| *t > now);
+        redirects.insert(old, (new, until));
+    }
+
+    fn redirect(&self, parent: u64, name: &OsStr) -> Option<Entry> {
+        let views = self.views.as_ref()?;
+        let old = self.child_path(parent, name).ok()?;
+        let (new, until) = self.redirects.lock().get(&old).cloned()?;
+        if until <= Instant::now() {
+            return None;
+        }
+        let mut target = std::path::PathBuf::new();
+        for _ in 0..old.depth().saturating_sub(1) {
+            target.push("..");
+        }
+        target.push(new.as_path());
+        let node = super::viewnodes::ViewNode::Link(target);
+        let ino = views.intern(parent, name.to_os_string(), node.clone(), true);
+        Some(Entry {
+            ino,
+            attr: views.attr(ino, &node),
         })
     }
 
@@ -171,8 +269,29 @@ impl StoreFs {
 
     /// Looks a name up and counts a kernel lookup on the result.
     pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<Entry> {
+        if let Some(views) = &self.views {
+            if is_virtual(parent) {
+                let (ino, attr) = views.lookup(parent, name)?;
+                return Ok(Entry { ino, attr });
+            }
+            if parent == ROOT
+                && let Some(root) = ViewRoot::from_name(name)
+            {
+                let ino = ViewTable::root_ino(root);
+                return Ok(Entry {
+                    ino,
+                    attr: views.getattr(ino)?,
+                });
+            }
+        }
         let path = self.child_path(parent, name)?;
-        let st = self.store.stat(&path)?;
+        let st = match self.store.stat(&path) {
+            Ok(st) => st,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                return self.redirect(parent, name).ok_or_else(|| e.into());
+            }
+            Err(e) => return Err(e.into()),
+        };
         let ino = self.remember(parent, name, &st, true);
         Ok(Entry {
             ino,
@@ -182,6 +301,12 @@ impl StoreFs {
 
     /// The kernel dropped `n` lookups of `ino`.
     pub fn forget(&self, ino: u64, n: u64) {
+        if is_virtual(ino) {
+            if let Some(views) = &self.views {
+                views.forget(ino, n);
+            }
+            return;
+        }
         self.inodes.lock().forget(ino, n);
     }
 
@@ -189,7 +314,8 @@ impl StoreFs {
         let handle = self.handles.get(fh).ok_or(FsError::BadHandle)?;
         match handle.as_ref() {
             Handle::File(_) => Ok(handle),
-            Handle::Dir(_) => Err(FsError::IsDirectory),
+            Handle::Dir(_) | Handle::ViewDir(_) => Err(FsError::IsDirectory),
+            Handle::ViewFile(_) => Err(FsError::BadHandle),
         }
     }
 
@@ -197,7 +323,7 @@ impl StoreFs {
         let handle = self.file_handle(fh)?;
         match handle.as_ref() {
             Handle::File(file) => f(file),
-            Handle::Dir(_) => Err(FsError::IsDirectory),
+            _ => Err(FsError::BadHandle),
         }
     }
 
@@ -219,12 +345,18 @@ impl StoreFs {
 
     /// Attributes of an inode.
     pub fn getattr(&self, ino: u64, fh: Option<u64>) -> FsResult<FileAttr> {
+        if is_virtual(ino) {
+            return self.view_table()?.getattr(ino);
+        }
         let st = self.stat_ino(ino, fh)?;
         Ok(self.attr(ino, &st))
     }
 
     /// chmod, chown, truncate and utimens, in that order.
     pub fn setattr(&self, ino: u64, changes: AttrChanges) -> FsResult<FileAttr> {
+        if is_virtual(ino) {
+            return Err(FsError::Refused("the views are read-only"));
+        }
         let path = self.path_of(ino);
         if changes
             .size
@@ -264,11 +396,15 @@ impl StoreFs {
 
     /// Reads a symlink's target.
     pub fn readlink(&self, ino: u64) -> FsResult<Vec<u8>> {
+        if is_virtual(ino) {
+            return self.view_table()?.readlink(ino);
+        }
         Ok(self.store.readlink(&self.path_of(ino)?)?)
     }
 
     /// Creates a directory.
     pub fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, who: Requester) -> FsResult<Entry> {
+        self.check_mutable(parent, name, true)?;
         let path = self.child_path(parent, name)?;
         self.store.mkdir(&path, mode & 0o7777)?;
         self.give_to(&path, who)?;
@@ -277,6 +413,7 @@ impl StoreFs {
 
     /// Removes a file or symlink.
     pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
+        self.check_mutable(parent, name, false)?;
         let path = self.child_path(parent, name)?;
         self.store.unlink(&path)?;
         self.inodes.lock().detach(parent, name);
@@ -285,6 +422,7 @@ impl StoreFs {
 
     /// Removes an empty directory.
     pub fn rmdir(&self, parent: u64, name: &OsStr) -> FsResult<()> {
+        self.check_mutable(parent, name, false)?;
         let path = self.child_path(parent, name)?;
         self.store.rmdir(&path)?;
         self.inodes.lock().detach(parent, name);
@@ -299,6 +437,7 @@ impl StoreFs {
         target: &Path,
         who: Requester,
     ) -> FsResult<Entry> {
+        self.check_mutable(parent, name, true)?;
         let path = self.child_path(parent, name)?;
         let depth = path.parent().map_or(0, |p| p.depth());
         if !target_stays_inside(target, depth) {
@@ -318,6 +457,8 @@ impl StoreFs {
         new_name: &OsStr,
         flags: u32,
     ) -> FsResult<()> {
+        self.check_mutable(parent, name, false)?;
+        self.check_mutable(new_parent, new_name, true)?;
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
         self.store.rename(&from, &to, flags)?;
@@ -375,11 +516,24 @@ impl StoreFs {
             writable,
             append: flags & libc::O_APPEND != 0,
         }));
-        Ok(Opened { fh, keep_cache })
+        Ok(Opened {
+            fh,
+            keep_cache,
+            direct_io: false,
+        })
     }
 
     /// Opens an existing file.
     pub fn open(&self, ino: u64, flags: i32) -> FsResult<Opened> {
+        if is_virtual(ino) {
+            let content = self.view_table()?.open(ino, flags)?;
+            let fh = self.handles.insert(Handle::ViewFile(content));
+            return Ok(Opened {
+                fh,
+                keep_cache: false,
+                direct_io: true,
+            });
+        }
         let path = self.path_of(ino)?;
         let flags = Self::open_flags(flags) & !libc::O_EXCL;
         let file = self.store.open_file(&path, flags, 0)?;
@@ -395,10 +549,11 @@ impl StoreFs {
         flags: i32,
         who: Requester,
     ) -> FsResult<(Entry, Opened)> {
+        self.check_mutable(parent, name, true)?;
         let path = self.child_path(parent, name)?;
         let flags = Self::open_flags(flags) | libc::O_CREAT;
         let file = self.store.open_file(&path, flags, mode & 0o7777)?;
-        if self.is_root {
+        if self.is_root && (who.uid != 0 || who.gid != 0) {
             // SAFETY: valid descriptor; u32::MAX would leave ids unchanged.
             let ret = unsafe { libc::fchown(file.as_raw_fd(), who.uid, who.gid) };
             if ret < 0 {
@@ -419,6 +574,11 @@ impl StoreFs {
 
     /// Reads up to `size` bytes at `offset`.
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> FsResult<Vec<u8>> {
+        if let Some(Handle::ViewFile(content)) = self.handles.get(fh).as_deref() {
+            let start = (offset as usize).min(content.len());
+            let end = start.saturating_add(size as usize).min(content.len());
+            return Ok(content[start..end].to_vec());
+        }
         self.with_file(fh, |h| {
             let mut buf = vec![0u8; size as usize];
             let mut filled = 0;
@@ -487,9 +647,13 @@ impl StoreFs {
         if let Handle::File(h) = handle.as_ref() {
             // Our own writes went through the kernel's page cache, so it is
             // still valid for the version we leave behind.
-            let version = crate::store::fstat(&h.file)
-                .ok()
-                .map(|st| (st.mtime, st.size));
+            let version = if h.writable {
+                crate::store::fstat(&h.file)
+                    .ok()
+                    .map(|st| (st.mtime, st.size))
+            } else {
+                None
+            };
             let mut table = self.inodes.lock();
             if h.writable
                 && let (Some(node), Some(v)) = (table.get_mut(h.ino), version)
@@ -497,6 +661,13 @@ impl StoreFs {
                 node.cached_version = Some(v);
             }
             table.closed(h.ino, h.writable);
+            let last_writer_closed =
+                h.writable && table.get(h.ino).is_some_and(|n| n.open_writers == 0);
+            let path = table.path(h.ino);
+            drop(table);
+            if last_writer_closed && let (Some(path), Some(sink)) = (path, self.events.get()) {
+                let _ = sink.send(FsEvent::WriterClosed(path));
+            }
         }
         Ok(())
     }
@@ -533,6 +704,12 @@ impl StoreFs {
 
     /// Opens a directory for listing.
     pub fn opendir(&self, ino: u64) -> FsResult<u64> {
+        if is_virtual(ino) {
+            self.view_table()?.list(ino)?;
+            return Ok(self.handles.insert(Handle::ViewDir(ViewDirHandle {
+                snapshot: Mutex::new(None),
+            })));
+        }
         let path = self.path_of(ino)?;
         let st = self.store.stat(&path)?;
         if st.kind != FileKind::Directory {
@@ -557,8 +734,12 @@ impl StoreFs {
         add: &mut dyn FnMut(DirItem<'_>) -> bool,
     ) -> FsResult<()> {
         let handle = self.handles.get(fh).ok_or(FsError::BadHandle)?;
-        let Handle::Dir(dir) = handle.as_ref() else {
-            return Err(FsError::from_errno(libc::ENOTDIR));
+        let dir = match handle.as_ref() {
+            Handle::Dir(dir) => dir,
+            Handle::ViewDir(view_dir) => {
+                return self.readdir_view(ino, view_dir, offset, plus, add);
+            }
+            _ => return Err(FsError::from_errno(libc::ENOTDIR)),
         };
         let path = self.path_of(dir.ino)?;
         let entries = {
@@ -566,7 +747,12 @@ impl StoreFs {
             match snap.as_ref() {
                 Some(entries) if offset != 0 => Arc::clone(entries),
                 _ => {
-                    let fresh = Arc::new(self.store.read_dir(&path)?);
+                    let mut fresh = self.store.read_dir(&path)?;
+                    if ino == ROOT && self.views.is_some() {
+                        // Real entries under reserved names are shadowed by the views.
+                        fresh.retain(|e| ViewRoot::from_name(&e.name).is_none());
+                    }
+                    let fresh = Arc::new(fresh);
                     *snap = Some(Arc::clone(&fresh));
                     fresh
                 }
@@ -597,13 +783,16 @@ impl StoreFs {
             }
         }
         let start = offset.saturating_sub(2) as usize;
+        // One descriptor for the directory, so each entry costs one fstatat.
+        let dir_fd = if plus {
+            Some(self.store.open_dir(&path)?)
+        } else {
+            None
+        };
         for (i, entry) in entries.iter().enumerate().skip(start) {
             let next_offset = i as u64 + 3;
-            let (entry_ino, attr) = if plus {
-                let Some(child) = path.join(&entry.name) else {
-                    continue;
-                };
-                let st = match self.store.stat(&child) {
+            let (entry_ino, attr) = if let Some(dir_fd) = &dir_fd {
+                let st = match crate::store::stat_at(dir_fd, &entry.name) {
                     Ok(st) => st,
                     // Gone since the snapshot: skip it rather than fail the listing.
                     Err(_) => continue,
@@ -627,6 +816,103 @@ impl StoreFs {
                 return Ok(());
             }
         }
+        if ino == ROOT
+            && let Some(views) = &self.views
+        {
+            let start = (offset as usize).saturating_sub(entries.len() + 2);
+            for (i, (view_ino, name)) in views.root_entries().into_iter().enumerate().skip(start) {
+                let item = DirItem {
+                    ino: view_ino,
+                    next_offset: (entries.len() + 3 + i) as u64,
+                    kind: FileType::Directory,
+                    name: OsStr::new(name),
+                    attr: if plus {
+                        Some(views.getattr(view_ino)?)
+                    } else {
+                        None
+                    },
+                };
+                if add(item) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn readdir_view(
+        &self,
+        ino: u64,
+        dir: &ViewDirHandle,
+        offset: u64,
+        plus: bool,
+        add: &mut dyn FnMut(DirItem<'_>) -> bool,
+    ) -> FsResult<()> {
+        let views = self.view_table()?;
+        let entries = {
+            let mut snap = dir.snapshot.lock();
+            match snap.as_ref() {
+                Some(entries) if offset != 0 => Arc::clone(entries),
+                _ => {
+                    let fresh = Arc::new(views.list(ino)?);
+                    *snap = Some(Arc::clone(&fresh));
+                    fresh
+                }
+            }
+        };
+        let parent = if views.node(ino).is_ok_and(|n| {
+            matches!(
+                n,
+                super::viewnodes::ViewNode::Dir(crate::views::ViewDir::Root(_))
+            )
+        }) {
+            ROOT
+        } else {
+            ino
+        };
+        for (i, (dot_ino, name)) in [(ino, "."), (parent, "..")]
+            .into_iter()
+            .enumerate()
+            .skip(offset as usize)
+        {
+            let item = DirItem {
+                ino: dot_ino,
+                next_offset: i as u64 + 1,
+                kind: FileType::Directory,
+                name: OsStr::new(name),
+                attr: if plus {
+                    Some(self.getattr(dot_ino, None)?)
+                } else {
+                    None
+                },
+            };
+            if add(item) {
+                return Ok(());
+            }
+        }
+        for (i, entry) in entries
+            .iter()
+            .enumerate()
+            .skip(offset.saturating_sub(2) as usize)
+        {
+            let (name, node): (std::ffi::OsString, _) = ViewEntry::clone(entry).into();
+            let attr_node = node.clone();
+            let child = views.intern(ino, name, node, plus);
+            let attr = views.attr(child, &attr_node);
+            let item = DirItem {
+                ino: child,
+                next_offset: i as u64 + 3,
+                kind: attr.kind,
+                name: entry.name(),
+                attr: plus.then_some(attr),
+            };
+            if add(item) {
+                if plus {
+                    views.forget(child, 1);
+                }
+                return Ok(());
+            }
+        }
         Ok(())
     }
 
@@ -644,6 +930,9 @@ impl StoreFs {
 
     /// fsync of a directory.
     pub fn fsyncdir(&self, ino: u64) -> FsResult<()> {
+        if is_virtual(ino) {
+            return Ok(());
+        }
         let path = self.path_of(ino)?;
         let dir = self
             .store
@@ -659,11 +948,17 @@ impl StoreFs {
 
     /// Gets an extended attribute.
     pub fn getxattr(&self, ino: u64, name: &OsStr) -> FsResult<Vec<u8>> {
+        if is_virtual(ino) {
+            return Err(FsError::from_errno(libc::ENODATA));
+        }
         Ok(self.store.get_xattr(&self.path_of(ino)?, name)?)
     }
 
     /// Sets an extended attribute.
     pub fn setxattr(&self, ino: u64, name: &OsStr, value: &[u8], flags: i32) -> FsResult<()> {
+        if is_virtual(ino) {
+            return Err(FsError::Refused("the views are read-only"));
+        }
         Ok(self
             .store
             .set_xattr(&self.path_of(ino)?, name, value, flags)?)
@@ -671,17 +966,26 @@ impl StoreFs {
 
     /// Lists extended attribute names, NUL-separated.
     pub fn listxattr(&self, ino: u64) -> FsResult<Vec<u8>> {
+        if is_virtual(ino) {
+            return Ok(Vec::new());
+        }
         Ok(self.store.list_xattr(&self.path_of(ino)?)?)
     }
 
     /// Removes an extended attribute.
     pub fn removexattr(&self, ino: u64, name: &OsStr) -> FsResult<()> {
+        if is_virtual(ino) {
+            return Err(FsError::Refused("the views are read-only"));
+        }
         Ok(self.store.remove_xattr(&self.path_of(ino)?, name)?)
     }
 
     /// access(2): the kernel checks permissions itself (default_permissions),
     /// so this only confirms the inode still exists.
     pub fn access(&self, ino: u64) -> FsResult<()> {
+        if is_virtual(ino) {
+            return self.view_table()?.getattr(ino).map(|_| ());
+        }
         self.stat_ino(ino, None).map(|_| ())
     }
 

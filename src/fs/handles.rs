@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use crate::store::DirEntry;
+use crate::views::ViewEntry;
 
 /// An open regular file.
 #[derive(Debug)]
@@ -33,11 +34,20 @@ pub(crate) struct DirHandle {
     pub(crate) snapshot: Mutex<Option<Arc<Vec<DirEntry>>>>,
 }
 
-/// Either kind of handle.
+/// An open virtual directory and its listing snapshot.
+#[derive(Debug)]
+pub(crate) struct ViewDirHandle {
+    pub(crate) snapshot: Mutex<Option<Arc<Vec<ViewEntry>>>>,
+}
+
+/// Any kind of handle.
 #[derive(Debug)]
 pub(crate) enum Handle {
     File(FileHandle),
     Dir(DirHandle),
+    /// A generated file: its content as of open.
+    ViewFile(Arc<Vec<u8>>),
+    ViewDir(ViewDirHandle),
 }
 
 /// All open handles, by the number given to the kernel.

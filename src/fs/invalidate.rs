@@ -53,7 +53,13 @@ impl std::fmt::Debug for ExternalChangeWatcher {
 
 impl ExternalChangeWatcher {
     /// Starts watching the store behind `fs`, invalidating through `notifier`.
-    pub fn start(fs: Arc<StoreFs>, notifier: Notifier) -> notify::Result<Self> {
+    /// Every changed path is also handed to `on_change` (the indexer and
+    /// the background tasks re-read it).
+    pub fn start(
+        fs: Arc<StoreFs>,
+        notifier: Notifier,
+        on_change: Box<dyn Fn(&StorePath) + Send>,
+    ) -> notify::Result<Self> {
         let (tx, rx) = crossbeam_channel::unbounded::<PathBuf>();
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
@@ -71,7 +77,7 @@ impl ExternalChangeWatcher {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("mnemofs-invalidate".into())
-                .spawn(move || run(&fs, &notifier, &root, &rx, &stop))
+                .spawn(move || run(&fs, &notifier, &*on_change, &root, &rx, &stop))
                 .map_err(|e| notify::Error::generic(&e.to_string()))?
         };
         Ok(ExternalChangeWatcher {
@@ -91,15 +97,29 @@ impl Drop for ExternalChangeWatcher {
     }
 }
 
-fn run(fs: &StoreFs, notifier: &Notifier, root: &Path, rx: &Receiver<PathBuf>, stop: &AtomicBool) {
+fn run(
+    fs: &StoreFs,
+    notifier: &Notifier,
+    on_change: &dyn Fn(&StorePath),
+    root: &Path,
+    rx: &Receiver<PathBuf>,
+    stop: &AtomicBool,
+) {
+    let generation = || fs.views().map_or(0, |v| v.index().generation());
+    let mut seen_generation = generation();
     while !stop.load(Ordering::Relaxed) {
-        let first = match rx.recv_timeout(Duration::from_millis(200)) {
+        let first = rx.recv_timeout(Duration::from_millis(50));
+        if generation() != seen_generation {
+            seen_generation = generation();
+            invalidate_views(fs, notifier);
+        }
+        let first = match first {
             Ok(p) => p,
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return,
         };
         // Let a burst (git checkout) arrive, then handle it as one batch.
-        std::thread::sleep(Duration::from_millis(30));
+        std::thread::sleep(Duration::from_millis(10));
         let mut paths: Vec<PathBuf> = std::iter::once(first).chain(rx.try_iter()).collect();
         paths.sort();
         paths.dedup();
@@ -108,6 +128,7 @@ fn run(fs: &StoreFs, notifier: &Notifier, root: &Path, rx: &Receiver<PathBuf>, s
             let Some(rel) = path.strip_prefix(root).ok().and_then(StorePath::new) else {
                 continue;
             };
+            on_change(&rel);
             work.extend(invalidations_for(fs, &rel));
         }
         for inval in work {
@@ -123,6 +144,18 @@ fn run(fs: &StoreFs, notifier: &Notifier, root: &Path, rx: &Receiver<PathBuf>, s
             {
                 log::debug!("invalidate {inval:?}: {e}");
             }
+        }
+    }
+}
+
+/// The index changed: every view entry the kernel holds may be stale.
+fn invalidate_views(fs: &StoreFs, notifier: &Notifier) {
+    let Some(views) = &fs.views else { return };
+    for (parent, name) in views.cached_names() {
+        if let Err(e) = notifier.inval_entry(INodeNo(parent), &name)
+            && e.raw_os_error() != Some(libc::ENOENT)
+        {
+            log::debug!("invalidate view entry {name:?}: {e}");
         }
     }
 }

@@ -11,10 +11,11 @@ mod fuse;
 mod handles;
 mod inodes;
 mod invalidate;
+mod viewnodes;
 
 pub use self::core::{
-    AttrChanges, DirItem, Entry, FsOptions, Opened, Requester, StoreFs, target_stays_inside,
-    to_attr,
+    AttrChanges, DirItem, Entry, FsEvent, FsOptions, Opened, Requester, StoreFs,
+    target_stays_inside, to_attr,
 };
 pub use error::{FsError, FsResult};
 pub use fuse::FuseAdapter;

@@ -31,6 +31,11 @@ pub fn fstat(fd: impl AsFd) -> io::Result<Stat> {
     sys::fstat(fd.as_fd())
 }
 
+/// `lstat` of `name` inside a directory opened with [`Store::open_dir`].
+pub fn stat_at(dir: &OwnedFd, name: &OsStr) -> io::Result<Stat> {
+    sys::fstatat_nofollow(dir.as_fd(), &cstr(name)?)
+}
+
 /// The sandboxed backing directory.
 #[derive(Debug)]
 pub struct Store {

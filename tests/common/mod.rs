@@ -328,6 +328,9 @@ pub struct MountOptions {
     pub extra_args: Vec<String>,
     /// Files to place in the store before mounting: (relative path, contents).
     pub seed: Vec<(String, Vec<u8>)>,
+    /// Run the background organizer. Off by default: it rewrites `.md`
+    /// files on purpose, which tests of plain filesystem behaviour must not see.
+    pub organizer: bool,
 }
 
 /// A live `mnemofs mount --foreground` on fresh temp dirs.
@@ -345,6 +348,7 @@ pub struct Mount {
     /// Where the daemon's stdout and stderr go.
     pub log: PathBuf,
     child: Option<Child>,
+    organizer: bool,
 }
 
 impl Mount {
@@ -390,6 +394,7 @@ impl Mount {
             state,
             plain,
             child: None,
+            organizer: opts.organizer,
         };
         m.spawn(&opts.extra_args);
         m
@@ -412,6 +417,7 @@ impl Mount {
             .arg("--state-dir")
             .arg(&self.state)
             .arg("--foreground")
+            .args((!self.organizer).then_some("--no-organizer"))
             .args(extra_args)
             .env("RUST_BACKTRACE", "1")
             .env(

@@ -1,0 +1,833 @@
+//! The user's config file: `~/.config/mnemofs/config.yaml` or `--config`.
+//!
+//! Every field has the default a new user should get, so a missing file,
+//! an empty file and a file naming one key all work. [`Config::load`] is
+//! the only function here that touches the disk (the file itself, and the
+//! zoneinfo for a named time zone); everything else is pure and tested
+//! from strings with [`Config::from_yaml`].
+//!
+//! Subtleties a newcomer trips on:
+//! - Unknown keys are returned as warnings naming the full key path
+//!   (`unknown key lifecycle.expire_aftr (did you mean
+//!   lifecycle.inbox_ttl?)`), never ignored silently and never fatal: a
+//!   typo must not stop a mount, and must not go unnoticed either. The set
+//!   of known keys is derived from what [`Config`] serializes, so it cannot
+//!   drift from the struct.
+//! - Values that are present but wrong (`interval: soon`) are errors:
+//!   silently running with a default the user tried to change is worse
+//!   than refusing to start.
+//! - A section written with no body (`organizer:`) means "all defaults".
+//! - `0` disables `lifecycle.inbox_ttl`, `lifecycle.upgrade_access_count`
+//!   and `dream.idle_after`; zero for those would otherwise mean
+//!   "immediately", which nobody wants.
+//! - Classification rules extend the built-in ones; they cannot remove
+//!   them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_yaml::Value;
+
+use crate::memory::Category;
+use crate::tasks::classify::Rule;
+use crate::tasks::duration::{HumanDuration, serde_duration};
+use crate::tasks::reminders::{FixedOffset, Timestamp};
+use crate::tasks::timezone::ZoneRules;
+
+/// Why the config could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists (or was named explicitly) but could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file is not valid YAML, or a value has the wrong type or form.
+    /// The message names the key and the line.
+    #[error("invalid config{origin}: {message}")]
+    Parse {
+        /// ` <path>` when the text came from a file, else empty.
+        origin: String,
+        /// What serde_yaml (or our parsers) said.
+        message: String,
+    },
+    /// A value parsed but is not allowed.
+    #[error("invalid config value {key}: {reason}")]
+    Invalid {
+        /// The key path, e.g. `organizer.interval`.
+        key: String,
+        /// Why it is not allowed.
+        reason: String,
+    },
+}
+
+/// Everything configurable about the daemon's background work.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// The inbox organizer.
+    #[serde(deserialize_with = "null_as_default")]
+    pub organizer: OrganizerConfig,
+    /// Expiry, decay and upgrade thresholds.
+    #[serde(deserialize_with = "null_as_default")]
+    pub lifecycle: LifecycleConfig,
+    /// Scheduled dream runs.
+    #[serde(deserialize_with = "null_as_default")]
+    pub dream: DreamConfig,
+    /// Desktop notifications for due reminders.
+    #[serde(deserialize_with = "null_as_default")]
+    pub notifications: NotificationsConfig,
+    /// The zone reminders are read in.
+    pub timezone: TimeZoneSetting,
+    /// What the normalizer writes into files.
+    #[serde(deserialize_with = "null_as_default")]
+    pub frontmatter: FrontmatterConfig,
+    /// Extra classification rules.
+    #[serde(deserialize_with = "null_as_default")]
+    pub classification: ClassificationConfig,
+    /// The rules of [`Config::timezone`], read by [`Config::load`]; `None`
+    /// when not loaded (then [`Config::utc_offset_at`] falls back to UTC
+    /// for named and local zones).
+    #[serde(skip)]
+    pub zone_rules: Option<ZoneRules>,
+}
+
+/// `organizer:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OrganizerConfig {
+    /// How often the organizer runs (at least 1s).
+    #[serde(with = "serde_duration")]
+    pub interval: Duration,
+    /// How long an inbox item must be untouched before it is moved, so a
+    /// file still being written is not moved under its writer.
+    #[serde(with = "serde_duration")]
+    pub quiet_period: Duration,
+    /// How long a moved item's old path keeps resolving (unlisted).
+    #[serde(with = "serde_duration")]
+    pub grace_period: Duration,
+}
+
+impl Default for OrganizerConfig {
+    fn default() -> Self {
+        OrganizerConfig {
+            interval: Duration::from_secs(5 * 60),
+            quiet_period: Duration::from_secs(30),
+            grace_period: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// `lifecycle:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LifecycleConfig {
+    /// Inbox items untouched this long go to `archive/expired/`; `0`
+    /// never expires them.
+    #[serde(with = "serde_duration")]
+    pub inbox_ttl: Duration,
+    /// Moving unused organized memories to `archive/decayed/`.
+    #[serde(deserialize_with = "null_as_default")]
+    pub decay: DecayConfig,
+    /// An inbox item read this many times is organized at once; `0`
+    /// disables the upgrade.
+    pub upgrade_access_count: u32,
+}
+
+impl Default for LifecycleConfig {
+    fn default() -> Self {
+        LifecycleConfig {
+            inbox_ttl: Duration::from_secs(7 * 86_400),
+            decay: DecayConfig::default(),
+            upgrade_access_count: 3,
+        }
+    }
+}
+
+/// `lifecycle.decay:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DecayConfig {
+    /// Off by default: archiving memories someone merely has not read in a
+    /// while is a choice the user makes.
+    pub enabled: bool,
+    /// How long unused before a memory decays.
+    #[serde(with = "serde_duration")]
+    pub after: Duration,
+}
+
+impl Default for DecayConfig {
+    fn default() -> Self {
+        DecayConfig {
+            enabled: false,
+            after: Duration::from_secs(90 * 86_400),
+        }
+    }
+}
+
+/// `dream:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DreamConfig {
+    /// After this long without writes, a deeper dream runs; `0` disables
+    /// idle dreams.
+    #[serde(with = "serde_duration")]
+    pub idle_after: Duration,
+    /// The level of the idle dream (1 to 3).
+    pub idle_level: u8,
+}
+
+impl Default for DreamConfig {
+    fn default() -> Self {
+        DreamConfig {
+            idle_after: Duration::from_secs(10 * 60),
+            idle_level: 3,
+        }
+    }
+}
+
+/// `notifications:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NotificationsConfig {
+    /// How due reminders reach the desktop.
+    pub method: NotificationMethod,
+}
+
+/// How to send a desktop notification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotificationMethod {
+    /// `osascript` on macOS, `notify-send` elsewhere, if installed.
+    #[default]
+    Auto,
+    /// `notify-send` (libnotify).
+    NotifySend,
+    /// `osascript -e 'display notification ...'`.
+    Osascript,
+    /// Only `.mnemofs/pending.md`.
+    None,
+}
+
+/// `frontmatter:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FrontmatterConfig {
+    /// Write `access_count`, `content_hash`, `version` and `updated_at`
+    /// into files instead of keeping them in state and xattrs. Off by
+    /// default: rewriting files on every read fights editors and git.
+    pub write_counters: bool,
+}
+
+/// `classification:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClassificationConfig {
+    /// Rules added to the built-in ones.
+    #[serde(deserialize_with = "null_as_default")]
+    pub rules: Vec<Rule>,
+}
+
+/// The `timezone:` value.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TimeZoneSetting {
+    /// The system's zone (`$TZ`, else `/etc/localtime`).
+    #[default]
+    Local,
+    /// A fixed offset such as `+08:00` or `UTC`.
+    Fixed(FixedOffset),
+    /// An IANA zone such as `Asia/Shanghai`, read from zoneinfo.
+    Named(String),
+}
+
+impl TimeZoneSetting {
+    /// Reads `local`, an offset (`+08:00`, `UTC`) or an IANA name.
+    pub fn parse(s: &str) -> Result<TimeZoneSetting, String> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("local") || t.is_empty() {
+            return Ok(TimeZoneSetting::Local);
+        }
+        if let Ok(offset) = t.parse::<FixedOffset>() {
+            return Ok(TimeZoneSetting::Fixed(offset));
+        }
+        let valid_name = t.split('/').all(|part| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_+-".contains(&b))
+        }) && t.as_bytes()[0].is_ascii_alphabetic();
+        if valid_name {
+            Ok(TimeZoneSetting::Named(t.to_owned()))
+        } else {
+            Err(format!(
+                "`{t}` is not a time zone (write `local`, an offset like `+08:00`, or a name like `Asia/Shanghai`)"
+            ))
+        }
+    }
+}
+
+impl fmt::Display for TimeZoneSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimeZoneSetting::Local => f.write_str("local"),
+            TimeZoneSetting::Fixed(o) if o.seconds() == 0 => f.write_str("UTC"),
+            TimeZoneSetting::Fixed(o) => write!(f, "{o}"),
+            TimeZoneSetting::Named(n) => f.write_str(n),
+        }
+    }
+}
+
+impl Serialize for TimeZoneSetting {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeZoneSetting {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = Option::<String>::deserialize(deserializer)?.unwrap_or_default();
+        TimeZoneSetting::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Lets `section:` with nothing after it mean "defaults".
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+impl Config {
+    /// Where the config lives when no path is given:
+    /// `$XDG_CONFIG_HOME/mnemofs/config.yaml`, else
+    /// `$HOME/.config/mnemofs/config.yaml`.
+    pub fn default_path() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|h| PathBuf::from(h).join(".config"))
+            })?;
+        Some(base.join("mnemofs").join("config.yaml"))
+    }
+
+    /// Reads the config from `path`, or from [`Config::default_path`] when
+    /// `None` (a missing default file means all defaults; a missing
+    /// explicit file is an error), and loads the time zone's rules.
+    ///
+    /// Returns the config and the warnings to show the user.
+    pub fn load(path: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
+        let (text, origin) = match path {
+            Some(p) => (
+                std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                    path: p.to_owned(),
+                    source,
+                })?,
+                Some(p.to_owned()),
+            ),
+            None => match Config::default_path() {
+                Some(p) => match std::fs::read_to_string(&p) {
+                    Ok(text) => (text, Some(p)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
+                    Err(source) => return Err(ConfigError::Read { path: p, source }),
+                },
+                None => (String::new(), None),
+            },
+        };
+        let (mut config, mut warnings) = Config::parse(&text, origin.as_deref())?;
+        match load_zone_rules(&config.timezone) {
+            Ok(rules) => config.zone_rules = rules,
+            Err(warning) => warnings.push(warning),
+        }
+        Ok((config, warnings))
+    }
+
+    /// Parses config text. Unknown keys become warnings.
+    pub fn from_yaml(text: &str) -> Result<(Config, Vec<String>), ConfigError> {
+        Config::parse(text, None)
+    }
+
+    fn parse(text: &str, origin: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
+        let parse_error = |message: String| ConfigError::Parse {
+            origin: origin
+                .map(|p| format!(" {}", p.display()))
+                .unwrap_or_default(),
+            message,
+        };
+        let tree: Value = serde_yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+        let config: Config = match &tree {
+            Value::Null => Config::default(),
+            Value::Mapping(_) => {
+                serde_yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?
+            }
+            _ => {
+                return Err(parse_error(
+                    "the top level must be a mapping of keys".into(),
+                ));
+            }
+        };
+        let mut warnings = Vec::new();
+        unknown_keys(&tree, &known_shape(), "", &mut warnings);
+        config.validate(&mut warnings)?;
+        Ok((config, warnings))
+    }
+
+    /// Rejects values that parse but cannot work; warns about ones that
+    /// merely do nothing.
+    fn validate(&self, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
+        if self.organizer.interval < Duration::from_secs(1) {
+            return Err(ConfigError::Invalid {
+                key: "organizer.interval".into(),
+                reason: format!(
+                    "{} is too short, use at least 1s",
+                    HumanDuration(self.organizer.interval)
+                ),
+            });
+        }
+        if !(1..=3).contains(&self.dream.idle_level) {
+            return Err(ConfigError::Invalid {
+                key: "dream.idle_level".into(),
+                reason: format!("{} is not a dream level (1, 2 or 3)", self.dream.idle_level),
+            });
+        }
+        for (i, rule) in self.classification.rules.iter().enumerate() {
+            let key = format!("classification.rules[{i}]");
+            if rule.category == Category::Inbox {
+                warnings.push(format!(
+                    "{key}: rules for category inbox are ignored (unmatched items stay in the inbox anyway)"
+                ));
+            }
+            let usable = rule
+                .keywords
+                .iter()
+                .chain(&rule.patterns)
+                .any(|k| !k.trim().is_empty());
+            if !usable {
+                warnings.push(format!("{key}: rule has no keywords or patterns"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The UTC offset to read reminders in at `now`.
+    pub fn utc_offset_at(&self, now: Timestamp) -> FixedOffset {
+        match (&self.timezone, &self.zone_rules) {
+            (TimeZoneSetting::Fixed(offset), _) => *offset,
+            (_, Some(rules)) => rules.offset_at(now),
+            (_, None) => FixedOffset::UTC,
+        }
+    }
+}
+
+/// Reads the rules for a named or local zone (the only other I/O here).
+/// `Err` is a warning: reminders then use UTC.
+fn load_zone_rules(setting: &TimeZoneSetting) -> Result<Option<ZoneRules>, String> {
+    let zoneinfo = std::env::var_os("TZDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/share/zoneinfo"));
+    let read = |path: &Path| -> Result<ZoneRules, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        ZoneRules::from_tzif(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    match setting {
+        TimeZoneSetting::Fixed(_) => Ok(None),
+        TimeZoneSetting::Named(name) => read(&zoneinfo.join(name))
+            .map(Some)
+            .map_err(|e| format!("timezone {name}: cannot load ({e}); reminders use UTC")),
+        TimeZoneSetting::Local => {
+            // `TZ` wins over /etc/localtime, as for every other program.
+            if let Some(tz) = std::env::var("TZ").ok().filter(|t| !t.is_empty()) {
+                let name = tz.strip_prefix(':').unwrap_or(&tz);
+                if let Ok(TimeZoneSetting::Named(n)) = TimeZoneSetting::parse(name)
+                    && let Ok(rules) = read(&zoneinfo.join(&n))
+                {
+                    return Ok(Some(rules));
+                }
+                if let Ok(TimeZoneSetting::Fixed(o)) = TimeZoneSetting::parse(name) {
+                    return Ok(Some(ZoneRules::fixed(o)));
+                }
+                if let Some(rules) = ZoneRules::from_posix(name) {
+                    return Ok(Some(rules));
+                }
+            }
+            read(Path::new("/etc/localtime"))
+                .map(Some)
+                .map_err(|e| format!("timezone local: cannot load ({e}); reminders use UTC"))
+        }
+    }
+}
+
+/// The known key tree: the default config, serialized, with one sample
+/// rule so the keys of a rule item are known too.
+fn known_shape() -> Value {
+    let mut sample = Config::default();
+    sample.classification.rules.push(Rule {
+        category: Category::Project,
+        keywords: vec![String::new()],
+        patterns: vec![String::new()],
+    });
+    serde_yaml::to_value(&sample).unwrap_or(Value::Null)
+}
+
+/// Walks `value` beside `shape` and reports keys the shape lacks.
+fn unknown_keys(value: &Value, shape: &Value, path: &str, warnings: &mut Vec<String>) {
+    match (value, shape) {
+        (Value::Mapping(map), Value::Mapping(known)) => {
+            for (key, child) in map {
+                let name = match key {
+                    Value::String(s) => s.clone(),
+                    other => serde_yaml::to_string(other)
+                        .map(|s| s.trim().to_owned())
+                        .unwrap_or_default(),
+                };
+                let full = if path.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{path}.{name}")
+                };
+                match known.get(key) {
+                    Some(known_child) => unknown_keys(child, known_child, &full, warnings),
+                    None => {
+                        let siblings = known.keys().filter_map(Value::as_str);
+                        let hint = closest(&name, siblings)
+                            .map(|s| {
+                                let prefix = if path.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("{path}.")
+                                };
+                                format!(" (did you mean {prefix}{s}?)")
+                            })
+                            .unwrap_or_default();
+                        warnings.push(format!("unknown key {full}{hint}"));
+                    }
+                }
+            }
+        }
+        (Value::Sequence(items), Value::Sequence(known)) => {
+            if let Some(item_shape) = known.first() {
+                for (i, item) in items.iter().enumerate() {
+                    unknown_keys(item, item_shape, &format!("{path}[{i}]"), warnings);
+                }
+            }
+        }
+        // Type mismatches are reported by the typed parse.
+        _ => {}
+    }
+}
+
+/// The known name nearest to a typo, if it is near enough to be a typo.
+fn closest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .map(|k| (edit_distance(name, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(text: &str) -> (Config, Vec<String>) {
+        Config::from_yaml(text).unwrap()
+    }
+
+    #[test]
+    fn empty_and_missing_configs_are_the_defaults() {
+        for text in ["", "# just a comment\n", "{}", "organizer:\nlifecycle:\n"] {
+            let (config, warnings) = parse(text);
+            assert_eq!(config, Config::default(), "{text:?}");
+            assert!(warnings.is_empty(), "{text:?}: {warnings:?}");
+        }
+    }
+
+    #[test]
+    fn defaults_are_what_a_new_user_gets() {
+        let c = Config::default();
+        assert_eq!(c.organizer.interval, Duration::from_secs(300));
+        assert_eq!(c.organizer.quiet_period, Duration::from_secs(30));
+        assert_eq!(c.organizer.grace_period, Duration::from_secs(3600));
+        assert_eq!(c.lifecycle.inbox_ttl, Duration::from_secs(7 * 86_400));
+        assert!(!c.lifecycle.decay.enabled);
+        assert_eq!(c.lifecycle.decay.after, Duration::from_secs(90 * 86_400));
+        assert_eq!(c.lifecycle.upgrade_access_count, 3);
+        assert_eq!(c.dream.idle_after, Duration::from_secs(600));
+        assert_eq!(c.dream.idle_level, 3);
+        assert_eq!(c.notifications.method, NotificationMethod::Auto);
+        assert_eq!(c.timezone, TimeZoneSetting::Local);
+        assert!(!c.frontmatter.write_counters);
+        assert!(c.classification.rules.is_empty());
+    }
+
+    #[test]
+    fn a_full_config() {
+        let (c, warnings) = parse(
+            r#"
+organizer:
+  interval: 1m
+  quiet_period: 90        # plain seconds
+  grace_period: 2h
+lifecycle:
+  inbox_ttl: 14d
+  decay:
+    enabled: true
+    after: 30d
+  upgrade_access_count: 5
+dream:
+  idle_after: 1h30m
+  idle_level: 2
+notifications:
+  method: notify-send
+timezone: "+08:00"
+frontmatter:
+  write_counters: true
+classification:
+  rules:
+    - category: project
+      keywords: [mnemofs, fuse]
+    - category: People
+      keywords: [alice]
+      patterns: ["@*"]
+"#,
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.organizer.interval, Duration::from_secs(60));
+        assert_eq!(c.organizer.quiet_period, Duration::from_secs(90));
+        assert_eq!(c.organizer.grace_period, Duration::from_secs(7200));
+        assert_eq!(c.lifecycle.inbox_ttl, Duration::from_secs(14 * 86_400));
+        assert!(c.lifecycle.decay.enabled);
+        assert_eq!(c.lifecycle.decay.after, Duration::from_secs(30 * 86_400));
+        assert_eq!(c.lifecycle.upgrade_access_count, 5);
+        assert_eq!(c.dream.idle_after, Duration::from_secs(5400));
+        assert_eq!(c.dream.idle_level, 2);
+        assert_eq!(c.notifications.method, NotificationMethod::NotifySend);
+        assert_eq!(c.utc_offset_at(0).seconds(), 8 * 3600);
+        assert!(c.frontmatter.write_counters);
+        assert_eq!(c.classification.rules.len(), 2);
+        assert_eq!(c.classification.rules[0].category, Category::Project);
+        assert_eq!(c.classification.rules[1].category, Category::People);
+        assert_eq!(c.classification.rules[1].patterns, ["@*"]);
+    }
+
+    #[test]
+    fn unknown_keys_are_warnings_with_their_path() {
+        let (c, warnings) = parse(
+            "lifecycle:\n  expire_aftr: 3d\n  inbox_tl: 1d\norganiser:\n  interval: 1m\n\
+             classification:\n  rules:\n    - category: project\n      keywords: [x]\n      weight: 2\n",
+        );
+        assert_eq!(
+            warnings,
+            [
+                "unknown key lifecycle.expire_aftr",
+                "unknown key lifecycle.inbox_tl (did you mean lifecycle.inbox_ttl?)",
+                "unknown key organiser (did you mean organizer?)",
+                "unknown key classification.rules[0].weight",
+            ]
+        );
+        // Known keys beside them still apply.
+        assert_eq!(c.classification.rules.len(), 1);
+        assert_eq!(c.organizer, OrganizerConfig::default());
+    }
+
+    #[test]
+    fn the_known_key_tree_matches_the_struct() {
+        let Value::Mapping(shape) = known_shape() else {
+            panic!("shape is not a mapping");
+        };
+        let top: Vec<_> = shape.keys().filter_map(Value::as_str).collect();
+        assert_eq!(
+            top,
+            [
+                "organizer",
+                "lifecycle",
+                "dream",
+                "notifications",
+                "timezone",
+                "frontmatter",
+                "classification"
+            ]
+        );
+        // Serializing the defaults and reading them back is lossless and
+        // warning-free.
+        let text = serde_yaml::to_string(&Config::default()).unwrap();
+        let (back, warnings) = parse(&text);
+        assert_eq!(back, Config::default());
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_key() {
+        let err = Config::from_yaml("organizer:\n  interval: soon\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("organizer.interval"), "{msg}");
+        assert!(msg.contains("invalid duration `soon`"), "{msg}");
+
+        let msg = Config::from_yaml("notifications:\n  method: pigeon\n")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("notifications.method"), "{msg}");
+
+        let msg = Config::from_yaml(
+            "classification:\n  rules:\n    - category: work\n      keywords: [x]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(msg.contains("unknown category `work`"), "{msg}");
+
+        let msg = Config::from_yaml("timezone: 'not a zone!'")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("is not a time zone"), "{msg}");
+
+        let msg = Config::from_yaml("organizer:\n  interval: 0s\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "invalid config value organizer.interval: 0s is too short, use at least 1s"
+        );
+
+        assert!(Config::from_yaml("dream:\n  idle_level: 4\n").is_err());
+        assert!(Config::from_yaml("- a\n- b\n").is_err());
+        assert!(Config::from_yaml("organizer: [\n").is_err());
+        assert!(Config::from_yaml("lifecycle:\n  upgrade_access_count: -1\n").is_err());
+    }
+
+    #[test]
+    fn questionable_rules_are_warnings() {
+        let (_, warnings) = parse(
+            "classification:\n  rules:\n    - category: inbox\n      keywords: [x]\n    - category: skills\n",
+        );
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("classification.rules[0]: rules for category inbox"));
+        assert_eq!(
+            warnings[1],
+            "classification.rules[1]: rule has no keywords or patterns"
+        );
+    }
+
+    #[test]
+    fn timezones() {
+        let tz = |s: &str| TimeZoneSetting::parse(s);
+        assert_eq!(tz("local"), Ok(TimeZoneSetting::Local));
+        assert_eq!(tz("UTC"), Ok(TimeZoneSetting::Fixed(FixedOffset::UTC)));
+        assert_eq!(
+            tz("-05:30"),
+            Ok(TimeZoneSetting::Fixed(FixedOffset::east(-19_800).unwrap()))
+        );
+        assert_eq!(
+            tz("Asia/Shanghai"),
+            Ok(TimeZoneSetting::Named("Asia/Shanghai".into()))
+        );
+        assert_eq!(
+            tz("America/Argentina/Buenos_Aires"),
+            Ok(TimeZoneSetting::Named(
+                "America/Argentina/Buenos_Aires".into()
+            ))
+        );
+        for bad in [
+            "../etc/passwd",
+            "/etc/localtime",
+            "Asia//X",
+            "Asia/..",
+            "+25:00x",
+            "日本",
+        ] {
+            assert!(tz(bad).is_err(), "{bad}");
+        }
+        let (c, _) = parse("timezone: UTC\n");
+        assert_eq!(c.utc_offset_at(0), FixedOffset::UTC);
+        // A named zone that was not loaded falls back to UTC.
+        let (c, _) = parse("timezone: Asia/Shanghai\n");
+        assert_eq!(c.utc_offset_at(0), FixedOffset::UTC);
+        // Round trip through Display.
+        for s in ["local", "UTC", "+08:00", "Europe/Berlin"] {
+            assert_eq!(tz(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn load_reads_an_explicit_file_and_its_zone() {
+        let dir = std::env::temp_dir().join(format!("mnemofs-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("config.yaml");
+        std::fs::write(&path, "timezone: Asia/Shanghai\nbogus: 1\n").unwrap();
+        let (c, warnings) = Config::load(Some(&path)).unwrap();
+        assert!(
+            warnings.iter().any(|w| w == "unknown key bogus"),
+            "{warnings:?}"
+        );
+        if Path::new("/usr/share/zoneinfo/Asia/Shanghai").exists()
+            && std::env::var_os("TZDIR").is_none()
+        {
+            assert_eq!(c.utc_offset_at(1_800_000_000).seconds(), 8 * 3600);
+        }
+        std::fs::write(&path, "organizer:\n  interval: x\n").unwrap();
+        let msg = Config::load(Some(&path)).unwrap_err().to_string();
+        assert!(
+            msg.starts_with(&format!("invalid config {}:", path.display())),
+            "{msg}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(
+            Config::load(Some(&path)),
+            Err(ConfigError::Read { .. })
+        ));
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("interval", "interval"), 0);
+        assert_eq!(
+            closest("intervall", ["interval", "quiet_period"].into_iter()),
+            Some("interval")
+        );
+        assert_eq!(closest("zzz", ["interval"].into_iter()), None);
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_yaml_never_panics(text in "\\PC{0,200}") {
+            let _ = Config::from_yaml(&text);
+        }
+
+        #[test]
+        fn arbitrary_keys_never_panic(key in "[a-z_]{1,12}", sub in "[a-z_]{1,12}") {
+            let text = format!("{key}:\n  {sub}: 1\nlifecycle:\n  {sub}: 2\n");
+            let _ = Config::from_yaml(&text);
+        }
+    }
+}

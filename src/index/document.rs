@@ -1,0 +1,312 @@
+//! Turning one store file into one tantivy document.
+//!
+//! Which files count: every regular file except dot-files and anything
+//! under a dot-directory (`.git/`, `.obsidian/`, `.mnemofs-tmp-*`, emacs
+//! `.#locks`) and editor swap or backup files (`*.swp`, `*~`). `.md` files
+//! are parsed as memories; other files are indexed as full text with their
+//! path as title unless they look binary, in which case only a `skipped`
+//! stub is kept (see `schema.rs`). Files over [`MAX_INDEXED_BYTES`] are
+//! indexed by their first 8 MiB.
+//!
+//! Subtleties:
+//! - Link resolution is by normalized key ([`normalize_key`]): lowercase,
+//!   trimmed, without a trailing `.md`. A memory answers to its id, title,
+//!   stem, aliases and every trailing part of its path (`a/b/c`, `b/c`), so
+//!   `[[b/c]]` reaches `a/b/c.md` as Obsidian resolves it.
+//! - Dates come from the frontmatter when it parses, else from the file's
+//!   mtime; `changed` is the later of `updated` and the mtime and orders
+//!   `recent/`.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::os::unix::ffi::OsStrExt;
+
+use tantivy::{DateTime, TantivyDocument};
+
+use super::schema::{FLAG_LINT, Fields, KIND_MEMORY, KIND_SKIPPED, KIND_TEXT};
+use crate::memory::{self, Memory, parse_timestamp};
+use crate::store::StorePath;
+
+/// How much of a file is read and indexed.
+pub(crate) const MAX_INDEXED_BYTES: u64 = 8 * 1024 * 1024;
+
+/// What the index remembers to decide whether a file changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileState {
+    pub(crate) size: u64,
+    /// Nanoseconds since the epoch.
+    pub(crate) mtime_ns: i64,
+}
+
+impl FileState {
+    pub(crate) fn of(stat: &crate::store::Stat) -> FileState {
+        FileState {
+            size: stat.size,
+            mtime_ns: stat
+                .mtime
+                .sec
+                .saturating_mul(1_000_000_000)
+                .saturating_add(stat.mtime.nsec),
+        }
+    }
+
+    fn mtime_secs(self) -> i64 {
+        self.mtime_ns.div_euclid(1_000_000_000)
+    }
+}
+
+/// Whether a single name is skipped: dot-files, dot-directories, editor
+/// swap and backup files.
+pub(crate) fn is_ignored_name(name: &[u8]) -> bool {
+    name.first() == Some(&b'.')
+        || name.ends_with(b"~")
+        || name.ends_with(b".swp")
+        || name.ends_with(b".swo")
+        || name.ends_with(b".swx")
+}
+
+/// Whether any component of `path` is ignored.
+pub(crate) fn is_ignored(path: &StorePath) -> bool {
+    path.as_path()
+        .components()
+        .any(|c| is_ignored_name(c.as_os_str().as_bytes()))
+}
+
+/// The exact bytes of a path, the unique key of its document.
+pub(crate) fn path_key(path: &StorePath) -> &[u8] {
+    path.as_path().as_os_str().as_bytes()
+}
+
+/// A path from the bytes of its key; `None` if they are not a valid path.
+pub(crate) fn path_from_key(key: &[u8]) -> Option<StorePath> {
+    StorePath::new(std::ffi::OsStr::from_bytes(key))
+}
+
+/// The form in which link targets and the names they resolve to are
+/// compared: trimmed, lowercase, without a trailing `.md` or leading `./`.
+pub fn normalize_key(name: &str) -> String {
+    let mut s = name.trim();
+    while let Some(rest) = s.strip_prefix("./").or_else(|| s.strip_prefix('/')) {
+        s = rest;
+    }
+    let lower = s.to_lowercase();
+    match lower.strip_suffix(".md") {
+        Some(stem) if !stem.is_empty() => stem.trim_end().to_owned(),
+        _ => lower,
+    }
+}
+
+/// Every name a memory at `path` answers to in a link.
+pub(crate) fn memory_keys(
+    path: &StorePath,
+    title: &str,
+    id: Option<&str>,
+    aliases: &[String],
+) -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    if let Some(id) = id {
+        keys.insert(normalize_key(id));
+    }
+    keys.insert(normalize_key(title));
+    for alias in aliases {
+        keys.insert(normalize_key(alias));
+    }
+    // Every trailing part of the path: `a/b/c.md` → `a/b/c`, `b/c`, `c`.
+    let lossy = path.as_path().to_string_lossy();
+    let full = normalize_key(&lossy);
+    let mut rest = full.as_str();
+    loop {
+        keys.insert(rest.to_owned());
+        match rest.split_once('/') {
+            Some((_, tail)) => rest = tail,
+            None => break,
+        }
+    }
+    keys.remove("");
+    keys
+}
+
+/// The link keys of a memory's outgoing links.
+pub(crate) fn link_keys(memory: &Memory) -> BTreeSet<String> {
+    let mut keys: BTreeSet<String> = memory
+        .links
+        .iter()
+        .map(|l| normalize_key(&l.target))
+        .collect();
+    keys.remove("");
+    keys
+}
+
+/// File name without `.md` (or the whole name for other files), lossy.
+pub(crate) fn stem(path: &StorePath) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    match name.strip_suffix(".md") {
+        Some(stem) => stem.to_owned(),
+        None => name.into_owned(),
+    }
+}
+
+fn is_markdown(path: &StorePath) -> bool {
+    path.file_name()
+        .map(|n| n.as_bytes())
+        .is_some_and(|n| n.len() > 3 && n[n.len() - 3..].eq_ignore_ascii_case(b".md"))
+}
+
+/// The bytes of a file cut at [`MAX_INDEXED_BYTES`], backed off to a
+/// character boundary so the cut does not read as invalid UTF-8.
+fn clip(bytes: &[u8]) -> &[u8] {
+    let max = MAX_INDEXED_BYTES as usize;
+    if bytes.len() <= max {
+        return bytes;
+    }
+    let clipped = &bytes[..max];
+    match std::str::from_utf8(clipped) {
+        Err(e) if e.error_len().is_none() => &clipped[..e.valid_up_to()],
+        _ => clipped,
+    }
+}
+
+fn date(secs: i64) -> DateTime {
+    DateTime::from_timestamp_secs(secs)
+}
+
+/// The document for a file with contents `bytes` (at most
+/// [`MAX_INDEXED_BYTES`] of them are used).
+pub(crate) fn build(
+    f: &Fields,
+    path: &StorePath,
+    state: FileState,
+    bytes: &[u8],
+) -> TantivyDocument {
+    let bytes = clip(bytes);
+    let mut doc = TantivyDocument::new();
+    doc.add_bytes(f.path, path_key(path));
+    doc.add_u64(f.size, state.size);
+    doc.add_i64(f.mtime, state.mtime_ns);
+    let mtime = state.mtime_secs();
+
+    if memory::is_probably_binary(bytes) {
+        doc.add_text(f.kind, KIND_SKIPPED);
+        return doc;
+    }
+    let text: Cow<'_, str> = String::from_utf8_lossy(bytes);
+    if !is_markdown(path) {
+        doc.add_text(f.kind, KIND_TEXT);
+        let title = path.as_path().to_string_lossy();
+        doc.add_text(f.title, &title);
+        doc.add_text(f.body, &text);
+        for key in memory_keys(path, &title, None, &[]) {
+            doc.add_text(f.key, key);
+        }
+        doc.add_date(f.created, date(mtime));
+        doc.add_date(f.updated, date(mtime));
+        doc.add_i64(f.changed, mtime);
+        return doc;
+    }
+
+    let stem = stem(path);
+    let Some(memory) = memory::parse_bytes(&stem, bytes) else {
+        doc.add_text(f.kind, KIND_SKIPPED);
+        return doc;
+    };
+    let fm = &memory.frontmatter;
+    doc.add_text(f.kind, KIND_MEMORY);
+    doc.add_text(f.title, &memory.title);
+    doc.add_text(f.body, memory.body(&text));
+    for tag in &memory.tags {
+        doc.add_text(f.tag, tag);
+    }
+    if let Some(c) = fm.category {
+        doc.add_text(f.category, c.as_str());
+    }
+    if let Some(p) = fm.phase {
+        doc.add_text(f.phase, p.as_str());
+    }
+    let keyword_fields = [
+        (f.kind_type, &fm.kind),
+        (f.status, &fm.status),
+        (f.scope, &fm.scope),
+    ];
+    for (field, value) in keyword_fields {
+        if let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+            doc.add_text(field, v);
+        }
+    }
+    let id = fm.id.as_deref().map(str::trim).filter(|v| !v.is_empty());
+    if let Some(id) = id {
+        doc.add_text(f.id, id);
+    }
+    for alias in &fm.aliases {
+        doc.add_text(f.alias, alias);
+    }
+    for key in memory_keys(path, &memory.title, id, &fm.aliases) {
+        doc.add_text(f.key, key);
+    }
+    for key in link_keys(&memory) {
+        doc.add_text(f.link, key);
+    }
+    let created = fm
+        .created_at
+        .as_deref()
+        .and_then(parse_timestamp)
+        .unwrap_or(mtime);
+    let updated = fm
+        .updated_at
+        .as_deref()
+        .and_then(parse_timestamp)
+        .unwrap_or(mtime);
+    doc.add_date(f.created, date(created));
+    doc.add_date(f.updated, date(updated));
+    doc.add_i64(f.changed, updated.max(mtime));
+    if !memory.lint.is_empty() {
+        doc.add_text(f.flag, FLAG_LINT);
+        for issue in &memory.lint {
+            doc.add_text(f.lint, issue.to_string());
+        }
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_normalized() {
+        assert_eq!(normalize_key("  Dark Mode.md "), "dark mode");
+        assert_eq!(normalize_key("./Notes/X"), "notes/x");
+        assert_eq!(normalize_key(".md"), ".md");
+        let p = StorePath::new("a/B/c.md").unwrap();
+        let keys = memory_keys(&p, "Title", Some("ID-1"), &["Al".into()]);
+        let keys: Vec<_> = keys.into_iter().collect();
+        assert_eq!(keys, ["a/b/c", "al", "b/c", "c", "id-1", "title"]);
+    }
+
+    #[test]
+    fn ignored_names() {
+        for name in [
+            ".git",
+            ".#x.md",
+            "x.md~",
+            ".x.md.swp",
+            "a.swp",
+            ".mnemofs-tmp-1",
+        ] {
+            assert!(is_ignored_name(name.as_bytes()), "{name}");
+        }
+        assert!(!is_ignored_name(b"notes.md"));
+        assert!(is_ignored(&StorePath::new("a/.obsidian/x.json").unwrap()));
+    }
+
+    #[test]
+    fn clip_keeps_char_boundaries() {
+        let mut big = vec![b'a'; MAX_INDEXED_BYTES as usize - 1];
+        big.extend_from_slice("é".as_bytes());
+        let clipped = clip(&big);
+        assert_eq!(clipped.len(), MAX_INDEXED_BYTES as usize - 1);
+        assert!(std::str::from_utf8(clipped).is_ok());
+    }
+}

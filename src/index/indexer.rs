@@ -1,0 +1,773 @@
+//! The indexer thread: the only owner of the `IndexWriter`.
+//!
+//! Work arrives on two queues. The live queue carries paths reported by
+//! [`Index::notify_path`](super::Index::notify_path) plus control messages
+//! (rebuild, shutdown); the bulk queue carries the paths the start-up
+//! reconcile found changed. Live work always goes first, so an edit is
+//! searchable within the commit interval even during a long reconcile.
+//!
+//! For every path the thread asks the store what is there now and compares
+//! it with `mirror`, its copy of each indexed file's size and mtime (loaded
+//! from fast fields at start, kept in step with every change). Only files
+//! that differ are read. Reads and parsing run on a few scoped threads;
+//! the writer calls stay on this thread, in order.
+//!
+//! Subtleties:
+//! - A path that is now a directory means "reconcile this subtree"; that is
+//!   how directory renames are picked up (the old name is missing, so its
+//!   documents go; the new one is walked).
+//! - If a commit fails, the writer is rolled back and `mirror` no longer
+//!   matches the index; it is reloaded from the last commit and the whole
+//!   store is queued for a reconcile, so the index heals instead of
+//!   silently missing changes.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::{self, Read};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::{Condvar, Mutex};
+use tantivy::schema::Term;
+use tantivy::{IndexWriter, TantivyDocument};
+
+use super::document::{
+    self, FileState, MAX_INDEXED_BYTES, is_ignored, is_ignored_name, path_from_key, path_key,
+};
+use super::schema::names;
+use super::{Core, IndexError};
+use crate::store::{FileKind, Store, StorePath};
+
+/// A message on the live queue.
+pub(crate) enum Live {
+    /// A change at a path, with its notification sequence number.
+    Path(u64, StorePath),
+    /// Rebuild everything and reply with the number of documents.
+    Rebuild(Sender<Result<usize, IndexError>>),
+    /// Commit what is pending and stop.
+    Shutdown,
+}
+
+/// A message on the bulk queue.
+enum Bulk {
+    /// Re-check a path.
+    Path(StorePath),
+    /// Drop the document with this exact key (a path that can no longer
+    /// be represented as a `StorePath`).
+    DeleteKey(Vec<u8>),
+    /// Everything the start-up reconcile queued is ahead of this.
+    ReconcileDone,
+}
+
+/// A live path is processed once its queue has been quiet this long...
+const LIVE_SETTLE: Duration = Duration::from_millis(20);
+/// ...or once it has waited this long.
+const LIVE_MAX_WAIT: Duration = Duration::from_millis(100);
+/// Commit once nothing has arrived for this long...
+const QUIET: Duration = Duration::from_millis(50);
+/// ...or when live changes have been uncommitted this long...
+const LIVE_COMMIT_EVERY: Duration = Duration::from_millis(200);
+/// ...or bulk-only changes this long.
+const BULK_COMMIT_EVERY: Duration = Duration::from_secs(1);
+/// Bulk paths handled per round, between looks at the live queue.
+const BULK_CHUNK: usize = 1024;
+/// Files per round during a rebuild.
+const REBUILD_CHUNK: usize = 2048;
+
+/// Threads for reading and parsing files, and for walking the store.
+fn io_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 8)
+}
+
+/// Starts the indexer thread.
+pub(super) fn spawn(
+    core: Arc<Core>,
+    store: Arc<Store>,
+    writer: IndexWriter,
+    live_rx: Receiver<Live>,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("mnemofs-indexer".into())
+        .spawn(move || {
+            let (bulk_tx, bulk_rx) = crossbeam_channel::unbounded();
+            let mut indexer = Indexer {
+                mirror: load_mirror(&core),
+                core,
+                store,
+                writer,
+                live_rx,
+                bulk_tx,
+                bulk_rx,
+                live: Vec::new(),
+                live_max_seq: 0,
+                live_first: None,
+                last_live: Instant::now(),
+                processed_seq: 0,
+                dirty_since: None,
+                dirty_live: false,
+                writer_changed: false,
+                bulk: VecDeque::new(),
+                bulk_uncommitted: 0,
+                reconcile_done: false,
+            };
+            indexer.start_reconcile();
+            indexer.run();
+            indexer.core.update_progress(|p| p.stopped = true);
+        })
+}
+
+/// Reads every indexed (path, size, mtime) from the fast fields of the
+/// last commit.
+fn load_mirror(core: &Core) -> BTreeMap<Vec<u8>, FileState> {
+    let mut mirror = BTreeMap::new();
+    let searcher = core.reader.searcher();
+    for segment in searcher.segment_readers() {
+        let ff = segment.fast_fields();
+        let (Ok(Some(paths)), Ok(sizes), Ok(mtimes)) = (
+            ff.bytes(names::PATH),
+            ff.u64(names::SIZE),
+            ff.i64(names::MTIME),
+        ) else {
+            log::warn!("index segment without path/size/mtime columns; skipped");
+            continue;
+        };
+        let mut by_ord = Vec::with_capacity(paths.num_terms());
+        match paths.dictionary().stream() {
+            Ok(mut stream) => {
+                while stream.advance() {
+                    by_ord.push(stream.key().to_vec());
+                }
+            }
+            Err(e) => {
+                log::warn!("cannot read the path column of a segment: {e}");
+                continue;
+            }
+        }
+        for doc in segment.doc_ids_alive() {
+            let Some(key) = paths
+                .term_ords(doc)
+                .next()
+                .and_then(|o| by_ord.get(o as usize))
+            else {
+                continue;
+            };
+            let state = FileState {
+                size: sizes.first(doc).unwrap_or(0),
+                mtime_ns: mtimes.first(doc).unwrap_or(0),
+            };
+            mirror.insert(key.clone(), state);
+        }
+    }
+    mirror
+}
+
+/// What to do with one document.
+enum Change {
+    Upsert(FileState, Box<TantivyDocument>, bool),
+    Delete,
+}
+
+struct Indexer {
+    core: Arc<Core>,
+    store: Arc<Store>,
+    writer: IndexWriter,
+    live_rx: Receiver<Live>,
+    bulk_tx: Sender<Bulk>,
+    bulk_rx: Receiver<Bulk>,
+    /// Indexed files: exact path bytes → size and mtime.
+    mirror: BTreeMap<Vec<u8>, FileState>,
+    /// Live paths not yet processed.
+    live: Vec<StorePath>,
+    live_max_seq: u64,
+    live_first: Option<Instant>,
+    last_live: Instant,
+    /// Highest live sequence number processed (maybe not yet committed).
+    processed_seq: u64,
+    /// When the oldest uncommitted processing happened.
+    dirty_since: Option<Instant>,
+    /// Whether live changes are among the uncommitted ones.
+    dirty_live: bool,
+    /// Whether the writer holds uncommitted operations.
+    writer_changed: bool,
+    bulk: VecDeque<Bulk>,
+    /// Bulk items processed but not committed.
+    bulk_uncommitted: u64,
+    /// The reconcile marker was reached; clear `reconciling` at commit.
+    reconcile_done: bool,
+}
+
+impl Indexer {
+    fn run(&mut self) {
+        loop {
+            let busy = !self.live.is_empty()
+                || self.dirty_since.is_some()
+                || self.reconcile_done
+                || self.bulk_uncommitted > 0;
+            let timeout = if !self.bulk.is_empty() {
+                Duration::ZERO
+            } else if busy {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_secs(1)
+            };
+            let mut stop = false;
+            crossbeam_channel::select! {
+                recv(self.live_rx) -> msg => match msg {
+                    Ok(msg) => stop = !self.handle(msg),
+                    Err(_) => stop = true,
+                },
+                recv(self.bulk_rx) -> msg => if let Ok(item) = msg {
+                    self.bulk.push_back(item);
+                },
+                default(timeout) => {}
+            }
+            while !stop && let Ok(msg) = self.live_rx.try_recv() {
+                stop = !self.handle(msg);
+            }
+            self.bulk.extend(self.bulk_rx.try_iter());
+            if stop {
+                self.process_live();
+                self.commit();
+                return;
+            }
+            self.step();
+        }
+    }
+
+    /// Takes one live message; false means stop.
+    fn handle(&mut self, msg: Live) -> bool {
+        match msg {
+            Live::Path(seq, path) => {
+                let now = Instant::now();
+                self.live.push(path);
+                self.live_max_seq = self.live_max_seq.max(seq);
+                self.live_first.get_or_insert(now);
+                self.last_live = now;
+                true
+            }
+            Live::Rebuild(reply) => {
+                let result = self.rebuild();
+                let _ = reply.send(result);
+                true
+            }
+            Live::Shutdown => false,
+        }
+    }
+
+    fn step(&mut self) {
+        let now = Instant::now();
+        if let Some(first) = self.live_first
+            && (now - self.last_live >= LIVE_SETTLE || now - first >= LIVE_MAX_WAIT)
+        {
+            self.process_live();
+        }
+        if self.live.is_empty() && !self.bulk.is_empty() {
+            self.process_bulk();
+        }
+        let now = Instant::now();
+        let quiet = self.live.is_empty() && self.bulk.is_empty() && now - self.last_live >= QUIET;
+        let due = self.dirty_since.is_some_and(|since| {
+            let every = if self.dirty_live {
+                LIVE_COMMIT_EVERY
+            } else {
+                BULK_COMMIT_EVERY
+            };
+            now - since >= every
+        });
+        // Bulk work that changed nothing still has to be counted as done.
+        let unsettled =
+            self.dirty_since.is_some() || self.reconcile_done || self.bulk_uncommitted > 0;
+        if unsettled && (quiet || due) {
+            self.commit();
+        }
+    }
+
+    fn mark_dirty(&mut self, live: bool) {
+        self.dirty_since.get_or_insert_with(Instant::now);
+        self.dirty_live |= live;
+    }
+
+    fn process_live(&mut self) {
+        if self.live.is_empty() {
+            return;
+        }
+        let mut paths = std::mem::take(&mut self.live);
+        paths.sort();
+        paths.dedup();
+        self.live_first = None;
+        self.apply_paths(&paths);
+        self.processed_seq = self.live_max_seq;
+        self.mark_dirty(true);
+    }
+
+    fn process_bulk(&mut self) {
+        let mut paths = Vec::new();
+        let mut count = 0;
+        while paths.len() < BULK_CHUNK {
+            match self.bulk.pop_front() {
+                Some(Bulk::Path(p)) => {
+                    paths.push(p);
+                    count += 1;
+                }
+                Some(Bulk::DeleteKey(key)) => {
+                    self.delete_key_and_below(&key);
+                    count += 1;
+                }
+                Some(Bulk::ReconcileDone) => {
+                    self.reconcile_done = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        self.apply_paths(&paths);
+        self.bulk_uncommitted += count;
+        self.mark_dirty(false);
+    }
+
+    /// Brings the documents of `paths` (and of everything under those that
+    /// are directories) in line with the store.
+    fn apply_paths(&mut self, paths: &[StorePath]) {
+        let mirror = &self.mirror;
+        let store = &*self.store;
+        // Phase 1: decide, per path, which files to (re)read and which
+        // documents to drop. Cheap (stat and readdir only).
+        let plans = par_map(paths, io_threads(), |path| plan(store, mirror, path));
+        let mut to_read = Vec::new();
+        let mut deletes = Vec::new();
+        for p in plans {
+            to_read.extend(p.read);
+            deletes.extend(p.delete);
+        }
+        // Phase 2: read and parse in parallel.
+        let changes = self.read_files(&to_read);
+        for key in deletes {
+            self.apply(key, Change::Delete);
+        }
+        for (key, change) in changes {
+            self.apply(key, change);
+        }
+    }
+
+    /// Reads and builds documents for `files`.
+    fn read_files(&self, files: &[(StorePath, FileState)]) -> Vec<(Vec<u8>, Change)> {
+        let fields = &self.core.fields;
+        let store = &*self.store;
+        par_map(files, io_threads(), |(path, state)| {
+            let key = path_key(path).to_vec();
+            match read_clipped(store, path) {
+                Ok(bytes) => {
+                    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        document::build(fields, path, *state, &bytes)
+                    }));
+                    let doc = built.unwrap_or_else(|_| {
+                        log::error!("indexing {path} panicked; indexed as binary");
+                        document::build(fields, path, *state, b"\0")
+                    });
+                    let searchable = !is_skipped(fields, &doc);
+                    (key, Change::Upsert(*state, Box::new(doc), searchable))
+                }
+                Err(e) if is_gone(&e) => (key, Change::Delete),
+                Err(e) => {
+                    // Unreadable (permissions): index nothing, but remember
+                    // the state so it is not retried on every start.
+                    log::warn!("cannot read {path} for indexing: {e}");
+                    let mut doc = TantivyDocument::new();
+                    doc.add_bytes(fields.path, &key);
+                    doc.add_u64(fields.size, state.size);
+                    doc.add_i64(fields.mtime, state.mtime_ns);
+                    doc.add_text(fields.kind, super::schema::KIND_SKIPPED);
+                    (key, Change::Upsert(*state, Box::new(doc), false))
+                }
+            }
+        })
+    }
+
+    fn apply(&mut self, key: Vec<u8>, change: Change) {
+        let term = Term::from_field_bytes(self.core.fields.path, &key);
+        match change {
+            Change::Delete => {
+                if self.mirror.remove(&key).is_some() {
+                    self.writer.delete_term(term);
+                    self.writer_changed = true;
+                }
+            }
+            Change::Upsert(state, doc, _) => {
+                self.writer.delete_term(term);
+                if let Err(e) = self.writer.add_document(*doc) {
+                    log::error!(
+                        "cannot add {} to the index: {e}",
+                        String::from_utf8_lossy(&key)
+                    );
+                    self.mirror.remove(&key);
+                } else {
+                    self.mirror.insert(key, state);
+                }
+                self.writer_changed = true;
+            }
+        }
+    }
+
+    fn delete_key_and_below(&mut self, key: &[u8]) {
+        for k in keys_at_or_below(&self.mirror, key) {
+            self.apply(k, Change::Delete);
+        }
+    }
+
+    fn commit(&mut self) {
+        if self.writer_changed {
+            match self.writer.commit() {
+                Ok(_) => {
+                    if let Err(e) = self.core.reader.reload() {
+                        log::error!("cannot reload the index reader: {e}");
+                    }
+                    self.core.generation.fetch_add(1, Ordering::AcqRel);
+                    self.core.last_commit.store(unix_ms(), Ordering::Release);
+                }
+                Err(e) => {
+                    log::error!("index commit failed, rolling back and reconciling: {e}");
+                    if let Err(e) = self.writer.rollback() {
+                        log::error!("index rollback failed: {e}");
+                    }
+                    self.mirror = load_mirror(&self.core);
+                    self.bulk.push_back(Bulk::Path(StorePath::root()));
+                    self.core.update_progress(|p| p.bulk_pending += 1);
+                }
+            }
+            self.writer_changed = false;
+        }
+        let seq = self.processed_seq;
+        let bulk_done = std::mem::take(&mut self.bulk_uncommitted);
+        let reconcile_done = std::mem::take(&mut self.reconcile_done);
+        self.core.update_progress(|p| {
+            p.committed_seq = p.committed_seq.max(seq);
+            p.bulk_pending = p.bulk_pending.saturating_sub(bulk_done);
+            if reconcile_done {
+                p.reconciling = false;
+            }
+        });
+        self.dirty_since = None;
+        self.dirty_live = false;
+    }
+
+    /// Drops everything and indexes the whole store; commits once at the
+    /// end, so searches see the old index until the new one is complete.
+    fn rebuild(&mut self) -> Result<usize, IndexError> {
+        let start = Instant::now();
+        self.writer.delete_all_documents()?;
+        self.mirror.clear();
+        self.writer_changed = true;
+        // Everything notified so far is covered by the walk below.
+        self.live.clear();
+        self.live_first = None;
+        self.processed_seq = self.live_max_seq;
+        let files = walk(&self.store, &StorePath::root());
+        let total = files.len();
+        log::info!("rebuilding the index: {total} files");
+        let mut searchable = 0;
+        let mut last_log = Instant::now();
+        for (done, chunk) in (1..).zip(files.chunks(REBUILD_CHUNK)) {
+            for (key, change) in self.read_files(chunk) {
+                if let Change::Upsert(_, _, true) = change {
+                    searchable += 1;
+                }
+                self.apply(key, change);
+            }
+            let done = (done * REBUILD_CHUNK).min(total);
+            if last_log.elapsed() >= Duration::from_secs(2) || done == total {
+                let rate = done as f64 / start.elapsed().as_secs_f64().max(1e-3);
+                log::info!("indexed {done}/{total} files ({rate:.0} files/s)");
+                last_log = Instant::now();
+            }
+        }
+        self.mark_dirty(true);
+        self.commit();
+        log::info!(
+            "index rebuilt: {searchable} documents in {:.1}s",
+            start.elapsed().as_secs_f64()
+        );
+        Ok(searchable)
+    }
+
+    /// Starts the background walk that compares the store with `mirror`
+    /// and queues what differs on the bulk queue.
+    fn start_reconcile(&self) {
+        let store = Arc::clone(&self.store);
+        let snapshot = self.mirror.clone();
+        let bulk_tx = self.bulk_tx.clone();
+        let core = Arc::clone(&self.core);
+        let spawned = std::thread::Builder::new()
+            .name("mnemofs-reconcile".into())
+            .spawn(move || reconcile(&store, snapshot, &bulk_tx, &core));
+        if let Err(e) = spawned {
+            log::error!("cannot start the index reconcile: {e}");
+            self.core.update_progress(|p| p.reconciling = false);
+        }
+    }
+}
+
+fn reconcile(
+    store: &Store,
+    mut snapshot: BTreeMap<Vec<u8>, FileState>,
+    bulk_tx: &Sender<Bulk>,
+    core: &Core,
+) {
+    let start = Instant::now();
+    let files = walk(store, &StorePath::root());
+    let scanned = files.len();
+    let mut queue = Vec::new();
+    for (path, state) in files {
+        if snapshot.remove(path_key(&path)) != Some(state) {
+            queue.push(Bulk::Path(path));
+        }
+    }
+    let changed = queue.len();
+    let removed = snapshot.len();
+    for key in snapshot.into_keys() {
+        queue.push(match path_from_key(&key) {
+            Some(path) => Bulk::Path(path),
+            None => Bulk::DeleteKey(key),
+        });
+    }
+    let n = queue.len() as u64;
+    core.update_progress(|p| p.bulk_pending += n);
+    for item in queue {
+        if bulk_tx.send(item).is_err() {
+            return;
+        }
+    }
+    let _ = bulk_tx.send(Bulk::ReconcileDone);
+    log::info!(
+        "index reconcile: {scanned} files scanned in {:.2}s, {changed} to reindex, {removed} removed",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// What to do about one notified path.
+#[derive(Default)]
+struct Plan {
+    read: Vec<(StorePath, FileState)>,
+    delete: Vec<Vec<u8>>,
+}
+
+/// A file modified this recently may have changed again within the same
+/// mtime tick without changing size, so a notification re-reads it.
+const RACY_NS: i64 = 2_000_000_000;
+
+/// Whether the index's copy of a file with `state` may be stale although
+/// the state matches (git's "racy clean" problem).
+fn is_racy(state: &FileState) -> bool {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    now - state.mtime_ns < RACY_NS
+}
+
+fn needs_read(mirror: &BTreeMap<Vec<u8>, FileState>, key: &[u8], state: &FileState) -> bool {
+    mirror.get(key) != Some(state) || is_racy(state)
+}
+
+fn plan(store: &Store, mirror: &BTreeMap<Vec<u8>, FileState>, path: &StorePath) -> Plan {
+    let mut plan = Plan::default();
+    if is_ignored(path) {
+        return plan;
+    }
+    let key = path_key(path);
+    match store.stat(path) {
+        Ok(stat) if stat.kind == FileKind::File && !path.is_root() => {
+            let state = FileState::of(&stat);
+            if needs_read(mirror, key, &state) {
+                plan.read.push((path.clone(), state));
+            }
+            // A directory replaced by a file: drop what was below it.
+            plan.delete.extend(keys_below(mirror, key));
+        }
+        Ok(stat) if stat.kind == FileKind::Directory => {
+            let files = walk(store, path);
+            let mut present: HashMap<&[u8], ()> = HashMap::with_capacity(files.len());
+            for (p, _) in &files {
+                present.insert(path_key(p), ());
+            }
+            let below: Vec<Vec<u8>> = if path.is_root() {
+                mirror.keys().cloned().collect()
+            } else {
+                let mut v = keys_below(mirror, key);
+                if mirror.contains_key(key) {
+                    v.push(key.to_vec());
+                }
+                v
+            };
+            plan.delete.extend(
+                below
+                    .into_iter()
+                    .filter(|k| !present.contains_key(k.as_slice())),
+            );
+            plan.read.extend(
+                files
+                    .iter()
+                    .filter(|(p, s)| needs_read(mirror, path_key(p), s))
+                    .cloned(),
+            );
+        }
+        Ok(_) => plan.delete = keys_at_or_below(mirror, key),
+        Err(e) if is_gone(&e) => plan.delete = keys_at_or_below(mirror, key),
+        Err(e) => log::warn!("cannot check {path} for indexing: {e}"),
+    }
+    plan
+}
+
+/// Keys strictly below directory `key` (`key/...`).
+fn keys_below(mirror: &BTreeMap<Vec<u8>, FileState>, key: &[u8]) -> Vec<Vec<u8>> {
+    let mut prefix = key.to_vec();
+    prefix.push(b'/');
+    mirror
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+fn keys_at_or_below(mirror: &BTreeMap<Vec<u8>, FileState>, key: &[u8]) -> Vec<Vec<u8>> {
+    let mut keys = keys_below(mirror, key);
+    if mirror.contains_key(key) {
+        keys.push(key.to_vec());
+    }
+    keys
+}
+
+fn is_gone(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ELOOP)
+    )
+}
+
+fn is_skipped(fields: &super::schema::Fields, doc: &TantivyDocument) -> bool {
+    use tantivy::schema::Value;
+    doc.get_first(fields.kind)
+        .and_then(|v| v.as_str())
+        .is_some_and(|k| k == super::schema::KIND_SKIPPED)
+}
+
+/// Reads at most [`MAX_INDEXED_BYTES`] of a file.
+fn read_clipped(store: &Store, path: &StorePath) -> io::Result<Vec<u8>> {
+    let file = store.open_file(path, libc::O_RDONLY, 0)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INDEXED_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Maps `f` over `items` on up to `threads` scoped threads, keeping order.
+fn par_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() <= 1 || threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<(usize, R)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.min(items.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut local = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        local.push((i, f(item)));
+                    }
+                    local
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Every indexable regular file at or under `dir`, with its state, walked
+/// by a few threads sharing a stack of directories.
+pub(crate) fn walk(store: &Store, dir: &StorePath) -> Vec<(StorePath, FileState)> {
+    struct Shared {
+        stack: Vec<StorePath>,
+        active: usize,
+    }
+    let shared = Mutex::new(Shared {
+        stack: vec![dir.clone()],
+        active: 0,
+    });
+    let cond = Condvar::new();
+    let worker = || {
+        let mut found = Vec::new();
+        loop {
+            let mut s = shared.lock();
+            let next = loop {
+                if let Some(d) = s.stack.pop() {
+                    s.active += 1;
+                    break Some(d);
+                }
+                if s.active == 0 {
+                    break None;
+                }
+                cond.wait(&mut s);
+            };
+            drop(s);
+            let Some(d) = next else {
+                cond.notify_all();
+                return found;
+            };
+            let mut subdirs = Vec::new();
+            match store.read_dir(&d) {
+                Ok(entries) => {
+                    for entry in entries {
+                        if is_ignored_name(std::os::unix::ffi::OsStrExt::as_bytes(
+                            entry.name.as_os_str(),
+                        )) {
+                            continue;
+                        }
+                        let Some(child) = d.join(&entry.name) else {
+                            continue;
+                        };
+                        match entry.kind {
+                            FileKind::Directory => subdirs.push(child),
+                            FileKind::File => match store.stat(&child) {
+                                Ok(st) if st.kind == FileKind::File => {
+                                    found.push((child, FileState::of(&st)));
+                                }
+                                Ok(_) => {}
+                                Err(e) => log::debug!("cannot stat {child}: {e}"),
+                            },
+                            FileKind::Symlink | FileKind::Special => {}
+                        }
+                    }
+                }
+                Err(e) => log::debug!("cannot list {d}: {e}"),
+            }
+            let mut s = shared.lock();
+            s.stack.extend(subdirs);
+            s.active -= 1;
+            drop(s);
+            cond.notify_all();
+        }
+    };
+    let mut files: Vec<(StorePath, FileState)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..io_threads()).map(|_| s.spawn(worker)).collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    files
+}

@@ -1,0 +1,448 @@
+//! The search index: a derived, rebuildable tantivy index of the store.
+//!
+//! One [`Index`] handle (cheap to clone) serves every reader; one thread,
+//! `mnemofs-indexer`, owns the only `IndexWriter`. Callers report changed
+//! paths with [`Index::notify_path`]; the indexer re-checks each path
+//! against the store (size and mtime), batches the changes and commits
+//! when the queue has been quiet for ~50 ms, or every 200 ms under load,
+//! then reloads the reader by hand and bumps [`Index::generation`], which
+//! the views use to invalidate kernel caches.
+//!
+//! At start the index is reconciled against the store in the background
+//! (a walk comparing size and mtime with values kept as fast fields), so
+//! an unchanged store costs one walk and no file reads. The index lives in
+//! `<state_dir>/index/v<SCHEMA_VERSION>/`: a new schema version means a new
+//! directory and a full rebuild; older version directories are removed.
+//!
+//! Subtleties a newcomer trips on:
+//! - Every document is keyed by the exact bytes of its store path, so
+//!   non-UTF-8 names survive; [`Hit::path`] carries the exact path and
+//!   titles show it lossily.
+//! - Live notifications and start-up/rebuild work travel on different
+//!   queues, so an edit made through the mount becomes searchable within
+//!   the commit interval even while a large reconcile is under way.
+//! - Queries never fail on syntax: see `query.rs` for the rewriting of
+//!   friendly field names and dates and the plain-term fallback.
+//! - The link graph is not a separate structure: each document stores
+//!   the keys it answers to and the keys its links point at, so it cannot
+//!   drift from the documents (see `document.rs`).
+
+mod document;
+mod indexer;
+mod query;
+mod schema;
+mod tokenizer;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use tantivy::directory::MmapDirectory;
+use tantivy::directory::error::LockError;
+use tantivy::{IndexReader, ReloadPolicy, TantivyError};
+
+pub use document::normalize_key;
+pub use schema::SCHEMA_VERSION;
+
+use crate::store::{Store, StorePath};
+use schema::Fields;
+
+/// Errors of the index layer.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Another process (or another handle in this one) holds the writer
+    /// lock of this index directory.
+    #[error("the index in {0} is locked by another process")]
+    Locked(PathBuf),
+    /// No index exists yet where a read-only open looked for one.
+    #[error("no index in {0}")]
+    Missing(PathBuf),
+    /// The index directory could not be created or cleaned.
+    #[error("cannot prepare index directory {path}: {source}")]
+    Directory {
+        /// The directory concerned.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The index was opened read-only and cannot be written.
+    #[error("the index is open read-only")]
+    ReadOnly,
+    /// The indexer thread is gone (shut down, or failed to start).
+    #[error("the indexer has stopped")]
+    Stopped,
+    /// tantivy failed (corrupt index, I/O error inside the index).
+    #[error("index error: {0}")]
+    Tantivy(#[from] TantivyError),
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// The file's exact path in the store.
+    pub path: StorePath,
+    /// Its title (for non-markdown files, the path).
+    pub title: String,
+    /// BM25 relevance; higher is better.
+    pub score: f32,
+    /// A plain-text, single-line excerpt of the body (at most 200 chars).
+    pub snippet: String,
+    /// The memory's frontmatter id, if any.
+    pub id: Option<String>,
+}
+
+/// A snapshot of the indexer's state, for `.mnemofs/status.json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IndexStatus {
+    /// Searchable documents (memories and other text files).
+    pub documents: u64,
+    /// Changes seen (notified, or found by the reconcile) but not yet
+    /// searchable.
+    pub pending_changes: u64,
+    /// True until the start-up reconcile has committed.
+    pub reconciling: bool,
+    /// Unix milliseconds of the last commit, 0 if none yet.
+    pub last_commit: i64,
+    /// See [`Index::generation`].
+    pub generation: u64,
+}
+
+/// What `wait_idle` waits on; guarded by `Core::progress`.
+#[derive(Debug, Default)]
+struct Progress {
+    /// Highest notification sequence number that is committed.
+    committed_seq: u64,
+    /// Whether the start-up reconcile is still running.
+    reconciling: bool,
+    /// Paths queued by the reconcile or a rebuild, not yet committed.
+    bulk_pending: u64,
+    /// The indexer thread has ended.
+    stopped: bool,
+}
+
+/// State shared by the handles and the indexer thread.
+struct Core {
+    index: tantivy::Index,
+    reader: IndexReader,
+    fields: Fields,
+    progress: Mutex<Progress>,
+    progress_changed: Condvar,
+    generation: AtomicU64,
+    /// Unix ms of the last commit.
+    last_commit: AtomicI64,
+    /// Read-only handles reload on their own; this is false for them.
+    writable: bool,
+}
+
+impl Core {
+    fn update_progress(&self, f: impl FnOnce(&mut Progress)) {
+        let mut p = self.progress.lock();
+        f(&mut p);
+        drop(p);
+        self.progress_changed.notify_all();
+    }
+}
+
+/// The sending side of the live queue, with the sequence counter, so that
+/// sequence numbers arrive in order.
+struct Sender {
+    seq: u64,
+    tx: crossbeam_channel::Sender<indexer::Live>,
+}
+
+struct Inner {
+    core: Arc<Core>,
+    sender: Option<Mutex<Sender>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Inner {
+    fn stop(&self) {
+        if let Some(sender) = &self.sender {
+            let _ = sender.lock().tx.send(indexer::Live::Shutdown);
+        }
+        if let Some(thread) = self.thread.lock().take()
+            && thread.join().is_err()
+        {
+            log::error!("the indexer thread panicked");
+        }
+    }
+}
+
+/// A handle on the search index; clone it freely (all clones share one
+/// index and one indexer thread, which stops with the last handle).
+#[derive(Clone)]
+pub struct Index {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("writable", &self.inner.core.writable)
+            .field("generation", &self.generation())
+            .finish()
+    }
+}
+
+/// Writer heap budget, shared by its threads.
+const WRITER_MEMORY: usize = 50_000_000;
+
+fn index_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("index").join(format!("v{SCHEMA_VERSION}"))
+}
+
+fn map_lock(err: TantivyError, dir: &Path) -> IndexError {
+    match err {
+        TantivyError::LockFailure(LockError::LockBusy, _) => IndexError::Locked(dir.to_path_buf()),
+        other => IndexError::Tantivy(other),
+    }
+}
+
+/// Removes `index/v<N>` directories of other schema versions.
+fn remove_old_versions(state_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(state_dir.join("index")) else {
+        return;
+    };
+    let current = format!("v{SCHEMA_VERSION}");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let is_version = name
+            .strip_prefix('v')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if is_version && name != current {
+            log::info!(
+                "removing index of an older schema: {}",
+                entry.path().display()
+            );
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                log::warn!("cannot remove {}: {e}", entry.path().display());
+            }
+        }
+    }
+}
+
+impl Index {
+    /// Opens or creates the index under `state_dir/index/v<SCHEMA_VERSION>/`,
+    /// starts the indexer thread and the start-up reconcile.
+    ///
+    /// Fails with [`IndexError::Locked`] if another process holds the
+    /// writer lock.
+    pub fn open(state_dir: &Path, store: Arc<Store>) -> Result<Index, IndexError> {
+        let dir = index_dir(state_dir);
+        std::fs::create_dir_all(&dir).map_err(|source| IndexError::Directory {
+            path: dir.clone(),
+            source,
+        })?;
+        let (schema, _) = schema::build();
+        let open = || -> Result<tantivy::Index, TantivyError> {
+            let mmap =
+                MmapDirectory::open(&dir).map_err(|e| TantivyError::SystemError(e.to_string()))?;
+            tantivy::Index::open_or_create(mmap, schema.clone())
+        };
+        let index = match open() {
+            Ok(index) => index,
+            Err(TantivyError::SchemaError(message)) => {
+                // Same version, different schema: only during development.
+                log::warn!("index schema changed without a version bump ({message}); rebuilding");
+                std::fs::remove_dir_all(&dir)
+                    .and_then(|()| std::fs::create_dir_all(&dir))
+                    .map_err(|source| IndexError::Directory {
+                        path: dir.clone(),
+                        source,
+                    })?;
+                open()?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let index = Self::start(index, store, 2).map_err(|e| match e {
+            IndexError::Tantivy(t) => map_lock(t, &dir),
+            other => other,
+        })?;
+        remove_old_versions(state_dir);
+        Ok(index)
+    }
+
+    /// An index in RAM with a single-threaded writer (tests): the same
+    /// behaviour as [`Index::open`], without files.
+    pub fn in_memory(store: Arc<Store>) -> Result<Index, IndexError> {
+        let (schema, _) = schema::build();
+        Self::start(tantivy::Index::create_in_ram(schema), store, 1)
+    }
+
+    /// Read-only access to an index that a daemon owns: no writer, and the
+    /// reader follows the daemon's commits on its own.
+    pub fn open_read_only(state_dir: &Path) -> Result<Index, IndexError> {
+        let dir = index_dir(state_dir);
+        if !dir.join("meta.json").exists() {
+            return Err(IndexError::Missing(dir));
+        }
+        let mmap =
+            MmapDirectory::open(&dir).map_err(|e| TantivyError::SystemError(e.to_string()))?;
+        let index = tantivy::Index::open(mmap)?;
+        tokenizer::register(&index);
+        let fields = schema::fields_of(&index.schema())?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
+            .try_into()?;
+        let core = Arc::new(Core {
+            index,
+            reader,
+            fields,
+            progress: Mutex::new(Progress::default()),
+            progress_changed: Condvar::new(),
+            generation: AtomicU64::new(0),
+            last_commit: AtomicI64::new(0),
+            writable: false,
+        });
+        Ok(Index {
+            inner: Arc::new(Inner {
+                core,
+                sender: None,
+                thread: Mutex::new(None),
+            }),
+        })
+    }
+
+    fn start(
+        index: tantivy::Index,
+        store: Arc<Store>,
+        threads: usize,
+    ) -> Result<Index, IndexError> {
+        tokenizer::register(&index);
+        let fields = schema::fields_of(&index.schema())?;
+        let writer = index.writer_with_num_threads(threads, WRITER_MEMORY)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let core = Arc::new(Core {
+            index,
+            reader,
+            fields,
+            progress: Mutex::new(Progress {
+                reconciling: true,
+                ..Progress::default()
+            }),
+            progress_changed: Condvar::new(),
+            generation: AtomicU64::new(0),
+            last_commit: AtomicI64::new(0),
+            writable: true,
+        });
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let thread = indexer::spawn(Arc::clone(&core), store, writer, rx)
+            .map_err(|_| IndexError::Stopped)?;
+        Ok(Index {
+            inner: Arc::new(Inner {
+                core,
+                sender: Some(Mutex::new(Sender { seq: 0, tx })),
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    /// Something changed at `path`: the indexer re-checks it (a file is
+    /// reindexed if its size or mtime changed; a directory has its subtree
+    /// reconciled; a missing path loses its document and every document
+    /// under it). Never blocks.
+    pub fn notify_path(&self, path: &StorePath) {
+        let Some(sender) = &self.inner.sender else {
+            return;
+        };
+        let mut s = sender.lock();
+        s.seq += 1;
+        let seq = s.seq;
+        if s.tx.send(indexer::Live::Path(seq, path.clone())).is_err() {
+            log::debug!("indexer stopped; dropped change to {path}");
+        }
+    }
+
+    /// Blocks until every change notified so far, and the start-up
+    /// reconcile, are committed and searchable. False on timeout.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let Some(sender) = &self.inner.sender else {
+            return true;
+        };
+        let target = sender.lock().seq;
+        let deadline = Instant::now() + timeout;
+        let core = &self.inner.core;
+        let mut p = core.progress.lock();
+        loop {
+            let idle = p.committed_seq >= target && !p.reconciling && p.bulk_pending == 0;
+            if idle || p.stopped {
+                return idle;
+            }
+            if core
+                .progress_changed
+                .wait_until(&mut p, deadline)
+                .timed_out()
+            {
+                return p.committed_seq >= target && !p.reconciling && p.bulk_pending == 0;
+            }
+        }
+    }
+
+    /// Drops every document and indexes the whole store again, reading
+    /// files in parallel and logging progress. Returns the number of
+    /// searchable documents. Blocks until committed.
+    pub fn rebuild(&self) -> Result<usize, IndexError> {
+        let Some(sender) = &self.inner.sender else {
+            return Err(IndexError::ReadOnly);
+        };
+        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
+        sender
+            .lock()
+            .tx
+            .send(indexer::Live::Rebuild(reply_tx))
+            .map_err(|_| IndexError::Stopped)?;
+        reply_rx.recv().map_err(|_| IndexError::Stopped)?
+    }
+
+    /// Bumped after every commit and reader reload; a change means views
+    /// may have changed.
+    pub fn generation(&self) -> u64 {
+        let core = &self.inner.core;
+        if core.writable {
+            core.generation.load(Ordering::Acquire)
+        } else {
+            core.reader.searcher().generation().generation_id()
+        }
+    }
+
+    /// Counters for `.mnemofs/status.json`.
+    pub fn status(&self) -> IndexStatus {
+        let core = &self.inner.core;
+        let notified = self.inner.sender.as_ref().map_or(0, |s| s.lock().seq);
+        let p = core.progress.lock();
+        let pending_changes = notified.saturating_sub(p.committed_seq) + p.bulk_pending;
+        let reconciling = p.reconciling;
+        drop(p);
+        IndexStatus {
+            documents: self.documents(),
+            pending_changes,
+            reconciling,
+            last_commit: core.last_commit.load(Ordering::Acquire),
+            generation: self.generation(),
+        }
+    }
+
+    /// Commits pending work and stops the indexer thread. Later calls to
+    /// `notify_path` are ignored and `rebuild` fails; reads keep working.
+    pub fn shutdown(&self) {
+        self.inner.stop();
+    }
+}

@@ -1,0 +1,682 @@
+//! Reading the index: search, the filter views, the link graph.
+//!
+//! Search is lenient by contract: the text a user typed as a directory
+//! name must never make a lookup fail. Before parsing, friendly field
+//! names are mapped to schema fields (`tags:` → `tag:`, `kind:` →
+//! `type:`, `created_at:` → `created:`) and dates after `created:` /
+//! `updated:` are turned into the RFC 3339 instants tantivy expects (a
+//! bare day `created:2025-03-01` becomes that whole day). If tantivy still
+//! reports a syntax error, the query falls back to a plain OR of its words.
+//!
+//! Subtleties:
+//! - Deleted documents stay in term dictionaries until segments merge, so
+//!   [`Index::tags`] checks each term's postings against the alive bitset
+//!   instead of trusting the dictionary.
+//! - Views map documents to paths through the `path` fast field, never the
+//!   document store, so a tag with 10k memories costs a column scan.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use tantivy::collector::{Count, DocSetCollector, TopDocs};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, QueryParser, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, Term, Value};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::time::OffsetDateTime;
+use tantivy::time::format_description::well_known::Rfc3339;
+use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
+
+use super::document::{normalize_key, path_from_key};
+use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
+use super::tokenizer::tokenize;
+use super::{Hit, Index, IndexError};
+use crate::memory::parse_timestamp;
+use crate::store::StorePath;
+
+/// Longest snippet, in characters.
+const SNIPPET_CHARS: usize = 200;
+const TITLE_BOOST: f32 = 3.0;
+const ALIAS_BOOST: f32 = 2.0;
+
+/// The schema field a name written in a query means, if it is one we
+/// rename or whose value we rewrite.
+fn canonical_field(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "tag" | "tags" => names::TAG,
+        "category" | "categories" => names::CATEGORY,
+        "type" | "kind" => names::TYPE,
+        "status" => names::STATUS,
+        "scope" => names::SCOPE,
+        "phase" => names::PHASE,
+        "id" => names::ID,
+        "alias" | "aliases" => names::ALIAS,
+        "title" => names::TITLE,
+        "body" | "text" => names::BODY,
+        "link" | "links" => names::LINK,
+        "created" | "created_at" => names::CREATED,
+        "updated" | "updated_at" => names::UPDATED,
+        _ => return None,
+    })
+}
+
+fn rfc3339(secs: i64) -> Option<String> {
+    OffsetDateTime::from_unix_timestamp(secs)
+        .ok()?
+        .format(&Rfc3339)
+        .ok()
+}
+
+/// A date as written in a query, as RFC 3339; other text unchanged.
+fn date_literal(token: &str) -> String {
+    parse_timestamp(token)
+        .and_then(rfc3339)
+        .unwrap_or_else(|| token.to_owned())
+}
+
+/// Whether `token` is a bare `YYYY-MM-DD` day.
+fn is_day(token: &str) -> bool {
+    token.len() == 10 && parse_timestamp(token).is_some()
+}
+
+/// Length of the value starting at the beginning of `s`: up to whitespace
+/// or a closing parenthesis.
+fn value_len(s: &str) -> usize {
+    s.find(|c: char| c.is_whitespace() || c == ')')
+        .unwrap_or(s.len())
+}
+
+/// Rewrites the value of a date field at the start of `rest`; returns the
+/// rewritten value and how many bytes of `rest` it replaces.
+fn rewrite_date_value(rest: &str) -> (String, usize) {
+    if let Some(open) = rest.chars().next().filter(|c| *c == '[' || *c == '{') {
+        let Some(close) = rest.find([']', '}']) else {
+            return (String::new(), 0);
+        };
+        let inner = &rest[1..close];
+        let words: Vec<String> = inner
+            .split_whitespace()
+            .map(|w| {
+                if w == "TO" || w == "*" {
+                    w.to_owned()
+                } else {
+                    date_literal(w)
+                }
+            })
+            .collect();
+        let closing = &rest[close..=close];
+        return (format!("{open}{}{closing}", words.join(" ")), close + 1);
+    }
+    let op_len = [">=", "<=", ">", "<"]
+        .iter()
+        .find(|op| rest.starts_with(*op))
+        .map_or(0, |op| op.len());
+    let after_op = &rest[op_len..];
+    let trimmed = after_op.trim_start();
+    let skipped = after_op.len() - trimmed.len();
+    let len = value_len(trimmed);
+    let value = &trimmed[..len];
+    let consumed = op_len + skipped + len;
+    if op_len == 0 && is_day(value) {
+        // A whole day: [day, next day).
+        if let (Some(from), Some(to)) = (
+            parse_timestamp(value).and_then(rfc3339),
+            parse_timestamp(value).and_then(|s| rfc3339(s + 86_400)),
+        ) {
+            return (format!("[{from} TO {to}}}"), consumed);
+        }
+    }
+    (
+        format!("{}{}", &rest[..op_len], date_literal(value)),
+        consumed,
+    )
+}
+
+/// Maps friendly field names to schema fields and dates to RFC 3339.
+pub(crate) fn rewrite_query(query: &str) -> String {
+    let mut out = String::with_capacity(query.len() + 16);
+    let mut rest = query;
+    let mut at_boundary = true;
+    while let Some(c) = rest.chars().next() {
+        if at_boundary && (c.is_ascii_alphabetic() || c == '_') {
+            let name_len = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..name_len];
+            if rest[name_len..].starts_with(':')
+                && let Some(field) = canonical_field(name)
+            {
+                out.push_str(field);
+                out.push(':');
+                rest = &rest[name_len + 1..];
+                if field == names::SCOPE && !rest.starts_with('"') {
+                    // `scope:agent:claude`: the second colon is part of the value.
+                    let len = value_len(rest);
+                    let value = &rest[..len];
+                    if value.contains(':') && !value.contains('"') {
+                        out.push('"');
+                        out.push_str(value);
+                        out.push('"');
+                        rest = &rest[len..];
+                    }
+                } else if field == names::CREATED || field == names::UPDATED {
+                    let (value, consumed) = rewrite_date_value(rest);
+                    out.push_str(&value);
+                    rest = &rest[consumed..];
+                }
+                at_boundary = false;
+                continue;
+            }
+            out.push_str(name);
+            rest = &rest[name_len..];
+            at_boundary = false;
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+        at_boundary = c.is_whitespace() || matches!(c, '(' | '+' | '-');
+    }
+    out
+}
+
+fn query_text_for_log(query: &dyn Query) -> String {
+    format!("{query:?}").chars().take(200).collect()
+}
+
+/// Text on one line, whitespace collapsed, at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+        if out.chars().count() >= max {
+            break;
+        }
+    }
+    match out.char_indices().nth(max) {
+        Some((cut, _)) => out[..cut].to_owned(),
+        None => out,
+    }
+}
+
+impl Index {
+    fn searcher(&self) -> Searcher {
+        self.inner.core.reader.searcher()
+    }
+
+    fn parser(&self) -> QueryParser {
+        let f = &self.inner.core.fields;
+        let mut parser = QueryParser::for_index(
+            &self.inner.core.index,
+            vec![f.title, f.body, f.tag, f.alias],
+        );
+        parser.set_field_boost(f.title, TITLE_BOOST);
+        parser.set_field_boost(f.alias, ALIAS_BOOST);
+        parser.set_conjunction_by_default();
+        parser
+    }
+
+    /// An OR of the query's words over the default fields.
+    fn plain_terms(&self, query: &str) -> Option<Box<dyn Query>> {
+        let f = &self.inner.core.fields;
+        let mut words: Vec<String> = tokenize(query).into_iter().map(|t| t.text).collect();
+        words.sort();
+        words.dedup();
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for word in &words {
+            for (field, boost) in [
+                (f.title, TITLE_BOOST),
+                (f.body, 1.0),
+                (f.alias, ALIAS_BOOST),
+                (f.tag, 1.0),
+            ] {
+                let term = TermQuery::new(
+                    Term::from_field_text(field, word),
+                    IndexRecordOption::WithFreqs,
+                );
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(term), boost)),
+                ));
+            }
+        }
+        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+    }
+
+    /// Ranked full-text search. Never fails on query syntax: an invalid
+    /// query is searched as plain words; an empty one has no hits.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
+        let f = self.inner.core.fields;
+        let Some((searcher, query, top)) = self.ranked(query, limit)? else {
+            return Ok(Vec::new());
+        };
+        let snippets = match SnippetGenerator::create(&searcher, &*query, f.body) {
+            Ok(mut g) => {
+                g.set_max_num_chars(SNIPPET_CHARS);
+                Some(g)
+            }
+            Err(e) => {
+                log::debug!("no snippets for {}: {e}", query_text_for_log(&*query));
+                None
+            }
+        };
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address)?;
+            let Some(path) = doc
+                .get_first(f.path)
+                .and_then(|v| v.as_bytes())
+                .and_then(path_from_key)
+            else {
+                continue;
+            };
+            let title = doc
+                .get_first(f.title)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            let id = doc
+                .get_first(f.id)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
+            let fragment = snippets
+                .as_ref()
+                .map(|g| g.snippet_from_doc(&doc).fragment().to_owned())
+                .unwrap_or_default();
+            let snippet = if fragment.trim().is_empty() {
+                let body = doc
+                    .get_first(f.body)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default();
+                one_line(body, SNIPPET_CHARS)
+            } else {
+                one_line(&fragment, SNIPPET_CHARS)
+            };
+            hits.push(Hit {
+                path,
+                title,
+                score,
+                snippet,
+                id,
+            });
+        }
+        Ok(hits)
+    }
+
+    /// The parsed (or fallback) query and its top `limit` documents.
+    #[allow(clippy::type_complexity)]
+    fn ranked(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Option<(Searcher, Box<dyn Query>, Vec<(f32, DocAddress)>)>, IndexError> {
+        let text = query.trim();
+        if text.is_empty() || limit == 0 {
+            return Ok(None);
+        }
+        let f = self.inner.core.fields;
+        let rewritten = rewrite_query(text);
+        let (parsed, errors) = self.parser().parse_query_lenient(&rewritten);
+        let query = if errors.is_empty() {
+            parsed
+        } else {
+            log::debug!(
+                "query {text:?} is not valid syntax ({:?}); searching its words",
+                errors.first()
+            );
+            match self.plain_terms(text) {
+                Some(q) => q,
+                None => return Ok(None),
+            }
+        };
+        let searcher = self.searcher();
+        // The limit comes from user text: never size buffers by it.
+        let limit = limit.min(searcher.num_docs() as usize);
+        if limit == 0 {
+            return Ok(None);
+        }
+        let filtered = BooleanQuery::new(vec![
+            (Occur::Must, query.box_clone()),
+            (
+                Occur::MustNot,
+                Box::new(self.term_query(f.kind, KIND_SKIPPED)),
+            ),
+        ]);
+        let top = searcher.search(&filtered, &TopDocs::with_limit(limit))?;
+        Ok(Some((searcher, query, top)))
+    }
+
+    /// The paths [`Index::search`] would return, in rank order, without
+    /// loading documents or making snippets (for directory listings).
+    pub fn search_paths(&self, query: &str, limit: usize) -> Result<Vec<StorePath>, IndexError> {
+        let Some((searcher, _, top)) = self.ranked(query, limit)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(top.len());
+        let mut buf = Vec::new();
+        for (_, address) in top {
+            let Some(column) = searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields()
+                .bytes(names::PATH)?
+            else {
+                continue;
+            };
+            if let Some(ord) = column.term_ords(address.doc_id).next() {
+                buf.clear();
+                if matches!(column.ord_to_bytes(ord, &mut buf), Ok(true))
+                    && let Some(p) = path_from_key(&buf)
+                {
+                    out.push(p);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn term_query(&self, field: Field, value: &str) -> TermQuery {
+        TermQuery::new(
+            Term::from_field_text(field, value),
+            IndexRecordOption::Basic,
+        )
+    }
+
+    /// Paths of every document `query` matches, sorted.
+    fn paths_matching(&self, query: &dyn Query) -> Vec<StorePath> {
+        let searcher = self.searcher();
+        match self.try_paths_matching(&searcher, query) {
+            Ok(paths) => paths,
+            Err(e) => {
+                log::warn!("index lookup failed: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    fn try_paths_matching(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+    ) -> Result<Vec<StorePath>, IndexError> {
+        let addresses = searcher.search(query, &DocSetCollector)?;
+        let mut by_segment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for a in addresses {
+            by_segment.entry(a.segment_ord).or_default().push(a.doc_id);
+        }
+        let mut paths = Vec::new();
+        for (segment, docs) in by_segment {
+            let Some(column) = searcher
+                .segment_reader(segment)
+                .fast_fields()
+                .bytes(names::PATH)?
+            else {
+                continue;
+            };
+            // One sequential pass over the dictionary instead of a block
+            // lookup per document: large views (a tag on 10k memories) stay
+            // cheap.
+            let mut ords: Vec<u64> = docs.iter().flat_map(|&d| column.term_ords(d)).collect();
+            ords.sort_unstable();
+            ords.dedup();
+            let complete = column
+                .dictionary()
+                .sorted_ords_to_term_cb(ords.into_iter(), |bytes| {
+                    if let Some(p) = path_from_key(bytes) {
+                        paths.push(p);
+                    }
+                    Ok(())
+                });
+            if let Err(e) = complete {
+                log::warn!("cannot read paths of a segment: {e}");
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// Memories whose links point at `target`: an id, title, file stem,
+    /// path or alias, compared case-insensitively. When `target` names
+    /// existing memories, links to any of their names count.
+    pub fn backlinks(&self, target: &str) -> Vec<StorePath> {
+        let f = self.inner.core.fields;
+        let key = normalize_key(target);
+        if key.is_empty() {
+            return Vec::new();
+        }
+        let searcher = self.searcher();
+        let mut keys = BTreeSet::from([key.clone()]);
+        let targets: HashSet<DocAddress> = searcher
+            .search(&self.term_query(f.key, &key), &DocSetCollector)
+            .unwrap_or_default();
+        for address in targets {
+            match searcher.doc::<TantivyDocument>(address) {
+                Ok(doc) => keys.extend(
+                    doc.get_all(f.key)
+                        .filter_map(|v| v.as_str())
+                        .map(str::to_owned),
+                ),
+                Err(e) => log::warn!("cannot read a link target: {e}"),
+            }
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = keys
+            .iter()
+            .map(|k| {
+                (
+                    Occur::Should,
+                    Box::new(self.term_query(f.link, k)) as Box<dyn Query>,
+                )
+            })
+            .collect();
+        self.paths_matching(&BooleanQuery::new(clauses))
+    }
+
+    /// Memories whose frontmatter `category` is `category`.
+    pub fn by_category(&self, category: &str) -> Vec<StorePath> {
+        let f = self.inner.core.fields;
+        self.paths_matching(&self.term_query(f.category, &category.trim().to_lowercase()))
+    }
+
+    /// Memories tagged `tag` (frontmatter or inline; without `#`).
+    pub fn by_tag(&self, tag: &str) -> Vec<StorePath> {
+        let f = self.inner.core.fields;
+        let tag = tag.trim().trim_start_matches('#').to_lowercase();
+        self.paths_matching(&self.term_query(f.tag, &tag))
+    }
+
+    /// Memories whose frontmatter `type` is `kind`.
+    pub fn by_type(&self, kind: &str) -> Vec<StorePath> {
+        let f = self.inner.core.fields;
+        self.paths_matching(&self.term_query(f.kind_type, &kind.trim().to_lowercase()))
+    }
+
+    /// Every tag some memory has, sorted.
+    pub fn tags(&self) -> Vec<String> {
+        self.live_terms(self.inner.core.fields.tag)
+    }
+
+    /// Every `type` some memory has, sorted.
+    pub fn types(&self) -> Vec<String> {
+        self.live_terms(self.inner.core.fields.kind_type)
+    }
+
+    /// Terms of `field` that at least one live document has.
+    fn live_terms(&self, field: Field) -> Vec<String> {
+        let searcher = self.searcher();
+        let mut out = BTreeSet::new();
+        for segment in searcher.segment_readers() {
+            let result = (|| -> tantivy::Result<()> {
+                let inverted = segment.inverted_index(field)?;
+                let alive = segment.alive_bitset();
+                let mut stream = inverted.terms().stream()?;
+                while stream.advance() {
+                    let Ok(term) = std::str::from_utf8(stream.key()) else {
+                        continue;
+                    };
+                    if out.contains(term) {
+                        continue;
+                    }
+                    let live = match alive {
+                        None => true,
+                        Some(alive) => {
+                            let mut postings = inverted.read_postings_from_terminfo(
+                                stream.value(),
+                                IndexRecordOption::Basic,
+                            )?;
+                            let mut found = false;
+                            while postings.doc() != TERMINATED {
+                                if alive.is_alive(postings.doc()) {
+                                    found = true;
+                                    break;
+                                }
+                                postings.advance();
+                            }
+                            found
+                        }
+                    };
+                    if live {
+                        out.insert(term.to_owned());
+                    }
+                }
+                Ok(())
+            })();
+            if let Err(e) = result {
+                log::warn!("cannot list index terms: {e}");
+            }
+        }
+        out.into_iter().filter(|t| !t.is_empty()).collect()
+    }
+
+    /// The memory with frontmatter `id` (case-insensitive); if several
+    /// claim it, the first by path.
+    pub fn by_id(&self, id: &str) -> Option<StorePath> {
+        let f = self.inner.core.fields;
+        let id = id.trim().to_lowercase();
+        if id.is_empty() {
+            return None;
+        }
+        self.paths_matching(&self.term_query(f.id, &id))
+            .into_iter()
+            .next()
+    }
+
+    /// The `limit` most recently changed memories, newest first, with the
+    /// later of their `updated` time and mtime (unix seconds).
+    pub fn recent(&self, limit: usize) -> Vec<(StorePath, i64)> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        let f = self.inner.core.fields;
+        let searcher = self.searcher();
+        let limit = limit.min(searcher.num_docs() as usize);
+        if limit == 0 {
+            return Vec::new();
+        }
+        let collector =
+            TopDocs::with_limit(limit).order_by_fast_field::<i64>(names::CHANGED, Order::Desc);
+        let top = match searcher.search(&self.term_query(f.kind, KIND_MEMORY), &collector) {
+            Ok(top) => top,
+            Err(e) => {
+                log::warn!("recent: {e}");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::with_capacity(top.len());
+        let mut buf = Vec::new();
+        for (changed, address) in top {
+            let Ok(Some(column)) = searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields()
+                .bytes(names::PATH)
+            else {
+                continue;
+            };
+            if let Some(ord) = column.term_ords(address.doc_id).next() {
+                buf.clear();
+                if let Ok(true) = column.ord_to_bytes(ord, &mut buf)
+                    && let Some(p) = path_from_key(&buf)
+                {
+                    out.push((p, changed));
+                }
+            }
+        }
+        out
+    }
+
+    /// Searchable documents (binary files excluded).
+    pub(crate) fn documents(&self) -> u64 {
+        let f = self.inner.core.fields;
+        let searcher = self.searcher();
+        let skipped = searcher
+            .search(&self.term_query(f.kind, KIND_SKIPPED), &Count)
+            .unwrap_or(0) as u64;
+        searcher.num_docs().saturating_sub(skipped)
+    }
+
+    /// Problems found in each file's last parse (malformed frontmatter,
+    /// invalid fields, bad UTF-8), sorted by path.
+    pub fn lint(&self) -> Vec<(StorePath, String)> {
+        let f = self.inner.core.fields;
+        let searcher = self.searcher();
+        let addresses = match searcher.search(&self.term_query(f.flag, FLAG_LINT), &DocSetCollector)
+        {
+            Ok(a) => a,
+            Err(e) => {
+                log::warn!("lint: {e}");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for address in addresses {
+            let Ok(doc) = searcher.doc::<TantivyDocument>(address) else {
+                continue;
+            };
+            let Some(path) = doc
+                .get_first(f.path)
+                .and_then(|v| v.as_bytes())
+                .and_then(path_from_key)
+            else {
+                continue;
+            };
+            for message in doc.get_all(f.lint).filter_map(|v| v.as_str()) {
+                out.push((path.clone(), message.to_owned()));
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrites_friendly_names_and_dates() {
+        assert_eq!(rewrite_query("tags:ui dark"), "tag:ui dark");
+        assert_eq!(
+            rewrite_query("created:[2025-01-01 TO 2025-12-31]"),
+            "created:[2025-01-01T00:00:00Z TO 2025-12-31T00:00:00Z]"
+        );
+        assert_eq!(
+            rewrite_query("updated:>2026-01-01 x"),
+            "updated:>2026-01-01T00:00:00Z x"
+        );
+        assert_eq!(
+            rewrite_query("created:2025-03-01"),
+            "created:[2025-03-01T00:00:00Z TO 2025-03-02T00:00:00Z}"
+        );
+        assert_eq!(rewrite_query("(kind:decision)"), "(type:decision)");
+        assert_eq!(rewrite_query("mytag:x"), "mytag:x");
+        assert_eq!(
+            rewrite_query("created:[2025-01-01 TO"),
+            "created:[2025-01-01 TO"
+        );
+    }
+
+    #[test]
+    fn one_line_collapses_and_clips() {
+        assert_eq!(one_line("a\n b\t\tc", 200), "a b c");
+        assert_eq!(one_line(&"é".repeat(300), 200).chars().count(), 200);
+    }
+}

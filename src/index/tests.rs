@@ -1,0 +1,821 @@
+//! Index tests: RAM indexes over temporary stores, single-threaded writer.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+
+use super::document::{link_keys, memory_keys, normalize_key, stem};
+use super::*;
+use crate::memory;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    index: Index,
+}
+
+fn sp(rel: &str) -> StorePath {
+    StorePath::new(rel).unwrap()
+}
+
+fn paths(v: &[&str]) -> Vec<StorePath> {
+    v.iter().map(|p| sp(p)).collect()
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let index = Index::in_memory(store).unwrap();
+        assert!(index.wait_idle(WAIT));
+        Fixture { dir, index }
+    }
+
+    fn abs(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn write(&self, rel: &str, text: impl AsRef<[u8]>) {
+        let path = self.abs(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        self.index.notify_path(&sp(rel));
+    }
+
+    fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.abs(rel)).unwrap();
+        self.index.notify_path(&sp(rel));
+    }
+
+    fn rename(&self, from: &str, to: &str) {
+        std::fs::create_dir_all(self.abs(to).parent().unwrap()).unwrap();
+        std::fs::rename(self.abs(from), self.abs(to)).unwrap();
+        self.index.notify_path(&sp(from));
+        self.index.notify_path(&sp(to));
+    }
+
+    fn sync(&self) {
+        assert!(self.index.wait_idle(WAIT), "index did not become idle");
+    }
+
+    fn search(&self, q: &str) -> Vec<StorePath> {
+        self.index
+            .search(q, 50)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.path)
+            .collect()
+    }
+
+    fn search_sorted(&self, q: &str) -> Vec<StorePath> {
+        let mut v = self.search(q);
+        v.sort();
+        v
+    }
+}
+
+fn sample() -> Fixture {
+    let fx = Fixture::new();
+    fx.write(
+        "user/preferences.md",
+        "---\nid: 11111111-aaaa-bbbb-cccc-000000000001\ntitle: Dark Mode\ncategory: preferences\ntype: memory\ntags: [ui, theme]\nscope: global\naliases: [Night Theme]\ncreated_at: 2025-03-01\nupdated_at: 2025-06-01T10:00:00Z\n---\nThe user prefers dark mode in every editor and terminal.\n",
+    );
+    fx.write(
+        "project/decision.md",
+        "---\ntype: decision\nstatus: open\ncategory: decisions\ncreated_at: 2026-02-01\n---\n# Use tantivy\n\nWe decided to index with tantivy; see [[Dark Mode]] and [[preferences]].\n- relates_to [[Night Theme]]\n",
+    );
+    fx.write(
+        "project/closed.md",
+        "---\ntype: decision\nstatus: done\ncreated_at: 2024-05-05\n---\nAn old decision about the build and the tests. #ci\n",
+    );
+    fx.write(
+        "zh/偏好.md",
+        "---\ncategory: preferences\ntags: [中文]\n---\n我偏好深色模式，也喜欢安静的环境。\n",
+    );
+    fx.write("notes/todo.txt", "remember to water the plants\n");
+    fx.write("data/blob.bin", b"\x00\x01\x02binary plants\x00");
+    fx.write(".git/config", "plants in git config\n");
+    fx.write("notes/draft.md.swp", "plants in swap\n");
+    fx.write("notes/draft.md~", "plants in backup\n");
+    fx.sync();
+    fx
+}
+
+#[test]
+fn handles_are_send_and_sync() {
+    fn check<T: Send + Sync + Clone>() {}
+    check::<Index>();
+}
+
+#[test]
+fn search_finds_a_note() {
+    let fx = sample();
+    let hits = fx.index.search("dark mode", 10).unwrap();
+    assert_eq!(hits[0].path, sp("user/preferences.md"));
+    assert_eq!(hits[0].title, "Dark Mode");
+    assert_eq!(
+        hits[0].id.as_deref(),
+        Some("11111111-aaaa-bbbb-cccc-000000000001")
+    );
+    assert!(hits[0].snippet.contains("dark"), "{:?}", hits[0].snippet);
+    assert!(!hits[0].snippet.contains('\n'));
+    assert!(fx.index.search("", 10).unwrap().is_empty());
+    assert!(fx.index.search("   ", 10).unwrap().is_empty());
+    assert_eq!(fx.index.search("dark", usize::MAX).unwrap().len(), 2);
+    assert!(fx.index.search("dark", 0).unwrap().is_empty());
+    let ranked: Vec<StorePath> = fx.search("dark");
+    assert_eq!(fx.index.search_paths("dark", 10).unwrap(), ranked);
+    assert!(fx.index.search_paths("", 10).unwrap().is_empty());
+    assert_eq!(fx.index.recent(usize::MAX).len(), 4);
+}
+
+#[test]
+fn text_files_are_indexed_binaries_and_ignored_files_are_not() {
+    let fx = sample();
+    let hits = fx.index.search("plants", 10).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].path, sp("notes/todo.txt"));
+    assert_eq!(hits[0].title, "notes/todo.txt");
+    let status = fx.index.status();
+    assert_eq!(status.documents, 5);
+    assert_eq!(status.pending_changes, 0);
+    assert!(!status.reconciling);
+    assert!(status.generation > 0);
+    assert!(status.last_commit > 0);
+}
+
+#[test]
+fn field_filters() {
+    let fx = sample();
+    assert_eq!(fx.search("tag:ui"), paths(&["user/preferences.md"]));
+    assert_eq!(fx.search("tags:theme"), paths(&["user/preferences.md"]));
+    assert_eq!(
+        fx.search_sorted("category:preferences"),
+        paths(&["user/preferences.md", "zh/偏好.md"])
+    );
+    assert_eq!(
+        fx.search("type:decision AND status:open"),
+        paths(&["project/decision.md"])
+    );
+    assert_eq!(
+        fx.search("type:Decision AND status:done"),
+        paths(&["project/closed.md"])
+    );
+    assert_eq!(fx.search("scope:global"), paths(&["user/preferences.md"]));
+    assert_eq!(
+        fx.search("id:11111111-AAAA-bbbb-cccc-000000000001"),
+        paths(&["user/preferences.md"])
+    );
+    assert_eq!(fx.search("tag:ci"), paths(&["project/closed.md"]));
+    // The alias ranks first; the note linking to [[Night Theme]] follows.
+    assert_eq!(fx.search("night theme")[0], sp("user/preferences.md"));
+}
+
+#[test]
+fn date_ranges() {
+    let fx = sample();
+    assert_eq!(
+        fx.search_sorted("created:[2025-01-01 TO 2025-12-31]"),
+        paths(&["user/preferences.md"])
+    );
+    assert_eq!(
+        fx.search_sorted("created:>2026-01-01 AND type:decision"),
+        paths(&["project/decision.md"])
+    );
+    assert_eq!(
+        fx.search_sorted("created:2024-05-05"),
+        paths(&["project/closed.md"])
+    );
+    assert_eq!(
+        fx.search_sorted("updated:[2025-06-01 TO 2025-06-02] AND tag:ui"),
+        paths(&["user/preferences.md"])
+    );
+    // Without frontmatter dates, the file's mtime (now) counts.
+    assert_eq!(
+        fx.search_sorted("updated:>2020-01-01 AND plants"),
+        paths(&["notes/todo.txt"])
+    );
+}
+
+#[test]
+fn syntax_errors_fall_back_to_words() {
+    let fx = sample();
+    for q in [
+        "\"unclosed dark",
+        "AND OR ( dark",
+        "dark)))",
+        "nosuchfield:dark",
+        "created:[2025 TO dark",
+    ] {
+        let hits = fx.search(q);
+        assert!(hits.contains(&sp("user/preferences.md")), "{q}: {hits:?}");
+    }
+    // Nothing but syntax: the words themselves are searched.
+    fx.write("syntax.md", "a tag left unclosed and open");
+    fx.sync();
+    for q in ["\"unclosed", "tag:", "AND OR ("] {
+        assert!(fx.search(q).contains(&sp("syntax.md")), "{q}");
+    }
+    for q in [
+        ":::",
+        "[",
+        "\\",
+        "((((",
+        "\"",
+        "-",
+        "*",
+        "created:[x TO",
+        "^2",
+    ] {
+        assert!(fx.index.search(q, 10).is_ok(), "{q}");
+    }
+}
+
+#[test]
+fn chinese_query_finds_chinese_memory() {
+    let fx = sample();
+    assert_eq!(fx.search("偏好"), paths(&["zh/偏好.md"]));
+    assert_eq!(fx.search("深色模式"), paths(&["zh/偏好.md"]));
+    assert_eq!(fx.search("tag:中文"), paths(&["zh/偏好.md"]));
+    assert!(fx.search("模式深色").is_empty());
+    let hits = fx.index.search("安静", 5).unwrap();
+    assert!(hits[0].snippet.contains("安静"), "{:?}", hits[0].snippet);
+}
+
+#[test]
+fn views_by_category_tag_type_id_recent() {
+    let fx = sample();
+    assert_eq!(
+        fx.index.by_category("Preferences"),
+        paths(&["user/preferences.md", "zh/偏好.md"])
+    );
+    assert_eq!(fx.index.by_tag("#UI"), paths(&["user/preferences.md"]));
+    assert_eq!(
+        fx.index.by_type("decision"),
+        paths(&["project/closed.md", "project/decision.md"])
+    );
+    assert_eq!(fx.index.tags(), ["ci", "theme", "ui", "中文"]);
+    assert_eq!(fx.index.types(), ["decision", "memory"]);
+    assert_eq!(
+        fx.index.by_id("11111111-aaaa-bbbb-cccc-000000000001"),
+        Some(sp("user/preferences.md"))
+    );
+    assert_eq!(fx.index.by_id("nope"), None);
+    let recent = fx.index.recent(10);
+    assert_eq!(recent.len(), 4, "{recent:?}");
+    assert!(recent.windows(2).all(|w| w[0].1 >= w[1].1));
+
+    // Removing the only `ci` memory removes the tag.
+    fx.remove("project/closed.md");
+    fx.sync();
+    assert_eq!(fx.index.tags(), ["theme", "ui", "中文"]);
+    assert_eq!(fx.index.types(), ["decision", "memory"]);
+}
+
+#[test]
+fn backlinks_by_every_name() {
+    let fx = sample();
+    let expected = paths(&["project/decision.md"]);
+    for target in [
+        "11111111-aaaa-bbbb-cccc-000000000001",
+        "Dark Mode",
+        "dark mode",
+        "preferences",
+        "PREFERENCES.md",
+        "Night Theme",
+        "user/preferences",
+    ] {
+        assert_eq!(fx.index.backlinks(target), expected, "{target}");
+    }
+    assert!(fx.index.backlinks("Use tantivy").is_empty());
+    assert!(fx.index.backlinks("").is_empty());
+}
+
+#[test]
+fn backlinks_follow_rename_and_delete_of_target() {
+    let fx = Fixture::new();
+    fx.write("a.md", "---\nid: id-a\n---\nlinks to [[b]] by stem\n");
+    fx.write("c.md", "---\nlinks: [id-b]\n---\nlinks by id\n");
+    fx.write("b.md", "---\nid: id-b\n---\n# Bee\nthe target\n");
+    fx.sync();
+    assert_eq!(fx.index.backlinks("b"), paths(&["a.md", "c.md"]));
+    assert_eq!(fx.index.backlinks("Bee"), paths(&["a.md", "c.md"]));
+
+    // Renamed: the stem link no longer resolves to it, the id link does.
+    fx.rename("b.md", "sub/renamed.md");
+    fx.sync();
+    assert_eq!(fx.index.backlinks("renamed"), paths(&["c.md"]));
+    assert_eq!(fx.index.backlinks("id-b"), paths(&["c.md"]));
+    assert_eq!(
+        fx.index.backlinks("b"),
+        paths(&["a.md"]),
+        "dangling link by name"
+    );
+
+    // Renaming the linking note moves its backlink.
+    fx.rename("c.md", "d.md");
+    fx.sync();
+    assert_eq!(fx.index.backlinks("Bee"), paths(&["d.md"]));
+
+    // Target deleted: only links naming it directly remain.
+    fx.remove("sub/renamed.md");
+    fx.sync();
+    assert!(fx.index.backlinks("Bee").is_empty());
+    assert_eq!(fx.index.backlinks("id-b"), paths(&["d.md"]));
+}
+
+#[test]
+fn directory_rename_and_delete() {
+    let fx = Fixture::new();
+    fx.write("dir/x.md", "alpha [[y]]");
+    fx.write("dir/deep/y.md", "beta");
+    fx.sync();
+    std::fs::rename(fx.abs("dir"), fx.abs("moved")).unwrap();
+    fx.index.notify_path(&sp("dir"));
+    fx.index.notify_path(&sp("moved"));
+    fx.sync();
+    assert_eq!(fx.search("alpha"), paths(&["moved/x.md"]));
+    assert_eq!(fx.search("beta"), paths(&["moved/deep/y.md"]));
+    assert_eq!(fx.index.backlinks("y"), paths(&["moved/x.md"]));
+    std::fs::remove_dir_all(fx.abs("moved")).unwrap();
+    fx.index.notify_path(&sp("moved"));
+    fx.sync();
+    assert!(fx.search("alpha").is_empty());
+    assert_eq!(fx.index.status().documents, 0);
+}
+
+#[test]
+fn edits_become_searchable_and_old_text_goes() {
+    let fx = Fixture::new();
+    fx.write("n.md", "first words");
+    fx.sync();
+    assert_eq!(fx.search("first"), paths(&["n.md"]));
+    // Same size, written within the same mtime tick: still seen.
+    fx.write("n.md", "other words");
+    fx.sync();
+    assert!(fx.search("first").is_empty());
+    assert_eq!(fx.search("other"), paths(&["n.md"]));
+    // A text file that turns binary drops out of search.
+    fx.write("n.md", b"other\0words");
+    fx.sync();
+    assert!(fx.search("other").is_empty());
+    assert_eq!(fx.index.status().documents, 0);
+}
+
+#[test]
+fn malformed_frontmatter_is_indexed_and_linted() {
+    let fx = Fixture::new();
+    fx.write(
+        "bad.md",
+        "---\ntitle: [unclosed\ntags: x\n---\nbody still searchable\n",
+    );
+    fx.sync();
+    assert_eq!(fx.search("searchable"), paths(&["bad.md"]));
+    let lint = fx.index.lint();
+    assert_eq!(lint.len(), 1, "{lint:?}");
+    assert_eq!(lint[0].0, sp("bad.md"));
+    fx.write("bad.md", "---\ntitle: fixed\n---\nbody\n");
+    fx.sync();
+    assert!(fx.index.lint().is_empty());
+}
+
+#[test]
+fn non_utf8_names_keep_their_exact_bytes() {
+    let fx = Fixture::new();
+    let name = OsStr::from_bytes(b"caf\xe9.md");
+    let rel = StorePath::new(Path::new(name)).unwrap();
+    std::fs::write(fx.dir.path().join(name), "latin one [[target]]").unwrap();
+    fx.index.notify_path(&rel);
+    fx.sync();
+    let hits = fx.index.search("latin", 5).unwrap();
+    assert_eq!(hits[0].path, rel);
+    assert_eq!(fx.index.backlinks("target"), vec![rel.clone()]);
+    std::fs::remove_file(fx.dir.path().join(name)).unwrap();
+    fx.index.notify_path(&rel);
+    fx.sync();
+    assert!(fx.search("latin").is_empty());
+}
+
+#[test]
+fn huge_files_are_indexed_by_their_head() {
+    let fx = Fixture::new();
+    let mut text = String::from("headword ");
+    text.push_str(&"filler ".repeat(1_300_000)); // ~9 MiB
+    text.push_str("tailword");
+    fx.write("big.md", &text);
+    fx.sync();
+    assert_eq!(fx.search("headword"), paths(&["big.md"]));
+    assert!(fx.search("tailword").is_empty());
+}
+
+#[test]
+fn reconcile_picks_up_offline_changes() {
+    let store_dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let root = store_dir.path();
+    std::fs::write(root.join("keep.md"), "unchanged kiwi").unwrap();
+    std::fs::write(root.join("edit.md"), "before mango").unwrap();
+    std::fs::write(root.join("gone.md"), "deleted papaya").unwrap();
+    let store = Arc::new(Store::open(root).unwrap());
+    {
+        let index = Index::open(state.path(), Arc::clone(&store)).unwrap();
+        assert!(index.wait_idle(WAIT));
+        assert_eq!(index.status().documents, 3);
+        assert!(matches!(
+            Index::open(state.path(), Arc::clone(&store)),
+            Err(IndexError::Locked(_))
+        ));
+        // A read-only reader sees the owner's commits.
+        let ro = Index::open_read_only(state.path()).unwrap();
+        assert_eq!(ro.search("kiwi", 5).unwrap().len(), 1);
+        assert!(matches!(ro.rebuild(), Err(IndexError::ReadOnly)));
+        index.shutdown();
+    }
+    std::fs::write(root.join("edit.md"), "after durian, a longer text").unwrap();
+    std::fs::remove_file(root.join("gone.md")).unwrap();
+    std::fs::create_dir(root.join("new")).unwrap();
+    std::fs::write(root.join("new/added.md"), "fresh lychee").unwrap();
+    // An index of an older schema version is cleaned away.
+    std::fs::create_dir_all(state.path().join("index/v0")).unwrap();
+
+    let index = Index::open(state.path(), store).unwrap();
+    assert!(index.wait_idle(WAIT));
+    assert!(!index.status().reconciling);
+    let found = |q: &str| -> Vec<StorePath> {
+        index
+            .search(q, 5)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.path)
+            .collect()
+    };
+    assert_eq!(found("kiwi"), paths(&["keep.md"]));
+    assert!(found("mango").is_empty());
+    assert_eq!(found("durian"), paths(&["edit.md"]));
+    assert!(found("papaya").is_empty());
+    assert_eq!(found("lychee"), paths(&["new/added.md"]));
+    assert_eq!(index.status().documents, 3);
+    assert!(!state.path().join("index/v0").exists());
+}
+
+#[test]
+fn rebuild_indexes_everything() {
+    let fx = sample();
+    assert_eq!(fx.index.rebuild().unwrap(), 5);
+    assert_eq!(fx.search("偏好"), paths(&["zh/偏好.md"]));
+    assert_eq!(fx.index.status().documents, 5);
+}
+
+// ---------------------------------------------------------------------------
+// Property test: random note operations against a naive model.
+
+const NAMES: [&str; 6] = ["n0.md", "n1.md", "d/n2.md", "d/n3.md", "e/n4.md", "n5.md"];
+const TAGS: [&str; 3] = ["alpha", "beta", "gamma"];
+const CATEGORIES: [&str; 3] = ["preferences", "people", "lessons"];
+
+#[derive(Debug, Clone)]
+struct NoteSpec {
+    id: Option<u8>,
+    title: Option<u8>,
+    alias: Option<u8>,
+    category: Option<u8>,
+    tags: Vec<u8>,
+    inline_tag: Option<u8>,
+    /// (kind, n): 0 = [[title n]], 1 = [[nN]] stem, 2 = id in links:, 3 = [[alias n]]
+    links: Vec<(u8, u8)>,
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Write(usize, NoteSpec),
+    Rename(usize, usize),
+    Delete(usize),
+    RenameDir,
+}
+
+fn note_spec() -> impl Strategy<Value = NoteSpec> {
+    (
+        proptest::option::of(0u8..4),
+        proptest::option::of(0u8..4),
+        proptest::option::of(0u8..3),
+        proptest::option::of(0u8..3),
+        proptest::collection::vec(0u8..3, 0..3),
+        proptest::option::of(0u8..3),
+        proptest::collection::vec((0u8..4, 0u8..6), 0..4),
+    )
+        .prop_map(
+            |(id, title, alias, category, tags, inline_tag, links)| NoteSpec {
+                id,
+                title,
+                alias,
+                category,
+                tags,
+                inline_tag,
+                links,
+            },
+        )
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..NAMES.len(), note_spec()).prop_map(|(i, s)| Op::Write(i, s)),
+        2 => (0..NAMES.len(), 0..NAMES.len()).prop_map(|(a, b)| Op::Rename(a, b)),
+        1 => (0..NAMES.len()).prop_map(Op::Delete),
+        1 => Just(Op::RenameDir),
+    ]
+}
+
+fn render(spec: &NoteSpec) -> String {
+    let mut fm = Vec::new();
+    if let Some(id) = spec.id {
+        fm.push(format!("id: ID-{id}"));
+    }
+    if let Some(t) = spec.title {
+        fm.push(format!("title: Title {t}"));
+    }
+    if let Some(a) = spec.alias {
+        fm.push(format!("aliases: [Alias {a}]"));
+    }
+    if let Some(c) = spec.category {
+        fm.push(format!("category: {}", CATEGORIES[c as usize]));
+    }
+    if !spec.tags.is_empty() {
+        let tags: Vec<&str> = spec.tags.iter().map(|t| TAGS[*t as usize]).collect();
+        fm.push(format!("tags: [{}]", tags.join(", ")));
+    }
+    let ids: Vec<String> = spec
+        .links
+        .iter()
+        .filter(|(k, _)| *k == 2)
+        .map(|(_, n)| format!("id-{}", n % 4))
+        .collect();
+    if !ids.is_empty() {
+        fm.push(format!("links: [{}]", ids.join(", ")));
+    }
+    let mut body = String::from("some body text\n");
+    for (kind, n) in &spec.links {
+        match kind {
+            0 => body.push_str(&format!("see [[Title {}]]\n", n % 4)),
+            1 => body.push_str(&format!("- relates_to [[n{n}]]\n")),
+            3 => body.push_str(&format!("also [[Alias {}|shown]]\n", n % 3)),
+            _ => {}
+        }
+    }
+    if let Some(t) = spec.inline_tag {
+        body.push_str(&format!("inline #{}\n", TAGS[t as usize]));
+    }
+    if fm.is_empty() {
+        body
+    } else {
+        format!("---\n{}\n---\n{body}", fm.join("\n"))
+    }
+}
+
+/// A memory as the model sees it, read straight from the file.
+struct ModelNote {
+    keys: BTreeSet<String>,
+    links: BTreeSet<String>,
+    tags: BTreeSet<String>,
+    category: Option<String>,
+}
+
+fn model(root: &Path) -> BTreeMap<StorePath, ModelNote> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let p = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = StorePath::new(p.strip_prefix(root).unwrap()).unwrap();
+            let text = std::fs::read_to_string(&p).unwrap();
+            let m = memory::parse(&stem(&rel), &text);
+            let fm = &m.frontmatter;
+            out.insert(
+                rel.clone(),
+                ModelNote {
+                    keys: memory_keys(&rel, &m.title, fm.id.as_deref(), &fm.aliases),
+                    links: link_keys(&m),
+                    tags: m.tags.iter().cloned().collect(),
+                    category: fm.category.map(|c| c.as_str().to_owned()),
+                },
+            );
+        }
+    }
+    out
+}
+
+fn model_backlinks(notes: &BTreeMap<StorePath, ModelNote>, target: &str) -> Vec<StorePath> {
+    let key = normalize_key(target);
+    let mut keys = BTreeSet::from([key.clone()]);
+    for n in notes.values().filter(|n| n.keys.contains(&key)) {
+        keys.extend(n.keys.iter().cloned());
+    }
+    notes
+        .iter()
+        .filter(|(_, n)| !n.links.is_disjoint(&keys))
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+fn apply_op(fx: &Fixture, op: &Op) {
+    let exists = |rel: &str| fx.abs(rel).exists();
+    match op {
+        Op::Write(i, spec) => fx.write(NAMES[*i], render(spec)),
+        Op::Rename(a, b) if a != b && exists(NAMES[*a]) => fx.rename(NAMES[*a], NAMES[*b]),
+        Op::Delete(i) if exists(NAMES[*i]) => fx.remove(NAMES[*i]),
+        Op::RenameDir if exists("d") => {
+            let to = if exists("e") { "e/d" } else { "e" };
+            if to == "e/d" && exists("e/d") {
+                return;
+            }
+            std::fs::create_dir_all(fx.abs(to).parent().unwrap()).unwrap();
+            std::fs::rename(fx.abs("d"), fx.abs(to)).unwrap();
+            fx.index.notify_path(&sp("d"));
+            fx.index.notify_path(&sp(to));
+        }
+        _ => {}
+    }
+}
+
+fn check_against_model(fx: &Fixture) -> Result<(), TestCaseError> {
+    let notes = model(fx.dir.path());
+    let mut targets: Vec<String> = Vec::new();
+    for i in 0..6 {
+        targets.push(format!("n{i}"));
+        targets.push(format!("Title {i}"));
+        targets.push(format!("id-{i}"));
+        targets.push(format!("alias {i}"));
+    }
+    for t in &targets {
+        prop_assert_eq!(
+            fx.index.backlinks(t),
+            model_backlinks(&notes, t),
+            "backlinks({})",
+            t
+        );
+    }
+    for c in CATEGORIES {
+        let expected: Vec<StorePath> = notes
+            .iter()
+            .filter(|(_, n)| n.category.as_deref() == Some(c))
+            .map(|(p, _)| p.clone())
+            .collect();
+        prop_assert_eq!(fx.index.by_category(c), expected, "by_category({})", c);
+    }
+    for t in TAGS {
+        let expected: Vec<StorePath> = notes
+            .iter()
+            .filter(|(_, n)| n.tags.contains(t))
+            .map(|(p, _)| p.clone())
+            .collect();
+        prop_assert_eq!(fx.index.by_tag(t), expected, "by_tag({})", t);
+    }
+    let tags: BTreeSet<String> = notes
+        .values()
+        .flat_map(|n| n.tags.iter().cloned())
+        .collect();
+    prop_assert_eq!(fx.index.tags(), tags.into_iter().collect::<Vec<_>>());
+    prop_assert_eq!(fx.index.status().documents, notes.len() as u64);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn graph_and_views_match_a_naive_model(ops in proptest::collection::vec(op(), 1..16)) {
+        let fx = Fixture::new();
+        let half = ops.len() / 2;
+        for op in &ops[..half] {
+            apply_op(&fx, op);
+        }
+        fx.sync();
+        check_against_model(&fx)?;
+        for op in &ops[half..] {
+            apply_op(&fx, op);
+        }
+        fx.sync();
+        check_against_model(&fx)?;
+    }
+}
+
+/// Rebuild throughput on a synthetic store; prints numbers, asserts none.
+/// `cargo test --release --lib index::tests::rebuild_throughput -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn rebuild_throughput() {
+    let n: usize = std::env::var("MNEMOFS_BENCH_NOTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let store_dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let words = [
+        "memory", "agent", "dark", "mode", "project", "deadline", "coffee", "review", "rust",
+        "index",
+    ];
+    for i in 0..n {
+        let dir = store_dir.path().join(format!("d{}", i % 50));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut body = String::new();
+        while body.len() < 4000 {
+            body.push_str(words[(body.len() * 7 + i) % words.len()]);
+            body.push(' ');
+        }
+        let text = format!(
+            "---\nid: id-{i}\ntitle: Note {i}\ncategory: knowledge\ntags: [t{}, common]\ncreated_at: 2025-01-01\n---\n{body}\nSee [[Note {}]] and [[n{}]].\n",
+            i % 20,
+            (i + 1) % n,
+            (i + 7) % n
+        );
+        std::fs::write(dir.join(format!("n{i}.md")), text).unwrap();
+    }
+    let store = Arc::new(Store::open(store_dir.path()).unwrap());
+    let t = Instant::now();
+    let index = Index::open(state.path(), Arc::clone(&store)).unwrap();
+    assert!(index.wait_idle(Duration::from_secs(600)));
+    let first = t.elapsed();
+    eprintln!(
+        "initial reconcile of {n} notes: {first:?} ({:.0} notes/s)",
+        n as f64 / first.as_secs_f64()
+    );
+    let t = Instant::now();
+    let count = index.rebuild().unwrap();
+    let rebuild = t.elapsed();
+    eprintln!(
+        "rebuild of {count} notes: {rebuild:?} ({:.0} notes/s)",
+        count as f64 / rebuild.as_secs_f64()
+    );
+    index.shutdown();
+    drop(index);
+    let t = Instant::now();
+    let index = Index::open(state.path(), Arc::clone(&store)).unwrap();
+    let opened = t.elapsed();
+    assert!(index.wait_idle(Duration::from_secs(600)));
+    eprintln!(
+        "reopen: {opened:?}, unchanged reconcile done after {:?}",
+        t.elapsed()
+    );
+    let mut times = Vec::new();
+    for q in [
+        "dark mode",
+        "tag:t3",
+        "coffee AND deadline",
+        "category:knowledge",
+        "Note 77",
+    ] {
+        let t = Instant::now();
+        let hits = index.search(q, 50).unwrap();
+        times.push((q, t.elapsed(), hits.len()));
+    }
+    eprintln!("searches (limit 50): {times:?}");
+    let mut times = Vec::new();
+    for q in [
+        "dark mode",
+        "tag:t3",
+        "coffee AND deadline",
+        "category:knowledge",
+        "Note 77",
+    ] {
+        let t = Instant::now();
+        let hits = index.search_paths(q, 50).unwrap();
+        times.push((q, t.elapsed(), hits.len()));
+    }
+    eprintln!("search_paths (limit 50): {times:?}");
+    let t = Instant::now();
+    let b = index.backlinks("Note 5");
+    eprintln!("backlinks: {:?} ({} hits)", t.elapsed(), b.len());
+    let t = Instant::now();
+    let c = index.by_tag("common");
+    eprintln!("by_tag(common): {:?} ({} paths)", t.elapsed(), c.len());
+    let file = store_dir.path().join("d3/n3.md");
+    std::fs::write(&file, "---\ntitle: changed\n---\nfreshly written zebra\n").unwrap();
+    let t = Instant::now();
+    index.notify_path(&StorePath::new("d3/n3.md").unwrap());
+    while index.search("zebra", 1).unwrap().is_empty() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    eprintln!("write to searchable: {:?}", t.elapsed());
+}
+
+#[test]
+fn agent_scopes_can_be_filtered() {
+    let fx = Fixture::new();
+    fx.write("a.md", "---\nscope: agent:claude\n---\nscoped note\n");
+    fx.write("b.md", "---\nscope: global\n---\nglobal note\n");
+    fx.sync();
+    assert_eq!(fx.search("scope:\"agent:claude\""), paths(&["a.md"]));
+    assert_eq!(fx.search("scope:agent\\:claude"), paths(&["a.md"]));
+    assert_eq!(fx.search("scope:agent:claude"), paths(&["a.md"]));
+    assert_eq!(fx.search("scope:agent:Claude AND scoped"), paths(&["a.md"]));
+}

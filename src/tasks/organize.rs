@@ -1,0 +1,462 @@
+//! The organizer's jobs: normalize, sort the inbox, archive, merge.
+//!
+//! Reads go to the store directly (they change nothing and must not count
+//! as an agent's access); every change goes through the mount. Paths
+//! written by someone stay valid: only inbox items are moved into the
+//! tree, and anything else that leaves its place goes to `archive/`, with
+//! `archived_reason` and `archived_at` saying why and when.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::normalize::{self, Plan, in_inbox, is_memory_path};
+use super::rewrite::{MountWriter, Outcome};
+use super::{Classifier, Report, TaskSettings, now_unix, reminders};
+use crate::config::Config;
+use crate::index::Index;
+use crate::memory::{self, Category};
+use crate::store::{FileKind, Stat, Store, StorePath};
+
+/// Everything the organizer works with.
+pub(crate) struct Organizing {
+    pub(crate) writer: MountWriter,
+    pub(crate) store: Arc<Store>,
+    pub(crate) index: Index,
+    pub(crate) settings: TaskSettings,
+    pub(crate) classify: Classifier,
+    pub(crate) config: Config,
+}
+
+/// A file-name-safe version of a stem.
+fn slug(stem: &str) -> String {
+    let s: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    s.trim_matches('-').to_string()
+}
+
+fn age(st: &Stat) -> Duration {
+    let mtime = UNIX_EPOCH + Duration::from_secs(st.mtime.sec.max(0) as u64);
+    SystemTime::now().duration_since(mtime).unwrap_or_default()
+}
+
+fn stem(path: &StorePath) -> String {
+    Path::new(path.as_path())
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn name(path: &StorePath) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The body with runs of whitespace collapsed: two memories are duplicates
+/// when these are equal.
+fn normalized_body(text: &str) -> String {
+    let parsed = memory::parse("", text);
+    parsed
+        .body(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Organizing {
+    /// Every memory below `dir` (not in dot-folders or `archive/`).
+    fn memories_under(&self, dir: &StorePath) -> Vec<(StorePath, Stat)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = self.store.read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries {
+                let Some(path) = dir.join(&entry.name) else {
+                    continue;
+                };
+                let hidden = entry.name.as_encoded_bytes().first() == Some(&b'.');
+                match entry.kind {
+                    FileKind::Directory
+                        if !(hidden || dir.is_root() && entry.name == "archive") =>
+                    {
+                        stack.push(path)
+                    }
+                    FileKind::File if is_memory_path(&path) => {
+                        if let Ok(st) = self.store.stat(&path) {
+                            out.push((path, st));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    fn read_text(&self, path: &StorePath) -> Option<(Vec<u8>, String)> {
+        let bytes = self.store.read(path).ok()?;
+        if memory::is_probably_binary(&bytes) {
+            return None;
+        }
+        let text = String::from_utf8(bytes.clone()).ok()?;
+        Some((bytes, text))
+    }
+
+    /// Normalizes every memory (start-up).
+    pub(crate) fn normalize_all(&self) -> Report {
+        let mut report = Report::default();
+        for (path, _) in self.memories_under(&StorePath::root()) {
+            if self.normalize_one(&path, &mut report) == Outcome::Busy {
+                report.retried += 1;
+            }
+        }
+        report
+    }
+
+    /// Adds missing frontmatter to one memory.
+    pub(crate) fn normalize_one(&self, path: &StorePath, report: &mut Report) -> Outcome {
+        if !is_memory_path(path) {
+            return Outcome::Done;
+        }
+        let Ok(st) = self.store.stat(path) else {
+            return Outcome::Done;
+        };
+        if st.kind != FileKind::File {
+            return Outcome::Done;
+        }
+        let Some((bytes, text)) = self.read_text(path) else {
+            return Outcome::Done;
+        };
+        let classify = |title: &str, body: &str| (self.classify)(title, body);
+        match normalize::plan(path, &text, st.mtime.sec, &classify) {
+            Plan::Complete => Outcome::Done,
+            Plan::Malformed(reason) => {
+                log::debug!("not normalizing {path}: {reason}");
+                report.malformed += 1;
+                Outcome::Done
+            }
+            Plan::Rewrite(new) => match self.writer.replace(path, &bytes, new.as_bytes()) {
+                Ok(Outcome::Done) => {
+                    report.normalized += 1;
+                    Outcome::Done
+                }
+                Ok(Outcome::Busy) => Outcome::Busy,
+                Err(e) => {
+                    report.errors.push(format!("normalize {path}: {e}"));
+                    Outcome::Done
+                }
+            },
+        }
+    }
+
+    /// Sets frontmatter fields on a file the organizer just moved.
+    fn set_fields(&self, path: &StorePath, fields: &[(&str, String)], report: &mut Report) {
+        let Some((bytes, text)) = self.read_text(path) else {
+            return;
+        };
+        match memory::set_fields(&text, fields) {
+            Ok(Some(new)) => match self.writer.replace(path, &bytes, new.as_bytes()) {
+                Ok(Outcome::Done) => {}
+                Ok(Outcome::Busy) => report.retried += 1,
+                Err(e) => report.errors.push(format!("update {path}: {e}")),
+            },
+            Ok(None) => {}
+            Err(e) => report.errors.push(format!("update {path}: {e}")),
+        }
+    }
+
+    /// Moves `from` into `dir` under a free name; returns where it went.
+    fn move_into(&self, from: &StorePath, dir: &str, report: &mut Report) -> Option<StorePath> {
+        let dir = StorePath::new(dir)?;
+        let to = self.writer.free_name(&dir, &name(from))?;
+        match self.writer.move_to(from, &to) {
+            Ok(Outcome::Done) => Some(to),
+            Ok(Outcome::Busy) => {
+                report.retried += 1;
+                None
+            }
+            Err(e) => {
+                report.errors.push(format!("move {from} to {to}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn archive(
+        &self,
+        from: &StorePath,
+        folder: &str,
+        reason: &str,
+        extra: &[(&str, String)],
+        report: &mut Report,
+    ) -> bool {
+        let Some(to) = self.move_into(from, &format!("archive/{folder}"), report) else {
+            return false;
+        };
+        let mut fields = vec![
+            ("phase", "archived".to_string()),
+            ("archived_reason", reason.to_string()),
+            ("archived_at", memory::format_timestamp(now_unix())),
+        ];
+        fields.extend(extra.iter().cloned());
+        self.set_fields(&to, &fields, report);
+        true
+    }
+
+    /// Level 1: classifies quiet inbox items and moves them to
+    /// `<category>/`; unclassifiable ones stay, and expire after the TTL.
+    pub(crate) fn organize_inbox(&self) -> Report {
+        let mut report = Report::default();
+        let inbox = StorePath::new("inbox").unwrap_or_default();
+        for (path, st) in self.memories_under(&inbox) {
+            let age = age(&st);
+            if age < self.settings.quiet_period || self.writer.is_busy(&path) {
+                continue;
+            }
+            let Some((_, text)) = self.read_text(&path) else {
+                continue;
+            };
+            let parsed = memory::parse(&stem(&path), &text);
+            if parsed.has_malformed_frontmatter() {
+                report.malformed += 1;
+                continue;
+            }
+            let category = parsed
+                .frontmatter
+                .category
+                .or_else(|| (self.classify)(&parsed.title, parsed.body(&text)));
+            match category {
+                Some(c) if c != Category::Inbox => {
+                    if let Some(to) = self.move_into(&path, c.as_str(), &mut report) {
+                        self.writer.redirect(&path, &to, self.settings.grace_period);
+                        let fields = [
+                            ("phase", "organized".to_string()),
+                            ("category", c.as_str().to_string()),
+                        ];
+                        self.set_fields(&to, &fields, &mut report);
+                        report.organized += 1;
+                    }
+                }
+                _ if age >= self.settings.inbox_ttl => {
+                    let reason = format!(
+                        "expired: untouched in the inbox for {} days",
+                        self.settings.inbox_ttl.as_secs() / 86_400
+                    );
+                    if self.archive(&path, "expired", &reason, &[], &mut report) {
+                        report.expired += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        report
+    }
+
+    /// Archives organized memories untouched for longer than the decay
+    /// threshold (off unless configured).
+    pub(crate) fn lifecycle(&self) -> Report {
+        let mut report = Report::default();
+        let Some(after) = self.settings.decay_after else {
+            return report;
+        };
+        for (path, st) in self.memories_under(&StorePath::root()) {
+            if in_inbox(&path) || age(&st) < after || self.writer.is_busy(&path) {
+                continue;
+            }
+            let reason = format!("decayed: unused for {} days", after.as_secs() / 86_400);
+            if self.archive(&path, "decayed", &reason, &[], &mut report) {
+                report.decayed += 1;
+            }
+        }
+        report
+    }
+
+    /// Level 2: merges exact duplicates (same body up to whitespace). The
+    /// oldest copy is kept; the others go to `archive/merged/` with
+    /// `merged_into: <id>`, and links to them are pointed at the one kept.
+    pub(crate) fn consolidate(&self) -> Report {
+        let mut report = Report::default();
+        let mut groups: HashMap<String, Vec<(StorePath, Stat, String)>> = HashMap::new();
+        for (path, st) in self.memories_under(&StorePath::root()) {
+            let Some((_, text)) = self.read_text(&path) else {
+                continue;
+            };
+            let body = normalized_body(&text);
+            if body.is_empty() {
+                continue;
+            }
+            groups.entry(body).or_default().push((path, st, text));
+        }
+        for (_, mut copies) in groups.into_iter().filter(|(_, g)| g.len() > 1) {
+            copies.sort_by(|a, b| (a.1.mtime, &a.0).cmp(&(b.1.mtime, &b.0)));
+            let (kept, _, kept_text) = &copies[0];
+            let kept_id = memory::parse(&stem(kept), kept_text)
+                .frontmatter
+                .id
+                .unwrap_or_default();
+            for (dup, _, _) in &copies[1..] {
+                if self.writer.is_busy(dup) {
+                    report.retried += 1;
+                    continue;
+                }
+                let linkers = self.index.backlinks(&stem(dup));
+                let reason = format!("duplicate of {kept}");
+                let extra = [(
+                    "merged_into",
+                    if kept_id.is_empty() {
+                        kept.to_string()
+                    } else {
+                        kept_id.clone()
+                    },
+                )];
+                if !self.archive(dup, "merged", &reason, &extra, &mut report) {
+                    continue;
+                }
+                report.merged += 1;
+                for linker in linkers.iter().filter(|l| *l != dup) {
+                    report.links_redirected +=
+                        self.redirect_links(linker, &stem(dup), &stem(kept), &mut report);
+                }
+            }
+        }
+        report
+    }
+
+    /// Rewrites `[[old` to `[[new` in one memory; returns links changed.
+    fn redirect_links(&self, path: &StorePath, old: &str, new: &str, report: &mut Report) -> usize {
+        let Some((bytes, text)) = self.read_text(path) else {
+            return 0;
+        };
+        let mut count = 0;
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("[[") {
+            let (head, tail) = rest.split_at(i + 2);
+            out.push_str(head);
+            let target_end = tail.find(['|', '#', ']']).unwrap_or(tail.len());
+            if tail[..target_end].trim().eq_ignore_ascii_case(old) {
+                out.push_str(new);
+                rest = &tail[target_end..];
+                count += 1;
+            } else {
+                rest = tail;
+            }
+        }
+        out.push_str(rest);
+        if count == 0 {
+            return 0;
+        }
+        match self.writer.replace(path, &bytes, out.as_bytes()) {
+            Ok(Outcome::Done) => count,
+            Ok(Outcome::Busy) => {
+                report.retried += 1;
+                0
+            }
+            Err(e) => {
+                report.errors.push(format!("redirect links in {path}: {e}"));
+                0
+            }
+        }
+    }
+
+    /// Level 3: turns time expressions in memories ("tomorrow 3pm",
+    /// "明天下午三点") into memories in `reminders/` with `expires_at`.
+    /// Names are derived from the source and the phrase, so running again
+    /// creates nothing twice.
+    pub(crate) fn reminders(&self) -> Report {
+        let mut report = Report::default();
+        let now = now_unix();
+        let tz = self.config.utc_offset_at(now);
+        for (path, _) in self.memories_under(&StorePath::root()) {
+            let Some((_, text)) = self.read_text(&path) else {
+                continue;
+            };
+            let parsed = memory::parse(&stem(&path), &text);
+            let found = reminders::extract_reminders(parsed.body(&text), now, &tz);
+            if path.as_path().starts_with("reminders") {
+                // A memory filed as a reminder gets its due time from its own text.
+                let has_due = parsed.frontmatter.extra.contains_key("due_at")
+                    || parsed.frontmatter.expires_at.is_some();
+                if let (false, Some(first)) = (has_due, found.first()) {
+                    let due = reminders::format_rfc3339(first.due, &tz);
+                    let fields = [("due_at", due.clone()), ("expires_at", due)];
+                    self.set_fields(&path, &fields, &mut report);
+                    report.reminders += 1;
+                }
+                continue;
+            }
+            for found in found {
+                let due = reminders::format_rfc3339(found.due, &tz);
+                let key =
+                    crate::tasks::counters::fnv1a64(format!("{path}\n{}", found.phrase).as_bytes());
+                let file = format!(
+                    "reminders/{}-{}-{:08x}.md",
+                    &due[..10],
+                    slug(&stem(&path)),
+                    key as u32
+                );
+                let Some(target) = StorePath::new(&file) else {
+                    continue;
+                };
+                if self.store.stat(&target).is_ok() {
+                    continue;
+                }
+                let title = format!("Reminder: {}", found.phrase);
+                let body = format!(
+                    "---\nid: {}\ntitle: {}\ntype: reminder\ncategory: reminders\nphase: organized\ncreated_at: {}\ndue_at: {due}\nexpires_at: {due}\nsource: {}\n---\n{}\n\nFrom [[{}]].\n",
+                    uuid::Uuid::new_v4(),
+                    memory::yaml_scalar(&title),
+                    memory::format_timestamp(now),
+                    memory::yaml_scalar(&path.to_string()),
+                    found.context,
+                    stem(&path),
+                );
+                match self.writer.create(&target, body.as_bytes()) {
+                    Ok(()) => report.reminders += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => report.errors.push(format!("reminder {target}: {e}")),
+                }
+            }
+        }
+        report
+    }
+
+    /// The reminders that are due, newest last, as (due, title, path).
+    pub(crate) fn due_reminders(&self) -> Vec<(i64, String, StorePath)> {
+        let now = now_unix();
+        let dir = StorePath::new("reminders").unwrap_or_default();
+        let mut due = Vec::new();
+        for (path, _) in self.memories_under(&dir) {
+            let Some((_, text)) = self.read_text(&path) else {
+                continue;
+            };
+            let parsed = memory::parse(&stem(&path), &text);
+            let when = parsed
+                .frontmatter
+                .extra
+                .get("due_at")
+                .and_then(|v| v.as_str())
+                .or(parsed.frontmatter.expires_at.as_deref())
+                .and_then(memory::parse_timestamp);
+            if let Some(when) = when.filter(|w| *w <= now) {
+                due.push((when, parsed.title.clone(), path));
+            }
+        }
+        due.sort();
+        due
+    }
+}

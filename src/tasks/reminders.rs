@@ -1,0 +1,1471 @@
+//! Finding reminders in free text: "tomorrow 3pm", "on 2026-12-01",
+//! "next Friday", "in 2 hours", "明天下午三点", "下周五", "12月1日".
+//!
+//! Dream level 3 turns each expression into a memory under `reminders/`
+//! with `expires_at`, and due ones go to `.mnemofs/pending.md`. This module
+//! only reads text: given the text, the current instant and the user's UTC
+//! offset it returns what it found, so it is tested with fixed clocks.
+//!
+//! Subtleties a newcomer trips on:
+//! - All calendar math is local to the configured offset: "tomorrow" means
+//!   the day after today *there*, not in UTC. One offset is applied to the
+//!   whole computation, so a reminder across a DST change can be an hour
+//!   off; callers pass the offset in force now.
+//! - A date without a time is all-day and falls due at 09:00 local, so the
+//!   notification arrives in the morning rather than at midnight.
+//! - Past times are dropped; an all-day date is kept through its whole day
+//!   (it is not "past" at 10:00 on the day itself). Bare "today"/"今天"
+//!   without a time is ignored: in notes it almost always narrates the
+//!   past ("today I fixed...").
+//! - Weeks start on Monday (ISO, and the Chinese convention). "next Friday"
+//!   and "下周五" are the Friday of next week; "on Friday" and a bare
+//!   "周五" are the first Friday after today; "this Friday" and "本周五"
+//!   are this week's, which may already be past (then it is dropped).
+//! - A date without a year ("12月1日", "December 1") takes the year that
+//!   puts it nearest to today, so "11月20日" written on 22 November names
+//!   the past (and is dropped) instead of next year's.
+//! - Chinese hours follow their period: 下午/晚上 add 12 hours, 中午1点 is
+//!   13:00; an hour without a period is taken as written (24-hour).
+//! - English matches need word boundaries ("Saturday" is not "sat", the
+//!   digits of "12026-12-01" are not a date). Repeated weekday patterns
+//!   ("每周五", "every Friday") are habits, not one-off reminders.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Seconds since the unix epoch (UTC).
+pub type Timestamp = i64;
+
+/// A fixed offset from UTC, in seconds east (`+08:00` is 28 800).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FixedOffset {
+    seconds: i32,
+}
+
+/// The largest offset accepted; real zones stay within ±14 hours.
+const MAX_OFFSET_SECONDS: i32 = 24 * 3600 - 1;
+
+impl FixedOffset {
+    /// UTC itself.
+    pub const UTC: FixedOffset = FixedOffset { seconds: 0 };
+
+    /// An offset of `seconds` east of UTC; `None` beyond ±23:59:59.
+    pub fn east(seconds: i32) -> Option<FixedOffset> {
+        (seconds.abs() <= MAX_OFFSET_SECONDS).then_some(FixedOffset { seconds })
+    }
+
+    /// Seconds east of UTC.
+    pub fn seconds(self) -> i32 {
+        self.seconds
+    }
+}
+
+impl fmt::Display for FixedOffset {
+    /// `+08:00`, `-05:30`, `+00:00`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.seconds < 0 { '-' } else { '+' };
+        let abs = self.seconds.unsigned_abs();
+        write!(f, "{sign}{:02}:{:02}", abs / 3600, abs / 60 % 60)
+    }
+}
+
+/// A string that is not a UTC offset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid utc offset `{0}` (write e.g. `+08:00`, `-0500` or `UTC`)")]
+pub struct OffsetError(pub String);
+
+impl FromStr for FixedOffset {
+    type Err = OffsetError;
+
+    /// Reads `UTC`, `Z`, `GMT`, `+08:00`, `+0800`, `+8`, `-05:30`, and the
+    /// same after a `UTC`/`GMT` prefix (`UTC+8`).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || OffsetError(s.to_owned());
+        let t = s.trim();
+        if t.is_empty() {
+            return Err(err());
+        }
+        let upper = t.to_ascii_uppercase();
+        let rest = upper
+            .strip_prefix("UTC")
+            .or_else(|| upper.strip_prefix("GMT"))
+            .unwrap_or(&upper);
+        if rest.is_empty() || rest == "Z" {
+            return Ok(FixedOffset::UTC);
+        }
+        let (sign, digits) = match rest.as_bytes()[0] {
+            b'+' => (1, &rest[1..]),
+            b'-' => (-1, &rest[1..]),
+            _ => return Err(err()),
+        };
+        if !digits.bytes().all(|b| b.is_ascii_digit() || b == b':') {
+            return Err(err());
+        }
+        let (h, m) = match digits.split_once(':') {
+            Some((h, m)) if m.len() == 2 => (h, m),
+            Some(_) => return Err(err()),
+            None if digits.len() == 4 => (&digits[..2], &digits[2..]),
+            None => (digits, "0"),
+        };
+        let all_digits =
+            |x: &str| !x.is_empty() && x.len() <= 2 && x.bytes().all(|b| b.is_ascii_digit());
+        if !all_digits(h) || !all_digits(m) {
+            return Err(err());
+        }
+        let (h, m): (i32, i32) = (h.parse().map_err(|_| err())?, m.parse().map_err(|_| err())?);
+        if h > 23 || m > 59 {
+            return Err(err());
+        }
+        FixedOffset::east(sign * (h * 3600 + m * 60)).ok_or_else(err)
+    }
+}
+
+/// A time expression found in text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reminder {
+    /// The matched text, as written ("tomorrow 3pm", "下周五").
+    pub phrase: String,
+    /// When it falls due, in unix seconds.
+    pub due: Timestamp,
+    /// Whether only a date was given; `due` is then 09:00 local that day.
+    pub all_day: bool,
+    /// The sentence the phrase came from, trimmed (and cut to
+    /// [`MAX_CONTEXT_CHARS`]), for the reminder's body.
+    pub context: String,
+}
+
+/// How much of a sentence is kept as a reminder's context.
+pub const MAX_CONTEXT_CHARS: usize = 300;
+
+/// When an all-day reminder falls due, in seconds after local midnight.
+const ALL_DAY_SECONDS: i64 = 9 * 3600;
+
+/// Finds every future time expression in `text`, in order of appearance.
+///
+/// `now` anchors relative expressions; `tz` is the user's offset. The same
+/// phrase resolving to the same instant twice is reported once.
+pub fn extract_reminders(text: &str, now: Timestamp, tz: &FixedOffset) -> Vec<Reminder> {
+    let Some(today) = Today::new(now, *tz) else {
+        return Vec::new();
+    };
+    let mut found: Vec<Reminder> = Vec::new();
+    for sentence in sentences(text) {
+        let lower = sentence.to_ascii_lowercase();
+        let scan = Scan { s: &lower };
+        let mut pos = 0;
+        while let Some(cur) = lower[pos..].chars().next() {
+            let prev = lower[..pos].chars().next_back();
+            // Never start inside a word or number ("sat" in "saturday").
+            let inside_word =
+                prev.is_some_and(|p| p.is_ascii_alphanumeric()) && cur.is_ascii_alphanumeric();
+            if !inside_word && let Some((end, when)) = scan.longest_at(pos) {
+                if let Some((due, all_day)) = today.resolve(when) {
+                    let phrase = sentence[pos..end].trim().to_owned();
+                    if !found.iter().any(|r| r.phrase == phrase && r.due == due) {
+                        found.push(Reminder {
+                            phrase,
+                            due,
+                            all_day,
+                            context: cut_chars(sentence.trim(), MAX_CONTEXT_CHARS),
+                        });
+                    }
+                }
+                pos = end;
+                continue;
+            }
+            pos += cur.len_utf8();
+        }
+    }
+    found
+}
+
+/// Formats `ts` as RFC 3339 in `tz`, e.g. `2026-11-23T15:00:00+08:00`,
+/// for `expires_at` and `.mnemofs/pending.md`.
+pub fn format_rfc3339(ts: Timestamp, tz: &FixedOffset) -> String {
+    let local = ts.saturating_add(i64::from(tz.seconds));
+    let days = local.div_euclid(86_400);
+    let secs = local.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{tz}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Calendar math (proleptic Gregorian), after Howard Hinnant's algorithms.
+
+/// Days since 1970-01-01 of a civil date. Valid for any `i64` year that
+/// does not overflow; callers keep years within 1..=9999.
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(m);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date of a day number (inverse of [`days_from_civil`]).
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Day of the week of a day number: 0 = Monday … 6 = Sunday.
+pub fn weekday(days: i64) -> u32 {
+    // 1970-01-01 was a Thursday.
+    (days + 3).rem_euclid(7) as u32
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if is_leap(y) => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// The day number of a valid date, or `None`.
+fn valid_date(y: i64, m: u32, d: u32) -> Option<i64> {
+    ((1..=9999).contains(&y) && (1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m))
+        .then(|| days_from_civil(y, m, d))
+}
+
+// ---------------------------------------------------------------------------
+// What a phrase means, before it is anchored to today.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DateSpec {
+    /// A full date.
+    Ymd(i64, u32, u32),
+    /// A date without a year: the nearest occurrence.
+    MonthDay(u32, u32),
+    /// Days from today.
+    Days(i64),
+    /// A weekday (0 = Monday) counted as `WeekMode` says.
+    Weekday(u32, WeekMode),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WeekMode {
+    /// The first such day after today.
+    Upcoming,
+    /// That day of the current Monday-based week.
+    ThisWeek,
+    /// That day of next week.
+    NextWeek,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Clock {
+    hour: u32,
+    minute: u32,
+}
+
+impl Clock {
+    fn new(hour: u32, minute: u32) -> Option<Clock> {
+        (hour < 24 && minute < 60).then_some(Clock { hour, minute })
+    }
+
+    fn seconds(self) -> i64 {
+        i64::from(self.hour * 3600 + self.minute * 60)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    /// A day, at a time of day or all-day.
+    On(DateSpec, Option<Clock>),
+    /// A number of seconds from now.
+    After(i64),
+}
+
+/// What a date phrase implies when no time follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Untimed {
+    /// All-day.
+    AllDay,
+    /// Only meaningful with a time ("today", a bare weekday).
+    NeedsTime,
+    /// A time of day is implied ("tonight", "今晚", "明早").
+    Implied(Period),
+}
+
+/// Parts of the day in Chinese time expressions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Period {
+    Dawn,
+    Morning,
+    EarlyMorning,
+    Noon,
+    Afternoon,
+    Dusk,
+    Evening,
+    Night,
+}
+
+impl Period {
+    /// The time meant when only the period is given ("明天下午").
+    fn default_clock(self) -> Option<Clock> {
+        let hour = match self {
+            Period::Dawn => return None,
+            Period::EarlyMorning => 8,
+            Period::Morning => 9,
+            Period::Noon => 12,
+            Period::Afternoon => 15,
+            Period::Dusk => 18,
+            Period::Evening => 20,
+            Period::Night => 21,
+        };
+        Clock::new(hour, 0)
+    }
+
+    /// Turns a 12-hour-style hour said in this period into 0..24.
+    fn adjust(self, hour: u32) -> u32 {
+        match self {
+            Period::Afternoon | Period::Dusk | Period::Evening | Period::Night if hour < 12 => {
+                hour + 12
+            }
+            Period::Noon if hour < 11 => hour + 12,
+            Period::Dawn | Period::EarlyMorning | Period::Morning if hour == 12 => 0,
+            _ => hour,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Anchoring to now.
+
+struct Today {
+    now: Timestamp,
+    offset: i64,
+    days: i64,
+    year: i64,
+}
+
+impl Today {
+    fn new(now: Timestamp, tz: FixedOffset) -> Option<Today> {
+        // Outside years 1..=9999 nothing is meaningful and the math could
+        // overflow.
+        const MIN: i64 = -62_135_596_800 + 86_400 * 400;
+        const MAX: i64 = 253_402_300_799 - 86_400 * 800;
+        if !(MIN..=MAX).contains(&now) {
+            return None;
+        }
+        let offset = i64::from(tz.seconds);
+        let days = (now + offset).div_euclid(86_400);
+        let (year, _, _) = civil_from_days(days);
+        Some(Today {
+            now,
+            offset,
+            days,
+            year,
+        })
+    }
+
+    /// Due instant and all-day flag, or `None` if invalid or past.
+    fn resolve(&self, when: When) -> Option<(Timestamp, bool)> {
+        match when {
+            When::After(seconds) => {
+                let due = self.now.checked_add(seconds)?;
+                (seconds > 0).then_some((due, false))
+            }
+            When::On(spec, clock) => {
+                let day = self.day_of(spec)?;
+                if !(0..=3_000_000).contains(&(day - self.days + 1_000_000)) {
+                    // Absurdly far (thousands of years): not a reminder.
+                    return None;
+                }
+                let local_secs = clock.map_or(ALL_DAY_SECONDS, Clock::seconds);
+                let due = day * 86_400 + local_secs - self.offset;
+                let past = match clock {
+                    Some(_) => due < self.now,
+                    None => day < self.days,
+                };
+                (!past).then_some((due, clock.is_none()))
+            }
+        }
+    }
+
+    fn day_of(&self, spec: DateSpec) -> Option<i64> {
+        let wd_today = i64::from(weekday(self.days));
+        match spec {
+            DateSpec::Ymd(y, m, d) => valid_date(y, m, d),
+            DateSpec::MonthDay(m, d) => [self.year - 1, self.year, self.year + 1]
+                .into_iter()
+                .filter_map(|y| valid_date(y, m, d))
+                // Nearest to today; on a tie, the future one.
+                .min_by_key(|day| ((day - self.days).abs(), -day)),
+            DateSpec::Days(n) => self.days.checked_add(n),
+            DateSpec::Weekday(wd, mode) => {
+                let wd = i64::from(wd);
+                let monday = self.days - wd_today;
+                Some(match mode {
+                    WeekMode::ThisWeek => monday + wd,
+                    WeekMode::NextWeek => monday + 7 + wd,
+                    WeekMode::Upcoming => {
+                        let delta = (wd - wd_today).rem_euclid(7);
+                        self.days + if delta == 0 { 7 } else { delta }
+                    }
+                })
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Splitting text into sentences (for context) and scanning them.
+
+/// Sentences: split at line breaks, CJK sentence punctuation, `!?;`, and
+/// a `.` followed by whitespace (not inside `3 p.m. tomorrow`).
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut iter = text.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        let next = iter.peek().map(|(_, n)| *n);
+        let ends = match c {
+            '\n' | '。' | '！' | '？' | '；' | '!' | '?' | ';' => true,
+            '.' => {
+                let before = &text.as_bytes()[..i];
+                let tail = before
+                    .get(before.len().saturating_sub(3)..)
+                    .unwrap_or_default();
+                next.is_none_or(char::is_whitespace)
+                    && !tail.eq_ignore_ascii_case(b"a.m")
+                    && !tail.eq_ignore_ascii_case(b"p.m")
+            }
+            _ => false,
+        };
+        if ends {
+            let end = i + c.len_utf8();
+            if !text[start..end].trim().is_empty() {
+                out.push(&text[start..end]);
+            }
+            start = end;
+        }
+    }
+    if !text[start..].trim().is_empty() {
+        out.push(&text[start..]);
+    }
+    out
+}
+
+fn cut_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+/// A lowercased sentence and parsers over byte positions in it. Every
+/// parser advances only over what it matched, so positions stay on char
+/// boundaries.
+struct Scan<'a> {
+    s: &'a str,
+}
+
+const WEEKDAYS_EN: [(&str, u32); 18] = [
+    ("monday", 0),
+    ("tuesday", 1),
+    ("wednesday", 2),
+    ("thursday", 3),
+    ("friday", 4),
+    ("saturday", 5),
+    ("sunday", 6),
+    ("mon", 0),
+    ("tues", 1),
+    ("tue", 1),
+    ("wed", 2),
+    ("thurs", 3),
+    ("thur", 3),
+    ("thu", 3),
+    ("fri", 4),
+    ("sat", 5),
+    ("sun", 6),
+    ("weds", 2),
+];
+
+const MONTHS_EN: [(&str, u32); 24] = [
+    ("january", 1),
+    ("february", 2),
+    ("march", 3),
+    ("april", 4),
+    ("may", 5),
+    ("june", 6),
+    ("july", 7),
+    ("august", 8),
+    ("september", 9),
+    ("october", 10),
+    ("november", 11),
+    ("december", 12),
+    ("jan", 1),
+    ("feb", 2),
+    ("mar", 3),
+    ("apr", 4),
+    ("jun", 6),
+    ("jul", 7),
+    ("aug", 8),
+    ("sept", 9),
+    ("sep", 9),
+    ("oct", 10),
+    ("nov", 11),
+    ("dec", 12),
+];
+
+const NUMBER_WORDS: [(&str, u32); 14] = [
+    ("a", 1),
+    ("an", 1),
+    ("one", 1),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
+    ("eleven", 11),
+    ("twelve", 12),
+];
+
+impl Scan<'_> {
+    /// The longest expression starting at `pos`.
+    fn longest_at(&self, pos: usize) -> Option<(usize, When)> {
+        [self.english(pos), self.chinese(pos)]
+            .into_iter()
+            .flatten()
+            .max_by_key(|(end, _)| *end)
+    }
+
+    fn rest(&self, pos: usize) -> &str {
+        self.s.get(pos..).unwrap_or_default()
+    }
+
+    fn lit(&self, pos: usize, w: &str) -> Option<usize> {
+        self.rest(pos).starts_with(w).then_some(pos + w.len())
+    }
+
+    /// `w` followed by a word boundary.
+    fn word(&self, pos: usize, w: &str) -> Option<usize> {
+        let end = self.lit(pos, w)?;
+        let next = self.rest(end).chars().next();
+        (!next.is_some_and(|c| c.is_ascii_alphanumeric())).then_some(end)
+    }
+
+    /// The first of `words` (with a boundary after it) and its value.
+    fn one_of(&self, pos: usize, words: &[(&str, u32)]) -> Option<(usize, u32)> {
+        words
+            .iter()
+            .find_map(|(w, v)| self.word(pos, w).map(|e| (e, *v)))
+    }
+
+    fn ws(&self, pos: usize) -> usize {
+        pos + self
+            .rest(pos)
+            .bytes()
+            .take_while(|b| *b == b' ' || *b == b'\t')
+            .count()
+    }
+
+    fn ws1(&self, pos: usize) -> Option<usize> {
+        let end = self.ws(pos);
+        (end > pos).then_some(end)
+    }
+
+    /// A run of `min..=max` ASCII digits not followed by another digit.
+    fn digits(&self, pos: usize, min: usize, max: usize) -> Option<(usize, u32)> {
+        let n = self
+            .rest(pos)
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
+        if n < min || n > max {
+            return None;
+        }
+        let value = self.rest(pos)[..n].parse().ok()?;
+        Some((pos + n, value))
+    }
+
+    // -- English ------------------------------------------------------------
+
+    fn english(&self, pos: usize) -> Option<(usize, When)> {
+        let mut best: Option<(usize, When)> = None;
+        let mut offer = |m: Option<(usize, When)>| {
+            if let Some(m) = m
+                && best.is_none_or(|b| m.0 > b.0)
+            {
+                best = Some(m);
+            }
+        };
+        // Date, then an optional time.
+        if let Some((end, spec, default)) = self.date_en(pos) {
+            match self.time_suffix(end) {
+                Some((end, clock)) => offer(Some((end, When::On(spec, Some(clock))))),
+                None => offer(self.untimed(end, spec, default)),
+            }
+        }
+        // Time, then a date: "3pm tomorrow", "at 15:00 on Friday".
+        offer(self.time_en(pos).and_then(|(end, clock)| {
+            let p = self.ws1(end)?;
+            let (end, spec, _) = self.date_en(p)?;
+            Some((end, When::On(spec, Some(clock))))
+        }));
+        offer(self.in_en(pos));
+        best
+    }
+
+    fn untimed(&self, end: usize, spec: DateSpec, default: Untimed) -> Option<(usize, When)> {
+        match default {
+            Untimed::AllDay => Some((end, When::On(spec, None))),
+            Untimed::NeedsTime => None,
+            Untimed::Implied(p) => Some((end, When::On(spec, Some(p.default_clock()?)))),
+        }
+    }
+
+    fn date_en(&self, pos: usize) -> Option<(usize, DateSpec, Untimed)> {
+        use Untimed::*;
+        for (w, days, default) in [
+            ("the day after tomorrow", 2, AllDay),
+            ("day after tomorrow", 2, AllDay),
+            ("tomorrow", 1, AllDay),
+            ("today", 0, NeedsTime),
+            ("tonight", 0, Implied(Period::Evening)),
+        ] {
+            if let Some(end) = self.word(pos, w) {
+                return Some((end, DateSpec::Days(days), default));
+            }
+        }
+        let weekday_after = |p: usize, mode| {
+            let p = self.ws1(p)?;
+            let (end, wd) = self.one_of(p, &WEEKDAYS_EN)?;
+            Some((end, DateSpec::Weekday(wd, mode), AllDay))
+        };
+        if let Some(p) = self.word(pos, "next") {
+            return weekday_after(p, WeekMode::NextWeek);
+        }
+        if let Some(p) = self.word(pos, "this") {
+            return weekday_after(p, WeekMode::ThisWeek);
+        }
+        if let Some(p) = self.word(pos, "on").or_else(|| self.word(pos, "by")) {
+            return weekday_after(p, WeekMode::Upcoming).or_else(|| {
+                let (end, spec) = self.absolute_en(self.ws1(p)?)?;
+                Some((end, spec, AllDay))
+            });
+        }
+        if let Some((end, wd)) = self.one_of(pos, &WEEKDAYS_EN) {
+            return Some((end, DateSpec::Weekday(wd, WeekMode::Upcoming), NeedsTime));
+        }
+        let (end, spec) = self.absolute_en(pos)?;
+        Some((end, spec, AllDay))
+    }
+
+    /// `2026-12-01`, `2026/12/01`, `December 1[st][, 2026]`,
+    /// `1[st] December [2026]`.
+    fn absolute_en(&self, pos: usize) -> Option<(usize, DateSpec)> {
+        if let Some((p, y)) = self.digits(pos, 4, 4) {
+            let sep = self
+                .rest(p)
+                .bytes()
+                .next()
+                .filter(|b| *b == b'-' || *b == b'/')?;
+            let (p, m) = self.digits(p + 1, 1, 2)?;
+            let p = (self.rest(p).bytes().next() == Some(sep)).then_some(p + 1)?;
+            let (end, d) = self.digits(p, 1, 2)?;
+            valid_date(i64::from(y), m, d)?;
+            return Some((end, DateSpec::Ymd(i64::from(y), m, d)));
+        }
+        let year_after = |p: usize| -> Option<(usize, u32)> {
+            let p = self.lit(p, ",").unwrap_or(p);
+            let p = self.ws1(p)?;
+            let (end, y) = self.digits(p, 4, 4)?;
+            // "December 1, 2026 3pm" keeps the year; "Dec 1 2000 people"
+            // would not be a year, but such text is rare enough.
+            Some((end, y))
+        };
+        let spec = |end: usize, y: Option<u32>, m: u32, d: u32| {
+            let spec = match y {
+                Some(y) => DateSpec::Ymd(i64::from(y), m, d),
+                None => DateSpec::MonthDay(m, d),
+            };
+            // Reject impossible dates (a leap day is checked when resolved).
+            (d >= 1 && d <= days_in_month(2000, m)).then_some((end, spec))
+        };
+        if let Some((p, m)) = self.one_of(pos, &MONTHS_EN) {
+            let p = self.lit(p, ".").unwrap_or(p);
+            let p = self.ws1(p)?;
+            let (p, d) = self.digits(p, 1, 2)?;
+            let p = self.ordinal(p);
+            return match year_after(p) {
+                Some((end, y)) => spec(end, Some(y), m, d),
+                None => spec(p, None, m, d),
+            };
+        }
+        let (p, d) = self.digits(pos, 1, 2)?;
+        let p = self.ordinal(p);
+        let p = self.ws1(p)?;
+        let p = self.word(p, "of").and_then(|p| self.ws1(p)).unwrap_or(p);
+        let (p, m) = self.one_of(p, &MONTHS_EN)?;
+        match self.ws1(p).and_then(|q| self.digits(q, 4, 4)) {
+            Some((end, y)) => spec(end, Some(y), m, d),
+            None => spec(p, None, m, d),
+        }
+    }
+
+    /// Skips `st`, `nd`, `rd`, `th` after a day number.
+    fn ordinal(&self, pos: usize) -> usize {
+        ["st", "nd", "rd", "th"]
+            .iter()
+            .find_map(|s| self.word(pos, s))
+            .unwrap_or(pos)
+    }
+
+    /// ` 3pm`, ` at 15:30`, `, 9am`, `T14:00`, ` morning`, after a date.
+    fn time_suffix(&self, pos: usize) -> Option<(usize, Clock)> {
+        if let Some(p) = self.lit(pos, "t")
+            && let Some(m) = self.clock_24h(p)
+        {
+            return Some(m);
+        }
+        let p = self.lit(pos, ",").unwrap_or(pos);
+        let p = self.ws(p);
+        if p == pos {
+            // A time must be separated from the date ("tomorrow3pm" is not
+            // how anyone writes, and guards against digit runs).
+            return self.chinese_time(pos, None);
+        }
+        if let Some(m) = self.time_en(p) {
+            return Some(m);
+        }
+        for (w, hour) in [
+            ("morning", 9),
+            ("noon", 12),
+            ("afternoon", 15),
+            ("evening", 19),
+            ("night", 21),
+        ] {
+            if let Some(end) = self.word(p, w) {
+                return Some((end, Clock::new(hour, 0)?));
+            }
+        }
+        self.chinese_time(p, None)
+    }
+
+    /// `3pm`, `3 pm`, `3:30pm`, `3 p.m.`, `15:30`, `noon`, with an
+    /// optional leading `at `.
+    fn time_en(&self, pos: usize) -> Option<(usize, Clock)> {
+        let p = self
+            .word(pos, "at")
+            .and_then(|p| self.ws1(p))
+            .unwrap_or(pos);
+        if let Some(end) = self.word(p, "noon") {
+            return Some((end, Clock::new(12, 0)?));
+        }
+        let (q, hour) = self.digits(p, 1, 2)?;
+        let (q, minute) = match self.lit(q, ":") {
+            Some(r) => {
+                let (r, m) = self.digits(r, 2, 2)?;
+                (r, Some(m))
+            }
+            None => (q, None),
+        };
+        let r = self.ws(q);
+        let meridiem = [("am", false), ("a.m.", false), ("pm", true), ("p.m.", true)]
+            .into_iter()
+            .find_map(|(w, pm)| {
+                let end = self.lit(r, w)?;
+                let boundary = w.ends_with('.')
+                    || !self
+                        .rest(end)
+                        .chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphanumeric());
+                boundary.then_some((end, pm))
+            });
+        match meridiem {
+            Some((end, pm)) => {
+                if !(1..=12).contains(&hour) {
+                    return None;
+                }
+                let hour = match (hour, pm) {
+                    (12, false) => 0,
+                    (12, true) => 12,
+                    (h, true) => h + 12,
+                    (h, false) => h,
+                };
+                Some((end, Clock::new(hour, minute.unwrap_or(0))?))
+            }
+            None if minute.is_some() => self.clock_24h(p),
+            None => None,
+        }
+    }
+
+    /// `HH:MM[:SS]` in 24-hour form.
+    fn clock_24h(&self, pos: usize) -> Option<(usize, Clock)> {
+        let (p, hour) = self.digits(pos, 1, 2)?;
+        let p = self.lit(p, ":")?;
+        let (mut end, minute) = self.digits(p, 2, 2)?;
+        if let Some((e, _)) = self.lit(end, ":").and_then(|p| self.digits(p, 2, 2)) {
+            end = e;
+        }
+        Some((end, Clock::new(hour, minute)?))
+    }
+
+    /// `in 3 days`, `in 2 hours`, `in an hour`, `in 30 minutes`,
+    /// `in two weeks`.
+    fn in_en(&self, pos: usize) -> Option<(usize, When)> {
+        let p = self.ws1(self.word(pos, "in")?)?;
+        let (p, n) = self
+            .digits(p, 1, 5)
+            .or_else(|| self.one_of(p, &NUMBER_WORDS))?;
+        let p = self.ws1(p)?;
+        let n = i64::from(n);
+        for (w, seconds) in [
+            ("minutes", 60),
+            ("minute", 60),
+            ("mins", 60),
+            ("min", 60),
+            ("hours", 3600),
+            ("hour", 3600),
+            ("hrs", 3600),
+            ("hr", 3600),
+        ] {
+            if let Some(end) = self.word(p, w) {
+                return Some((end, When::After(n * seconds)));
+            }
+        }
+        for (w, days) in [("days", 1), ("day", 1), ("weeks", 7), ("week", 7)] {
+            if let Some(end) = self.word(p, w) {
+                let spec = DateSpec::Days(n * days);
+                return Some(match self.time_suffix(end) {
+                    Some((end, clock)) => (end, When::On(spec, Some(clock))),
+                    None => (end, When::On(spec, None)),
+                });
+            }
+        }
+        None
+    }
+
+    // -- Chinese ------------------------------------------------------------
+
+    fn chinese(&self, pos: usize) -> Option<(usize, When)> {
+        if let Some((end, spec, default)) = self.date_zh(pos) {
+            let implied = match default {
+                Untimed::Implied(p) => Some(p),
+                _ => None,
+            };
+            let p = self.ws(end);
+            let timed = self.chinese_time(p, implied).or_else(|| self.time_en(p));
+            return match timed {
+                Some((end, clock)) => Some((end, When::On(spec, Some(clock)))),
+                None => self.untimed(end, spec, default),
+            };
+        }
+        self.relative_zh(pos)
+    }
+
+    fn date_zh(&self, pos: usize) -> Option<(usize, DateSpec, Untimed)> {
+        use Untimed::*;
+        for (w, days, default) in [
+            ("大后天", 3, AllDay),
+            ("后天", 2, AllDay),
+            ("明天", 1, AllDay),
+            ("明日", 1, AllDay),
+            ("明早", 1, Implied(Period::EarlyMorning)),
+            ("明晚", 1, Implied(Period::Evening)),
+            ("今天", 0, NeedsTime),
+            ("今日", 0, NeedsTime),
+            ("今早", 0, Implied(Period::EarlyMorning)),
+            ("今晚", 0, Implied(Period::Evening)),
+        ] {
+            if let Some(end) = self.lit(pos, w) {
+                return Some((end, DateSpec::Days(days), default));
+            }
+        }
+        let prev = self.s[..pos].chars().next_back();
+        for (prefix, mode) in [
+            ("下个星期", WeekMode::NextWeek),
+            ("下个礼拜", WeekMode::NextWeek),
+            ("下星期", WeekMode::NextWeek),
+            ("下礼拜", WeekMode::NextWeek),
+            ("下周", WeekMode::NextWeek),
+            ("这个星期", WeekMode::ThisWeek),
+            ("这星期", WeekMode::ThisWeek),
+            ("本星期", WeekMode::ThisWeek),
+            ("这周", WeekMode::ThisWeek),
+            ("本周", WeekMode::ThisWeek),
+            ("星期", WeekMode::Upcoming),
+            ("礼拜", WeekMode::Upcoming),
+            ("周", WeekMode::Upcoming),
+        ] {
+            if let Some(p) = self.lit(pos, prefix) {
+                // "每周五" repeats (a habit); "上周五" is past.
+                if mode == WeekMode::Upcoming && matches!(prev, Some('每' | '上' | '个')) {
+                    return None;
+                }
+                let c = self.rest(p).chars().next()?;
+                let wd = match c {
+                    '一' | '1' => 0,
+                    '二' | '2' => 1,
+                    '三' | '3' => 2,
+                    '四' | '4' => 3,
+                    '五' | '5' => 4,
+                    '六' | '6' => 5,
+                    '日' | '天' | '七' | '7' => 6,
+                    _ => return None,
+                };
+                return Some((p + c.len_utf8(), DateSpec::Weekday(wd, mode), AllDay));
+            }
+        }
+        // [YYYY年]M月D日|号
+        let (p, year) = match self.cn_number(pos) {
+            Some((p, y)) if y >= 1000 => match self.lit(p, "年") {
+                Some(p) => (p, Some(y)),
+                None => return None,
+            },
+            _ => (pos, None),
+        };
+        let (p, m) = self.cn_number(p)?;
+        let p = self.lit(p, "月")?;
+        let (p, d) = self.cn_number(p)?;
+        let end = self.lit(p, "日").or_else(|| self.lit(p, "号"))?;
+        let spec = match year {
+            Some(y) => DateSpec::Ymd(i64::from(y), m, d),
+            None => DateSpec::MonthDay(m, d),
+        };
+        ((1..=12).contains(&m) && d >= 1 && d <= days_in_month(2000, m))
+            .then_some((end, spec, AllDay))
+    }
+
+    /// `[时段][N点|时[半|一刻|N分]]`, or a time like `15:30`; with only
+    /// a period (`下午`), that period's usual hour. `implied` is the period
+    /// carried by a word such as 今晚.
+    fn chinese_time(&self, pos: usize, implied: Option<Period>) -> Option<(usize, Clock)> {
+        let mut p = pos;
+        let mut period = implied;
+        for (w, per) in [
+            ("凌晨", Period::Dawn),
+            ("早上", Period::EarlyMorning),
+            ("早晨", Period::EarlyMorning),
+            ("上午", Period::Morning),
+            ("中午", Period::Noon),
+            ("下午", Period::Afternoon),
+            ("傍晚", Period::Dusk),
+            ("晚上", Period::Evening),
+            ("夜里", Period::Night),
+        ] {
+            if let Some(end) = self.lit(p, w) {
+                period = Some(per);
+                p = end;
+                break;
+            }
+        }
+        let explicit_period = p > pos;
+        let hour_and_minute = self.cn_number(p).and_then(|(q, hour)| {
+            let q = self
+                .lit(q, "点")
+                .or_else(|| self.lit(q, "時").or_else(|| self.lit(q, "时")))?;
+            let q = self.lit(q, "钟").unwrap_or(q);
+            if let Some(e) = self.lit(q, "半") {
+                return Some((e, hour, 30));
+            }
+            if let Some(e) = self.lit(q, "一刻") {
+                return Some((e, hour, 15));
+            }
+            if let Some(e) = self.lit(q, "三刻") {
+                return Some((e, hour, 45));
+            }
+            match self.cn_number(q) {
+                Some((e, minute)) => match self.lit(e, "分") {
+                    Some(e) => Some((e, hour, minute)),
+                    // "三点十五" has minutes, but in "三点一起" the 一 is
+                    // the next word: without 分, only two-character
+                    // minutes count.
+                    None if self.s[q..e].chars().count() >= 2 || minute >= 10 => {
+                        Some((e, hour, minute))
+                    }
+                    None => Some((q, hour, 0)),
+                },
+                None => Some((q, hour, 0)),
+            }
+        });
+        if let Some((end, hour, minute)) = hour_and_minute {
+            let hour = period.map_or(hour, |per| per.adjust(hour));
+            return Some((end, Clock::new(hour, minute)?));
+        }
+        if explicit_period && let Some((end, clock)) = self.clock_24h(self.ws(p)) {
+            let hour = period.map_or(clock.hour, |per| per.adjust(clock.hour));
+            return Some((end, Clock::new(hour, clock.minute)?));
+        }
+        if explicit_period {
+            return Some((p, period?.default_clock()?));
+        }
+        None
+    }
+
+    /// `3天后`, `三天之后`, `两周后`, `2个小时后`, `半小时后`, `十分钟后`.
+    fn relative_zh(&self, pos: usize) -> Option<(usize, When)> {
+        let after = |p: usize| ["之后", "以后", "后"].iter().find_map(|w| self.lit(p, w));
+        if let Some(p) = self
+            .lit(pos, "半小时")
+            .or_else(|| self.lit(pos, "半个小时"))
+        {
+            return Some((after(p)?, When::After(1800)));
+        }
+        let (p, n) = self.cn_number(pos)?;
+        let p = self.lit(p, "个").unwrap_or(p);
+        let n = i64::from(n);
+        for (w, seconds) in [("小时", 3600), ("钟头", 3600), ("分钟", 60)] {
+            if let Some(q) = self.lit(p, w) {
+                return Some((after(q)?, When::After(n * seconds)));
+            }
+        }
+        for (w, days) in [("天", 1), ("日", 1), ("星期", 7), ("礼拜", 7), ("周", 7)] {
+            if let Some(q) = self.lit(p, w) {
+                let end = after(q)?;
+                let spec = DateSpec::Days(n * days);
+                let q = self.ws(end);
+                return Some(match self.chinese_time(q, None) {
+                    Some((end, clock)) => (end, When::On(spec, Some(clock))),
+                    None => (end, When::On(spec, None)),
+                });
+            }
+        }
+        None
+    }
+
+    /// ASCII digits (1–4) or a Chinese numeral up to 99, or four Chinese
+    /// digits for a year (二〇二六).
+    fn cn_number(&self, pos: usize) -> Option<(usize, u32)> {
+        if let Some(m) = self.digits(pos, 1, 4) {
+            return Some(m);
+        }
+        let mut chars = Vec::new();
+        let mut end = pos;
+        for c in self.rest(pos).chars() {
+            if chars.len() == 4 || !(c == '十' || cn_digit(c).is_some()) {
+                break;
+            }
+            chars.push(c);
+            end += c.len_utf8();
+        }
+        if chars.is_empty() {
+            return None;
+        }
+        let value = match chars.iter().position(|c| *c == '十') {
+            Some(i) => {
+                let tens = match &chars[..i] {
+                    [] => 1,
+                    [d] => cn_digit(*d)?,
+                    _ => return None,
+                };
+                let ones = match &chars[i + 1..] {
+                    [] => 0,
+                    [d] => cn_digit(*d)?,
+                    _ => return None,
+                };
+                tens * 10 + ones
+            }
+            None => chars
+                .iter()
+                .try_fold(0u32, |acc, c| Some(acc * 10 + cn_digit(*c)?))?,
+        };
+        Some((end, value))
+    }
+}
+
+fn cn_digit(c: char) -> Option<u32> {
+    Some(match c {
+        '零' | '〇' => 0,
+        '一' => 1,
+        '二' | '两' => 2,
+        '三' => 3,
+        '四' => 4,
+        '五' => 5,
+        '六' => 6,
+        '七' => 7,
+        '八' => 8,
+        '九' => 9,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const CST: FixedOffset = FixedOffset { seconds: 8 * 3600 };
+
+    /// 2026-11-22T10:00:00+08:00, a Sunday.
+    fn now() -> Timestamp {
+        days_from_civil(2026, 11, 22) * 86_400 + 10 * 3600 - 8 * 3600
+    }
+
+    /// Unix seconds of a local (+08:00) date and time.
+    fn at(y: i64, m: u32, d: u32, h: i64, min: i64) -> Timestamp {
+        days_from_civil(y, m, d) * 86_400 + h * 3600 + min * 60 - 8 * 3600
+    }
+
+    fn one(text: &str) -> Reminder {
+        let found = extract_reminders(text, now(), &CST);
+        assert_eq!(found.len(), 1, "{text}: {found:#?}");
+        found.into_iter().next().unwrap()
+    }
+
+    fn due(text: &str) -> (Timestamp, bool) {
+        let r = one(text);
+        (r.due, r.all_day)
+    }
+
+    fn none(text: &str) {
+        let found = extract_reminders(text, now(), &CST);
+        assert!(found.is_empty(), "{text}: {found:#?}");
+    }
+
+    #[test]
+    fn calendar_math() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(weekday(0), 3); // Thursday
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        // The fixed "now" really is a Sunday at 10:00 in +08:00.
+        let local_days = (now() + 8 * 3600).div_euclid(86_400);
+        assert_eq!(civil_from_days(local_days), (2026, 11, 22));
+        assert_eq!(weekday(local_days), 6);
+        assert_eq!(format_rfc3339(now(), &CST), "2026-11-22T10:00:00+08:00");
+        assert_eq!(
+            format_rfc3339(now(), &FixedOffset::UTC),
+            "2026-11-22T02:00:00+00:00"
+        );
+        for days in (-800_000..800_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert!(valid_date(2024, 2, 29).is_some());
+        assert!(valid_date(2026, 2, 29).is_none());
+        assert!(valid_date(2100, 2, 29).is_none());
+        assert!(valid_date(2000, 2, 29).is_some());
+    }
+
+    #[test]
+    fn offsets_parse_and_display() {
+        let p = |s: &str| s.parse::<FixedOffset>().map(FixedOffset::seconds);
+        assert_eq!(p("+08:00"), Ok(28_800));
+        assert_eq!(p("+0800"), Ok(28_800));
+        assert_eq!(p("+8"), Ok(28_800));
+        assert_eq!(p("-05:30"), Ok(-19_800));
+        assert_eq!(p("UTC"), Ok(0));
+        assert_eq!(p("utc"), Ok(0));
+        assert_eq!(p("Z"), Ok(0));
+        assert_eq!(p("UTC+8"), Ok(28_800));
+        assert_eq!(p("GMT-3"), Ok(-10_800));
+        for bad in [
+            "",
+            "8",
+            "+",
+            "+24:00",
+            "+08:60",
+            "+8:0",
+            "Asia/Shanghai",
+            "+123",
+        ] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
+        assert_eq!(CST.to_string(), "+08:00");
+        assert_eq!(FixedOffset::east(-19_800).unwrap().to_string(), "-05:30");
+        assert_eq!(FixedOffset::UTC.to_string(), "+00:00");
+        assert!(FixedOffset::east(86_400).is_none());
+    }
+
+    #[test]
+    fn english_relative_days_with_times() {
+        assert_eq!(
+            due("Call Bob tomorrow 3pm"),
+            (at(2026, 11, 23, 15, 0), false)
+        );
+        assert_eq!(due("tomorrow at 15:30"), (at(2026, 11, 23, 15, 30), false));
+        assert_eq!(
+            due("Tomorrow at 3:30 p.m. please"),
+            (at(2026, 11, 23, 15, 30), false)
+        );
+        assert_eq!(due("tomorrow 12am"), (at(2026, 11, 23, 0, 0), false));
+        assert_eq!(due("tomorrow noon"), (at(2026, 11, 23, 12, 0), false));
+        assert_eq!(due("tomorrow morning"), (at(2026, 11, 23, 9, 0), false));
+        assert_eq!(due("3pm tomorrow"), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(due("at 9am tomorrow"), (at(2026, 11, 23, 9, 0), false));
+        assert_eq!(due("tomorrow"), (at(2026, 11, 23, 9, 0), true));
+        assert_eq!(due("day after tomorrow"), (at(2026, 11, 24, 9, 0), true));
+        assert_eq!(due("tonight"), (at(2026, 11, 22, 20, 0), false));
+        assert_eq!(due("today 11am"), (at(2026, 11, 22, 11, 0), false));
+        assert_eq!(one("Call Bob tomorrow 3pm.").phrase, "tomorrow 3pm");
+    }
+
+    #[test]
+    fn today_9am_resolves_before_and_is_past_after() {
+        let early = at(2026, 11, 22, 8, 0);
+        let found = extract_reminders("today 9am standup", early, &CST);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].due, at(2026, 11, 22, 9, 0));
+        assert_eq!(found[0].phrase, "today 9am");
+        // At 10:00 it is past.
+        none("today 9am standup");
+        // Bare "today" narrates, it does not remind.
+        none("today I fixed the build");
+    }
+
+    #[test]
+    fn english_absolute_dates() {
+        let r = one("Launch on 2026-12-01.");
+        assert_eq!((r.due, r.all_day), (at(2026, 12, 1, 9, 0), true));
+        assert_eq!(r.phrase, "on 2026-12-01");
+        assert_eq!(r.context, "Launch on 2026-12-01.");
+        assert_eq!(due("2026-12-01 14:00"), (at(2026, 12, 1, 14, 0), false));
+        assert_eq!(due("2026-12-01T14:00"), (at(2026, 12, 1, 14, 0), false));
+        assert_eq!(due("2026-12-01 at 2pm"), (at(2026, 12, 1, 14, 0), false));
+        assert_eq!(due("2026/12/1"), (at(2026, 12, 1, 9, 0), true));
+        assert_eq!(due("on December 1"), (at(2026, 12, 1, 9, 0), true));
+        assert_eq!(
+            due("Dec 1st, 2027 at 10am"),
+            (at(2027, 12, 1, 10, 0), false)
+        );
+        assert_eq!(due("1 December"), (at(2026, 12, 1, 9, 0), true));
+        assert_eq!(due("the 3rd of January"), (at(2027, 1, 3, 9, 0), true));
+    }
+
+    #[test]
+    fn past_and_impossible_dates_are_ignored() {
+        none("on 2020-01-01");
+        none("2026-11-21 was fun");
+        none("2026-02-30");
+        none("2026-13-01");
+        none("12026-12-01");
+        none("November 20"); // two days ago, not next year
+        none("11月20日开会了");
+        // Today's all-day date is kept through the day.
+        assert_eq!(due("2026-11-22"), (at(2026, 11, 22, 9, 0), true));
+    }
+
+    #[test]
+    fn english_weekdays() {
+        // Sunday 22 Nov: next week is Mon 23 .. Sun 29.
+        assert_eq!(due("next Friday"), (at(2026, 11, 27, 9, 0), true));
+        assert_eq!(due("on Friday"), (at(2026, 11, 27, 9, 0), true));
+        assert_eq!(due("by fri"), (at(2026, 11, 27, 9, 0), true));
+        assert_eq!(due("next Monday 10am"), (at(2026, 11, 23, 10, 0), false));
+        assert_eq!(due("on Sunday"), (at(2026, 11, 29, 9, 0), true));
+        assert_eq!(due("Friday 3pm"), (at(2026, 11, 27, 15, 0), false));
+        none("this Friday"); // Friday 20, past
+        none("Friday was great");
+        none("the Saturday sale"); // a bare weekday needs a time
+        // From a Wednesday, "next Friday" skips this week's.
+        let wed = at(2026, 11, 25, 10, 0);
+        let r = extract_reminders("next Friday", wed, &CST);
+        assert_eq!(r[0].due, at(2026, 12, 4, 9, 0));
+        let r = extract_reminders("on Friday", wed, &CST);
+        assert_eq!(r[0].due, at(2026, 11, 27, 9, 0));
+        let r = extract_reminders("this Friday", wed, &CST);
+        assert_eq!(r[0].due, at(2026, 11, 27, 9, 0));
+    }
+
+    #[test]
+    fn english_durations() {
+        assert_eq!(due("in 3 days"), (at(2026, 11, 25, 9, 0), true));
+        assert_eq!(due("in 2 hours"), (now() + 7200, false));
+        assert_eq!(due("in an hour"), (now() + 3600, false));
+        assert_eq!(due("in 30 minutes"), (now() + 1800, false));
+        assert_eq!(due("in two weeks"), (at(2026, 12, 6, 9, 0), true));
+        assert_eq!(due("in 3 days at 5pm"), (at(2026, 11, 25, 17, 0), false));
+        none("in 0 hours");
+        none("in the morning");
+        none("within 3 days");
+    }
+
+    #[test]
+    fn chinese_relative_days_with_times() {
+        let r = one("明天下午三点开会");
+        assert_eq!((r.due, r.all_day), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(r.phrase, "明天下午三点");
+        assert_eq!(due("明天下午3点"), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(due("后天上午十点"), (at(2026, 11, 24, 10, 0), false));
+        assert_eq!(due("大后天"), (at(2026, 11, 25, 9, 0), true));
+        assert_eq!(due("明天"), (at(2026, 11, 23, 9, 0), true));
+        assert_eq!(due("明天 15:30"), (at(2026, 11, 23, 15, 30), false));
+        assert_eq!(due("明天下午 3:30"), (at(2026, 11, 23, 15, 30), false));
+        assert_eq!(due("明天3pm"), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(due("明天 3pm"), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(due("明天下午"), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(due("今晚八点"), (at(2026, 11, 22, 20, 0), false));
+        assert_eq!(due("今晚"), (at(2026, 11, 22, 20, 0), false));
+        assert_eq!(due("明早"), (at(2026, 11, 23, 8, 0), false));
+        assert_eq!(due("明天中午1点"), (at(2026, 11, 23, 13, 0), false));
+        assert_eq!(due("明天凌晨两点"), (at(2026, 11, 23, 2, 0), false));
+        assert_eq!(due("明天3点半"), (at(2026, 11, 23, 3, 30), false));
+        assert_eq!(due("明天三点一起吃饭"), (at(2026, 11, 23, 3, 0), false));
+        assert_eq!(due("明天下午三点二十"), (at(2026, 11, 23, 15, 20), false));
+        assert_eq!(due("明天下午三点十五分"), (at(2026, 11, 23, 15, 15), false));
+        assert_eq!(due("明天下午三点一刻"), (at(2026, 11, 23, 15, 15), false));
+        assert_eq!(due("今天下午三点"), (at(2026, 11, 22, 15, 0), false));
+        none("今天上午九点"); // past
+        none("今天修好了构建");
+    }
+
+    #[test]
+    fn chinese_weekdays() {
+        assert_eq!(due("下周五"), (at(2026, 11, 27, 9, 0), true));
+        assert_eq!(due("下星期一上午十点"), (at(2026, 11, 23, 10, 0), false));
+        assert_eq!(due("周五"), (at(2026, 11, 27, 9, 0), true));
+        assert_eq!(due("星期天"), (at(2026, 11, 29, 9, 0), true));
+        assert_eq!(due("下周日"), (at(2026, 11, 29, 9, 0), true));
+        none("本周五"); // 20 Nov, past
+        none("每周五健身");
+        none("上周五");
+        none("两个周五");
+    }
+
+    #[test]
+    fn chinese_dates() {
+        assert_eq!(due("12月1日"), (at(2026, 12, 1, 9, 0), true));
+        assert_eq!(due("12月1号下午3点"), (at(2026, 12, 1, 15, 0), false));
+        assert_eq!(due("十二月一日"), (at(2026, 12, 1, 9, 0), true));
+        assert_eq!(due("2026年12月1日"), (at(2026, 12, 1, 9, 0), true));
+        assert_eq!(due("二〇二七年一月五日"), (at(2027, 1, 5, 9, 0), true));
+        assert_eq!(due("1月5日"), (at(2027, 1, 5, 9, 0), true));
+        assert_eq!(due("十二月三十一日"), (at(2026, 12, 31, 9, 0), true));
+        none("2020年12月1日");
+        none("13月1日");
+        none("2月30日");
+    }
+
+    #[test]
+    fn chinese_durations() {
+        assert_eq!(due("3天后"), (at(2026, 11, 25, 9, 0), true));
+        assert_eq!(due("三天之后"), (at(2026, 11, 25, 9, 0), true));
+        assert_eq!(due("两周后"), (at(2026, 12, 6, 9, 0), true));
+        assert_eq!(due("2个小时后"), (now() + 7200, false));
+        assert_eq!(due("半小时后"), (now() + 1800, false));
+        assert_eq!(due("十分钟后"), (now() + 600, false));
+        none("三天"); // a length, not a time
+    }
+
+    #[test]
+    fn chinese_numerals() {
+        let n = |t: &str| Scan { s: t }.cn_number(0).map(|(_, v)| v);
+        assert_eq!(n("一"), Some(1));
+        assert_eq!(n("两"), Some(2));
+        assert_eq!(n("十"), Some(10));
+        assert_eq!(n("十二"), Some(12));
+        assert_eq!(n("二十"), Some(20));
+        assert_eq!(n("二十三"), Some(23));
+        assert_eq!(n("三十一日"), Some(31));
+        assert_eq!(n("二〇二六年"), Some(2026));
+        assert_eq!(n("十十"), None);
+        assert_eq!(n("12点"), Some(12));
+        assert_eq!(n("点"), None);
+        assert_eq!(n("十二两二"), None);
+    }
+
+    #[test]
+    fn several_reminders_in_order_with_their_sentences() {
+        let text = "Dentist tomorrow at 9am. Also: pay rent on 2026-12-01!\n下周五交报告。";
+        let found = extract_reminders(text, now(), &CST);
+        let phrases: Vec<_> = found.iter().map(|r| r.phrase.as_str()).collect();
+        assert_eq!(phrases, ["tomorrow at 9am", "on 2026-12-01", "下周五"]);
+        assert_eq!(found[0].context, "Dentist tomorrow at 9am.");
+        assert_eq!(found[1].context, "Also: pay rent on 2026-12-01!");
+        assert_eq!(found[2].context, "下周五交报告。");
+    }
+
+    #[test]
+    fn a_m_and_p_m_do_not_end_sentences() {
+        let r = one("Meet at 3 p.m. tomorrow");
+        assert_eq!(r.due, at(2026, 11, 23, 15, 0));
+        assert_eq!(r.context, "Meet at 3 p.m. tomorrow");
+    }
+
+    #[test]
+    fn repeated_phrases_are_reported_once() {
+        let found = extract_reminders("tomorrow. tomorrow!", now(), &CST);
+        assert_eq!(found.len(), 1);
+    }
+
+    #[test]
+    fn word_boundaries_are_respected() {
+        none("saturday sale 3pm");
+        none("the metadata 2pmx");
+        assert_eq!(due("Saturday 3pm"), (at(2026, 11, 28, 15, 0), false));
+        // "sat" inside "saturday" is never tried on its own.
+        assert_eq!(one("saturday 3pm").phrase, "saturday 3pm");
+    }
+
+    #[test]
+    fn long_context_is_cut() {
+        let text = format!("tomorrow {}", "x".repeat(1000));
+        let r = one(&text);
+        assert_eq!(r.context.chars().count(), MAX_CONTEXT_CHARS + 1);
+    }
+
+    #[test]
+    fn the_offset_decides_what_tomorrow_is() {
+        // 2026-11-22T02:00Z is still the 21st in New York (-05:00).
+        let ny = FixedOffset::east(-5 * 3600).unwrap();
+        let r = extract_reminders("tomorrow 3pm", now(), &ny);
+        let expected = days_from_civil(2026, 11, 22) * 86_400 + 15 * 3600 + 5 * 3600;
+        assert_eq!(r[0].due, expected);
+    }
+
+    #[test]
+    fn absurd_now_values_give_nothing() {
+        assert!(extract_reminders("tomorrow", i64::MAX, &CST).is_empty());
+        assert!(extract_reminders("tomorrow", i64::MIN, &CST).is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC*", now in any::<i64>(), off in -86_399i32..86_399) {
+            let tz = FixedOffset::east(off).unwrap();
+            let _ = extract_reminders(&text, now, &tz);
+        }
+
+        #[test]
+        fn time_words_mixed_with_noise_never_panic(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just("tomorrow"), Just("3pm"), Just(" "), Just("on"), Just("2026-12-01"),
+                    Just("明天"), Just("下午"), Just("三点"), Just("十"), Just("月"), Just("日"),
+                    Just("下周"), Just("五"), Just("in"), Just("99999"), Just("days"), Just(":"),
+                    Just("后"), Just("p.m."), Just("年"), Just("9999"), Just("."),
+                ],
+                0..12,
+            ),
+            now in -100_000_000_000i64..100_000_000_000,
+        ) {
+            let text: String = parts.concat();
+            for r in extract_reminders(&text, now, &FixedOffset::UTC) {
+                prop_assert!(text.contains(&r.phrase));
+                prop_assert!(r.due >= now || r.all_day);
+            }
+        }
+    }
+}
