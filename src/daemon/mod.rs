@@ -35,6 +35,10 @@ use crate::fs::{ExternalChangeWatcher, FsOptions, FuseAdapter, StoreFs};
 use crate::index::Index;
 use crate::store::Store;
 use crate::tasks::Tasks;
+use crate::tasks::counters::CounterStore;
+
+/// Where the volatile counters are kept, in the state dir.
+const COUNTERS_FILE: &str = "counters.json";
 use crate::tasks::rewrite::MountWriter;
 use crate::views::Views;
 
@@ -190,9 +194,11 @@ pub(crate) fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     );
     let index = Index::open(&config.state_dir, Arc::clone(&store))
         .context("cannot open the search index")?;
+    let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
     let fs = Arc::new(
         StoreFs::new(Arc::clone(&store), config.fs.clone())?
-            .with_views(Views::new(index.clone()), config.views_hidden)?,
+            .with_views(Views::new(index.clone()), config.views_hidden)?
+            .with_counters(counters),
     );
     let mut fuse_config = Config::default();
     fuse_config.mount_options = vec![
@@ -282,13 +288,18 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     if let Some(mut ready) = ready {
         writeln!(ready, "ready")?;
     }
-    let Mounted { index, session, .. } = mounted;
+    let Mounted {
+        index, session, fs, ..
+    } = mounted;
     let result = session.run();
     signals.stop();
     drop(control);
     drop(watcher);
     drop(tasks);
     index.shutdown();
+    if let Some(Err(e)) = fs.counters().map(|c| c.flush()) {
+        log::warn!("cannot save the access counters: {e}");
+    }
     log::info!("unmounted {}", config.mountpoint.display());
     result.context("the FUSE session ended with an error")
 }

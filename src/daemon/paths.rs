@@ -38,17 +38,11 @@ pub fn default_state_dir(store: &Path) -> PathBuf {
         .collect();
     let key = format!(
         "{name}-{:016x}",
-        fnv1a(store.as_os_str().as_encoded_bytes())
+        crate::tasks::counters::fnv1a64(store.as_os_str().as_encoded_bytes())
     );
     xdg("XDG_STATE_HOME", ".local/state")
         .join("mnemofs")
         .join(key)
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

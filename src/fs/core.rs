@@ -14,6 +14,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Component, Path};
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use super::handles::{DirHandle, FileHandle, Handle, HandleTable, ViewDirHandle};
 use super::inodes::{InodeTable, ROOT};
 use super::viewnodes::{ViewTable, is_virtual};
 use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
+use crate::tasks::counters::CounterStore;
 use crate::views::{ViewEntry, ViewRoot, Views};
 
 /// Tunables of a mounted store.
@@ -120,6 +122,7 @@ pub struct StoreFs {
     pub(crate) views: Option<ViewTable>,
     is_root: bool,
     events: std::sync::OnceLock<crossbeam_channel::Sender<FsEvent>>,
+    counters: Option<Arc<CounterStore>>,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
 }
 
@@ -141,6 +144,7 @@ impl StoreFs {
             handles: HandleTable::default(),
             views: None,
             events: std::sync::OnceLock::new(),
+            counters: None,
             redirects: Mutex::new(HashMap::new()),
             // SAFETY: geteuid has no preconditions.
             is_root: unsafe { libc::geteuid() } == 0,
@@ -153,6 +157,18 @@ impl StoreFs {
         let root = self.store.stat(&StorePath::root())?;
         self.views = Some(ViewTable::new(views, hidden, (root.uid, root.gid)));
         Ok(self)
+    }
+
+    /// Keeps volatile counters (`access_count`, `version`, ...) in
+    /// `counters` and shows them as `user.mnemofs.*` extended attributes.
+    pub fn with_counters(mut self, counters: Arc<CounterStore>) -> StoreFs {
+        self.counters = Some(counters);
+        self
+    }
+
+    /// The counters, when kept.
+    pub fn counters(&self) -> Option<&Arc<CounterStore>> {
+        self.counters.as_ref()
     }
 
     /// The views, when mounted with them.
@@ -417,6 +433,9 @@ impl StoreFs {
         let path = self.child_path(parent, name)?;
         self.store.unlink(&path)?;
         self.inodes.lock().detach(parent, name);
+        if let Some(counters) = &self.counters {
+            counters.remove(&path);
+        }
         Ok(())
     }
 
@@ -462,11 +481,19 @@ impl StoreFs {
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
         self.store.rename(&from, &to, flags)?;
-        let mut table = self.inodes.lock();
-        if flags & libc::RENAME_EXCHANGE != 0 {
-            table.exchange(parent, name, new_parent, new_name);
-        } else {
-            table.rename(parent, name, new_parent, new_name);
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        {
+            let mut table = self.inodes.lock();
+            if exchange {
+                table.exchange(parent, name, new_parent, new_name);
+            } else {
+                table.rename(parent, name, new_parent, new_name);
+            }
+        }
+        if let Some(counters) = &self.counters
+            && !exchange
+        {
+            counters.rename(&from, &to);
         }
         Ok(())
     }
@@ -524,7 +551,9 @@ impl StoreFs {
     }
 
     /// Opens an existing file.
-    pub fn open(&self, ino: u64, flags: i32) -> FsResult<Opened> {
+    /// Opens an existing file for the process `pid`. Opens for reading by
+    /// other processes than the daemon itself count as accesses.
+    pub fn open(&self, ino: u64, flags: i32, pid: u32) -> FsResult<Opened> {
         if is_virtual(ino) {
             let content = self.view_table()?.open(ino, flags)?;
             let fh = self.handles.insert(Handle::ViewFile(content));
@@ -537,6 +566,12 @@ impl StoreFs {
         let path = self.path_of(ino)?;
         let flags = Self::open_flags(flags) & !libc::O_EXCL;
         let file = self.store.open_file(&path, flags, 0)?;
+        if flags & libc::O_ACCMODE == libc::O_RDONLY
+            && pid != std::process::id()
+            && let Some(counters) = &self.counters
+        {
+            counters.record_read_open(&path);
+        }
         self.register_open(ino, file, flags)
     }
 
@@ -951,6 +986,12 @@ impl StoreFs {
         if is_virtual(ino) {
             return Err(FsError::from_errno(libc::ENODATA));
         }
+        if let (Some(counters), Some(field)) = (&self.counters, counter_xattr(name)) {
+            let path = self.path_of(ino)?;
+            return counters
+                .xattr(&path, field)
+                .ok_or(FsError::from_errno(libc::ENODATA));
+        }
         Ok(self.store.get_xattr(&self.path_of(ino)?, name)?)
     }
 
@@ -958,6 +999,9 @@ impl StoreFs {
     pub fn setxattr(&self, ino: u64, name: &OsStr, value: &[u8], flags: i32) -> FsResult<()> {
         if is_virtual(ino) {
             return Err(FsError::Refused("the views are read-only"));
+        }
+        if self.counters.is_some() && counter_xattr(name).is_some() {
+            return Err(FsError::Refused("user.mnemofs.* attributes are kept by the daemon"));
         }
         Ok(self
             .store
@@ -969,13 +1013,28 @@ impl StoreFs {
         if is_virtual(ino) {
             return Ok(Vec::new());
         }
-        Ok(self.store.list_xattr(&self.path_of(ino)?)?)
+        let path = self.path_of(ino)?;
+        let mut names = self.store.list_xattr(&path)?;
+        if let Some(counters) = &self.counters {
+            for name in CounterStore::xattr_names() {
+                if counters.xattr(&path, name).is_some()
+                    && self.store.stat(&path).is_ok_and(|st| st.kind == FileKind::File)
+                {
+                    names.extend_from_slice(name.as_bytes());
+                    names.push(0);
+                }
+            }
+        }
+        Ok(names)
     }
 
     /// Removes an extended attribute.
     pub fn removexattr(&self, ino: u64, name: &OsStr) -> FsResult<()> {
         if is_virtual(ino) {
             return Err(FsError::Refused("the views are read-only"));
+        }
+        if self.counters.is_some() && counter_xattr(name).is_some() {
+            return Err(FsError::Refused("user.mnemofs.* attributes are kept by the daemon"));
         }
         Ok(self.store.remove_xattr(&self.path_of(ino)?, name)?)
     }
@@ -993,6 +1052,14 @@ impl StoreFs {
     pub fn inode_count(&self) -> usize {
         self.inodes.lock().len()
     }
+}
+
+/// The counter an extended attribute name refers to, if it is one of ours.
+fn counter_xattr(name: &OsStr) -> Option<&'static str> {
+    CounterStore::xattr_names()
+        .iter()
+        .copied()
+        .find(|n| n.as_bytes() == name.as_bytes())
 }
 
 fn clone_err(e: &FsError) -> FsError {

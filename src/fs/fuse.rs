@@ -261,8 +261,8 @@ impl Filesystem for FuseAdapter {
         self.reply_entry("link", self.fs.link(), reply);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.fs.open(ino.0, flags.0) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self.fs.open(ino.0, flags.0, req.pid()) {
             Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(&opened)),
             Err(e) => reply.error(errno("open", &e)),
         }

@@ -402,36 +402,7 @@ fn parse_hash(text: &str) -> Option<u64> {
 /// `unix` seconds as RFC 3339 UTC, e.g. `1970-01-01T00:00:00Z`. Times
 /// outside the years 0000–9999 are clamped to that range.
 pub fn rfc3339_utc(unix: i64) -> String {
-    let time = unix.clamp(MIN_UNIX, MAX_UNIX);
-    let (year, month, day) = civil_from_days(time.div_euclid(86_400));
-    let secs = time.rem_euclid(86_400);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
-/// Proleptic Gregorian (year, month, day) of a count of days since
-/// 1970-01-01. This is Howard Hinnant's `civil_from_days`, which works in
-/// 400-year eras that start on March 1, so the leap day comes last.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153; // 0 = March
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    crate::memory::format_timestamp(unix.clamp(MIN_UNIX, MAX_UNIX))
 }
 
 fn key_of(path: &StorePath) -> &[u8] {

@@ -68,6 +68,8 @@ pub struct TaskSettings {
     pub idle_after: Option<Duration>,
     /// The level of the idle dream.
     pub idle_level: u8,
+    /// Inbox items read this many times are organized at once.
+    pub upgrade_access_count: Option<u64>,
     /// Inbox items untouched this long go to `archive/expired/`.
     pub inbox_ttl: Duration,
     /// Organized memories untouched this long go to `archive/decayed/`
@@ -85,6 +87,8 @@ impl TaskSettings {
             grace_period: config.organizer.grace_period,
             idle_after: (!config.dream.idle_after.is_zero()).then_some(config.dream.idle_after),
             idle_level: config.dream.idle_level.clamp(1, 3),
+            upgrade_access_count: (config.lifecycle.upgrade_access_count > 0)
+                .then_some(u64::from(config.lifecycle.upgrade_access_count)),
             // Zero turns expiry off.
             inbox_ttl: if ttl.is_zero() { Duration::MAX } else { ttl },
             decay_after: config
@@ -106,6 +110,7 @@ impl Default for TaskSettings {
             grace_period: Duration::from_secs(3600),
             idle_after: Some(Duration::from_secs(600)),
             idle_level: 3,
+            upgrade_access_count: Some(3),
             inbox_ttl: Duration::from_secs(7 * 86_400),
             decay_after: None,
         }
@@ -158,6 +163,8 @@ impl Report {
 
 enum Message {
     Changed(StorePath),
+    /// A write session through the mount ended.
+    Written(StorePath),
     Dream(u8, Sender<Report>),
     Stop,
 }
@@ -342,7 +349,7 @@ impl Worker {
             let message = crossbeam_channel::select! {
                 recv(rx) -> m => m.map_err(|_| RecvTimeoutError::Disconnected),
                 recv(fs_events) -> e => match e {
-                    Ok(FsEvent::WriterClosed(path)) => Ok(Message::Changed(path)),
+                    Ok(FsEvent::WriterClosed(path)) => Ok(Message::Written(path)),
                     Err(_) => {
                         // The filesystem is gone; stop listening to it.
                         fs_events = crossbeam_channel::never();
@@ -360,17 +367,29 @@ impl Worker {
                             .insert(path, Instant::now() + settings.debounce);
                     }
                 }
+                Ok(Message::Written(path)) => {
+                    self.organizing.record_write(&path);
+                    self.last_change = Instant::now();
+                    self.idle_done = false;
+                    if normalize::is_memory_path(&path) {
+                        self.pending.insert(path, Instant::now() + settings.debounce);
+                    }
+                }
                 Ok(Message::Dream(level, reply)) => {
                     let report = self.dream(level);
                     let _ = reply.send(report);
                 }
-                Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
+                Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                    self.organizing.flush_counters();
+                    return;
+                }
                 Err(RecvTimeoutError::Timeout) => {}
             }
             self.normalize_due();
             if Instant::now() >= next_tick {
                 self.dream(1);
                 self.announce_due();
+                self.organizing.flush_counters();
                 next_tick = Instant::now() + settings.interval;
             }
             if let Some(idle) = settings.idle_after

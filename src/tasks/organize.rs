@@ -116,6 +116,24 @@ impl Organizing {
         Some((bytes, text))
     }
 
+    /// Counts a finished write session: version, content hash, time.
+    pub(crate) fn record_write(&self, path: &StorePath) {
+        if let (Some(counters), Ok(bytes)) = (self.writer.counters(), self.store.read(path)) {
+            counters.record_write(path, &bytes, now_unix());
+        }
+    }
+
+    /// Saves the counters if they changed (never from a FUSE handler).
+    pub(crate) fn flush_counters(&self) {
+        if let Some(Err(e)) = self.writer.counters().map(|c| c.flush()) {
+            log::warn!("cannot save the access counters: {e}");
+        }
+    }
+
+    fn access_count(&self, path: &StorePath) -> u64 {
+        self.writer.counters().map_or(0, |c| c.get(path).access_count)
+    }
+
     /// Normalizes every memory (start-up).
     pub(crate) fn normalize_all(&self) -> Report {
         let mut report = Report::default();
@@ -224,7 +242,12 @@ impl Organizing {
         let inbox = StorePath::new("inbox").unwrap_or_default();
         for (path, st) in self.memories_under(&inbox) {
             let age = age(&st);
-            if age < self.settings.quiet_period || self.writer.is_busy(&path) {
+            // A memory read often enough is organized at once ("upgrade").
+            let wanted = self
+                .settings
+                .upgrade_access_count
+                .is_some_and(|n| self.access_count(&path) >= n);
+            if (age < self.settings.quiet_period && !wanted) || self.writer.is_busy(&path) {
                 continue;
             }
             let Some((_, text)) = self.read_text(&path) else {

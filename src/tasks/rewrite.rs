@@ -59,6 +59,11 @@ impl MountWriter {
             .add_redirect(old.clone(), new.clone(), std::time::Instant::now() + grace);
     }
 
+    /// The volatile counters the filesystem keeps, if any.
+    pub fn counters(&self) -> Option<&Arc<crate::tasks::counters::CounterStore>> {
+        self.fs.counters()
+    }
+
     /// True while a handle opened through the mount may write the file.
     pub fn is_busy(&self, path: &StorePath) -> bool {
         self.fs.is_open_for_write(path)
