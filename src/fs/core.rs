@@ -1001,7 +1001,9 @@ impl StoreFs {
             return Err(FsError::Refused("the views are read-only"));
         }
         if self.counters.is_some() && counter_xattr(name).is_some() {
-            return Err(FsError::Refused("user.mnemofs.* attributes are kept by the daemon"));
+            return Err(FsError::Refused(
+                "user.mnemofs.* attributes are kept by the daemon",
+            ));
         }
         Ok(self
             .store
@@ -1018,7 +1020,10 @@ impl StoreFs {
         if let Some(counters) = &self.counters {
             for name in CounterStore::xattr_names() {
                 if counters.xattr(&path, name).is_some()
-                    && self.store.stat(&path).is_ok_and(|st| st.kind == FileKind::File)
+                    && self
+                        .store
+                        .stat(&path)
+                        .is_ok_and(|st| st.kind == FileKind::File)
                 {
                     names.extend_from_slice(name.as_bytes());
                     names.push(0);
@@ -1034,7 +1039,9 @@ impl StoreFs {
             return Err(FsError::Refused("the views are read-only"));
         }
         if self.counters.is_some() && counter_xattr(name).is_some() {
-            return Err(FsError::Refused("user.mnemofs.* attributes are kept by the daemon"));
+            return Err(FsError::Refused(
+                "user.mnemofs.* attributes are kept by the daemon",
+            ));
         }
         Ok(self.store.remove_xattr(&self.path_of(ino)?, name)?)
     }

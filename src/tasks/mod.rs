@@ -372,7 +372,8 @@ impl Worker {
                     self.last_change = Instant::now();
                     self.idle_done = false;
                     if normalize::is_memory_path(&path) {
-                        self.pending.insert(path, Instant::now() + settings.debounce);
+                        self.pending
+                            .insert(path, Instant::now() + settings.debounce);
                     }
                 }
                 Ok(Message::Dream(level, reply)) => {

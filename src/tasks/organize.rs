@@ -131,7 +131,9 @@ impl Organizing {
     }
 
     fn access_count(&self, path: &StorePath) -> u64 {
-        self.writer.counters().map_or(0, |c| c.get(path).access_count)
+        self.writer
+            .counters()
+            .map_or(0, |c| c.get(path).access_count)
     }
 
     /// Normalizes every memory (start-up).
