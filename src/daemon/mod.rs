@@ -245,7 +245,11 @@ pub(crate) fn start_tasks(
             &config.config,
             fs_events_rx,
             Some(config.state_dir.clone()),
-            mounted.fs.views().map(Views::pending).unwrap_or_default(),
+            mounted
+                .fs
+                .views()
+                .map(Views::task_outputs)
+                .unwrap_or_default(),
         )?))
     } else {
         None

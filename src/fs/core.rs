@@ -1015,22 +1015,9 @@ impl StoreFs {
         if is_virtual(ino) {
             return Ok(Vec::new());
         }
-        let path = self.path_of(ino)?;
-        let mut names = self.store.list_xattr(&path)?;
-        if let Some(counters) = &self.counters {
-            for name in CounterStore::xattr_names() {
-                if counters.xattr(&path, name).is_some()
-                    && self
-                        .store
-                        .stat(&path)
-                        .is_ok_and(|st| st.kind == FileKind::File)
-                {
-                    names.extend_from_slice(name.as_bytes());
-                    names.push(0);
-                }
-            }
-        }
-        Ok(names)
+        // The user.mnemofs.* counters are readable by name but not listed,
+        // so listings (and tools that copy every attribute) match the store.
+        Ok(self.store.list_xattr(&self.path_of(ino)?)?)
     }
 
     /// Removes an extended attribute.

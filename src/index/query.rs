@@ -435,6 +435,16 @@ impl Index {
         Ok(paths)
     }
 
+    /// The memories a link target names: by id, title, file stem, path or
+    /// alias, case-insensitively. More than one means the name is ambiguous.
+    pub fn resolve(&self, name: &str) -> Vec<StorePath> {
+        let key = normalize_key(name);
+        if key.is_empty() {
+            return Vec::new();
+        }
+        self.paths_matching(&self.term_query(self.inner.core.fields.key, &key))
+    }
+
     /// Memories whose links point at `target`: an id, title, file stem,
     /// path or alias, compared case-insensitively. When `target` names
     /// existing memories, links to any of their names count.

@@ -165,6 +165,97 @@ pub fn set_fields(text: &str, fields: &[(&str, String)]) -> Result<Option<String
     ))
 }
 
+/// Adds `values` to the list field `key` (creating it), keeping the
+/// entries it has. The field is written as one flow-style line
+/// (`links: [a, b]`); a field written as a block list is refused with
+/// [`EditError::WouldChangeMeaning`] rather than reformatted.
+pub fn add_to_list_field(
+    text: &str,
+    key: &str,
+    values: &[String],
+) -> Result<Option<String>, EditError> {
+    if !is_plain_key(key) {
+        return Err(EditError::InvalidKey(key.to_owned()));
+    }
+    let (existing, yaml) = match locate(text) {
+        Located::Found(block) => (parse_yaml(block.yaml)?, Some(block)),
+        Located::Absent { .. } => (Mapping::new(), None),
+        Located::Unclosed { .. } => return Err(EditError::UnclosedFrontmatter),
+    };
+    let current: Vec<String> = match existing.get(Value::String(key.to_owned())) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Sequence(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                _ => Err(EditError::WouldChangeMeaning),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(Value::String(s)) if s.is_empty() => Vec::new(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(_) => return Err(EditError::WouldChangeMeaning),
+    };
+    let mut merged = current.clone();
+    for v in values {
+        if !merged.contains(v) {
+            merged.push(v.clone());
+        }
+    }
+    if merged == current {
+        return Ok(None);
+    }
+    let flow = format!(
+        "[{}]",
+        merged
+            .iter()
+            .map(|v| yaml_scalar(v))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let block = match yaml {
+        Some(block) if existing.contains_key(Value::String(key.to_owned())) => block,
+        // Absent: add a new line (or a new block) after the other fields.
+        _ => {
+            let placeholder = add_missing_fields(text, &[(key, String::new())])?
+                .ok_or(EditError::WouldChangeMeaning)?;
+            return add_to_list_field(&placeholder, key, values);
+        }
+    };
+    let yaml_start = block.close_line_start - block.yaml.len();
+    let mut replaced = String::with_capacity(block.yaml.len() + flow.len());
+    let mut done = false;
+    for line in block.yaml.split_inclusive('\n') {
+        let is_key_line = !done
+            && line
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':'));
+        if is_key_line {
+            let eol = &line[line.trim_end_matches(['\r', '\n']).len()..];
+            replaced.push_str(&format!("{key}: {flow}{eol}"));
+            done = true;
+        } else {
+            replaced.push_str(line);
+        }
+    }
+    let reread = parse_yaml(&replaced).map_err(|_| EditError::WouldChangeMeaning)?;
+    let expected = Value::Sequence(merged.into_iter().map(Value::String).collect());
+    let others_kept = existing
+        .iter()
+        .all(|(k, v)| k == &Value::String(key.to_owned()) || reread.get(k) == Some(v));
+    if !done
+        || reread.get(Value::String(key.to_owned())) != Some(&expected)
+        || !others_kept
+        || reread.len() != existing.len()
+    {
+        return Err(EditError::WouldChangeMeaning);
+    }
+    Ok(Some(format!(
+        "{}{replaced}{}",
+        &text[..yaml_start],
+        &text[block.close_line_start..]
+    )))
+}
+
 /// Replaces the value on the single top-level line `key: ...`.
 fn replace_line_value(yaml: &str, key: &str, value: &str) -> Result<String, EditError> {
     let mut out = String::with_capacity(yaml.len() + value.len());
@@ -318,6 +409,32 @@ fn double_quoted(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_fields_grow_in_place() {
+        let text = "---\ntitle: T\nlinks: [a]\n---\nbody\n";
+        let out = add_to_list_field(text, "links", &["b".into(), "a".into()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(out, "---\ntitle: T\nlinks: [a, b]\n---\nbody\n");
+        assert_eq!(
+            add_to_list_field(&out, "links", &["b".into()]).unwrap(),
+            None
+        );
+        let fresh = add_to_list_field("---\ntitle: T\n---\nx\n", "links", &["id-1".into()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(fresh, "---\ntitle: T\nlinks: [id-1]\n---\nx\n");
+        let none = add_to_list_field("x\n", "links", &["id-1".into()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(none, "---\nlinks: [id-1]\n---\nx\n");
+        let block = "---\nlinks:\n  - a\n---\n";
+        assert_eq!(
+            add_to_list_field(block, "links", &["b".into()]),
+            Err(EditError::WouldChangeMeaning)
+        );
+    }
 
     #[test]
     fn set_fields_replaces_one_line_values_and_keeps_the_rest() {

@@ -136,6 +136,10 @@ pub struct Report {
     pub merged: usize,
     /// Links redirected from merged copies to the memory kept.
     pub links_redirected: usize,
+    /// Wikilinks recorded by id in `links:`.
+    pub links_resolved: usize,
+    /// Links that name no memory, or several.
+    pub links_unresolved: usize,
     /// Reminders created.
     pub reminders: usize,
     /// Files left alone because their frontmatter is malformed.
@@ -154,6 +158,8 @@ impl Report {
         self.decayed += other.decayed;
         self.merged += other.merged;
         self.links_redirected += other.links_redirected;
+        self.links_resolved += other.links_resolved;
+        self.links_unresolved += other.links_unresolved;
         self.reminders += other.reminders;
         self.malformed += other.malformed;
         self.retried += other.retried;
@@ -191,7 +197,7 @@ impl Tasks {
         config: &Config,
         fs_events: Receiver<FsEvent>,
         state_dir: Option<std::path::PathBuf>,
-        pending: Arc<Mutex<String>>,
+        shared: crate::views::TaskOutputs,
     ) -> std::io::Result<Tasks> {
         let (tx, rx) = crossbeam_channel::unbounded();
         let last = Arc::new(Mutex::new(HashMap::new()));
@@ -204,7 +210,8 @@ impl Tasks {
                 classify: classifier(config),
                 config: config.clone(),
             },
-            pending_text: pending,
+            pending_text: shared.pending,
+            task_lint: shared.lint,
             notified: std::collections::HashSet::new(),
             last_change: Instant::now(),
             idle_done: false,
@@ -257,6 +264,8 @@ struct Worker {
     reports_file: Option<std::path::PathBuf>,
     /// The text of `.mnemofs/pending.md`, shared with the views.
     pending_text: Arc<Mutex<String>>,
+    /// Problems found by the tasks, for `.mnemofs/lint`.
+    task_lint: Arc<Mutex<Vec<(StorePath, String)>>>,
     /// Due reminders already announced on the desktop.
     notified: std::collections::HashSet<StorePath>,
     last_change: Instant,
@@ -458,7 +467,18 @@ impl Worker {
         report.add(self.organizing.organize_inbox());
         report.add(self.organizing.lifecycle());
         if level >= 2 {
+            // Duplicates and link targets are found through the index: let
+            // it catch up with the moves and rewrites just made.
+            if !self.organizing.index.wait_idle(Duration::from_secs(120)) {
+                report
+                    .errors
+                    .push("the index did not catch up; links may be reported unresolved".into());
+            }
             report.add(self.organizing.consolidate());
+            let mut lint = Vec::new();
+            report.add(self.organizing.resolve_links(&mut lint));
+            report.links_unresolved = lint.len();
+            *self.task_lint.lock() = lint;
         }
         if level >= 3 {
             report.add(self.organizing.reminders());

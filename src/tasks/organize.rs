@@ -361,6 +361,70 @@ impl Organizing {
         report
     }
 
+    /// Level 2: records the id of every memory a `[[wikilink]]` names in
+    /// the linking memory's `links:` list, so the link survives the target
+    /// being renamed. Links that name nothing, or several memories, are
+    /// reported (returned as lint lines for `.mnemofs/lint`).
+    pub(crate) fn resolve_links(&self, lint: &mut Vec<(StorePath, String)>) -> Report {
+        let mut report = Report::default();
+        let mut ids: HashMap<StorePath, Option<String>> = HashMap::new();
+        for (path, _) in self.memories_under(&StorePath::root()) {
+            let Some((bytes, text)) = self.read_text(&path) else {
+                continue;
+            };
+            let parsed = memory::parse(&stem(&path), &text);
+            if parsed.has_malformed_frontmatter() {
+                continue;
+            }
+            let mut found = Vec::new();
+            for link in &parsed.links {
+                if link.kind == memory::LinkKind::FrontmatterId {
+                    continue;
+                }
+                let targets = self.index.resolve(&link.target);
+                match targets.as_slice() {
+                    [] => lint.push((path.clone(), format!("unresolved link [[{}]]", link.target))),
+                    [one] if *one != path => {
+                        let id = ids
+                            .entry(one.clone())
+                            .or_insert_with(|| {
+                                let (_, t) = self.read_text(one)?;
+                                memory::parse(&stem(one), &t).frontmatter.id
+                            })
+                            .clone();
+                        if let Some(id) = id {
+                            found.push(id);
+                        }
+                    }
+                    [_] => {}
+                    many => lint.push((
+                        path.clone(),
+                        format!(
+                            "ambiguous link [[{}]] names {} memories",
+                            link.target,
+                            many.len()
+                        ),
+                    )),
+                }
+            }
+            found.retain(|id| !parsed.frontmatter.links.contains(id));
+            found.dedup();
+            if found.is_empty() {
+                continue;
+            }
+            match memory::add_to_list_field(&text, "links", &found) {
+                Ok(Some(new)) => match self.writer.replace(&path, &bytes, new.as_bytes()) {
+                    Ok(Outcome::Done) => report.links_resolved += found.len(),
+                    Ok(Outcome::Busy) => report.retried += 1,
+                    Err(e) => report.errors.push(format!("resolve links in {path}: {e}")),
+                },
+                Ok(None) => {}
+                Err(e) => lint.push((path.clone(), format!("cannot record resolved links: {e}"))),
+            }
+        }
+        report
+    }
+
     /// Rewrites `[[old` to `[[new` in one memory; returns links changed.
     fn redirect_links(&self, path: &StorePath, old: &str, new: &str, report: &mut Report) -> usize {
         let Some((bytes, text)) = self.read_text(path) else {

@@ -146,7 +146,16 @@ const SUMMARY_NAME: &str = "summary.md";
 #[derive(Clone, Debug)]
 pub struct Views {
     index: Index,
-    pending: Arc<Mutex<String>>,
+    outputs: TaskOutputs,
+}
+
+/// What the background tasks publish through the views.
+#[derive(Clone, Debug, Default)]
+pub struct TaskOutputs {
+    /// The text of `.mnemofs/pending.md`.
+    pub pending: Arc<Mutex<String>>,
+    /// Problems the tasks found (unresolved links), for `.mnemofs/lint`.
+    pub lint: Arc<Mutex<Vec<(StorePath, String)>>>,
 }
 
 /// Depth of a view directory below the mount root, for relative targets.
@@ -240,13 +249,16 @@ impl Views {
     pub fn new(index: Index) -> Views {
         Views {
             index,
-            pending: Arc::new(Mutex::new("# Due reminders\n\nNothing is due.\n".into())),
+            outputs: TaskOutputs {
+                pending: Arc::new(Mutex::new("# Due reminders\n\nNothing is due.\n".into())),
+                lint: Arc::default(),
+            },
         }
     }
 
-    /// The text of `.mnemofs/pending.md`, which the organizer keeps current.
-    pub fn pending(&self) -> Arc<Mutex<String>> {
-        Arc::clone(&self.pending)
+    /// Where the background tasks publish `pending.md` and their lint.
+    pub fn task_outputs(&self) -> TaskOutputs {
+        self.outputs.clone()
     }
 
     /// The index behind the views.
@@ -383,10 +395,11 @@ impl Views {
                 json.into_bytes()
             }
             ViewFile::AgentGuide => AGENT_GUIDE.as_bytes().to_vec(),
-            ViewFile::Pending => self.pending.lock().clone().into_bytes(),
+            ViewFile::Pending => self.outputs.pending.lock().clone().into_bytes(),
             ViewFile::Lint => {
                 let mut out = String::new();
-                for (path, message) in self.index.lint() {
+                let tasks = self.outputs.lint.lock().clone();
+                for (path, message) in self.index.lint().into_iter().chain(tasks) {
                     out.push_str(&format!("{path}: {message}\n"));
                 }
                 out.into_bytes()
