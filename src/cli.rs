@@ -183,7 +183,17 @@ fn resolve_store(store: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 /// Reads the configuration (the default file if `path` is `None`) and
 /// prints its warnings, such as unknown keys.
 fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
-    let (config, warnings) = Config::load(path)?;
+    let (config, mut warnings) = Config::load(path)?;
+    let schema_dir = path
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .or_else(|| Config::default_path().and_then(|p| p.parent().map(Path::to_path_buf)))
+        .map(|dir| dir.join("schemas"));
+    if let Some(dir) = schema_dir {
+        let (schemas, problems) = crate::config::load_schemas(&dir);
+        warnings.extend(problems);
+        crate::memory::schema::install(schemas);
+    }
     for warning in warnings {
         eprintln!("mnemofs: warning: {warning}");
     }

@@ -553,6 +553,32 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// The built-in schemas plus every `*.yaml` in `dir` (a user's own types,
+/// or overrides of the built-in ones). Unreadable or invalid files are
+/// returned as warnings; a missing folder is simply none.
+pub fn load_schemas(dir: &Path) -> (crate::memory::schema::SchemaSet, Vec<String>) {
+    let mut set = crate::memory::schema::SchemaSet::builtin();
+    let mut warnings = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (set, warnings);
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    for file in files {
+        match std::fs::read_to_string(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| crate::memory::schema::Schema::from_yaml(&t))
+        {
+            Ok(schema) => set.add(schema),
+            Err(e) => warnings.push(format!("schema {}: {e}", file.display())),
+        }
+    }
+    (set, warnings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -261,3 +261,17 @@ fn hidden_views_are_unlisted_but_resolve() {
     });
     assert_eq!(names(&m.m("by-category")).expect("list").len(), 14);
 }
+
+#[test]
+fn schema_problems_are_warned_in_lint_and_never_block_the_write() {
+    let m = Mount::start();
+    let text = "---\ntype: decision\nstatus: maybe\n---\nWe might.\n";
+    fs::write(m.m("d.md"), text).expect("the write is never blocked");
+    wait_for("schema warnings", || {
+        fs::read_to_string(m.m(".mnemofs/lint")).is_ok_and(|l| {
+            l.contains("d.md: decision schema: missing required field `title`")
+                && l.contains("`status` is `maybe`")
+        })
+    });
+    assert_eq!(fs::read_to_string(m.s("d.md")).expect("store"), text);
+}

@@ -261,10 +261,14 @@ pub(crate) fn build(
     doc.add_date(f.created, date(created));
     doc.add_date(f.updated, date(updated));
     doc.add_i64(f.changed, updated.max(mtime));
-    if !memory.lint.is_empty() {
+    let schema_warnings = crate::memory::schema::active().check(&text);
+    if !memory.lint.is_empty() || !schema_warnings.is_empty() {
         doc.add_text(f.flag, FLAG_LINT);
         for issue in &memory.lint {
             doc.add_text(f.lint, issue.to_string());
+        }
+        for warning in schema_warnings {
+            doc.add_text(f.lint, warning);
         }
     }
     doc

@@ -28,6 +28,7 @@ mod frontmatter;
 mod links;
 mod markdown;
 mod observations;
+pub mod schema;
 mod tags;
 
 use std::fmt;
