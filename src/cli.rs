@@ -60,6 +60,9 @@ enum Command {
         /// Serve the files only: no background normalizing or organizing.
         #[arg(long)]
         no_organizer: bool,
+        /// Read every file through the daemon, never with FUSE passthrough.
+        #[arg(long)]
+        no_passthrough: bool,
     },
     /// Search the store's memories (works with or without a running daemon).
     Search {
@@ -226,6 +229,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             views,
             config,
             no_organizer,
+            no_passthrough,
         } => {
             if !(0.0..=3600.0).contains(&cache_ttl) {
                 bail!("--cache-ttl must be between 0 and 3600 seconds");
@@ -249,6 +253,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 fs: FsOptions {
                     max_file_size,
                     ttl: Duration::from_secs_f64(cache_ttl),
+                    passthrough: !no_passthrough,
                 },
                 views_hidden: views == ViewsMode::Hidden,
                 config: load_config(config.as_deref())?,

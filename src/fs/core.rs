@@ -31,6 +31,11 @@ use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
 use crate::tasks::counters::CounterStore;
 use crate::views::{ViewEntry, ViewRoot, Views};
 
+/// Files smaller than this are read through the daemon even when
+/// passthrough is available: for notes the cost is in open and close, and
+/// cached opens keep readers and writers of small files free to mix.
+pub(crate) const PASSTHROUGH_MIN_SIZE: u64 = 1024 * 1024;
+
 /// Tunables of a mounted store.
 #[derive(Clone, Debug)]
 pub struct FsOptions {
@@ -38,6 +43,9 @@ pub struct FsOptions {
     pub max_file_size: u64,
     /// How long the kernel may cache attributes and entries.
     pub ttl: Duration,
+    /// Let the kernel read files opened read-only straight from the store
+    /// (FUSE passthrough) when it and our privileges allow.
+    pub passthrough: bool,
 }
 
 impl Default for FsOptions {
@@ -45,6 +53,7 @@ impl Default for FsOptions {
         FsOptions {
             max_file_size: 64 * 1024 * 1024,
             ttl: Duration::from_secs(1),
+            passthrough: true,
         }
     }
 }
@@ -76,6 +85,8 @@ pub struct Opened {
     pub keep_cache: bool,
     /// True for generated files, whose size is not known in advance.
     pub direct_io: bool,
+    /// True when the adapter should register the file for passthrough.
+    pub passthrough: bool,
 }
 
 /// Requested attribute changes (`setattr`).
@@ -124,6 +135,9 @@ pub struct StoreFs {
     events: std::sync::OnceLock<crossbeam_channel::Sender<FsEvent>>,
     counters: Option<Arc<CounterStore>>,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
+    /// Passthrough is in use: the kernel granted it and no registration failed.
+    passthrough: std::sync::atomic::AtomicBool,
+    backing_ids: Mutex<HashMap<u64, std::sync::Weak<fuser::BackingId>>>,
 }
 
 /// Something background tasks want to hear about.
@@ -146,6 +160,8 @@ impl StoreFs {
             events: std::sync::OnceLock::new(),
             counters: None,
             redirects: Mutex::new(HashMap::new()),
+            passthrough: std::sync::atomic::AtomicBool::new(false),
+            backing_ids: Mutex::new(HashMap::new()),
             // SAFETY: geteuid has no preconditions.
             is_root: unsafe { libc::geteuid() } == 0,
         })
@@ -157,6 +173,57 @@ impl StoreFs {
         let root = self.store.stat(&StorePath::root())?;
         self.views = Some(ViewTable::new(views, hidden, (root.uid, root.gid)));
         Ok(self)
+    }
+
+    /// Called at FUSE init with whether the kernel granted passthrough.
+    pub fn set_passthrough_granted(&self, granted: bool) {
+        let on = granted && self.options.passthrough;
+        self.passthrough
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        log::info!("passthrough reads: {}", if on { "on" } else { "off" });
+    }
+
+    fn passthrough_on(&self) -> bool {
+        self.passthrough.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The passthrough registration for an open handle's inode: reused
+    /// while any handle of the inode holds it, else made with `register`.
+    pub fn passthrough_backing(
+        &self,
+        fh: u64,
+        register: impl FnOnce(&File) -> io::Result<fuser::BackingId>,
+    ) -> FsResult<Arc<fuser::BackingId>> {
+        let handle = self.file_handle(fh)?;
+        let Handle::File(file) = handle.as_ref() else {
+            return Err(FsError::BadHandle);
+        };
+        let mut ids = self.backing_ids.lock();
+        let id = match ids.get(&file.ino).and_then(std::sync::Weak::upgrade) {
+            Some(id) => id,
+            None => {
+                let id = Arc::new(register(&file.file)?);
+                ids.retain(|_, weak| weak.strong_count() > 0);
+                ids.insert(file.ino, Arc::downgrade(&id));
+                id
+            }
+        };
+        *file.backing.lock() = Some(Arc::clone(&id));
+        Ok(id)
+    }
+
+    /// Registration failed (no privilege, old kernel): stop trying, and
+    /// serve reads through the daemon from now on. `fh` is then a cached open.
+    pub fn passthrough_failed(&self, fh: u64, err: &FsError) {
+        if let Some(Handle::File(file)) = self.handles.get(fh).as_deref() {
+            self.inodes.lock().passthrough_handle(file.ino, false);
+        }
+        if self
+            .passthrough
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            log::warn!("passthrough reads unavailable ({err}); reading through the daemon");
+        }
     }
 
     /// Keeps volatile counters (`access_count`, `version`, ...) in
@@ -525,28 +592,45 @@ impl StoreFs {
         let writable = acc == libc::O_WRONLY || acc == libc::O_RDWR;
         let st = crate::store::fstat(&file)?;
         let version = (st.mtime, st.size);
-        let keep_cache = {
+        let (keep_cache, passthrough) = {
             let mut table = self.inodes.lock();
+            // The kernel will not mix passthrough and cached opens of one
+            // inode: a reader of a large file goes passthrough only while
+            // every other open of it does too, and a writer joins the
+            // passthrough readers already there (see SEMANTICS.md).
+            let (open, through) = table.open_counts(ino);
+            let passthrough = self.passthrough_on()
+                && if writable {
+                    through > 0
+                } else {
+                    st.size >= PASSTHROUGH_MIN_SIZE && open == through
+                };
+            if passthrough {
+                table.passthrough_handle(ino, true);
+            }
             table.opened(ino, writable);
-            match table.get_mut(ino) {
+            let keep = match table.get_mut(ino) {
                 Some(node) => {
                     let keep = node.cached_version == Some(version);
                     node.cached_version = Some(version);
                     keep
                 }
                 None => false,
-            }
+            };
+            (keep, passthrough)
         };
         let fh = self.handles.insert(Handle::File(FileHandle {
             ino,
             file,
             writable,
             append: flags & libc::O_APPEND != 0,
+            backing: Mutex::new(None),
         }));
         Ok(Opened {
             fh,
             keep_cache,
             direct_io: false,
+            passthrough,
         })
     }
 
@@ -561,6 +645,7 @@ impl StoreFs {
                 fh,
                 keep_cache: false,
                 direct_io: true,
+                passthrough: false,
             });
         }
         let path = self.path_of(ino)?;
@@ -694,6 +779,9 @@ impl StoreFs {
                 && let (Some(node), Some(v)) = (table.get_mut(h.ino), version)
             {
                 node.cached_version = Some(v);
+            }
+            if h.backing.lock().take().is_some() {
+                table.passthrough_handle(h.ino, false);
             }
             table.closed(h.ino, h.writable);
             let last_writer_closed =

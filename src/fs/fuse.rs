@@ -127,6 +127,10 @@ impl Filesystem for FuseAdapter {
             }
         }
         let _ = config.set_max_readahead(1024 * 1024);
+        // Passthrough needs the capability and room in the stacking depth.
+        let granted = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(2).is_ok();
+        self.fs.set_passthrough_granted(granted);
         Ok(())
     }
 
@@ -263,6 +267,19 @@ impl Filesystem for FuseAdapter {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         match self.fs.open(ino.0, flags.0, req.pid()) {
+            Ok(opened) if opened.passthrough => {
+                let fh = FileHandle(opened.fh);
+                match self
+                    .fs
+                    .passthrough_backing(opened.fh, |f| reply.open_backing(f))
+                {
+                    Ok(id) => reply.opened_passthrough(fh, FopenFlags::empty(), &id),
+                    Err(e) => {
+                        self.fs.passthrough_failed(opened.fh, &e);
+                        reply.opened(fh, open_flags(&opened));
+                    }
+                }
+            }
             Ok(opened) => reply.opened(FileHandle(opened.fh), open_flags(&opened)),
             Err(e) => reply.error(errno("open", &e)),
         }

@@ -24,6 +24,9 @@ pub(crate) struct FileHandle {
     pub(crate) file: File,
     pub(crate) writable: bool,
     pub(crate) append: bool,
+    /// The kernel's passthrough registration, held while this handle is
+    /// open (shared by every passthrough handle of the inode).
+    pub(crate) backing: Mutex<Option<Arc<fuser::BackingId>>>,
 }
 
 /// An open directory and its listing snapshot.

@@ -29,6 +29,8 @@ pub(crate) struct Node {
     lookups: u64,
     open_handles: u32,
     pub(crate) open_writers: u32,
+    /// Open handles the kernel reads (and writes) through passthrough.
+    pub(crate) passthrough_handles: u32,
     children: u32,
     attached: bool,
     /// Backing inode number, to notice a name now naming another object.
@@ -57,6 +59,7 @@ impl InodeTable {
                 lookups: 1,
                 open_handles: 0,
                 open_writers: 0,
+                passthrough_handles: 0,
                 children: 0,
                 attached: true,
                 backing_ino: root_backing_ino,
@@ -139,6 +142,7 @@ impl InodeTable {
                 lookups: u64::from(count_lookup),
                 open_handles: 0,
                 open_writers: 0,
+                passthrough_handles: 0,
                 children: 0,
                 attached: true,
                 backing_ino,
@@ -240,6 +244,24 @@ impl InodeTable {
         if let Some(node) = self.nodes.get_mut(&ino) {
             node.open_handles += 1;
             node.open_writers += u32::from(writable);
+        }
+    }
+
+    /// The open handles of `ino`: (all, passthrough).
+    pub(crate) fn open_counts(&self, ino: u64) -> (u32, u32) {
+        self.nodes
+            .get(&ino)
+            .map_or((0, 0), |n| (n.open_handles, n.passthrough_handles))
+    }
+
+    /// Counts (or uncounts) a passthrough handle of `ino`.
+    pub(crate) fn passthrough_handle(&mut self, ino: u64, add: bool) {
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            if add {
+                node.passthrough_handles += 1;
+            } else {
+                node.passthrough_handles = node.passthrough_handles.saturating_sub(1);
+            }
         }
     }
 
