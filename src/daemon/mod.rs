@@ -292,6 +292,7 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     if let Some(mut ready) = ready {
         writeln!(ready, "ready")?;
     }
+    notify_systemd_ready();
     let Mounted {
         index, session, fs, ..
     } = mounted;
@@ -306,6 +307,25 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     }
     log::info!("unmounted {}", config.mountpoint.display());
     result.context("the FUSE session ended with an error")
+}
+
+/// Tells systemd (`Type=notify`) that the mount is live, if it asked.
+fn notify_systemd_ready() {
+    let Some(socket) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixDatagram};
+    let bytes = socket.as_encoded_bytes();
+    // "@name" is a socket in the abstract namespace.
+    let address = match bytes.strip_prefix(b"@") {
+        Some(name) => SocketAddr::from_abstract_name(name),
+        None => SocketAddr::from_pathname(&socket),
+    };
+    let sent = address.and_then(|a| UnixDatagram::unbound()?.send_to_addr(b"READY=1", &a));
+    if let Err(e) = sent {
+        log::warn!("cannot notify systemd at {}: {e}", socket.to_string_lossy());
+    }
 }
 
 /// Unmounts on SIGINT/SIGTERM and rebuilds the index on SIGUSR1, from a
