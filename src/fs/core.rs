@@ -31,6 +31,30 @@ use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
 use crate::tasks::counters::CounterStore;
 use crate::views::{ViewEntry, ViewRoot, Views};
 
+/// How long a writer waits for a background replace of its file.
+const REPLACE_WAIT: Duration = Duration::from_secs(1);
+
+/// Held while a background task replaces a file; see [`StoreFs::begin_replace`].
+#[derive(Debug)]
+pub struct ReplaceGuard<'a> {
+    fs: &'a StoreFs,
+    path: StorePath,
+    old_ino: Option<u64>,
+}
+
+impl Drop for ReplaceGuard<'_> {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        if let Some(ino) = self.old_ino {
+            let mut replaced = self.fs.replaced.lock();
+            replaced.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+            replaced.insert(ino, (self.path.clone(), now));
+        }
+        self.fs.replacing.lock().remove(&self.path);
+        self.fs.replace_done.notify_all();
+    }
+}
+
 /// Files smaller than this are read through the daemon even when
 /// passthrough is available: for notes the cost is in open and close, and
 /// cached opens keep readers and writers of small files free to mix.
@@ -135,6 +159,11 @@ pub struct StoreFs {
     events: std::sync::OnceLock<crossbeam_channel::Sender<FsEvent>>,
     counters: Option<Arc<CounterStore>>,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
+    /// Paths a background task is replacing right now.
+    replacing: Mutex<std::collections::HashSet<StorePath>>,
+    replace_done: parking_lot::Condvar,
+    /// Inodes replaced by background tasks, and the path they had.
+    replaced: Mutex<HashMap<u64, (StorePath, Instant)>>,
     /// Passthrough is in use: the kernel granted it and no registration failed.
     passthrough: std::sync::atomic::AtomicBool,
     backing_ids: Mutex<HashMap<u64, std::sync::Weak<fuser::BackingId>>>,
@@ -161,6 +190,9 @@ impl StoreFs {
             counters: None,
             redirects: Mutex::new(HashMap::new()),
             passthrough: std::sync::atomic::AtomicBool::new(false),
+            replacing: Mutex::new(std::collections::HashSet::new()),
+            replace_done: parking_lot::Condvar::new(),
+            replaced: Mutex::new(HashMap::new()),
             backing_ids: Mutex::new(HashMap::new()),
             // SAFETY: geteuid has no preconditions.
             is_root: unsafe { libc::geteuid() } == 0,
@@ -587,7 +619,7 @@ impl StoreFs {
                 | libc::O_NOATIME)
     }
 
-    fn register_open(&self, ino: u64, file: File, flags: i32) -> FsResult<Opened> {
+    fn register_open(&self, ino: u64, file: File, flags: i32, counted: bool) -> FsResult<Opened> {
         let acc = flags & libc::O_ACCMODE;
         let writable = acc == libc::O_WRONLY || acc == libc::O_RDWR;
         let st = crate::store::fstat(&file)?;
@@ -608,7 +640,9 @@ impl StoreFs {
             if passthrough {
                 table.passthrough_handle(ino, true);
             }
-            table.opened(ino, writable);
+            if !counted {
+                table.opened(ino, writable);
+            }
             let keep = match table.get_mut(ino) {
                 Some(node) => {
                     let keep = node.cached_version == Some(version);
@@ -648,16 +682,85 @@ impl StoreFs {
                 passthrough: false,
             });
         }
-        let path = self.path_of(ino)?;
         let flags = Self::open_flags(flags) & !libc::O_EXCL;
+        let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        if writable {
+            let (ino, path) = self.announce_writer(ino)?;
+            return match self.store.open_file(&path, flags, 0) {
+                Ok(file) => self.register_open(ino, file, flags, true),
+                Err(e) => {
+                    self.inodes.lock().closed(ino, true);
+                    Err(e.into())
+                }
+            };
+        }
+        let path = self.path_of(ino)?;
         let file = self.store.open_file(&path, flags, 0)?;
-        if flags & libc::O_ACCMODE == libc::O_RDONLY
-            && pid != std::process::id()
+        if pid != std::process::id()
             && let Some(counters) = &self.counters
         {
             counters.record_read_open(&path);
         }
-        self.register_open(ino, file, flags)
+        self.register_open(ino, file, flags, false)
+    }
+
+    /// Counts a writer on `ino` before its file is opened, after waiting
+    /// out a background replace of the same path, so a replace can never
+    /// slip between a writer's open and its first write. A writer that
+    /// looked the file up just before the replace is pointed at the new
+    /// file. Returns the inode and path to open.
+    fn announce_writer(&self, ino: u64) -> FsResult<(u64, StorePath)> {
+        let mut replacing = self.replacing.lock();
+        let (ino, path) = match self.path_of(ino) {
+            Ok(path) => (ino, path),
+            Err(FsError::Unlinked) => {
+                let path = self
+                    .replaced
+                    .lock()
+                    .get(&ino)
+                    .map(|(p, _)| p.clone())
+                    .ok_or(FsError::Unlinked)?;
+                (self.ino_of_path(&path).ok_or(FsError::Unlinked)?, path)
+            }
+            Err(e) => return Err(e),
+        };
+        let deadline = Instant::now() + REPLACE_WAIT;
+        while replacing.contains(&path) {
+            // Bounded: the replace needs a FUSE worker for its rename.
+            if self
+                .replace_done
+                .wait_until(&mut replacing, deadline)
+                .timed_out()
+            {
+                break;
+            }
+        }
+        self.inodes.lock().opened(ino, true);
+        Ok((ino, path))
+    }
+
+    fn ino_of_path(&self, path: &StorePath) -> Option<u64> {
+        let table = self.inodes.lock();
+        let mut ino = ROOT;
+        for name in path.as_path().iter() {
+            ino = table.child(ino, name)?;
+        }
+        Some(ino)
+    }
+
+    /// Starts a background replace of `path`: `None` while any handle may
+    /// write it; otherwise writers opening it wait until the guard drops.
+    pub fn begin_replace(&self, path: &StorePath) -> Option<ReplaceGuard<'_>> {
+        let mut replacing = self.replacing.lock();
+        if self.is_open_for_write(path) || replacing.contains(path) {
+            return None;
+        }
+        replacing.insert(path.clone());
+        Some(ReplaceGuard {
+            fs: self,
+            path: path.clone(),
+            old_ino: self.ino_of_path(path),
+        })
     }
 
     /// Creates (or, without `O_EXCL`, opens) a file and opens it.
@@ -682,7 +785,7 @@ impl StoreFs {
         }
         let st = crate::store::fstat(&file)?;
         let ino = self.remember(parent, name, &st, true);
-        let opened = self.register_open(ino, file, flags)?;
+        let opened = self.register_open(ino, file, flags, false)?;
         Ok((
             Entry {
                 ino,

@@ -63,6 +63,9 @@ impl ExternalChangeWatcher {
         let (tx, rx) = crossbeam_channel::unbounded::<PathBuf>();
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+                // Reads change nothing: reporting them would re-index and
+                // re-normalize files every time someone looks at them.
+                Ok(event) if is_read_only(&event.kind) => {}
                 Ok(event) => {
                     for path in event.paths {
                         let _ = tx.send(path);
@@ -94,6 +97,17 @@ impl Drop for ExternalChangeWatcher {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// True for events that only say a file was opened, read or closed
+/// without writing.
+fn is_read_only(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+        notify::EventKind::Access(_) => true,
+        _ => false,
     }
 }
 

@@ -14,7 +14,7 @@ mod invalidate;
 mod viewnodes;
 
 pub use self::core::{
-    AttrChanges, DirItem, Entry, FsEvent, FsOptions, Opened, Requester, StoreFs,
+    AttrChanges, DirItem, Entry, FsEvent, FsOptions, Opened, ReplaceGuard, Requester, StoreFs,
     target_stays_inside, to_attr,
 };
 pub use error::{FsError, FsResult};

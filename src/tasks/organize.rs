@@ -302,6 +302,13 @@ impl Organizing {
             if in_inbox(&path) || age(&st) < after || self.writer.is_busy(&path) {
                 continue;
             }
+            let malformed = self
+                .read_text(&path)
+                .is_none_or(|(_, text)| memory::parse("", &text).has_malformed_frontmatter());
+            if malformed {
+                report.malformed += 1;
+                continue;
+            }
             let reason = format!("decayed: unused for {} days", after.as_secs() / 86_400);
             if self.archive(&path, "decayed", &reason, &[], &mut report) {
                 report.decayed += 1;
@@ -320,6 +327,10 @@ impl Organizing {
             let Some((_, text)) = self.read_text(&path) else {
                 continue;
             };
+            // A memory that cannot be annotated is never archived.
+            if memory::parse("", &text).has_malformed_frontmatter() {
+                continue;
+            }
             let body = normalized_body(&text);
             if body.is_empty() {
                 continue;

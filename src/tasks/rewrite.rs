@@ -92,12 +92,20 @@ impl MountWriter {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
-        let unchanged = fs::read(&target).is_ok_and(|now| now == expected);
-        if !unchanged || self.is_busy(path) {
+        // From here until the rename, writers opening the file wait.
+        let Some(guard) = self.fs.begin_replace(path) else {
+            let _ = fs::remove_file(&tmp);
+            return Ok(Outcome::Busy);
+        };
+        let unchanged = self.fs.store().read(path).is_ok_and(|now| now == expected);
+        if !unchanged {
+            drop(guard);
             let _ = fs::remove_file(&tmp);
             return Ok(Outcome::Busy);
         }
-        if let Err(e) = fs::rename(&tmp, &target) {
+        let renamed = fs::rename(&tmp, &target);
+        drop(guard);
+        if let Err(e) = renamed {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
