@@ -1,25 +1,31 @@
-//! `cargo bench --bench mount`: the mount against its own backing directory.
+//! `cargo bench --bench mount`: the mount against its own backing directory,
+//! then the index figures (`mount/search.rs`).
 //!
 //! Builds a synthetic store, mounts it, and prints one table in which every
 //! figure sits next to its native baseline from the same run, with the ratio
-//! and the target from the spine issue. A miss is reported, not fatal: this
+//! and the target from the spine issue (issue 3 for the index figures). A miss is reported, not fatal: this
 //! is a measurement, not a test (STYLE.md rule 6).
 //!
 //! Environment:
 //! - `MNEMOFS_BENCH_NOTES` notes in the store (default 10000);
 //! - `MNEMOFS_BENCH_QUICK=1` smoke run: 1000 notes, 8 MiB file, 1 repetition;
-//! - `MNEMOFS_BENCH_REPS` repetitions per figure (default 5).
+//! - `MNEMOFS_BENCH_REPS` repetitions per figure (default 5);
+//! - `MNEMOFS_BENCH_ONLY=mount|search|all` which figure groups run (default
+//!   all): `mount` is this file's spine figures, `search` the index figures
+//!   of `mount/search.rs`, each group on its own store and mount.
 //!
 //! Native and mount samples alternate within each repetition, so drift on a
 //! shared machine hits both sides alike. Each figure checks that the mount
 //! returned the same bytes or entry counts as the native side, because a fast
 //! wrong answer is not a result.
 //!
-//! New figures (search latency, write-to-searchable, mount start, rebuild,
-//! RSS) belong in their own module next to this file, as functions taking
-//! `&Bench` and returning `Row`s.
+//! New groups of figures belong in their own module under `benches/mount/`
+//! (a `.rs` file directly in `benches/` would become a bench target of its
+//! own), as functions returning `Row`s.
 
 mod common;
+#[path = "mount/search.rs"]
+mod search;
 
 use std::error::Error;
 use std::fs;
@@ -87,6 +93,20 @@ fn run() -> Result<(), Box<dyn Error>> {
     let cfg = Config::from_env();
     let ws = Workspace::new()?;
     print_environment(&cfg, &ws);
+    if cfg.only.mount() {
+        run_mount(cfg.clone(), ws)?;
+    } else {
+        drop(ws);
+    }
+    if cfg.only.search() {
+        search::run(&cfg)?;
+    }
+    Ok(())
+}
+
+/// The spine figures: the mount against its own backing directory.
+fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
+    println!("\n== mount: the mount against its backing directory ==");
 
     let (gen_time, notes) = time(|| generate_store(&ws.store, cfg.notes));
     let notes = notes?;
@@ -105,7 +125,10 @@ fn run() -> Result<(), Box<dyn Error>> {
         ws.store.display()
     );
 
-    let (start_time, daemon) = time(|| Daemon::start(&ws));
+    // The filesystem figures measure the mount itself: without the
+    // organizer, which would rewrite every note the benchmark creates.
+    println!("mount:    --no-organizer (filesystem figures)");
+    let (start_time, daemon) = time(|| Daemon::start_with(&ws, &["--no-organizer"]));
     let daemon = daemon?;
     let mut bench = Bench {
         daemon,
@@ -468,11 +491,5 @@ fn create_small_files(b: &mut Bench) -> io::Result<Row> {
 }
 
 fn row(figure: String, measure: Measure, target: Target) -> Row {
-    Row {
-        figure,
-        measure,
-        mount: Vec::new(),
-        native: Vec::new(),
-        target,
-    }
+    Row::new(figure, measure, target)
 }

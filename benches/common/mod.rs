@@ -42,10 +42,37 @@ pub struct Config {
     pub reps: usize,
     /// `MNEMOFS_BENCH_QUICK=1`: a smoke run, not a measurement.
     pub quick: bool,
+    /// Which figure groups run (`MNEMOFS_BENCH_ONLY`).
+    pub only: Selection,
+}
+
+/// The figure groups of the `mount` bench, chosen with
+/// `MNEMOFS_BENCH_ONLY=mount|search|all` (default all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// The spine figures: the mount against its backing directory.
+    Mount,
+    /// The index figures: search, write to searchable, start, rebuild, RSS.
+    Search,
+    /// Both, mount first.
+    All,
+}
+
+impl Selection {
+    /// Whether the spine figures run.
+    pub fn mount(self) -> bool {
+        matches!(self, Selection::Mount | Selection::All)
+    }
+
+    /// Whether the index figures run.
+    pub fn search(self) -> bool {
+        matches!(self, Selection::Search | Selection::All)
+    }
 }
 
 impl Config {
-    /// Reads `MNEMOFS_BENCH_QUICK`, `MNEMOFS_BENCH_NOTES` and `MNEMOFS_BENCH_REPS`.
+    /// Reads `MNEMOFS_BENCH_QUICK`, `MNEMOFS_BENCH_NOTES`, `MNEMOFS_BENCH_REPS`
+    /// and `MNEMOFS_BENCH_ONLY`.
     pub fn from_env() -> Config {
         let quick = std::env::var("MNEMOFS_BENCH_QUICK").is_ok_and(|v| v == "1");
         let parse = |name: &str| -> Option<usize> {
@@ -56,11 +83,18 @@ impl Config {
             }
         };
         let (notes, mib, reps) = if quick { (1000, 8, 1) } else { (10_000, 64, 5) };
+        let only = match std::env::var("MNEMOFS_BENCH_ONLY").as_deref() {
+            Err(_) | Ok("" | "all") => Selection::All,
+            Ok("mount") => Selection::Mount,
+            Ok("search") => Selection::Search,
+            Ok(v) => panic!("MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, all"),
+        };
         Config {
             notes: parse("MNEMOFS_BENCH_NOTES").unwrap_or(notes),
             big_file_bytes: mib << 20,
             reps: parse("MNEMOFS_BENCH_REPS").unwrap_or(reps),
             quick,
+            only,
         }
     }
 }
@@ -95,7 +129,8 @@ impl Rng {
     }
 }
 
-const VOCABULARY: &[&str] = &[
+/// The words notes are made of; queries are drawn from it too.
+pub const VOCABULARY: &[&str] = &[
     "memory",
     "agent",
     "project",
@@ -444,8 +479,9 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Starts the daemon on `ws` and waits until the mount is live.
-    pub fn start(ws: &Workspace) -> Result<Daemon, String> {
+    /// Starts the daemon on `ws` with extra `mnemofs mount` arguments and
+    /// waits until the mount is live.
+    pub fn start_with(ws: &Workspace, extra: &[&str]) -> Result<Daemon, String> {
         let log = fs::File::create(&ws.log).map_err(|e| format!("log file: {e}"))?;
         let log2 = log.try_clone().map_err(|e| format!("log file: {e}"))?;
         let child = Command::new(env!("CARGO_BIN_EXE_mnemofs"))
@@ -456,6 +492,7 @@ impl Daemon {
             .arg("--state-dir")
             .arg(&ws.state)
             .arg("--foreground")
+            .args(extra)
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
@@ -481,7 +518,8 @@ impl Daemon {
                     d.log_tail()
                 ));
             }
-            std::thread::sleep(Duration::from_millis(20));
+            // Short, so the mount-start figure can time the mount.
+            std::thread::sleep(Duration::from_millis(2));
         }
         Ok(d)
     }
@@ -493,8 +531,16 @@ impl Daemon {
 
     /// The daemon's resident set size in KiB (`VmRSS` in /proc/<pid>/status).
     pub fn vm_rss_kib(&self) -> Option<u64> {
+        self.proc_status_kib("VmRSS")
+    }
+
+    /// One KiB field of /proc/<pid>/status, such as `RssAnon` (heap and
+    /// stacks) or `RssFile` (mapped files: binary and mmap'd index pages).
+    pub fn proc_status_kib(&self, field: &str) -> Option<u64> {
         let status = fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        let line = status
+            .lines()
+            .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
@@ -640,6 +686,16 @@ pub fn median(samples: &[f64]) -> f64 {
     }
 }
 
+/// The nearest-rank `p`th percentile of non-empty samples: the smallest
+/// sample that at least `p` percent of the samples do not exceed.
+pub fn percentile(samples: &[f64], p: u8) -> f64 {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    assert!(!v.is_empty(), "percentile of no samples");
+    let rank = (f64::from(p) / 100.0 * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
 /// What a figure's numbers are, which decides formatting and which way is better.
 #[derive(Debug, Clone, Copy)]
 pub enum Measure {
@@ -649,6 +705,8 @@ pub enum Measure {
     Rate(&'static str),
     /// Seconds for the whole operation; lower is better.
     Time,
+    /// Bytes of memory; lower is better.
+    Bytes,
 }
 
 /// The ratio a figure must reach, mount over native.
@@ -658,11 +716,23 @@ pub enum Target {
     AtLeast(f64),
     /// `mount / native <= x` (for times).
     AtMost(f64),
+    /// `native / mount >= x`: the mount is x times faster (for times).
+    FasterBy(f64),
     /// Reported, no target.
     Info,
 }
 
-/// One line of the results table: medians of per-repetition samples.
+/// How a row's samples are summed up.
+#[derive(Debug, Clone, Copy)]
+pub enum Summary {
+    /// Samples are repetitions of one measurement; the median stands for them.
+    Median,
+    /// Samples are a distribution (one per query or per write); the row
+    /// shows this percentile, and its spread is the result, not noise.
+    Percentile(u8),
+}
+
+/// One line of the results table: a summary of per-repetition samples.
 #[derive(Debug, Clone)]
 pub struct Row {
     /// What was measured.
@@ -671,47 +741,125 @@ pub struct Row {
     pub measure: Measure,
     /// Samples on the mount, one per repetition.
     pub mount: Vec<f64>,
-    /// Samples on the native baseline, one per repetition.
+    /// Samples on the native baseline, one per repetition; may be empty
+    /// when there is no baseline.
     pub native: Vec<f64>,
     /// The target ratio.
     pub target: Target,
+    /// An absolute upper bound on the mount's value, in the measure's unit
+    /// (seconds or bytes), for targets stated without a baseline.
+    pub limit: Option<f64>,
+    /// Median, or a percentile of a distribution.
+    pub summary: Summary,
 }
 
 impl Row {
-    /// Median mount value over median native value.
-    pub fn ratio(&self) -> f64 {
-        median(&self.mount) / median(&self.native)
+    /// An empty row: median of repetitions, no absolute limit.
+    pub fn new(figure: impl Into<String>, measure: Measure, target: Target) -> Row {
+        Row {
+            figure: figure.into(),
+            measure,
+            mount: Vec::new(),
+            native: Vec::new(),
+            target,
+            limit: None,
+            summary: Summary::Median,
+        }
+    }
+
+    /// The same row with an absolute limit on the mount's value.
+    pub fn with_limit(mut self, limit: f64) -> Row {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// The same row summed up by a percentile instead of the median.
+    pub fn with_percentile(mut self, p: u8) -> Row {
+        self.summary = Summary::Percentile(p);
+        self
+    }
+
+    fn summarize(&self, samples: &[f64]) -> f64 {
+        match self.summary {
+            Summary::Median => median(samples),
+            Summary::Percentile(p) => percentile(samples, p),
+        }
+    }
+
+    /// The mount's summary value.
+    pub fn mount_value(&self) -> f64 {
+        self.summarize(&self.mount)
+    }
+
+    /// Mount summary over native summary; `None` without a baseline.
+    pub fn ratio(&self) -> Option<f64> {
+        (!self.native.is_empty()).then(|| self.mount_value() / self.summarize(&self.native))
     }
 
     /// Best mount sample over best native sample. Interference from other
     /// processes only ever makes a sample worse, so when the medians are
     /// noisy this ratio is the better estimate of the mount's own cost.
-    pub fn best_ratio(&self) -> f64 {
+    pub fn best_ratio(&self) -> Option<f64> {
         let best = |v: &[f64]| match self.measure {
-            Measure::Time => v.iter().copied().fold(f64::INFINITY, f64::min),
+            Measure::Time | Measure::Bytes => v.iter().copied().fold(f64::INFINITY, f64::min),
             Measure::Throughput | Measure::Rate(_) => v.iter().copied().fold(0.0, f64::max),
         };
-        best(&self.mount) / best(&self.native)
+        (!self.native.is_empty()).then(|| best(&self.mount) / best(&self.native))
     }
 
-    /// Whether either side's samples spread by more than 2x, so the median
-    /// says more about the machine than about the mount.
+    /// Whether either side's repetitions spread by more than 2x, so the
+    /// median says more about the machine than about the mount. Never true
+    /// for distributions, whose spread is what they measure.
     pub fn noisy(&self) -> bool {
         let spread = |v: &[f64]| {
             let (lo, hi) = v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
                 (lo.min(*x), hi.max(*x))
             });
-            hi / lo
+            if v.is_empty() { 1.0 } else { hi / lo }
         };
-        spread(&self.mount) > 2.0 || spread(&self.native) > 2.0
+        matches!(self.summary, Summary::Median)
+            && (spread(&self.mount) > 2.0 || spread(&self.native) > 2.0)
     }
 
-    /// `Some(true)` if the target is met, `None` for info rows.
+    /// `Some(true)` if every target (ratio and limit) is met, `None` when the
+    /// row has none.
     pub fn met(&self) -> Option<bool> {
-        match self.target {
-            Target::AtLeast(x) => Some(self.ratio() >= x),
-            Target::AtMost(x) => Some(self.ratio() <= x),
+        let ratio = self.ratio().and_then(|r| match self.target {
+            Target::AtLeast(x) => Some(r >= x),
+            Target::AtMost(x) => Some(r <= x),
+            Target::FasterBy(x) => Some(1.0 / r >= x),
             Target::Info => None,
+        });
+        let limit = self.limit.map(|l| self.mount_value() <= l);
+        match (ratio, limit) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
+        }
+    }
+
+    fn target_text(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(l) = self.limit {
+            parts.push(format!("<= {}", format_value(self.measure, l)));
+        }
+        match self.target {
+            Target::AtLeast(x) => parts.push(format!(">= {x}x")),
+            Target::AtMost(x) => parts.push(format!("<= {x}x")),
+            Target::FasterBy(x) => parts.push(format!(">= {x}x faster")),
+            Target::Info => {}
+        }
+        if parts.is_empty() {
+            "(info)".into()
+        } else {
+            format!("target {}", parts.join(", "))
+        }
+    }
+
+    fn label(&self) -> String {
+        match self.summary {
+            Summary::Median => String::new(),
+            Summary::Percentile(50) => "p50 ".into(),
+            Summary::Percentile(p) => format!("p{p} "),
         }
     }
 }
@@ -724,7 +872,9 @@ fn format_value(measure: Measure, v: f64) -> String {
         Measure::Rate(op) if v >= 1e4 => format!("{:.0}k {op}/s", v / 1e3),
         Measure::Rate(op) => format!("{v:.0} {op}/s"),
         Measure::Time if v >= 1.0 => format!("{v:.2} s"),
-        Measure::Time => format!("{:.0} ms", v * 1e3),
+        Measure::Time if v >= 0.01 => format!("{:.0} ms", v * 1e3),
+        Measure::Time => format!("{:.2} ms", v * 1e3),
+        Measure::Bytes => format!("{:.0} MiB", v / f64::from(1u32 << 20)),
     }
 }
 
@@ -736,14 +886,26 @@ pub fn render_table(rows: &[Row]) -> String {
         .map(|r| {
             [
                 r.figure.clone(),
-                format!("mount {}", format_value(r.measure, median(&r.mount))),
-                format!("native {}", format_value(r.measure, median(&r.native))),
-                format!("{:.2}x", r.ratio()),
-                match r.target {
-                    Target::AtLeast(x) => format!("target >= {x}x"),
-                    Target::AtMost(x) => format!("target <= {x}x"),
-                    Target::Info => "(info)".into(),
+                format!(
+                    "mount {}{}",
+                    r.label(),
+                    format_value(r.measure, r.mount_value())
+                ),
+                if r.native.is_empty() {
+                    "native -".into()
+                } else {
+                    format!(
+                        "native {}{}",
+                        r.label(),
+                        format_value(r.measure, r.summarize(&r.native))
+                    )
                 },
+                match (r.ratio(), r.target) {
+                    (None, _) => "-".into(),
+                    (Some(x), Target::FasterBy(_)) => format!("{:.1}x faster", 1.0 / x),
+                    (Some(x), _) => format!("{x:.2}x"),
+                },
+                r.target_text(),
                 format!(
                     "{}{}",
                     match r.met() {
@@ -782,19 +944,32 @@ pub fn render_table(rows: &[Row]) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    out.push_str("\nsamples (one per repetition, in run order), and best mount vs best native:\n");
+    out.push_str(
+        "\nsamples (one per repetition, in run order; distributions as min/p50/p90/p99/max),\nand best mount vs best native:\n",
+    );
     for r in rows {
-        let show = |v: &[f64]| {
-            v.iter()
+        let show = |v: &[f64]| match r.summary {
+            _ if v.is_empty() => "-".to_string(),
+            Summary::Median => v
+                .iter()
                 .map(|x| format_value(r.measure, *x))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            Summary::Percentile(_) => format!(
+                "{} samples: {}",
+                v.len(),
+                [0, 50, 90, 99, 100]
+                    .map(|p| format_value(r.measure, percentile(v, p)))
+                    .join(" / ")
+            ),
         };
+        let best = r
+            .best_ratio()
+            .map_or(String::new(), |b| format!("   (best vs best: {b:.2}x)"));
         let _ = writeln!(
             out,
-            "  {}   (best vs best: {:.2}x)\n    mount:  {}\n    native: {}",
+            "  {}{best}\n    mount:  {}\n    native: {}",
             r.figure,
-            r.best_ratio(),
             show(&r.mount),
             show(&r.native)
         );

@@ -39,17 +39,10 @@ const REPLACE_WAIT: Duration = Duration::from_secs(1);
 pub struct ReplaceGuard<'a> {
     fs: &'a StoreFs,
     path: StorePath,
-    old_ino: Option<u64>,
 }
 
 impl Drop for ReplaceGuard<'_> {
     fn drop(&mut self) {
-        let now = Instant::now();
-        if let Some(ino) = self.old_ino {
-            let mut replaced = self.fs.replaced.lock();
-            replaced.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
-            replaced.insert(ino, (self.path.clone(), now));
-        }
         self.fs.replacing.lock().remove(&self.path);
         self.fs.replace_done.notify_all();
     }
@@ -725,7 +718,9 @@ impl StoreFs {
             Err(e) => return Err(e),
         };
         let deadline = Instant::now() + REPLACE_WAIT;
+        let mut waited = false;
         while replacing.contains(&path) {
+            waited = true;
             // Bounded: the replace needs a FUSE worker for its rename.
             if self
                 .replace_done
@@ -735,6 +730,12 @@ impl StoreFs {
                 break;
             }
         }
+        // After a replace the path names a new inode: count the writer there.
+        let ino = if waited {
+            self.ino_of_path(&path).unwrap_or(ino)
+        } else {
+            ino
+        };
         self.inodes.lock().opened(ino, true);
         Ok((ino, path))
     }
@@ -756,10 +757,17 @@ impl StoreFs {
             return None;
         }
         replacing.insert(path.clone());
+        if let Some(ino) = self.ino_of_path(path) {
+            // Known before the rename, so a writer holding the old inode
+            // is sent to the new file whenever it arrives.
+            let now = Instant::now();
+            let mut replaced = self.replaced.lock();
+            replaced.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
+            replaced.insert(ino, (path.clone(), now));
+        }
         Some(ReplaceGuard {
             fs: self,
             path: path.clone(),
-            old_ino: self.ino_of_path(path),
         })
     }
 

@@ -442,6 +442,12 @@ impl Indexer {
         }
         let seq = self.processed_seq;
         let bulk_done = std::mem::take(&mut self.bulk_uncommitted);
+        if bulk_done > 0 && self.bulk.is_empty() {
+            // A big build leaves the allocator holding hundreds of MiB of
+            // freed buffers; give them back once the bulk work is done.
+            // SAFETY: malloc_trim only releases free memory.
+            unsafe { libc::malloc_trim(0) };
+        }
         let reconcile_done = std::mem::take(&mut self.reconcile_done);
         self.core.update_progress(|p| {
             p.committed_seq = p.committed_seq.max(seq);

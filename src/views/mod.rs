@@ -273,8 +273,9 @@ impl Views {
             ViewDir::Root(root) => self.list_root(*root),
             ViewDir::Search(query) => {
                 let (text, limit) = split_limit(query);
-                let paths: Vec<StorePath> = match self.index.search(&text, limit) {
-                    Ok(hits) => hits.into_iter().map(|h| h.path).collect(),
+                // Paths only: snippets are made when summary.md is read.
+                let paths: Vec<StorePath> = match self.index.search_paths(&text, limit) {
+                    Ok(paths) => paths,
                     Err(e) => {
                         log::warn!("search {query:?}: {e}");
                         Vec::new()
@@ -373,6 +374,16 @@ impl Views {
                 Some(ViewEntry::Dir(name.into(), ViewDir::Type(t)))
             }
             _ => self.list(dir).into_iter().find(|e| e.name() == name),
+        }
+    }
+
+    /// The size `stat` reports for a generated file. The search summary
+    /// says 0 (like files in /proc): computing it means building every
+    /// snippet, and generated files are read with direct I/O anyway.
+    pub fn size_hint(&self, file: &ViewFile) -> u64 {
+        match file {
+            ViewFile::SearchSummary(_) => 0,
+            other => self.read(other).len() as u64,
         }
     }
 
