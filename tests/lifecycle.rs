@@ -450,3 +450,31 @@ fn external_changes_to_the_store_show_through_the_mount() {
         "externally created directory not listed within {limit:?}"
     );
 }
+
+/// The kernel keeps folder listings between reads; changes made directly
+/// in the store must still show up in the next listing.
+#[test]
+fn a_cached_listing_shows_files_created_removed_and_renamed_in_the_store() {
+    let m = Mount::start();
+    fs::create_dir(m.s("d")).expect("mkdir in the store");
+    fs::write(m.s("d/a"), b"a").expect("seed");
+    let list = || -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(m.m("d"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    assert_eq!(list(), ["a"]);
+    assert_eq!(list(), ["a"], "second listing, now from the kernel's cache");
+    let limit = Duration::from_secs(2);
+    fs::write(m.s("d/b"), b"b").expect("external create");
+    assert!(poll_until(limit, || list() == ["a", "b"]), "{:?}", list());
+    fs::remove_file(m.s("d/a")).expect("external remove");
+    assert!(poll_until(limit, || list() == ["b"]), "{:?}", list());
+    fs::rename(m.s("d/b"), m.s("d/c")).expect("external rename");
+    assert!(poll_until(limit, || list() == ["c"]), "{:?}", list());
+}

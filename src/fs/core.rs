@@ -572,6 +572,10 @@ impl StoreFs {
         self.check_mutable(new_parent, new_name, true)?;
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
+        let replaces_file = self
+            .store
+            .stat(&to)
+            .is_ok_and(|st| st.kind == FileKind::File);
         self.store.rename(&from, &to, flags)?;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
         {
@@ -582,10 +586,13 @@ impl StoreFs {
                 table.rename(parent, name, new_parent, new_name);
             }
         }
-        if let Some(counters) = &self.counters
-            && !exchange
-        {
-            counters.rename(&from, &to);
+        let ours = self.replacing.lock().contains(&to);
+        match &self.counters {
+            // The daemon's own rewrite is not a write session of anyone's.
+            Some(counters) if !exchange && ours => counters.remove(&from),
+            Some(counters) if !exchange && replaces_file => counters.replace(&from, &to),
+            Some(counters) if !exchange => counters.rename(&from, &to),
+            _ => {}
         }
         Ok(())
     }

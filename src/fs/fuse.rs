@@ -360,6 +360,13 @@ impl Filesystem for FuseAdapter {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.fs.opendir(ino.0) {
+            // Real folders: the kernel may keep the listing and serve the
+            // next readdir itself; it drops it when the folder changes
+            // through the mount, and `invalidate` when it changes behind it.
+            Ok(fh) if !crate::fs::is_view_inode(ino.0) => reply.opened(
+                FileHandle(fh),
+                FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+            ),
             Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(errno("opendir", &e)),
         }

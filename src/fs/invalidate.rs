@@ -196,7 +196,9 @@ fn invalidations_for(fs: &StoreFs, path: &StorePath) -> Vec<Invalidation> {
         known.and_then(|ino| table.get(ino).map(|n| (ino, n))),
         backing,
     ) {
-        (None, _) => {}
+        // A new name: the kernel's cached listing of the folder is stale.
+        (None, Some(_)) => out.push(Invalidation::Inode(parent, true)),
+        (None, None) => {}
         (Some((ino, node)), Some(st)) if node.kind == st.kind && node.backing_ino == st.ino => {
             let version = (st.mtime, st.size);
             if node.cached_version.is_some_and(|v| v != version) && node.open_writers == 0 {
@@ -205,7 +207,10 @@ fn invalidations_for(fs: &StoreFs, path: &StorePath) -> Vec<Invalidation> {
                 out.push(Invalidation::Inode(ino, false));
             }
         }
-        (Some(_), _) => out.push(Invalidation::Entry(parent, name.to_os_string())),
+        (Some(_), _) => {
+            out.push(Invalidation::Entry(parent, name.to_os_string()));
+            out.push(Invalidation::Inode(parent, true));
+        }
     }
     out
 }

@@ -21,5 +21,10 @@ pub use error::{FsError, FsResult};
 pub use fuse::FuseAdapter;
 pub use invalidate::ExternalChangeWatcher;
 
+/// True for the inodes of the virtual views.
+pub fn is_view_inode(ino: u64) -> bool {
+    viewnodes::is_virtual(ino)
+}
+
 /// The inode number of the mount's root directory.
 pub const ROOT_INO: u64 = inodes::ROOT;

@@ -37,7 +37,7 @@ use super::document::{
     self, FileState, MAX_INDEXED_BYTES, is_ignored, is_ignored_name, path_from_key, path_key,
 };
 use super::schema::names;
-use super::{Core, IndexError};
+use super::{Core, IndexError, WRITER_MEMORY};
 use crate::store::{FileKind, Store, StorePath};
 
 /// A message on the live queue.
@@ -87,12 +87,30 @@ fn io_threads() -> usize {
 pub(super) fn spawn(
     core: Arc<Core>,
     store: Arc<Store>,
-    writer: IndexWriter,
+    writer_threads: usize,
     live_rx: Receiver<Live>,
-) -> io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
+) -> Result<JoinHandle<()>, IndexError> {
+    let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
+    let thread = std::thread::Builder::new()
         .name("mnemofs-indexer".into())
         .spawn(move || {
+            // Indexing yields the CPU to the FUSE workers: a write is
+            // answered first and made searchable a moment later. The
+            // writer's own threads are created here, so they inherit this.
+            crate::background::lower_priority();
+            let writer = match core
+                .index
+                .writer_with_num_threads(writer_threads, WRITER_MEMORY)
+            {
+                Ok(w) => {
+                    let _ = ready_tx.send(Ok(()));
+                    w
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(IndexError::from(e)));
+                    return;
+                }
+            };
             let (bulk_tx, bulk_rx) = crossbeam_channel::unbounded();
             let mut indexer = Indexer {
                 mirror: load_mirror(&core),
@@ -118,6 +136,9 @@ pub(super) fn spawn(
             indexer.run();
             indexer.core.update_progress(|p| p.stopped = true);
         })
+        .map_err(|_| IndexError::Stopped)?;
+    ready_rx.recv().map_err(|_| IndexError::Stopped)??;
+    Ok(thread)
 }
 
 /// Reads every indexed (path, size, mtime) from the fast fields of the

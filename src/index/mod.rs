@@ -325,7 +325,6 @@ impl Index {
     ) -> Result<Index, IndexError> {
         tokenizer::register(&index);
         let fields = schema::fields_of(&index.schema())?;
-        let writer = index.writer_with_num_threads(threads, WRITER_MEMORY)?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -344,8 +343,7 @@ impl Index {
             writable: true,
         });
         let (tx, rx) = crossbeam_channel::unbounded();
-        let thread = indexer::spawn(Arc::clone(&core), store, writer, rx)
-            .map_err(|_| IndexError::Stopped)?;
+        let thread = indexer::spawn(Arc::clone(&core), store, threads, rx)?;
         Ok(Index {
             inner: Arc::new(Inner {
                 core,

@@ -238,6 +238,33 @@ impl CounterStore {
         state.dirty = true;
     }
 
+    /// A file renamed over an existing one (an editor's or the normalizer's
+    /// save): it is the same memory with new content, so the target keeps
+    /// its access count and gains a version; the hash and time come from
+    /// the new content when known.
+    pub fn replace(&self, from: &StorePath, to: &StorePath) {
+        let (from_key, to_key) = (key_of(from), key_of(to));
+        if from_key.is_empty() || to_key.is_empty() || from_key == to_key {
+            return;
+        }
+        let mut state = self.state.lock();
+        let new = state.entries.remove(from_key);
+        let old = state.entries.remove(to_key);
+        if new.is_none() && old.is_none() {
+            return;
+        }
+        let new = new.unwrap_or_default();
+        let old = old.unwrap_or_default();
+        let merged = Entry {
+            access_count: old.access_count,
+            version: old.version + 1,
+            content_hash: new.content_hash.or(old.content_hash),
+            updated_at: new.updated_at.or(old.updated_at),
+        };
+        state.entries.insert(to_key.into(), merged);
+        state.dirty = true;
+    }
+
     /// Drops the counters of `path` and of every path under it.
     pub fn remove(&self, path: &StorePath) {
         let key = key_of(path);

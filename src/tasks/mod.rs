@@ -340,6 +340,7 @@ impl Worker {
     }
 
     fn run(mut self, rx: &Receiver<Message>, fs_events: &Receiver<FsEvent>) {
+        crate::background::lower_priority();
         let start = self.organizing.normalize_all();
         if start.normalized > 0 || !start.errors.is_empty() {
             log::info!(

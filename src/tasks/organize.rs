@@ -162,7 +162,11 @@ impl Organizing {
             return Outcome::Done;
         };
         let classify = |title: &str, body: &str| (self.classify)(title, body);
-        match normalize::plan(path, &text, st.mtime.sec, &classify) {
+        let mut plan = normalize::plan(path, &text, st.mtime.sec, &classify);
+        if self.config.frontmatter.write_counters {
+            plan = self.with_counters(path, &text, plan);
+        }
+        match plan {
             Plan::Complete => Outcome::Done,
             Plan::Malformed(reason) => {
                 log::debug!("not normalizing {path}: {reason}");
@@ -180,6 +184,26 @@ impl Organizing {
                     Outcome::Done
                 }
             },
+        }
+    }
+
+    /// Adds the volatile counters to the frontmatter (the opt-in mode for
+    /// tools that expect them in the file).
+    fn with_counters(&self, path: &StorePath, text: &str, plan: Plan) -> Plan {
+        let Some(counters) = self.writer.counters() else {
+            return plan;
+        };
+        let fields = counters.frontmatter_fields(path);
+        let base = match &plan {
+            Plan::Malformed(_) => return plan,
+            Plan::Complete => text,
+            Plan::Rewrite(new) => new.as_str(),
+        };
+        let owned: Vec<(&str, String)> = fields.into_iter().collect();
+        match memory::set_fields(base, &owned) {
+            Ok(Some(new)) => Plan::Rewrite(new),
+            Ok(None) => plan,
+            Err(e) => Plan::Malformed(e.to_string()),
         }
     }
 
