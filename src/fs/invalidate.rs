@@ -119,6 +119,9 @@ fn run(
     rx: &Receiver<PathBuf>,
     stop: &AtomicBool,
 ) {
+    // Most events are our own changes, already known: never let sorting
+    // them out slow down the FUSE workers.
+    crate::background::lower_priority();
     let generation = || fs.views().map_or(0, |v| v.index().generation());
     let mut seen_generation = generation();
     while !stop.load(Ordering::Relaxed) {
