@@ -135,7 +135,7 @@ fn days_in_month(year: i64, month: i64) -> i64 {
 
 /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard
 /// Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

@@ -197,31 +197,15 @@ pub fn format_rfc3339(ts: Timestamp, tz: &FixedOffset) -> String {
 // ---------------------------------------------------------------------------
 // Calendar math (proleptic Gregorian), after Howard Hinnant's algorithms.
 
-/// Days since 1970-01-01 of a civil date. Valid for any `i64` year that
-/// does not overflow; callers keep years within 1..=9999.
+/// Days since 1970-01-01 of a civil date.
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = i64::from(m);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    crate::memory::days_from_civil(y, i64::from(m), i64::from(d))
 }
 
 /// The civil date of a day number (inverse of [`days_from_civil`]).
 pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    let (y, m, d) = crate::memory::civil_from_days(days);
+    (y, m as u32, d as u32)
 }
 
 /// Day of the week of a day number: 0 = Monday … 6 = Sunday.
