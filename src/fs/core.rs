@@ -668,7 +668,6 @@ impl StoreFs {
         })
     }
 
-    /// Opens an existing file.
     /// Opens an existing file for the process `pid`. Opens for reading by
     /// other processes than the daemon itself count as accesses.
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> FsResult<Opened> {
