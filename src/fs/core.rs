@@ -572,10 +572,12 @@ impl StoreFs {
         self.check_mutable(new_parent, new_name, true)?;
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
-        let replaces_file = self
-            .store
-            .stat(&to)
-            .is_ok_and(|st| st.kind == FileKind::File);
+        // Only the counters care whether a file is being replaced.
+        let replaces_file = self.counters.is_some()
+            && self
+                .store
+                .stat(&to)
+                .is_ok_and(|st| st.kind == FileKind::File);
         self.store.rename(&from, &to, flags)?;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
         {
@@ -619,10 +621,22 @@ impl StoreFs {
                 | libc::O_NOATIME)
     }
 
-    fn register_open(&self, ino: u64, file: File, flags: i32, counted: bool) -> FsResult<Opened> {
+    /// Records an open handle. `st` is the file's stat when the caller
+    /// already has it; `counted` says the writer was counted beforehand.
+    fn register_open(
+        &self,
+        ino: u64,
+        file: File,
+        st: Option<Stat>,
+        flags: i32,
+        counted: bool,
+    ) -> FsResult<Opened> {
         let acc = flags & libc::O_ACCMODE;
         let writable = acc == libc::O_WRONLY || acc == libc::O_RDWR;
-        let st = crate::store::fstat(&file)?;
+        let st = match st {
+            Some(st) => st,
+            None => crate::store::fstat(&file)?,
+        };
         let version = (st.mtime, st.size);
         let (keep_cache, passthrough) = {
             let mut table = self.inodes.lock();
@@ -686,7 +700,7 @@ impl StoreFs {
         if writable {
             let (ino, path) = self.announce_writer(ino)?;
             return match self.store.open_file(&path, flags, 0) {
-                Ok(file) => self.register_open(ino, file, flags, true),
+                Ok(file) => self.register_open(ino, file, None, flags, true),
                 Err(e) => {
                     self.inodes.lock().closed(ino, true);
                     Err(e.into())
@@ -700,7 +714,7 @@ impl StoreFs {
         {
             counters.record_read_open(&path);
         }
-        self.register_open(ino, file, flags, false)
+        self.register_open(ino, file, None, flags, false)
     }
 
     /// Counts a writer on `ino` before its file is opened, after waiting
@@ -799,7 +813,7 @@ impl StoreFs {
         }
         let st = crate::store::fstat(&file)?;
         let ino = self.remember(parent, name, &st, true);
-        let opened = self.register_open(ino, file, flags, false)?;
+        let opened = self.register_open(ino, file, Some(st), flags, false)?;
         Ok((
             Entry {
                 ino,
