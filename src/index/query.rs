@@ -263,11 +263,7 @@ impl Index {
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address)?;
-            let Some(path) = doc
-                .get_first(f.path)
-                .and_then(|v| v.as_bytes())
-                .and_then(path_from_key)
-            else {
+            let Some(path) = stored_path(&doc, f.path) else {
                 continue;
             };
             let title = doc
@@ -641,11 +637,7 @@ impl Index {
             let Ok(doc) = searcher.doc::<TantivyDocument>(address) else {
                 continue;
             };
-            let Some(path) = doc
-                .get_first(f.path)
-                .and_then(|v| v.as_bytes())
-                .and_then(path_from_key)
-            else {
+            let Some(path) = stored_path(&doc, f.path) else {
                 continue;
             };
             for message in doc.get_all(f.lint).filter_map(|v| v.as_str()) {
@@ -655,6 +647,13 @@ impl Index {
         out.sort();
         out
     }
+}
+
+/// The store path kept in a document's stored `path` field.
+fn stored_path(doc: &TantivyDocument, field: Field) -> Option<StorePath> {
+    doc.get_first(field)
+        .and_then(|v| v.as_bytes())
+        .and_then(path_from_key)
 }
 
 #[cfg(test)]
