@@ -608,6 +608,57 @@ fn mmap_reads_match_file_contents() {
 }
 
 #[test]
+fn write_only_writers_are_seen_by_open_readers_and_mappings() {
+    let m = setup();
+    m.pair().same(|d| {
+        let mut t = Trace::new();
+        let f = d.join("shared.md");
+        fs::write(&f, vec![b'A'; 20_000]).expect("write");
+        let r = sys::open(&f, libc::O_RDONLY, 0).expect("open reader");
+        let read_all = |len| {
+            sys::pread(&r, len, 0)
+                .map(|b| summarize(&b))
+                .map_err(|e| e.raw_os_error())
+        };
+        t.note("first read", read_all(20_000));
+        // SAFETY: a read-only shared mapping of the whole file.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                20_000,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                r.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        // SAFETY: 20_000 readable bytes, unmapped below.
+        let mapped = unsafe { std::slice::from_raw_parts(p as *const u8, 20_000) };
+        t.note("mapped before", summarize(mapped));
+        let w = sys::open(&f, libc::O_WRONLY, 0).expect("open writer");
+        sys::pwrite(&w, &[b'B'; 5000], 3000).expect("pwrite");
+        t.note("read while writer open", read_all(20_000));
+        t.note("mapped while writer open", summarize(mapped));
+        drop(w);
+        let a = sys::open(&f, libc::O_WRONLY | libc::O_APPEND, 0).expect("open appender");
+        sys::write(&a, b"tail").expect("append");
+        drop(a);
+        t.note("read after append", read_all(30_000));
+        t.note("mapped after", summarize(mapped));
+        t.note(
+            "fresh open",
+            fs::read(&f)
+                .map(|b| summarize(&b))
+                .map_err(|e| e.raw_os_error()),
+        );
+        // SAFETY: exactly the mapping above.
+        unsafe { libc::munmap(p, 20_000) };
+        t
+    });
+}
+
+#[test]
 fn large_directory_listing_matches_ext4() {
     let m = setup();
     m.pair().same(|d| {

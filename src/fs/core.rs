@@ -100,7 +100,8 @@ pub struct Opened {
     pub fh: u64,
     /// True when the kernel may keep its page cache for this file.
     pub keep_cache: bool,
-    /// True for generated files, whose size is not known in advance.
+    /// True when reads and writes bypass the kernel's page cache: generated
+    /// files, whose size is not known in advance, and write-only handles.
     pub direct_io: bool,
     /// True when the adapter should register the file for passthrough.
     pub passthrough: bool,
@@ -633,6 +634,12 @@ impl StoreFs {
     ) -> FsResult<Opened> {
         let acc = flags & libc::O_ACCMODE;
         let writable = acc == libc::O_WRONLY || acc == libc::O_RDWR;
+        // A write through the page cache first asks the daemon whether the
+        // file carries `security.capability` (a round trip per write(2));
+        // a direct write lets the daemon clear privileges itself. Nothing
+        // can be read or mapped through a write-only handle, so the cache
+        // has nothing to offer it.
+        let write_only = acc == libc::O_WRONLY;
         let st = match st {
             Some(st) => st,
             None => crate::store::fstat(&file)?,
@@ -672,12 +679,13 @@ impl StoreFs {
             file,
             writable,
             append: flags & libc::O_APPEND != 0,
+            direct: write_only && !passthrough,
             backing: Mutex::new(None),
         }));
         Ok(Opened {
             fh,
             keep_cache,
-            direct_io: false,
+            direct_io: write_only && !passthrough,
             passthrough,
         })
     }
@@ -880,6 +888,30 @@ impl StoreFs {
         })
     }
 
+    /// Before a direct write by a caller without `CAP_FSETID`: clears the
+    /// set-user-ID bit, and the set-group-ID bit of a group-executable file,
+    /// as a local filesystem does on write. A daemon without that
+    /// capability gets this from the backing filesystem's own write.
+    pub fn drop_setid_bits(&self, fh: u64) -> FsResult<()> {
+        if !self.is_root {
+            return Ok(());
+        }
+        self.with_file(fh, |h| {
+            let mode = crate::store::fstat(&h.file)?.mode & 0o7777;
+            let mut kept = mode & !libc::S_ISUID;
+            if mode & libc::S_IXGRP != 0 {
+                kept &= !libc::S_ISGID;
+            }
+            if kept != mode {
+                // SAFETY: valid descriptor.
+                if unsafe { libc::fchmod(h.file.as_raw_fd(), kept) } < 0 {
+                    return Err(io::Error::last_os_error().into());
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// fsync / fdatasync.
     pub fn fsync(&self, fh: u64, datasync: bool) -> FsResult<()> {
         self.with_file(fh, |h| {
@@ -896,9 +928,9 @@ impl StoreFs {
     pub fn release(&self, fh: u64) -> FsResult<()> {
         let handle = self.handles.remove(fh).ok_or(FsError::BadHandle)?;
         if let Handle::File(h) = handle.as_ref() {
-            // Our own writes went through the kernel's page cache, so it is
-            // still valid for the version we leave behind.
-            let version = if h.writable {
+            // Writes through the kernel's page cache leave it valid for the
+            // version we leave behind; direct writes left it behind.
+            let version = if h.writable && !h.direct {
                 crate::store::fstat(&h.file)
                     .ok()
                     .map(|st| (st.mtime, st.size))
@@ -907,9 +939,9 @@ impl StoreFs {
             };
             let mut table = self.inodes.lock();
             if h.writable
-                && let (Some(node), Some(v)) = (table.get_mut(h.ino), version)
+                && let Some(node) = table.get_mut(h.ino)
             {
-                node.cached_version = Some(v);
+                node.cached_version = version;
             }
             if h.backing.lock().take().is_some() {
                 table.passthrough_handle(h.ino, false);

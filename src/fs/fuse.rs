@@ -309,11 +309,17 @@ impl Filesystem for FuseAdapter {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
+            && let Err(e) = self.fs.drop_setid_bits(fh.0)
+        {
+            reply.error(errno("write", &e));
+            return;
+        }
         match self.fs.write(fh.0, offset, data) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno("write", &e)),

@@ -24,6 +24,8 @@ pub(crate) struct FileHandle {
     pub(crate) file: File,
     pub(crate) writable: bool,
     pub(crate) append: bool,
+    /// Write-only handles bypass the kernel's page cache (`FOPEN_DIRECT_IO`).
+    pub(crate) direct: bool,
     /// The kernel's passthrough registration, held while this handle is
     /// open (shared by every passthrough handle of the inode).
     pub(crate) backing: Mutex<Option<Arc<fuser::BackingId>>>,

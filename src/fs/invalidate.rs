@@ -1,8 +1,8 @@
 //! Keeps the kernel's caches honest when the store changes behind the mount.
 //!
 //! `git pull` or a sync tool may write into the backing directory while it
-//! is mounted. A notify watcher on the store reports those paths; this
-//! module batches them, works out which kernel entries and inodes they
+//! is mounted. The store watcher (`watch.rs`) reports those paths in
+//! batches; this module works out which kernel entries and inodes they
 //! touch, and sends `inval_entry` / `inval_inode` through the session's
 //! notifier.
 //!
@@ -14,18 +14,17 @@
 //! backing state, and cost nothing.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
 use fuser::{INodeNo, Notifier};
-use notify::{RecursiveMode, Watcher};
 
 use super::core::StoreFs;
 use super::inodes::ROOT;
+use super::watch::StoreWatcher;
 use crate::store::StorePath;
 
 /// A kernel cache entry to drop.
@@ -37,11 +36,10 @@ enum Invalidation {
     Inode(u64, bool),
 }
 
-/// The running watcher; dropping it stops both threads.
+/// The running watcher; dropping it stops its thread.
 pub struct ExternalChangeWatcher {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
-    _watcher: notify::RecommendedWatcher,
 }
 
 impl std::fmt::Debug for ExternalChangeWatcher {
@@ -59,34 +57,18 @@ impl ExternalChangeWatcher {
         fs: Arc<StoreFs>,
         notifier: Notifier,
         on_change: Box<dyn Fn(&StorePath) + Send>,
-    ) -> notify::Result<Self> {
-        let (tx, rx) = crossbeam_channel::unbounded::<PathBuf>();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
-                // Reads change nothing: reporting them would re-index and
-                // re-normalize files every time someone looks at them.
-                Ok(event) if is_read_only(&event.kind) => {}
-                Ok(event) => {
-                    for path in event.paths {
-                        let _ = tx.send(path);
-                    }
-                }
-                Err(e) => log::warn!("store watcher: {e}"),
-            })?;
-        let root = fs.store().root_path().to_path_buf();
-        watcher.watch(&root, RecursiveMode::Recursive)?;
+    ) -> io::Result<Self> {
+        let watcher = StoreWatcher::start(Arc::clone(fs.store()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
-                .name("mnemofs-invalidate".into())
-                .spawn(move || run(&fs, &notifier, &*on_change, &root, &rx, &stop))
-                .map_err(|e| notify::Error::generic(&e.to_string()))?
+                .name("mnemofs-watch".into())
+                .spawn(move || run(&fs, &notifier, &*on_change, watcher, &stop))?
         };
         Ok(ExternalChangeWatcher {
             stop,
             thread: Some(thread),
-            _watcher: watcher,
         })
     }
 }
@@ -100,53 +82,34 @@ impl Drop for ExternalChangeWatcher {
     }
 }
 
-/// True for events that only say a file was opened, read or closed
-/// without writing.
-fn is_read_only(kind: &notify::EventKind) -> bool {
-    use notify::event::{AccessKind, AccessMode};
-    match kind {
-        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
-        notify::EventKind::Access(_) => true,
-        _ => false,
-    }
-}
-
 fn run(
     fs: &StoreFs,
     notifier: &Notifier,
     on_change: &dyn Fn(&StorePath),
-    root: &Path,
-    rx: &Receiver<PathBuf>,
+    mut watcher: StoreWatcher,
     stop: &AtomicBool,
 ) {
-    // Most events are our own changes, already known: never let sorting
-    // them out slow down the FUSE workers.
+    // Most changes are our own, already known: never let sorting them out
+    // slow down the FUSE workers.
     crate::background::lower_priority();
     let generation = || fs.views().map_or(0, |v| v.index().generation());
     let mut seen_generation = generation();
     while !stop.load(Ordering::Relaxed) {
-        let first = rx.recv_timeout(Duration::from_millis(50));
+        let batch = match watcher.next_batch(Duration::from_millis(50)) {
+            Ok(batch) => batch,
+            Err(e) => {
+                log::error!("the store watcher failed, changes behind the mount go unseen: {e}");
+                return;
+            }
+        };
         if generation() != seen_generation {
             seen_generation = generation();
             invalidate_views(fs, notifier);
         }
-        let first = match first {
-            Ok(p) => p,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        // Let a burst (git checkout) arrive, then handle it as one batch.
-        std::thread::sleep(Duration::from_millis(10));
-        let mut paths: Vec<PathBuf> = std::iter::once(first).chain(rx.try_iter()).collect();
-        paths.sort();
-        paths.dedup();
         let mut work = Vec::new();
-        for path in &paths {
-            let Some(rel) = path.strip_prefix(root).ok().and_then(StorePath::new) else {
-                continue;
-            };
-            on_change(&rel);
-            work.extend(invalidations_for(fs, &rel));
+        for path in &batch {
+            on_change(path);
+            work.extend(invalidations_for(fs, path));
         }
         for inval in work {
             let result = match &inval {

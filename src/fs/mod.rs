@@ -2,8 +2,8 @@
 //!
 //! `core` holds the operations (testable without a kernel), `fuse` adapts
 //! them to fuser, `inodes` and `handles` are the tables behind them,
-//! `error` maps every failure to one errno, and `invalidate` tells the
-//! kernel when the store changed behind its back.
+//! `error` maps every failure to one errno, `watch` notices changes made
+//! in the store behind the mount, and `invalidate` tells the kernel.
 
 mod core;
 mod error;
@@ -12,6 +12,7 @@ mod handles;
 mod inodes;
 mod invalidate;
 mod viewnodes;
+mod watch;
 
 pub use self::core::{
     AttrChanges, DirItem, Entry, FsEvent, FsOptions, Opened, ReplaceGuard, Requester, StoreFs,
