@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use common::nullfs::NullMount;
 use common::{
     Config, Daemon, Measure, Row, Target, Workspace, drop_file_cache, generate_store, note_dirs,
     note_path, note_text, read_sequential, render_table, sync_filesystem, time, write_big_file,
@@ -75,6 +76,15 @@ impl Bench {
 }
 
 fn main() -> ExitCode {
+    if let Some(mountpoint) = std::env::var_os(common::nullfs::SERVE_ENV) {
+        return match common::nullfs::serve(Path::new(&mountpoint)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("floor server: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -168,7 +178,7 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
     figure(&mut bench, &|b| Ok(vec![stat_known_paths(b)?]))?;
     figure(&mut bench, &|b| Ok(vec![cat_notes(b)?]))?;
     figure(&mut bench, &|b| Ok(vec![open_close_notes(b)?]))?;
-    figure(&mut bench, &|b| Ok(vec![create_small_files(b)?]))?;
+    figure(&mut bench, &|b| create_small_files(b))?;
     bench.observations.push(format!(
         "daemon CPU time per figure (all passes incl. warm-up): {}",
         cpu.join("; ")
@@ -437,7 +447,9 @@ fn write_tree(base: &Path, dirs: &[PathBuf], files: &[(PathBuf, String)]) -> io:
 
 /// Figure 3: create and write N small notes (mkdir included) into a fresh
 /// directory per repetition; native goes to a plain dir outside the store.
-fn create_small_files(b: &mut Bench) -> io::Result<Row> {
+/// A second row times the same work on the FUSE floor (`common::nullfs`):
+/// what any FUSE filesystem pays on this machine before doing any work.
+fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
     let n = b.cfg.notes;
     let dirs = note_dirs(n);
     let files: Vec<(PathBuf, String)> = (0..n)
@@ -448,6 +460,12 @@ fn create_small_files(b: &mut Bench) -> io::Result<Row> {
         Measure::Time,
         Target::AtMost(4.0),
     );
+    let mut floor = row(
+        "  same on the FUSE floor (nullfs)".to_string(),
+        Measure::Time,
+        Target::Info,
+    );
+    let null_mount = NullMount::start(&b.ws.floor)?;
     // Deleting between repetitions made the next native pass up to 10x
     // slower on ext4 with online discard, so written trees stay until the
     // end, and every timed pass starts after a syncfs.
@@ -473,8 +491,19 @@ fn create_small_files(b: &mut Bench) -> io::Result<Row> {
             r.mount.push(t.as_secs_f64());
         }
         catch_up.push(b.settle("writing files").as_secs_f64());
+
+        let on_floor = b.ws.floor.join(format!("write-{rep}"));
+        let (t, res) = time(|| write_tree(&on_floor, &dirs, &files));
+        res?;
+        if rep > 0 {
+            floor.mount.push(t.as_secs_f64());
+            floor
+                .native
+                .push(*r.native.last().unwrap_or(&t.as_secs_f64()));
+        }
         written.extend([native, mount]);
     }
+    drop(null_mount);
     for dir in written {
         fs::remove_dir_all(&dir)?;
     }
@@ -487,7 +516,15 @@ fn create_small_files(b: &mut Bench) -> io::Result<Row> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    Ok(r)
+    if !r.mount.is_empty() && !floor.mount.is_empty() {
+        let (m, f) = (r.mount_value(), floor.mount_value());
+        b.observations.push(format!(
+            "create+write: mnemofs took {:.2}x the time of the FUSE floor (an in-memory FUSE \
+             filesystem with the same mount options that keeps no data)",
+            m / f
+        ));
+    }
+    Ok(vec![r, floor])
 }
 
 fn row(figure: String, measure: Measure, target: Target) -> Row {

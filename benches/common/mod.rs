@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod nullfs;
+
 /// How long the mount may take to appear in /proc/self/mountinfo.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long the daemon may take to exit after SIGTERM before it is killed.
@@ -443,6 +445,8 @@ pub struct Workspace {
     pub state: PathBuf,
     /// A plain directory outside the store, for native write baselines.
     pub plain: PathBuf,
+    /// Where the FUSE floor filesystem (`nullfs`) is mounted.
+    pub floor: PathBuf,
     /// The daemon's stdout and stderr.
     pub log: PathBuf,
 }
@@ -459,10 +463,11 @@ impl Workspace {
             mnt: root.join("mnt"),
             state: root.join("state"),
             plain: root.join("plain"),
+            floor: root.join("floor"),
             log: root.join("daemon.log"),
             _tmp: tmp,
         };
-        for d in [&ws.store, &ws.mnt, &ws.state, &ws.plain] {
+        for d in [&ws.store, &ws.mnt, &ws.state, &ws.plain, &ws.floor] {
             fs::create_dir(d)?;
         }
         Ok(ws)
@@ -615,32 +620,39 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-            wait_timeout(&mut self.child, EXIT_TIMEOUT);
-        }
-        for flag in ["-u", "-uz"] {
-            if !is_mounted(&self.mnt) {
-                break;
-            }
-            if let Ok(mut c) = Command::new("fusermount3")
-                .arg(flag)
-                .arg(&self.mnt)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                && wait_timeout(&mut c, COMMAND_TIMEOUT).is_none()
-            {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
+        stop_server(&mut self.child, &self.mnt, true);
     }
+}
+
+/// Stops a FUSE server process serving `mnt`: SIGTERM first when it
+/// unmounts on that signal, then `fusermount3 -u` (lazily as a last
+/// resort), then a kill; never hangs.
+pub fn stop_server(child: &mut Child, mnt: &Path, terminate_first: bool) {
+    if terminate_first && matches!(child.try_wait(), Ok(None)) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        wait_timeout(child, EXIT_TIMEOUT);
+    }
+    for flag in ["-u", "-uz"] {
+        if !is_mounted(mnt) {
+            break;
+        }
+        if let Ok(mut c) = Command::new("fusermount3")
+            .arg(flag)
+            .arg(mnt)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            && wait_timeout(&mut c, COMMAND_TIMEOUT).is_none()
+        {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+    if wait_timeout(child, EXIT_TIMEOUT).is_none() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
 }
 
 fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {

@@ -257,10 +257,12 @@ pub(crate) fn start_tasks(
     let on_change = {
         let index = mounted.index.clone();
         let tasks = tasks.clone();
-        Box::new(move |path: &crate::store::StorePath| {
-            index.notify_path(path);
+        Box::new(move |paths: &[crate::store::StorePath]| {
+            index.notify_paths(paths);
             if let Some(tasks) = &tasks {
-                tasks.changed(path.clone());
+                for path in paths {
+                    tasks.changed(path.clone());
+                }
             }
         })
     };

@@ -36,6 +36,9 @@ enum Invalidation {
     Inode(u64, bool),
 }
 
+/// Called with each batch of paths that changed in the store.
+pub type ChangeSink = Box<dyn Fn(&[StorePath]) + Send>;
+
 /// The running watcher; dropping it stops its thread.
 pub struct ExternalChangeWatcher {
     stop: Arc<AtomicBool>,
@@ -51,13 +54,9 @@ impl std::fmt::Debug for ExternalChangeWatcher {
 
 impl ExternalChangeWatcher {
     /// Starts watching the store behind `fs`, invalidating through `notifier`.
-    /// Every changed path is also handed to `on_change` (the indexer and
-    /// the background tasks re-read it).
-    pub fn start(
-        fs: Arc<StoreFs>,
-        notifier: Notifier,
-        on_change: Box<dyn Fn(&StorePath) + Send>,
-    ) -> io::Result<Self> {
+    /// Every batch of changed paths is also handed to `on_change` (the
+    /// indexer and the background tasks re-read them).
+    pub fn start(fs: Arc<StoreFs>, notifier: Notifier, on_change: ChangeSink) -> io::Result<Self> {
         let watcher = StoreWatcher::start(Arc::clone(fs.store()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -85,7 +84,7 @@ impl Drop for ExternalChangeWatcher {
 fn run(
     fs: &StoreFs,
     notifier: &Notifier,
-    on_change: &dyn Fn(&StorePath),
+    on_change: &dyn Fn(&[StorePath]),
     mut watcher: StoreWatcher,
     stop: &AtomicBool,
 ) {
@@ -106,11 +105,13 @@ fn run(
             seen_generation = generation();
             invalidate_views(fs, notifier);
         }
-        let mut work = Vec::new();
-        for path in &batch {
-            on_change(path);
-            work.extend(invalidations_for(fs, path));
+        if !batch.is_empty() {
+            on_change(&batch);
         }
+        let work: Vec<Invalidation> = batch
+            .iter()
+            .flat_map(|p| invalidations_for(fs, p))
+            .collect();
         for inval in work {
             let result = match &inval {
                 Invalidation::Entry(parent, name) => notifier.inval_entry(INodeNo(*parent), name),

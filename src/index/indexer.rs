@@ -42,8 +42,8 @@ use crate::store::{FileKind, Store, StorePath};
 
 /// A message on the live queue.
 pub(crate) enum Live {
-    /// A change at a path, with its notification sequence number.
-    Path(u64, StorePath),
+    /// Changes at some paths, with their notification sequence number.
+    Paths(u64, Vec<StorePath>),
     /// Rebuild everything and reply with the number of documents.
     Rebuild(Sender<Result<usize, IndexError>>),
     /// Commit what is pending and stop.
@@ -262,9 +262,9 @@ impl Indexer {
     /// Takes one live message; false means stop.
     fn handle(&mut self, msg: Live) -> bool {
         match msg {
-            Live::Path(seq, path) => {
+            Live::Paths(seq, paths) => {
                 let now = Instant::now();
-                self.live.push(path);
+                self.live.extend(paths);
                 self.live_max_seq = self.live_max_seq.max(seq);
                 self.live_first.get_or_insert(now);
                 self.last_live = now;

@@ -358,14 +358,26 @@ impl Index {
     /// reconciled; a missing path loses its document and every document
     /// under it). Never blocks.
     pub fn notify_path(&self, path: &StorePath) {
+        self.notify_paths(std::slice::from_ref(path));
+    }
+
+    /// [`Index::notify_path`] for a batch, in one message: the indexer
+    /// wakes once for the batch, not once per path.
+    pub fn notify_paths(&self, paths: &[StorePath]) {
         let Some(sender) = &self.inner.sender else {
             return;
         };
+        if paths.is_empty() {
+            return;
+        }
         let mut s = sender.lock();
         s.seq += 1;
         let seq = s.seq;
-        if s.tx.send(indexer::Live::Path(seq, path.clone())).is_err() {
-            log::debug!("indexer stopped; dropped change to {path}");
+        if s.tx
+            .send(indexer::Live::Paths(seq, paths.to_vec()))
+            .is_err()
+        {
+            log::debug!("indexer stopped; dropped {} changes", paths.len());
         }
     }
 
