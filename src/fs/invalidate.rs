@@ -37,7 +37,7 @@ enum Invalidation {
 }
 
 /// Called with each batch of paths that changed in the store.
-pub type ChangeSink = Box<dyn Fn(&[StorePath]) + Send>;
+pub(super) type ChangeSink = Box<dyn Fn(&[StorePath]) + Send>;
 
 /// The running watcher; dropping it stops its thread.
 pub struct ExternalChangeWatcher {
