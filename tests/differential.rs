@@ -9,8 +9,10 @@ use common::sys;
 use common::{Mount, TEST_UMASK, Trace, list, set_umask, summarize};
 use std::fs;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 fn setup() -> Mount {
@@ -654,6 +656,51 @@ fn write_only_writers_are_seen_by_open_readers_and_mappings() {
         );
         // SAFETY: exactly the mapping above.
         unsafe { libc::munmap(p, 20_000) };
+        t
+    });
+}
+
+#[test]
+fn unprivileged_writes_clear_setuid_and_setgid_like_ext4() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: switching to another user needs root");
+        return;
+    }
+    set_umask(TEST_UMASK);
+    let m = Mount::with_args(&["--allow-other"]);
+    // The temp root is private; the other user must reach both sides.
+    let root = m.mnt.parent().expect("temp root");
+    fs::set_permissions(root, fs::Permissions::from_mode(0o755)).expect("chmod root");
+    m.pair().same(|d| {
+        let mut t = Trace::new();
+        for (name, mode, open_mode) in [
+            ("suid-append", 0o4777, ">>"),
+            ("sgid-exec-truncate", 0o2777, ">"),
+            ("sgid-noexec-append", 0o2767, ">>"),
+            ("both-read-write", 0o6777, "1<>"),
+        ] {
+            let f = d.join(name);
+            fs::write(&f, b"x").expect("write");
+            fs::set_permissions(&f, fs::Permissions::from_mode(mode)).expect("chmod");
+            let status = Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf y {open_mode} \"$1\""))
+                .arg("sh")
+                .arg(&f)
+                .uid(65534)
+                .gid(65534)
+                .status()
+                .map(|s| s.code());
+            t.note(
+                &format!("{name}: writer exit"),
+                status.map_err(|e| e.raw_os_error()),
+            );
+            t.rec(
+                &format!("{name}: mode after"),
+                sys::lstat(&f).map(|s| s.st_mode & 0o7777),
+            );
+        }
         t
     });
 }

@@ -888,18 +888,22 @@ impl StoreFs {
         })
     }
 
-    /// Before a direct write by a caller without `CAP_FSETID`: clears the
-    /// set-user-ID bit, and the set-group-ID bit of a group-executable file,
-    /// as a local filesystem does on write. A daemon without that
-    /// capability gets this from the backing filesystem's own write.
-    pub fn drop_setid_bits(&self, fh: u64) -> FsResult<()> {
+    /// Before a direct write by a caller without `CAP_FSETID` (process
+    /// `pid`): clears the set-user-ID bit, and the set-group-ID bit of a
+    /// group-executable file or of a file whose group the caller is not in,
+    /// as a local filesystem does on write. A daemon without that capability
+    /// gets this from the backing filesystem's own write.
+    pub fn drop_setid_bits(&self, fh: u64, who: Requester, pid: u32) -> FsResult<()> {
         if !self.is_root {
             return Ok(());
         }
         self.with_file(fh, |h| {
-            let mode = crate::store::fstat(&h.file)?.mode & 0o7777;
+            let st = crate::store::fstat(&h.file)?;
+            let mode = st.mode & 0o7777;
             let mut kept = mode & !libc::S_ISUID;
-            if mode & libc::S_IXGRP != 0 {
+            if mode & libc::S_ISGID != 0
+                && (mode & libc::S_IXGRP != 0 || !in_group(who, pid, st.gid))
+            {
                 kept &= !libc::S_ISGID;
             }
             if kept != mode {
@@ -1297,6 +1301,25 @@ impl StoreFs {
     pub fn inode_count(&self) -> usize {
         self.inodes.lock().len()
     }
+}
+
+/// Whether the caller `who` (process `pid`) is in group `gid`: its own group
+/// or one of its supplementary groups (from `/proc`; unknown counts as no).
+fn in_group(who: Requester, pid: u32, gid: u32) -> bool {
+    if who.gid == gid {
+        return true;
+    }
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Groups:"))
+        .is_some_and(|groups| {
+            groups
+                .split_whitespace()
+                .any(|g| g.parse::<u32>() == Ok(gid))
+        })
 }
 
 /// The counter an extended attribute name refers to, if it is one of ours.

@@ -304,7 +304,7 @@ impl Filesystem for FuseAdapter {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -315,7 +315,7 @@ impl Filesystem for FuseAdapter {
         reply: ReplyWrite,
     ) {
         if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
-            && let Err(e) = self.fs.drop_setid_bits(fh.0)
+            && let Err(e) = self.fs.drop_setid_bits(fh.0, who(req), req.pid())
         {
             reply.error(errno("write", &e));
             return;
