@@ -161,6 +161,9 @@ pub struct StoreFs {
     /// Passthrough is in use: the kernel granted it and no registration failed.
     passthrough: std::sync::atomic::AtomicBool,
     backing_ids: Mutex<HashMap<u64, std::sync::Weak<fuser::BackingId>>>,
+    /// Events waiting for [`StoreFs::deliver_events`]: a request handler
+    /// never wakes a background thread itself.
+    pending_events: Mutex<Vec<FsEvent>>,
 }
 
 /// Something background tasks want to hear about.
@@ -187,6 +190,7 @@ impl StoreFs {
             replacing: Mutex::new(std::collections::HashSet::new()),
             replace_done: parking_lot::Condvar::new(),
             replaced: Mutex::new(HashMap::new()),
+            pending_events: Mutex::new(Vec::new()),
             backing_ids: Mutex::new(HashMap::new()),
             // SAFETY: geteuid has no preconditions.
             is_root: unsafe { libc::geteuid() } == 0,
@@ -292,6 +296,19 @@ impl StoreFs {
     /// Sends [`FsEvent`]s to background tasks (set once, at start).
     pub fn set_event_sink(&self, sink: crossbeam_channel::Sender<FsEvent>) {
         let _ = self.events.set(sink);
+    }
+
+    /// Hands the events gathered since the last call to the sink. The store
+    /// watcher's thread calls this on every round; closing a written file
+    /// wakes it anyway.
+    pub fn deliver_events(&self) {
+        let Some(sink) = self.events.get() else {
+            return;
+        };
+        let events = std::mem::take(&mut *self.pending_events.lock());
+        for event in events {
+            let _ = sink.send(event);
+        }
     }
 
     /// True while any handle opened through the mount can write to `path`.
@@ -955,8 +972,11 @@ impl StoreFs {
                 h.writable && table.get(h.ino).is_some_and(|n| n.open_writers == 0);
             let path = table.path(h.ino);
             drop(table);
-            if last_writer_closed && let (Some(path), Some(sink)) = (path, self.events.get()) {
-                let _ = sink.send(FsEvent::WriterClosed(path));
+            if last_writer_closed
+                && let Some(path) = path
+                && self.events.get().is_some()
+            {
+                self.pending_events.lock().push(FsEvent::WriterClosed(path));
             }
         }
         Ok(())

@@ -108,6 +108,7 @@ fn run(
         if !batch.is_empty() {
             on_change(&batch);
         }
+        fs.deliver_events();
         let work: Vec<Invalidation> = batch
             .iter()
             .flat_map(|p| invalidations_for(fs, p))
