@@ -27,13 +27,9 @@ use fuser::{
 /// Same attribute and entry lifetime as mnemofs's default.
 const TTL: Duration = Duration::from_secs(1);
 
-struct Node {
-    attr: FileAttr,
-}
-
 #[derive(Default)]
 struct Tree {
-    nodes: HashMap<u64, Node>,
+    nodes: HashMap<u64, FileAttr>,
     names: HashMap<(u64, OsString), u64>,
     next: u64,
 }
@@ -71,12 +67,7 @@ impl NullFs {
             next: 2,
             ..Tree::default()
         };
-        tree.nodes.insert(
-            1,
-            Node {
-                attr: attr(1, FileType::Directory, 0o755),
-            },
-        );
+        tree.nodes.insert(1, attr(1, FileType::Directory, 0o755));
         NullFs {
             tree: Mutex::new(tree),
         }
@@ -97,7 +88,7 @@ impl NullFs {
         let ino = tree.next;
         tree.next += 1;
         let a = attr(ino, kind, (mode & 0o7777) as u16);
-        tree.nodes.insert(ino, Node { attr: a });
+        tree.nodes.insert(ino, a);
         tree.names.insert(key, ino);
         Ok(a)
     }
@@ -113,7 +104,7 @@ impl Filesystem for NullFs {
             .get(&(parent.0, name.to_os_string()))
             .and_then(|ino| tree.nodes.get(ino))
         {
-            Some(node) => reply.entry(&TTL, &node.attr, Generation(0)),
+            Some(a) => reply.entry(&TTL, a, Generation(0)),
             None => reply.error(Errno::ENOENT),
         }
     }
@@ -123,7 +114,7 @@ impl Filesystem for NullFs {
             return reply.error(Errno::EIO);
         };
         match tree.nodes.get(&ino.0) {
-            Some(node) => reply.attr(&TTL, &node.attr),
+            Some(a) => reply.attr(&TTL, a),
             None => reply.error(Errno::ENOENT),
         }
     }
@@ -180,8 +171,8 @@ impl Filesystem for NullFs {
         let Ok(mut tree) = self.tree.lock() else {
             return reply.error(Errno::EIO);
         };
-        if let Some(node) = tree.nodes.get_mut(&ino.0) {
-            node.attr.size = node.attr.size.max(offset + data.len() as u64);
+        if let Some(a) = tree.nodes.get_mut(&ino.0) {
+            a.size = a.size.max(offset + data.len() as u64);
         }
         reply.written(data.len() as u32);
     }

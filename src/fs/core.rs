@@ -691,18 +691,19 @@ impl StoreFs {
             };
             (keep, passthrough)
         };
+        let direct = write_only && !passthrough;
         let fh = self.handles.insert(Handle::File(FileHandle {
             ino,
             file,
             writable,
             append: flags & libc::O_APPEND != 0,
-            direct: write_only && !passthrough,
+            direct,
             backing: Mutex::new(None),
         }));
         Ok(Opened {
             fh,
             keep_cache,
-            direct_io: write_only && !passthrough,
+            direct_io: direct,
             passthrough,
         })
     }

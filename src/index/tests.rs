@@ -769,32 +769,27 @@ fn rebuild_reopen_and_search_a_synthetic_store() {
         "reopen: {opened:?}, unchanged reconcile done after {:?}",
         t.elapsed()
     );
-    let mut times = Vec::new();
-    for q in [
+    let queries = [
         "dark mode",
         "tag:t3",
         "coffee AND deadline",
         "category:knowledge",
         "Note 77",
-    ] {
-        let t = Instant::now();
-        let hits = index.search(q, 50).unwrap();
-        times.push((q, t.elapsed(), hits.len()));
-    }
-    eprintln!("searches (limit 50): {times:?}");
-    let mut times = Vec::new();
-    for q in [
-        "dark mode",
-        "tag:t3",
-        "coffee AND deadline",
-        "category:knowledge",
-        "Note 77",
-    ] {
-        let t = Instant::now();
-        let hits = index.search_paths(q, 50).unwrap();
-        times.push((q, t.elapsed(), hits.len()));
-    }
-    eprintln!("search_paths (limit 50): {times:?}");
+    ];
+    let time_all = |search: &dyn Fn(&str) -> usize| {
+        queries
+            .iter()
+            .map(|q| {
+                let t = Instant::now();
+                let hits = search(q);
+                (*q, t.elapsed(), hits)
+            })
+            .collect::<Vec<_>>()
+    };
+    let searches = time_all(&|q| index.search(q, 50).unwrap().len());
+    eprintln!("searches (limit 50): {searches:?}");
+    let paths = time_all(&|q| index.search_paths(q, 50).unwrap().len());
+    eprintln!("search_paths (limit 50): {paths:?}");
     let t = Instant::now();
     let b = index.backlinks("Note 5");
     eprintln!("backlinks: {:?} ({} hits)", t.elapsed(), b.len());

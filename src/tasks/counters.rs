@@ -709,6 +709,17 @@ mod tests {
         StorePath::new(path).expect("valid test path")
     }
 
+    /// The stored keys as sorted strings.
+    fn sorted_keys(store: &CounterStore) -> Vec<String> {
+        let mut keys: Vec<_> = store
+            .snapshot()
+            .into_keys()
+            .map(|key| String::from_utf8(key).unwrap())
+            .collect();
+        keys.sort();
+        keys
+    }
+
     fn p_bytes(bytes: &[u8]) -> StorePath {
         StorePath::new(OsStr::from_bytes(bytes)).expect("valid test path")
     }
@@ -854,14 +865,8 @@ mod tests {
             store.record_read_open(&p(path));
         }
         store.rename(&p("a/b"), &p("c"));
-        let mut keys: Vec<_> = store
-            .snapshot()
-            .into_keys()
-            .map(|key| String::from_utf8(key).unwrap())
-            .collect();
-        keys.sort();
         assert_eq!(
-            keys,
+            sorted_keys(&store),
             ["a/b.md", "a/bc", "a/bc/z.md", "c", "c/deep/y.md", "c/x.md"]
         );
     }
@@ -873,13 +878,7 @@ mod tests {
             store.record_read_open(&p(path));
         }
         store.remove(&p("a/b"));
-        let mut keys: Vec<_> = store
-            .snapshot()
-            .into_keys()
-            .map(|key| String::from_utf8(key).unwrap())
-            .collect();
-        keys.sort();
-        assert_eq!(keys, ["a", "a/b.md", "a/bc/z.md"]);
+        assert_eq!(sorted_keys(&store), ["a", "a/b.md", "a/bc/z.md"]);
         store.remove(&StorePath::root());
         assert!(store.is_empty());
     }
