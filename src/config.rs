@@ -31,10 +31,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_yaml::Value;
 
 use crate::memory::Category;
-use crate::tasks::classify::Rule;
-use crate::tasks::duration::{HumanDuration, serde_duration};
-use crate::tasks::reminders::{FixedOffset, Timestamp};
-use crate::tasks::timezone::ZoneRules;
+use crate::memory::classify::Rule;
+use crate::memory::duration::{HumanDuration, serde_duration};
+use crate::memory::reminders::{FixedOffset, Timestamp};
+use crate::memory::timezone::ZoneRules;
 
 /// Why the config could not be used.
 #[derive(Debug, thiserror::Error)]

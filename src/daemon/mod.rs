@@ -34,8 +34,8 @@ use fuser::{Config, MountOption, SessionACL};
 use crate::fs::{ExternalChangeWatcher, FsOptions, FuseAdapter, StoreFs};
 use crate::index::Index;
 use crate::store::Store;
+use crate::store::counters::CounterStore;
 use crate::tasks::Tasks;
-use crate::tasks::counters::CounterStore;
 
 /// Where the volatile counters are kept, in the state dir.
 const COUNTERS_FILE: &str = "counters.json";

@@ -38,7 +38,7 @@ pub fn default_state_dir(store: &Path) -> PathBuf {
         .collect();
     let key = format!(
         "{name}-{:016x}",
-        crate::tasks::counters::fnv1a64(store.as_os_str().as_encoded_bytes())
+        crate::store::counters::fnv1a64(store.as_os_str().as_encoded_bytes())
     );
     xdg("XDG_STATE_HOME", ".local/state")
         .join("mnemofs")

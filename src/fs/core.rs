@@ -27,8 +27,8 @@ use super::error::{FsError, FsResult};
 use super::handles::{DirHandle, FileHandle, Handle, HandleTable, ViewDirHandle};
 use super::inodes::{InodeTable, ROOT};
 use super::viewnodes::{ViewTable, is_virtual};
+use crate::store::counters::CounterStore;
 use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
-use crate::tasks::counters::CounterStore;
 use crate::views::{ViewEntry, ViewRoot, Views};
 
 /// How long a writer waits for a background replace of its file.

@@ -24,8 +24,8 @@ use fuser::{INodeNo, Notifier};
 
 use super::core::StoreFs;
 use super::inodes::ROOT;
-use super::watch::StoreWatcher;
 use crate::store::StorePath;
+use crate::store::watch::StoreWatcher;
 
 /// A kernel cache entry to drop.
 #[derive(Debug, PartialEq, Eq)]

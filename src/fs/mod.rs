@@ -12,7 +12,6 @@ mod handles;
 mod inodes;
 mod invalidate;
 mod viewnodes;
-mod watch;
 
 pub use self::core::{
     AttrChanges, DirItem, Entry, FsEvent, FsOptions, Opened, ReplaceGuard, Requester, StoreFs,

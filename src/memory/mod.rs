@@ -22,14 +22,18 @@
 //!   survive; see `edit.rs`.
 
 mod category;
+pub mod classify;
 mod date;
+pub mod duration;
 mod edit;
 mod frontmatter;
 mod links;
 mod markdown;
 mod observations;
+pub mod reminders;
 pub mod schema;
 mod tags;
+pub mod timezone;
 
 use std::fmt;
 use std::ops::Range;

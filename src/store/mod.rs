@@ -12,8 +12,10 @@
 //! Errors are plain `io::Error`s carrying the errno the kernel gave, because
 //! the filesystem layer must hand exactly that errno back to its caller.
 
+pub mod counters;
 mod path;
 mod sys;
+pub mod watch;
 
 pub use path::{StorePath, is_valid_name};
 pub use sys::{DirEntry, FileKind, Stat, TimeSpec};

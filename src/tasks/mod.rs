@@ -15,14 +15,9 @@
 //! ([`rewrite::MountWriter`]) so watchers see them, and every rewrite is
 //! compare-and-swap against the bytes read; a conflict is retried later.
 
-pub mod classify;
-pub mod counters;
-pub mod duration;
 pub mod normalize;
 pub mod organize;
-pub mod reminders;
 pub mod rewrite;
-pub mod timezone;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, NotificationMethod};
 use crate::fs::FsEvent;
 use crate::index::Index;
-use crate::memory::Category;
+use crate::memory::{Category, classify};
 use crate::store::{Store, StorePath};
 use organize::Organizing;
 use rewrite::{MountWriter, Outcome};

@@ -13,9 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::normalize::{self, Plan, in_inbox, is_memory_path};
 use super::rewrite::{MountWriter, Outcome};
-use super::{Classifier, Report, TaskSettings, now_unix, reminders};
+use super::{Classifier, Report, TaskSettings, now_unix};
 use crate::config::Config;
 use crate::index::Index;
+use crate::memory::reminders;
 use crate::memory::{self, Category};
 use crate::store::{FileKind, Stat, Store, StorePath};
 
@@ -526,7 +527,7 @@ impl Organizing {
             for found in found {
                 let due = reminders::format_rfc3339(found.due, &tz);
                 let key =
-                    crate::tasks::counters::fnv1a64(format!("{path}\n{}", found.phrase).as_bytes());
+                    crate::store::counters::fnv1a64(format!("{path}\n{}", found.phrase).as_bytes());
                 let file = format!(
                     "reminders/{}-{}-{:08x}.md",
                     &due[..10],

@@ -60,7 +60,7 @@ impl MountWriter {
     }
 
     /// The volatile counters the filesystem keeps, if any.
-    pub fn counters(&self) -> Option<&Arc<crate::tasks::counters::CounterStore>> {
+    pub fn counters(&self) -> Option<&Arc<crate::store::counters::CounterStore>> {
         self.fs.counters()
     }
 

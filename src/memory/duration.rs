@@ -166,7 +166,7 @@ impl fmt::Display for HumanDuration {
 }
 
 /// Serde support for `Duration` fields written as `30s`, `7d` or a number
-/// of seconds: `#[serde(with = "crate::tasks::duration::serde_duration")]`.
+/// of seconds: `#[serde(with = "crate::memory::duration::serde_duration")]`.
 pub mod serde_duration {
     use std::fmt;
     use std::time::Duration;

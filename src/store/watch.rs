@@ -39,7 +39,7 @@ const GATHER: Duration = Duration::from_millis(10);
 const BURST_INTERVAL: Duration = Duration::from_millis(20);
 
 /// An inotify instance watching every directory of the store.
-pub(super) struct StoreWatcher {
+pub struct StoreWatcher {
     fd: OwnedFd,
     store: Arc<Store>,
     /// Watch descriptor → the directory it watches.
@@ -61,7 +61,7 @@ impl std::fmt::Debug for StoreWatcher {
 
 impl StoreWatcher {
     /// Watches every directory of `store` as it is now.
-    pub(super) fn start(store: Arc<Store>) -> io::Result<Self> {
+    pub fn start(store: Arc<Store>) -> io::Result<Self> {
         // SAFETY: inotify_init1 has no preconditions; the result is checked.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if fd < 0 {
@@ -88,7 +88,7 @@ impl StoreWatcher {
 
     /// Waits up to `idle_timeout` for changes and returns the paths that
     /// changed, sorted and without repeats (empty after a quiet wait).
-    pub(super) fn next_batch(&mut self, idle_timeout: Duration) -> io::Result<Vec<StorePath>> {
+    pub fn next_batch(&mut self, idle_timeout: Duration) -> io::Result<Vec<StorePath>> {
         if self.busy {
             std::thread::sleep(BURST_INTERVAL);
         } else if self.wait_readable(idle_timeout)? {
