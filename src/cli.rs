@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 use crate::config::Config;
 use crate::daemon::{self, MountConfig};
 use crate::fs::FsOptions;
+use crate::ops::{Request, Response};
 
 /// mnemofs: an agent's long-term memory, mounted as a directory.
 #[derive(Debug, Parser)]
@@ -68,12 +69,8 @@ enum Command {
     Search {
         /// The query: words, "phrases", tag:x, category:x, type:x, created:>2026-01-01.
         query: String,
-        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
-        #[arg(long)]
-        store: Option<PathBuf>,
-        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
-        #[arg(long)]
-        state_dir: Option<PathBuf>,
+        #[command(flatten)]
+        at: StoreArgs,
         /// Print JSON lines instead of a table.
         #[arg(long)]
         json: bool,
@@ -82,38 +79,31 @@ enum Command {
         limit: usize,
     },
     /// Run the organizer now: 1 = sort the inbox and archive what expired;
-    /// 2 = also merge duplicates; 3 = also extract reminders.
+    /// 2 = also merge duplicates and resolve links; 3 = also extract
+    /// reminders. Every inbox item not open for writing is classified.
     Dream {
         /// How deep to go (1, 2 or 3).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
         level: u8,
-        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
-        #[arg(long)]
-        store: Option<PathBuf>,
-        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
-        #[arg(long)]
-        state_dir: Option<PathBuf>,
-        /// Configuration file [default: ~/.config/mnemofs/config.yaml].
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Configuration file, used when no daemon serves the store
+        /// [default: ~/.config/mnemofs/config.yaml].
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// Show the index status and the last run of each background task.
+    /// Say who serves the store (a daemon, or this command on the store
+    /// itself), and how its index and background tasks are doing.
     Status {
-        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
-        #[arg(long)]
-        store: Option<PathBuf>,
-        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
-        #[arg(long)]
-        state_dir: Option<PathBuf>,
+        /// A mountpoint or a store (instead of --store).
+        target: Option<PathBuf>,
+        #[command(flatten)]
+        at: StoreArgs,
     },
     /// Rebuild the search index from the store.
     Reindex {
-        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
-        #[arg(long)]
-        store: Option<PathBuf>,
-        /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
-        #[arg(long)]
-        state_dir: Option<PathBuf>,
+        #[command(flatten)]
+        at: StoreArgs,
     },
     /// Unmount a mnemofs mount.
     Unmount {
@@ -123,6 +113,42 @@ enum Command {
         #[arg(long, short = 'z')]
         lazy: bool,
     },
+}
+
+/// Which store a command works on.
+#[derive(Debug, clap::Args)]
+struct StoreArgs {
+    /// The backing directory, or a mountpoint of it [default: $XDG_DATA_HOME/mnemofs/store].
+    #[arg(long)]
+    store: Option<PathBuf>,
+    /// Where derived state lives when no daemon serves the store
+    /// [default: $XDG_STATE_HOME/mnemofs/<store>]. A serving daemon is
+    /// found whatever state dir it was started with.
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+}
+
+impl StoreArgs {
+    /// What the user named; the default store if nothing.
+    fn target(self, positional: Option<PathBuf>) -> anyhow::Result<daemon::Target> {
+        let path = match positional.or(self.store) {
+            Some(p) => absolute(&p)?,
+            None => daemon::default_store_dir(),
+        };
+        Ok(daemon::Target {
+            path,
+            state_dir: self.state_dir.as_deref().map(absolute).transpose()?,
+        })
+    }
+}
+
+/// Opens a session on the store (through its daemon if one serves it).
+fn session(target: &daemon::Target, config: Option<&Path>) -> anyhow::Result<daemon::Session> {
+    let config = match config {
+        Some(path) => load_config(Some(path))?,
+        None => Config::load(None).map(|(c, _)| c).unwrap_or_default(),
+    };
+    daemon::Session::open(target, &config)
 }
 
 /// Whether the virtual folders appear in the root listing.
@@ -264,18 +290,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Unmount { mountpoint, lazy } => daemon::unmount(&absolute(&mountpoint)?, lazy),
         Command::Search {
             query,
-            store,
-            state_dir,
+            at,
             json,
             limit,
         } => {
-            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
-            let hits = daemon::search(&store, &state_dir, &query, limit)?;
+            let session = session(&at.target(None)?, None)?;
+            let Response::Hits { hits } = session.call(Request::Search { query, limit })? else {
+                bail!("unexpected answer to a search");
+            };
             for (rank, hit) in hits.iter().enumerate() {
                 if json {
                     let line = serde_json::json!({
                         "rank": rank + 1,
-                        "path": hit.path.to_string(),
+                        "path": hit.path,
                         "title": hit.title,
                         "score": hit.score,
                         "id": hit.id,
@@ -300,42 +327,36 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Dream {
-            level,
-            store,
-            state_dir,
-            config,
-        } => {
-            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
-            let file_config = load_config(config.as_deref())?;
-            let config = MountConfig {
-                mountpoint: state_dir.join("dream-mount"),
-                store,
-                state_dir,
-                foreground: true,
-                threads: 2,
-                allow_other: false,
-                fs: FsOptions::default(),
-                views_hidden: true,
-                config: file_config,
-                organizer: true,
+        Command::Dream { level, at, config } => {
+            let session = session(&at.target(None)?, config.as_deref())?;
+            let Response::Report { report } = session.call(Request::Dream { level })? else {
+                bail!("unexpected answer to dream");
             };
-            let report = daemon::dream(&config, level)?;
             println!("{}", serde_json::to_string_pretty(&report)?);
+            for skipped in &report.skipped {
+                eprintln!("mnemofs: skipped {}: {}", skipped.path, skipped.reason);
+            }
             Ok(())
         }
-        Command::Status { store, state_dir } => {
-            let (_, state_dir) = resolve_store_and_state(store, state_dir)?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&daemon::status(&state_dir)?)?
-            );
+        Command::Status { target, at } => {
+            let session = session(&at.target(target)?, None)?;
+            let Response::Status { status } = session.call(Request::Status)? else {
+                bail!("unexpected answer to status");
+            };
+            println!("{}", serde_json::to_string_pretty(&status)?);
             Ok(())
         }
-        Command::Reindex { store, state_dir } => {
-            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
-            let message = daemon::reindex(&store, &state_dir)?;
-            println!("{message}");
+        Command::Reindex { at } => {
+            let session = session(&at.target(None)?, None)?;
+            let Response::Reindexed { files } = session.call(Request::Reindex)? else {
+                bail!("unexpected answer to reindex");
+            };
+            let by = if session.through_daemon() {
+                "the daemon"
+            } else {
+                "this command"
+            };
+            println!("indexed {files} files ({by})");
             Ok(())
         }
     }

@@ -14,6 +14,7 @@ pub mod daemon;
 pub mod fs;
 pub mod index;
 pub mod memory;
+pub mod ops;
 pub mod store;
 pub mod tasks;
 pub mod views;

@@ -1,30 +1,34 @@
 //! The daemon's control socket: `<state-dir>/control.sock`.
 //!
-//! CLI commands that need the running daemon to do something and report
-//! back (`mnemofs dream`, `mnemofs status`) talk to it here: one JSON
-//! request line, one JSON reply line. The socket is created 0600 in the
-//! state dir, so only the user who mounted can use it.
+//! Commands run by the user who started the daemon talk to it here: one
+//! JSON [`Request`] per line, one JSON [`Reply`] line each, as many as they
+//! like on one connection. Every connection has a thread of its own, so
+//! a long `dream` never holds up a `status`. The socket is created 0600,
+//! so only that user can connect. Bad input (not JSON, an unknown
+//! operation, a line over the size cap) gets an error reply, never a
+//! dropped daemon.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use anyhow::Context;
 
-use crate::index::Index;
-use crate::tasks::Tasks;
+use crate::ops::{self, Operations, Reply, Request, Response, WireError};
 
 /// The socket's file name in the state dir.
 pub(crate) const SOCKET: &str = "control.sock";
 
-/// How long a dream run may take before the caller gives up waiting.
-pub(crate) const DREAM_TIMEOUT: Duration = Duration::from_secs(1800);
+/// The longest request line accepted (a whole memory fits).
+const MAX_LINE: u64 = 80 << 20;
+
+/// Connections served at once; more wait in the listen queue.
+const MAX_CONNECTIONS: usize = 64;
 
 /// The listening side, in the daemon.
 pub(crate) struct ControlServer {
@@ -35,24 +39,19 @@ pub(crate) struct ControlServer {
 
 impl ControlServer {
     /// Listens on the state dir's socket, replacing a stale one.
-    pub(crate) fn start(
-        state_dir: &Path,
-        tasks: Option<Arc<Tasks>>,
-        index: Index,
-    ) -> anyhow::Result<Self> {
+    pub(crate) fn start(state_dir: &Path, ops: Arc<Operations>) -> anyhow::Result<Self> {
         let path = state_dir.join(SOCKET);
         // We hold the store lock, so a socket file left here is stale.
         let _ = std::fs::remove_file(&path);
         let listener = UnixListener::bind(&path)
             .with_context(|| format!("cannot listen on {}", path.display()))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("mnemofs-control".into())
-                .spawn(move || serve(&listener, tasks.as_deref(), &index, &stop))?
+                .spawn(move || accept(&listener, &ops, &stop))?
         };
         Ok(ControlServer {
             path,
@@ -60,11 +59,18 @@ impl ControlServer {
             thread: Some(thread),
         })
     }
+
+    /// The socket's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 impl Drop for ControlServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // Wake the blocking accept.
+        let _ = UnixStream::connect(&self.path);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -72,100 +78,143 @@ impl Drop for ControlServer {
     }
 }
 
-fn serve(listener: &UnixListener, tasks: Option<&Tasks>, index: &Index, stop: &AtomicBool) {
-    while !stop.load(Ordering::Relaxed) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if let Err(e) = handle(stream, tasks, index) {
-                    log::warn!("control request failed: {e:#}");
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(100));
-            }
+fn accept(listener: &UnixListener, ops: &Arc<Operations>, stop: &AtomicBool) {
+    let active = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let stream = match stream {
+            Ok(s) => s,
             Err(e) => {
                 log::warn!("control socket: {e}");
                 std::thread::sleep(Duration::from_millis(100));
+                continue;
             }
+        };
+        while active.load(Ordering::Acquire) >= MAX_CONNECTIONS {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        active.fetch_add(1, Ordering::AcqRel);
+        let (ops, done) = (Arc::clone(ops), Arc::clone(&active));
+        let spawned = std::thread::Builder::new()
+            .name("mnemofs-client".into())
+            .spawn(move || {
+                if let Err(e) = serve_connection(stream, &ops) {
+                    log::debug!("control connection ended: {e}");
+                }
+                done.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            log::warn!("cannot serve a control connection: {e}");
+            active.fetch_sub(1, Ordering::AcqRel);
         }
     }
 }
 
-fn handle(stream: UnixStream, tasks: Option<&Tasks>, index: &Index) -> anyhow::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
-    let request: Value = serde_json::from_str(&line).context("request is not JSON")?;
-    let reply = match request.get("cmd").and_then(Value::as_str) {
-        Some("dream") => {
-            let level = request
-                .get("level")
-                .and_then(Value::as_u64)
-                .unwrap_or(1)
-                .clamp(1, 3) as u8;
-            match tasks.map(|t| t.dream(level, DREAM_TIMEOUT)) {
-                Some(Some(report)) => json!({ "ok": true, "report": report }),
-                Some(None) => json!({ "ok": false, "error": "the dream run did not finish" }),
-                None => json!({ "ok": false, "error": "the organizer is off (--no-organizer)" }),
-            }
+fn serve_connection(stream: UnixStream, ops: &Operations) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    loop {
+        let mut line = Vec::new();
+        let n = (&mut reader)
+            .take(MAX_LINE + 1)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(());
         }
-        Some("status") => json!({ "ok": true, "status": status_json(index, tasks) }),
-        other => json!({ "ok": false, "error": format!("unknown command {other:?}") }),
-    };
-    let mut stream = stream;
-    writeln!(stream, "{reply}")?;
-    Ok(())
-}
-
-/// The index status and the last run of each task, as JSON.
-pub(crate) fn status_json(index: &Index, tasks: Option<&Tasks>) -> Value {
-    let s = index.status();
-    json!({
-        "index": {
-            "documents": s.documents,
-            "pending_changes": s.pending_changes,
-            "reconciling": s.reconciling,
-            "last_commit_ms": s.last_commit,
-        },
-        "organizer": tasks.is_some(),
-        "tasks": tasks.map(Tasks::last_reports),
-    })
-}
-
-/// Sends one request to the daemon serving `state_dir` and returns its
-/// reply, or `None` if no daemon listens there.
-pub(crate) fn request(
-    state_dir: &Path,
-    request: &Value,
-    timeout: Duration,
-) -> anyhow::Result<Option<Value>> {
-    let path = state_dir.join(SOCKET);
-    let mut stream = match UnixStream::connect(&path) {
-        Ok(s) => s,
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
-            ) =>
-        {
-            return Ok(None);
-        }
-        Err(e) => return Err(e).with_context(|| format!("cannot connect to {}", path.display())),
-    };
-    stream.set_read_timeout(Some(timeout))?;
-    writeln!(stream, "{request}")?;
-    let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
-    let reply: Value = serde_json::from_str(&line).context("the daemon's reply is not JSON")?;
-    if reply.get("ok") != Some(&Value::Bool(true)) {
-        bail!(
-            "the daemon refused: {}",
-            reply
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error")
-        );
+        let reply = if n as u64 > MAX_LINE {
+            // The rest of the line cannot be parsed: answer and hang up.
+            let e = ops::Error::InvalidInput(format!("request larger than {} MiB", MAX_LINE >> 20));
+            write_reply(&mut writer, &Reply::Error(WireError::from(&e)))?;
+            return Ok(());
+        } else {
+            answer(&line, ops)
+        };
+        write_reply(&mut writer, &reply)?;
     }
-    Ok(Some(reply))
+}
+
+fn answer(line: &[u8], ops: &Operations) -> Reply {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        let e = ops::Error::InvalidInput("empty request".into());
+        return Reply::Error(WireError::from(&e));
+    }
+    let request: Request = match serde_json::from_slice(line) {
+        Ok(r) => r,
+        Err(e) => {
+            let e = ops::Error::InvalidInput(format!("not a valid request: {e}"));
+            return Reply::Error(WireError::from(&e));
+        }
+    };
+    match ops.handle(request) {
+        Ok(response) => Reply::Ok(response),
+        Err(e) => {
+            if e.is_routine() {
+                log::debug!("request failed: {e}");
+            } else {
+                log::warn!("request failed: {e}");
+            }
+            Reply::Error(WireError::from(&e))
+        }
+    }
+}
+
+fn write_reply(writer: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    writer.write_all(&bytes)
+}
+
+/// A connection to a daemon's control socket.
+#[derive(Debug)]
+pub(crate) struct ControlClient {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl ControlClient {
+    /// Connects, or `None` if nothing listens at `socket`.
+    pub(crate) fn connect(socket: &Path) -> std::io::Result<Option<ControlClient>> {
+        let stream = match UnixStream::connect(socket) {
+            Ok(s) => s,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Some(ControlClient {
+            reader: BufReader::new(stream.try_clone()?),
+            writer: stream,
+        }))
+    }
+
+    /// Sends one request and waits for its reply.
+    pub(crate) fn call(&mut self, request: &Request) -> ops::Result<Response> {
+        let lost = |e: std::io::Error| {
+            ops::Error::Unavailable(format!("lost the connection to the daemon: {e}"))
+        };
+        let mut line =
+            serde_json::to_vec(request).map_err(|e| ops::Error::InvalidInput(e.to_string()))?;
+        line.push(b'\n');
+        self.writer.write_all(&line).map_err(lost)?;
+        let mut reply = String::new();
+        if self.reader.read_line(&mut reply).map_err(lost)? == 0 {
+            return Err(ops::Error::Unavailable(
+                "the daemon closed the connection without answering".into(),
+            ));
+        }
+        match serde_json::from_str::<Reply>(&reply) {
+            Ok(Reply::Ok(response)) => Ok(response),
+            Ok(Reply::Error(e)) => Err(ops::Error::Remote(e)),
+            Err(e) => Err(ops::Error::Unavailable(format!(
+                "the daemon's reply is not understood: {e}"
+            ))),
+        }
+    }
 }

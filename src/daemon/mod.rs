@@ -10,15 +10,16 @@
 //! Forking happens before any thread exists; every thread (FUSE workers,
 //! watcher, signal listener) is started in the final daemon process.
 
+mod client;
 mod control;
 mod lock;
 mod mountpoint;
-mod offline;
 mod paths;
+pub mod registry;
 
+pub use client::{Found, Session, Target, find};
 pub use lock::StoreLock;
 pub use mountpoint::{is_mounted, unmount};
-pub use offline::{dream, reindex, search, status};
 pub use paths::{default_state_dir, default_store_dir};
 
 use std::fs::{File, OpenOptions};
@@ -31,16 +32,14 @@ use std::time::Duration;
 use anyhow::{Context, anyhow, bail};
 use fuser::{Config, MountOption, SessionACL};
 
-use crate::fs::{ExternalChangeWatcher, FsOptions, FuseAdapter, StoreFs};
+use crate::fs::{ExternalChangeWatcher, FsOptions, FuseAdapter, MountWriter, StoreFs};
 use crate::index::Index;
+use crate::ops::{Operations, ServedBy};
 use crate::store::Store;
 use crate::store::counters::CounterStore;
-use crate::tasks::Tasks;
-
-/// Where the volatile counters are kept, in the state dir.
-const COUNTERS_FILE: &str = "counters.json";
-use crate::tasks::rewrite::MountWriter;
+use crate::tasks::{Setup, Tasks};
 use crate::views::Views;
+use client::COUNTERS_FILE;
 
 /// Everything `mount` needs, with paths already absolute.
 #[derive(Clone, Debug)]
@@ -70,6 +69,7 @@ pub struct MountConfig {
 /// Mounts and serves until unmounted (foreground), or returns once the
 /// daemon reports the mount live.
 pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
+    check_fuse()?;
     mountpoint::prepare(&config.mountpoint)?;
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
@@ -178,16 +178,39 @@ fn serve(config: &MountConfig, lock: StoreLock, ready: Option<File>) -> anyhow::
     result
 }
 
+/// Fails with one sentence when this machine cannot mount FUSE
+/// filesystems: `/dev/fuse` must be the FUSE character device (10, 229)
+/// and open for reading and writing.
+fn check_fuse() -> anyhow::Result<()> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    const FIX: &str = "install fuse3 and load the fuse module (modprobe fuse); in a container, \
+        pass --device /dev/fuse and --cap-add SYS_ADMIN. Every command but mount works without FUSE";
+    let device = Path::new("/dev/fuse");
+    let meta = match std::fs::metadata(device) {
+        Ok(m) => m,
+        Err(e) => bail!("FUSE is not available here: /dev/fuse: {e}; {FIX}"),
+    };
+    let (major, minor) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
+    if !meta.file_type().is_char_device() || (major, minor) != (10, 229) {
+        bail!("FUSE is not available here: /dev/fuse is not the FUSE device; {FIX}");
+    }
+    if let Err(e) = OpenOptions::new().read(true).write(true).open(device) {
+        bail!("FUSE is not available here: cannot open /dev/fuse ({e}); {FIX}");
+    }
+    Ok(())
+}
+
 /// A mounted store whose session has not started serving yet.
-pub(crate) struct Mounted {
-    pub(crate) store: Arc<Store>,
-    pub(crate) index: Index,
-    pub(crate) fs: Arc<StoreFs>,
-    pub(crate) session: fuser::Session<FuseAdapter>,
+struct Mounted {
+    store: Arc<Store>,
+    index: Index,
+    fs: Arc<StoreFs>,
+    views: Views,
+    session: fuser::Session<FuseAdapter>,
 }
 
 /// Opens the store and its index, and mounts it.
-pub(crate) fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
+fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     let store = Arc::new(
         Store::open(&config.store)
             .with_context(|| format!("cannot open store {}", config.store.display()))?,
@@ -195,9 +218,10 @@ pub(crate) fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     let index = Index::open(&config.state_dir, Arc::clone(&store))
         .context("cannot open the search index")?;
     let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
+    let views = Views::new(index.clone());
     let fs = Arc::new(
         StoreFs::new(Arc::clone(&store), config.fs.clone())?
-            .with_views(Views::new(index.clone()), config.views_hidden)?
+            .with_views(views.clone(), config.views_hidden)?
             .with_counters(counters),
     );
     let mut fuse_config = Config::default();
@@ -225,31 +249,38 @@ pub(crate) fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         store,
         index,
         fs,
+        views,
         session,
     })
 }
 
-/// Starts the background tasks and the store watcher that feeds them and
-/// the index.
-pub(crate) fn start_tasks(
-    config: &MountConfig,
-    mounted: &Mounted,
-) -> anyhow::Result<(Option<Arc<Tasks>>, ExternalChangeWatcher)> {
+/// The operations a daemon serves, the background tasks, and the store
+/// watcher that feeds them and the index.
+struct Serving {
+    ops: Arc<Operations>,
+    tasks: Option<Arc<Tasks>>,
+    watcher: ExternalChangeWatcher,
+}
+
+fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serving> {
+    let writer = Arc::new(MountWriter::new(
+        config.mountpoint.clone(),
+        Arc::clone(&mounted.fs),
+    ));
     let tasks = if config.organizer {
-        let (fs_events, fs_events_rx) = crossbeam_channel::unbounded();
-        mounted.fs.set_event_sink(fs_events);
+        let (events, events_rx) = crossbeam_channel::unbounded();
+        mounted.fs.set_event_sink(events);
         Some(Arc::new(Tasks::start(
-            MountWriter::new(config.mountpoint.clone(), Arc::clone(&mounted.fs)),
-            Arc::clone(&mounted.store),
-            mounted.index.clone(),
-            &config.config,
-            fs_events_rx,
-            Some(config.state_dir.clone()),
-            mounted
-                .fs
-                .views()
-                .map(Views::task_outputs)
-                .unwrap_or_default(),
+            Setup {
+                writer: writer.clone(),
+                store: Arc::clone(&mounted.store),
+                index: mounted.index.clone(),
+                counters: mounted.fs.counters().cloned(),
+                config: config.config.clone(),
+                outputs: mounted.views.task_outputs(),
+                state_dir: Some(config.state_dir.clone()),
+            },
+            events_rx,
         )?))
     } else {
         None
@@ -272,7 +303,22 @@ pub(crate) fn start_tasks(
         on_change,
     )
     .context("cannot watch the store for external changes")?;
-    Ok((tasks, watcher))
+    let mut ops = Operations::new(
+        Arc::clone(&mounted.store),
+        mounted.index.clone(),
+        mounted.views.clone(),
+        writer,
+        ServedBy::Daemon,
+    )
+    .with_max_file_size(config.fs.max_file_size);
+    if let Some(tasks) = &tasks {
+        ops = ops.with_organizer(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>);
+    }
+    Ok(Serving {
+        ops: Arc::new(ops),
+        tasks,
+        watcher,
+    })
 }
 
 fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
@@ -281,9 +327,22 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     unsafe { libc::umask(0) };
     let mut mounted = mount_store(config)?;
     let unmounter = mounted.session.unmount_callable();
-    let (tasks, watcher) = start_tasks(config, &mounted)?;
-    let control =
-        control::ControlServer::start(&config.state_dir, tasks.clone(), mounted.index.clone())?;
+    let serving = start_serving(config, &mounted)?;
+    let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
+    let registration = registry::Registration::register(&registry::Entry {
+        store: config.store.clone(),
+        state_dir: config.state_dir.clone(),
+        mountpoint: Some(config.mountpoint.clone()),
+        pid: std::process::id(),
+        socket: control.path().to_path_buf(),
+    });
+    if let Err(e) = &registration {
+        log::warn!(
+            "cannot register in {} ({e}); commands need --state-dir {} to find this daemon",
+            registry::dir().display(),
+            config.state_dir.display()
+        );
+    }
     let signals =
         SignalListener::start(unmounter, config.mountpoint.clone(), mounted.index.clone())?;
     log::info!(
@@ -300,7 +359,14 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     } = mounted;
     let result = session.run();
     signals.stop();
+    drop(registration);
     drop(control);
+    let Serving {
+        ops,
+        tasks,
+        watcher,
+    } = serving;
+    drop(ops);
     drop(watcher);
     drop(tasks);
     index.shutdown();

@@ -20,9 +20,14 @@ pub fn default_store_dir() -> PathBuf {
         .join("store")
 }
 
-/// `$XDG_STATE_HOME/mnemofs/<store key>`: derived state for one store.
-/// The key is readable (the store's name) and unique (a hash of its path).
-pub fn default_state_dir(store: &Path) -> PathBuf {
+/// `$XDG_STATE_HOME/mnemofs`: where the default state dirs live.
+pub(super) fn state_root() -> PathBuf {
+    xdg("XDG_STATE_HOME", ".local/state").join("mnemofs")
+}
+
+/// A store's key: readable (the store's name) and unique (a hash of its
+/// path).
+pub(super) fn store_key(store: &Path) -> String {
     let name: String = store
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -36,13 +41,15 @@ pub fn default_state_dir(store: &Path) -> PathBuf {
             }
         })
         .collect();
-    let key = format!(
+    format!(
         "{name}-{:016x}",
         crate::store::counters::fnv1a64(store.as_os_str().as_encoded_bytes())
-    );
-    xdg("XDG_STATE_HOME", ".local/state")
-        .join("mnemofs")
-        .join(key)
+    )
+}
+
+/// `$XDG_STATE_HOME/mnemofs/<store key>`: derived state for one store.
+pub fn default_state_dir(store: &Path) -> PathBuf {
+    state_root().join(store_key(store))
 }
 
 #[cfg(test)]

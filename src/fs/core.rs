@@ -27,6 +27,7 @@ use super::error::{FsError, FsResult};
 use super::handles::{DirHandle, FileHandle, Handle, HandleTable, ViewDirHandle};
 use super::inodes::{InodeTable, ROOT};
 use super::viewnodes::{ViewTable, is_virtual};
+use crate::ops::WriteEvent;
 use crate::store::counters::CounterStore;
 use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
 use crate::views::{ViewEntry, ViewRoot, Views};
@@ -150,7 +151,7 @@ pub struct StoreFs {
     handles: HandleTable,
     pub(crate) views: Option<ViewTable>,
     is_root: bool,
-    events: std::sync::OnceLock<crossbeam_channel::Sender<FsEvent>>,
+    events: std::sync::OnceLock<crossbeam_channel::Sender<WriteEvent>>,
     counters: Option<Arc<CounterStore>>,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
     /// Paths a background task is replacing right now.
@@ -163,14 +164,7 @@ pub struct StoreFs {
     backing_ids: Mutex<HashMap<u64, std::sync::Weak<fuser::BackingId>>>,
     /// Events waiting for [`StoreFs::deliver_events`]: a request handler
     /// never wakes a background thread itself.
-    pending_events: Mutex<Vec<FsEvent>>,
-}
-
-/// Something background tasks want to hear about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FsEvent {
-    /// The last handle open for writing on this file was closed.
-    WriterClosed(StorePath),
+    pending_events: Mutex<Vec<WriteEvent>>,
 }
 
 impl StoreFs {
@@ -293,8 +287,8 @@ impl StoreFs {
         Ok(())
     }
 
-    /// Sends [`FsEvent`]s to background tasks (set once, at start).
-    pub fn set_event_sink(&self, sink: crossbeam_channel::Sender<FsEvent>) {
+    /// Sends [`WriteEvent`]s to background tasks (set once, at start).
+    pub fn set_event_sink(&self, sink: crossbeam_channel::Sender<WriteEvent>) {
         let _ = self.events.set(sink);
     }
 
@@ -977,7 +971,7 @@ impl StoreFs {
                 && let Some(path) = path
                 && self.events.get().is_some()
             {
-                self.pending_events.lock().push(FsEvent::WriterClosed(path));
+                self.pending_events.lock().push(WriteEvent::Closed(path));
             }
         }
         Ok(())

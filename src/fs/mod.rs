@@ -2,8 +2,9 @@
 //!
 //! `core` holds the operations (testable without a kernel), `fuse` adapts
 //! them to fuser, `inodes` and `handles` are the tables behind them,
-//! `error` maps every failure to one errno, `watch` notices changes made
-//! in the store behind the mount, and `invalidate` tells the kernel.
+//! `error` maps every failure to one errno, `invalidate` tells the kernel
+//! about changes made behind the mount, and `writer` is the writer that
+//! goes through the mount.
 
 mod core;
 mod error;
@@ -12,14 +13,16 @@ mod handles;
 mod inodes;
 mod invalidate;
 mod viewnodes;
+mod writer;
 
 pub use self::core::{
-    AttrChanges, DirItem, Entry, FsEvent, FsOptions, Opened, ReplaceGuard, Requester, StoreFs,
+    AttrChanges, DirItem, Entry, FsOptions, Opened, ReplaceGuard, Requester, StoreFs,
     target_stays_inside, to_attr,
 };
 pub use error::{FsError, FsResult};
 pub use fuse::FuseAdapter;
 pub use invalidate::ExternalChangeWatcher;
+pub use writer::MountWriter;
 
 /// True for the inodes of the virtual views.
 pub fn is_view_inode(ino: u64) -> bool {

@@ -357,32 +357,135 @@ impl Store {
     /// fsync, rename over the target, fsync of the directory.
     pub fn write_atomic(&self, path: &StorePath, bytes: &[u8], mode: u32) -> io::Result<()> {
         let (dir, name) = self.parent_and_name(path)?;
-        let mut tmp_name = b".mnemofs-tmp-".to_vec();
-        tmp_name.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
-        let tmp = CString::new(tmp_name).map_err(|_| invalid_name())?;
-        let fd = sys::openat(
-            dir.as_fd(),
-            &tmp,
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            mode,
-        )?;
-        let mut file = File::from(fd);
-        let written = file.write_all(bytes).and_then(|()| file.sync_all());
-        let renamed =
-            written.and_then(|()| sys::renameat2(dir.as_fd(), &tmp, dir.as_fd(), &name, 0));
-        if let Err(e) = renamed {
-            // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
-            unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
-            return Err(e);
-        }
-        let dir_file = sys::openat(
-            dir.as_fd(),
-            c".",
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            0,
-        )?;
-        File::from(dir_file).sync_all()
+        let tmp = write_temp(&dir, bytes, mode)?;
+        finish_temp(&dir, &tmp, &name, 0)
     }
+
+    /// Creates a new file with `bytes`, atomically: nobody ever sees it
+    /// half written. Fails with `EEXIST` if the name is taken.
+    pub fn create_atomic(&self, path: &StorePath, bytes: &[u8], mode: u32) -> io::Result<()> {
+        let (dir, name) = self.parent_and_name(path)?;
+        let tmp = write_temp(&dir, bytes, mode)?;
+        finish_temp(&dir, &tmp, &name, libc::RENAME_NOREPLACE)
+    }
+
+    /// Replaces a regular file's content atomically, but only if it still
+    /// is the same inode holding exactly `expected`; returns `false` (and
+    /// changes nothing) otherwise. The new file keeps the old one's mode.
+    ///
+    /// The check and the rename are two steps: a writer that bypasses the
+    /// daemon between them is overwritten. Through the mount, writers wait
+    /// (see `fs`); on the store directly, the store lock keeps other
+    /// mnemofs processes out, and editors write by rename, which the inode
+    /// check sees.
+    pub fn replace_if_unchanged(
+        &self,
+        path: &StorePath,
+        expected: &[u8],
+        new: &[u8],
+    ) -> io::Result<bool> {
+        let (dir, name) = self.parent_and_name(path)?;
+        let before = match sys::fstatat_nofollow(dir.as_fd(), &name) {
+            Ok(st) if st.kind == FileKind::File => st,
+            Ok(_) => return Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let tmp = write_temp(&dir, new, before.mode & 0o7777)?;
+        let unchanged = (|| -> io::Result<bool> {
+            let fd = sys::openat(
+                dir.as_fd(),
+                &name,
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0,
+            )?;
+            let now = sys::fstat(fd.as_fd())?;
+            if now.ino != before.ino || now.size != expected.len() as u64 {
+                return Ok(false);
+            }
+            let mut file = File::from(fd);
+            let mut buf = Vec::with_capacity(expected.len());
+            io::Read::read_to_end(&mut file, &mut buf)?;
+            Ok(buf == expected)
+        })();
+        match unchanged {
+            Ok(true) => finish_temp(&dir, &tmp, &name, 0).map(|()| true),
+            other => {
+                // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+                unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+                match other {
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+                    other => other.map(|_| false),
+                }
+            }
+        }
+    }
+
+    /// Creates `path` and every missing folder above it (mode `mode`).
+    pub fn create_dirs(&self, path: &StorePath, mode: u32) -> io::Result<()> {
+        let mut built = StorePath::root();
+        for component in path.as_path().components() {
+            let Some(next) = built.join(component.as_os_str()) else {
+                return Err(invalid_name());
+            };
+            match self.mkdir(&next, mode) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    if self.stat(&next)?.kind != FileKind::Directory {
+                        return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+            built = next;
+        }
+        Ok(())
+    }
+}
+
+/// The prefix of the temp files atomic writes make beside their target.
+pub const TEMP_PREFIX: &str = ".mnemofs-tmp-";
+
+/// Writes `bytes` to a new temp file in `dir` with exactly `mode` (the
+/// umask does not apply), fsynced; returns its name.
+fn write_temp(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
+    let mut tmp_name = TEMP_PREFIX.as_bytes().to_vec();
+    tmp_name.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
+    let tmp = CString::new(tmp_name).map_err(|_| invalid_name())?;
+    let fd = sys::openat(
+        dir.as_fd(),
+        &tmp,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        mode,
+    )?;
+    let mut file = File::from(fd);
+    // SAFETY: valid descriptor; fchmod has no other preconditions.
+    let written = cvt(unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) })
+        .and_then(|_| file.write_all(bytes))
+        .and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+        return Err(e);
+    }
+    Ok(tmp)
+}
+
+/// Renames the temp file onto `name` (removing it if that fails) and
+/// fsyncs the directory.
+fn finish_temp(dir: &OwnedFd, tmp: &CString, name: &CString, flags: u32) -> io::Result<()> {
+    if let Err(e) = sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, flags) {
+        // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+        return Err(e);
+    }
+    let dir_file = sys::openat(
+        dir.as_fd(),
+        c".",
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        0,
+    )?;
+    File::from(dir_file).sync_all()
 }
 
 #[cfg(test)]

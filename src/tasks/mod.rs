@@ -1,40 +1,44 @@
 //! Background tasks that keep the store tidy while people and agents write.
 //!
-//! One thread ("mnemofs-organizer") owns all of it, so two tasks never
-//! race on one file:
-//! - the normalizer adds missing frontmatter shortly after the last writer
-//!   closes a memory or an external edit is seen, and to every memory at
-//!   start-up ([`normalize`]);
-//! - on an interval, and on demand (`mnemofs dream`), the organizer
-//!   classifies and moves inbox items, archives expired and decayed
-//!   memories, and at deeper levels merges duplicates and extracts
-//!   reminders ([`organize`]).
+//! The same jobs run in two places:
+//! - in a daemon, one thread ("mnemofs-organizer", [`Tasks`]) owns them,
+//!   so two tasks never race on one file: the normalizer adds missing
+//!   frontmatter shortly after the last writer closes a memory or an
+//!   external edit is seen; inbox items move as soon as their quiet
+//!   period has passed; on an interval, when idle, and on demand
+//!   (`mnemofs dream`) the organizer archives expired and decayed
+//!   memories, and at deeper levels merges duplicates, resolves links and
+//!   extracts reminders ([`organize`]);
+//! - without a daemon, [`OneShot`] runs a requested dream on the
+//!   caller's thread, under the store lock.
 //!
 //! Nothing is ever deleted: expiry, decay and merging move files into
-//! `archive/` with a note of why. All changes go through the mount
-//! ([`rewrite::MountWriter`]) so watchers see them, and every rewrite is
+//! `archive/` with a note of why. Every change goes through an
+//! [`ops::Writer`](crate::ops::Writer) (through the mount when a daemon
+//! serves the store, so watchers see it), and every rewrite is
 //! compare-and-swap against the bytes read; a conflict is retried later.
 
 pub mod normalize;
 pub mod organize;
-pub mod rewrite;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, NotificationMethod};
-use crate::fs::FsEvent;
 use crate::index::Index;
 use crate::memory::{Category, classify};
+use crate::ops::{self, Outcome, WriteEvent, Writer};
+pub use crate::ops::{Report, Skipped};
+use crate::store::counters::CounterStore;
 use crate::store::{Store, StorePath};
+use crate::views::TaskOutputs;
 use organize::Organizing;
-use rewrite::{MountWriter, Outcome};
 
 /// Where the last report of each task is kept, in the state dir.
 pub const REPORTS_FILE: &str = "tasks.json";
@@ -46,6 +50,25 @@ pub type Classifier = Arc<dyn Fn(&str, &str) -> Option<Category> + Send + Sync>;
 pub fn classifier(config: &Config) -> Classifier {
     let rules = config.classification.rules.clone();
     Arc::new(move |title: &str, body: &str| classify::classify(title, body, None, &rules))
+}
+
+/// Everything the organizer works with, wired by whoever starts it.
+#[derive(Debug)]
+pub struct Setup {
+    /// Where changes go: through the mount, or straight on the store.
+    pub writer: Arc<dyn Writer>,
+    /// The store, for reads (they change nothing and count as no access).
+    pub store: Arc<Store>,
+    /// The index, for duplicates, links and backlinks.
+    pub index: Index,
+    /// The volatile counters, where they are kept.
+    pub counters: Option<Arc<CounterStore>>,
+    /// The configuration file's settings.
+    pub config: Config,
+    /// Where `.mnemofs/pending.md` and the tasks' lint are published.
+    pub outputs: TaskOutputs,
+    /// Where the last reports are saved for `status` (the state dir).
+    pub state_dir: Option<PathBuf>,
 }
 
 /// Timings and thresholds of the background tasks.
@@ -112,162 +135,6 @@ impl Default for TaskSettings {
     }
 }
 
-/// What one run did.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Report {
-    /// Dream level run (0 for the normalizer alone).
-    pub level: u8,
-    /// Unix seconds when the run finished.
-    pub finished_at: i64,
-    /// Memories given missing frontmatter.
-    pub normalized: usize,
-    /// Inbox items moved to their category.
-    pub organized: usize,
-    /// Inbox items archived as expired.
-    pub expired: usize,
-    /// Memories archived as decayed.
-    pub decayed: usize,
-    /// Duplicates archived as merged.
-    pub merged: usize,
-    /// Links redirected from merged copies to the memory kept.
-    pub links_redirected: usize,
-    /// Wikilinks recorded by id in `links:`.
-    pub links_resolved: usize,
-    /// Links that name no memory, or several.
-    pub links_unresolved: usize,
-    /// Reminders created.
-    pub reminders: usize,
-    /// Files left alone because their frontmatter is malformed.
-    pub malformed: usize,
-    /// Changes put off because the file was busy; retried later.
-    pub retried: usize,
-    /// Errors, one line each.
-    pub errors: Vec<String>,
-}
-
-impl Report {
-    fn add(&mut self, other: Report) {
-        self.normalized += other.normalized;
-        self.organized += other.organized;
-        self.expired += other.expired;
-        self.decayed += other.decayed;
-        self.merged += other.merged;
-        self.links_redirected += other.links_redirected;
-        self.links_resolved += other.links_resolved;
-        self.links_unresolved += other.links_unresolved;
-        self.reminders += other.reminders;
-        self.malformed += other.malformed;
-        self.retried += other.retried;
-        self.errors.extend(other.errors);
-    }
-}
-
-enum Message {
-    Changed(StorePath),
-    /// A write session through the mount ended.
-    Written(StorePath),
-    Dream(u8, Sender<Report>),
-    Stop,
-}
-
-/// The running background tasks.
-pub struct Tasks {
-    tx: Sender<Message>,
-    thread: Option<JoinHandle<()>>,
-    last: Arc<Mutex<HashMap<String, Report>>>,
-}
-
-impl std::fmt::Debug for Tasks {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tasks").finish_non_exhaustive()
-    }
-}
-
-impl Tasks {
-    /// Starts the organizer thread; it first normalizes every memory.
-    pub fn start(
-        writer: MountWriter,
-        store: Arc<Store>,
-        index: Index,
-        config: &Config,
-        fs_events: Receiver<FsEvent>,
-        state_dir: Option<std::path::PathBuf>,
-        shared: crate::views::TaskOutputs,
-    ) -> std::io::Result<Tasks> {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let last = Arc::new(Mutex::new(HashMap::new()));
-        let worker = Worker {
-            organizing: Organizing {
-                writer,
-                store,
-                index,
-                settings: TaskSettings::from_config(config),
-                classify: classifier(config),
-                config: config.clone(),
-            },
-            pending_text: shared.pending,
-            task_lint: shared.lint,
-            notified: std::collections::HashSet::new(),
-            last_change: Instant::now(),
-            idle_done: false,
-            last: Arc::clone(&last),
-            pending: HashMap::new(),
-            reports_file: state_dir.map(|d| d.join(REPORTS_FILE)),
-        };
-        let thread = std::thread::Builder::new()
-            .name("mnemofs-organizer".into())
-            .spawn(move || worker.run(&rx, &fs_events))?;
-        Ok(Tasks {
-            tx,
-            thread: Some(thread),
-            last,
-        })
-    }
-
-    /// Something changed at `path` (an external edit, or a writer closed).
-    pub fn changed(&self, path: StorePath) {
-        let _ = self.tx.send(Message::Changed(path));
-    }
-
-    /// Runs a dream level now and waits for its report.
-    pub fn dream(&self, level: u8, timeout: Duration) -> Option<Report> {
-        let (reply, wait) = crossbeam_channel::bounded(1);
-        self.tx.send(Message::Dream(level, reply)).ok()?;
-        wait.recv_timeout(timeout).ok()
-    }
-
-    /// The last report of each task ("normalize", "dream-1", ...).
-    pub fn last_reports(&self) -> HashMap<String, Report> {
-        self.last.lock().clone()
-    }
-}
-
-impl Drop for Tasks {
-    fn drop(&mut self) {
-        let _ = self.tx.send(Message::Stop);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-struct Worker {
-    organizing: Organizing,
-    last: Arc<Mutex<HashMap<String, Report>>>,
-    /// Memories to normalize, with the time they become due.
-    pending: HashMap<StorePath, Instant>,
-    reports_file: Option<std::path::PathBuf>,
-    /// The text of `.mnemofs/pending.md`, shared with the views.
-    pending_text: Arc<Mutex<String>>,
-    /// Problems found by the tasks, for `.mnemofs/lint`.
-    task_lint: Arc<Mutex<Vec<(StorePath, String)>>>,
-    /// Due reminders already announced on the desktop.
-    notified: std::collections::HashSet<StorePath>,
-    last_change: Instant,
-    /// True once the idle dream ran since the last change.
-    idle_done: bool,
-}
-
 /// Shows a desktop notification where a notifier exists; silently
 /// nothing where none does (servers, CI).
 fn notify_desktop(method: NotificationMethod, title: &str) {
@@ -314,7 +181,42 @@ fn now_unix() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-impl Worker {
+/// The jobs and what they publish; shared by [`Tasks`] and [`OneShot`].
+struct Runner {
+    organizing: Organizing,
+    last: Arc<Mutex<HashMap<String, Report>>>,
+    reports_file: Option<PathBuf>,
+    outputs: TaskOutputs,
+    /// Due reminders already announced on the desktop.
+    notified: HashSet<StorePath>,
+}
+
+impl Runner {
+    fn new(setup: Setup) -> Runner {
+        let settings = TaskSettings::from_config(&setup.config);
+        let last = setup
+            .state_dir
+            .as_ref()
+            .and_then(|d| std::fs::read(d.join(REPORTS_FILE)).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Runner {
+            organizing: Organizing {
+                writer: setup.writer,
+                store: setup.store,
+                index: setup.index,
+                counters: setup.counters,
+                settings,
+                classify: classifier(&setup.config),
+                config: setup.config,
+            },
+            last: Arc::new(Mutex::new(last)),
+            reports_file: setup.state_dir.map(|d| d.join(REPORTS_FILE)),
+            outputs: setup.outputs,
+            notified: HashSet::new(),
+        }
+    }
+
     fn record(&self, task: &str, mut report: Report) -> Report {
         report.finished_at = now_unix();
         let snapshot = {
@@ -334,30 +236,229 @@ impl Worker {
         report
     }
 
-    fn run(mut self, rx: &Receiver<Message>, fs_events: &Receiver<FsEvent>) {
+    /// Refreshes `.mnemofs/pending.md` and announces newly due reminders.
+    fn announce_due(&mut self) {
+        let due = self.organizing.due_reminders();
+        let mut text = String::from("# Due reminders\n\n");
+        if due.is_empty() {
+            text.push_str("Nothing is due.\n");
+        }
+        for (when, title, path) in &due {
+            text.push_str(&format!(
+                "- {} {title} (`{path}`)\n",
+                crate::memory::format_timestamp(*when)
+            ));
+            if self.notified.insert(path.clone()) {
+                notify_desktop(self.organizing.config.notifications.method, title);
+            }
+        }
+        *self.outputs.pending.lock() = text;
+    }
+
+    /// Runs a dream level. `asked`: someone asked for it now, so inbox
+    /// items are classified whatever their age; on the schedule, only
+    /// those past their quiet period.
+    fn dream(&mut self, level: u8, asked: bool) -> Report {
+        let level = level.clamp(1, 3);
+        let mut report = Report {
+            level,
+            ..Report::default()
+        };
+        report.add(self.organizing.organize_inbox(asked).0);
+        report.add(self.organizing.lifecycle());
+        if level >= 2 {
+            // Duplicates and link targets are found through the index: let
+            // it catch up with the moves and rewrites just made.
+            if !self.organizing.index.wait_idle(Duration::from_secs(120)) {
+                report
+                    .errors
+                    .push("the index did not catch up; links may be reported unresolved".into());
+            }
+            report.add(self.organizing.consolidate());
+            let mut lint = Vec::new();
+            report.add(self.organizing.resolve_links(&mut lint));
+            report.links_unresolved = lint.len();
+            *self.outputs.lint.lock() = lint;
+        }
+        if level >= 3 {
+            report.add(self.organizing.reminders());
+            self.announce_due();
+        }
+        log::info!(
+            "dream level {level}: {} organized, {} expired, {} decayed, {} merged, {} reminders",
+            report.organized,
+            report.expired,
+            report.decayed,
+            report.merged,
+            report.reminders
+        );
+        self.record(&format!("dream-{level}"), report)
+    }
+}
+
+/// The organizer on the caller's thread, for a store no daemon serves
+/// (the caller holds the store lock).
+pub struct OneShot {
+    runner: Mutex<Runner>,
+    last: Arc<Mutex<HashMap<String, Report>>>,
+}
+
+impl std::fmt::Debug for OneShot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OneShot").finish_non_exhaustive()
+    }
+}
+
+impl OneShot {
+    /// An organizer that runs only when asked.
+    pub fn new(setup: Setup) -> OneShot {
+        let runner = Runner::new(setup);
+        let last = Arc::clone(&runner.last);
+        OneShot {
+            runner: Mutex::new(runner),
+            last,
+        }
+    }
+}
+
+impl ops::Organizer for OneShot {
+    fn dream(&self, level: u8) -> ops::Result<Report> {
+        let mut runner = self.runner.lock();
+        let report = runner.dream(level, true);
+        if let Some(Err(e)) = runner.organizing.counters.as_ref().map(|c| c.flush()) {
+            log::warn!("cannot save the access counters: {e}");
+        }
+        Ok(report)
+    }
+
+    fn last_reports(&self) -> HashMap<String, Report> {
+        self.last.lock().clone()
+    }
+}
+
+enum Message {
+    Changed(StorePath),
+    Dream(u8, Sender<Report>),
+    Stop,
+}
+
+/// The running background tasks of a daemon.
+pub struct Tasks {
+    tx: Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+    last: Arc<Mutex<HashMap<String, Report>>>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks").finish_non_exhaustive()
+    }
+}
+
+/// How long a requested dream may take before the caller stops waiting.
+pub const DREAM_TIMEOUT: Duration = Duration::from_secs(1800);
+
+impl Tasks {
+    /// Starts the organizer thread; it first normalizes every memory.
+    /// `events` are the writer's (closes of written files).
+    pub fn start(setup: Setup, events: Receiver<WriteEvent>) -> std::io::Result<Tasks> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let runner = Runner::new(setup);
+        let last = Arc::clone(&runner.last);
+        let worker = Worker {
+            runner,
+            pending: HashMap::new(),
+            inbox_due: Some(Instant::now()),
+            last_change: Instant::now(),
+            idle_done: false,
+        };
+        let thread = std::thread::Builder::new()
+            .name("mnemofs-organizer".into())
+            .spawn(move || worker.run(&rx, &events))?;
+        Ok(Tasks {
+            tx,
+            thread: Some(thread),
+            last,
+        })
+    }
+
+    /// Something changed at `path` (an external edit, or a writer closed).
+    pub fn changed(&self, path: StorePath) {
+        let _ = self.tx.send(Message::Changed(path));
+    }
+}
+
+impl ops::Organizer for Tasks {
+    fn dream(&self, level: u8) -> ops::Result<Report> {
+        let (reply, wait) = crossbeam_channel::bounded(1);
+        let gone = || ops::Error::Unavailable("the organizer has stopped".into());
+        self.tx
+            .send(Message::Dream(level, reply))
+            .map_err(|_| gone())?;
+        wait.recv_timeout(DREAM_TIMEOUT).map_err(|e| match e {
+            crossbeam_channel::RecvTimeoutError::Timeout => ops::Error::Unavailable(format!(
+                "the dream run did not finish within {} s",
+                DREAM_TIMEOUT.as_secs()
+            )),
+            crossbeam_channel::RecvTimeoutError::Disconnected => gone(),
+        })
+    }
+
+    fn last_reports(&self) -> HashMap<String, Report> {
+        self.last.lock().clone()
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Message::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Worker {
+    runner: Runner,
+    /// Memories to normalize, with the time they become due.
+    pending: HashMap<StorePath, Instant>,
+    /// When the next inbox item passes its quiet period, if one waits.
+    inbox_due: Option<Instant>,
+    last_change: Instant,
+    /// True once the idle dream ran since the last change.
+    idle_done: bool,
+}
+
+impl Worker {
+    fn run(mut self, rx: &Receiver<Message>, events: &Receiver<WriteEvent>) {
         crate::background::lower_priority();
-        let start = self.organizing.normalize_all();
+        let start = self.runner.organizing.normalize_all();
         if start.normalized > 0 || !start.errors.is_empty() {
             log::info!(
                 "start-up normalization: {} memories updated",
                 start.normalized
             );
         }
-        self.record("normalize", start);
-        let settings = self.organizing.settings.clone();
+        self.runner.record("normalize", start);
+        let settings = self.runner.organizing.settings.clone();
         let mut next_tick = Instant::now() + settings.interval;
-        let mut fs_events = fs_events.clone();
+        let mut events = events.clone();
         loop {
-            let next_due = self.pending.values().min().copied();
-            let wake = next_due.map_or(next_tick, |d| d.min(next_tick));
+            let wake = [self.pending.values().min().copied(), self.inbox_due]
+                .into_iter()
+                .flatten()
+                .fold(next_tick, Instant::min);
             let timeout = wake.saturating_duration_since(Instant::now());
             let message = crossbeam_channel::select! {
                 recv(rx) -> m => m.map_err(|_| RecvTimeoutError::Disconnected),
-                recv(fs_events) -> e => match e {
-                    Ok(FsEvent::WriterClosed(path)) => Ok(Message::Written(path)),
+                recv(events) -> e => match e {
+                    Ok(WriteEvent::Closed(path)) => {
+                        self.runner.organizing.record_write(&path);
+                        Ok(Message::Changed(path))
+                    }
                     Err(_) => {
-                        // The filesystem is gone; stop listening to it.
-                        fs_events = crossbeam_channel::never();
+                        // The writer is gone; stop listening to it.
+                        events = crossbeam_channel::never();
                         Err(RecvTimeoutError::Timeout)
                     }
                 },
@@ -368,34 +469,31 @@ impl Worker {
                     self.last_change = Instant::now();
                     self.idle_done = false;
                     if normalize::is_memory_path(&path) {
-                        self.pending
-                            .insert(path, Instant::now() + settings.debounce);
-                    }
-                }
-                Ok(Message::Written(path)) => {
-                    self.organizing.record_write(&path);
-                    self.last_change = Instant::now();
-                    self.idle_done = false;
-                    if normalize::is_memory_path(&path) {
-                        self.pending
-                            .insert(path, Instant::now() + settings.debounce);
+                        let now = Instant::now();
+                        self.pending.insert(path.clone(), now + settings.debounce);
+                        if normalize::in_inbox(&path) {
+                            let due = now + settings.quiet_period;
+                            self.inbox_due = Some(self.inbox_due.map_or(due, |d| d.min(due)));
+                        }
                     }
                 }
                 Ok(Message::Dream(level, reply)) => {
-                    let report = self.dream(level);
+                    let report = self.runner.dream(level, true);
+                    self.inbox_due = Some(Instant::now());
                     let _ = reply.send(report);
                 }
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => {
-                    self.organizing.flush_counters();
+                    self.runner.organizing.flush_counters();
                     return;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
             self.normalize_due();
+            self.organize_inbox_due();
             if Instant::now() >= next_tick {
-                self.dream(1);
-                self.announce_due();
-                self.organizing.flush_counters();
+                self.runner.dream(1, false);
+                self.runner.announce_due();
+                self.runner.organizing.flush_counters();
                 next_tick = Instant::now() + settings.interval;
             }
             if let Some(idle) = settings.idle_after
@@ -403,7 +501,7 @@ impl Worker {
                 && self.last_change.elapsed() >= idle
             {
                 self.idle_done = true;
-                self.dream(settings.idle_level);
+                self.runner.dream(settings.idle_level, false);
             }
         }
     }
@@ -422,7 +520,7 @@ impl Worker {
         let mut report = Report::default();
         for path in due {
             self.pending.remove(&path);
-            match self.organizing.normalize_one(&path, &mut report) {
+            match self.runner.organizing.normalize_one(&path, &mut report) {
                 Outcome::Done => {}
                 Outcome::Busy => {
                     report.retried += 1;
@@ -431,63 +529,20 @@ impl Worker {
             }
         }
         if report != Report::default() {
-            self.record("normalize", report);
+            self.runner.record("normalize", report);
         }
     }
 
-    /// Refreshes `.mnemofs/pending.md` and announces newly due reminders.
-    fn announce_due(&mut self) {
-        let due = self.organizing.due_reminders();
-        let mut text = String::from("# Due reminders\n\n");
-        if due.is_empty() {
-            text.push_str("Nothing is due.\n");
+    /// Moves the inbox items whose quiet period has passed, and notes when
+    /// the next one will have.
+    fn organize_inbox_due(&mut self) {
+        if self.inbox_due.is_none_or(|d| d > Instant::now()) {
+            return;
         }
-        for (when, title, path) in &due {
-            text.push_str(&format!(
-                "- {} {title} (`{path}`)\n",
-                crate::memory::format_timestamp(*when)
-            ));
-            if self.notified.insert(path.clone()) {
-                notify_desktop(self.organizing.config.notifications.method, title);
-            }
+        let (report, next) = self.runner.organizing.organize_inbox(false);
+        self.inbox_due = next.map(|wait| Instant::now() + wait);
+        if report.organized > 0 || report.expired > 0 || !report.errors.is_empty() {
+            self.runner.record("inbox", report);
         }
-        *self.pending_text.lock() = text;
-    }
-
-    fn dream(&mut self, level: u8) -> Report {
-        let level = level.clamp(1, 3);
-        let mut report = Report {
-            level,
-            ..Report::default()
-        };
-        report.add(self.organizing.organize_inbox());
-        report.add(self.organizing.lifecycle());
-        if level >= 2 {
-            // Duplicates and link targets are found through the index: let
-            // it catch up with the moves and rewrites just made.
-            if !self.organizing.index.wait_idle(Duration::from_secs(120)) {
-                report
-                    .errors
-                    .push("the index did not catch up; links may be reported unresolved".into());
-            }
-            report.add(self.organizing.consolidate());
-            let mut lint = Vec::new();
-            report.add(self.organizing.resolve_links(&mut lint));
-            report.links_unresolved = lint.len();
-            *self.task_lint.lock() = lint;
-        }
-        if level >= 3 {
-            report.add(self.organizing.reminders());
-            self.announce_due();
-        }
-        log::info!(
-            "dream level {level}: {} organized, {} expired, {} decayed, {} merged, {} reminders",
-            report.organized,
-            report.expired,
-            report.decayed,
-            report.merged,
-            report.reminders
-        );
-        self.record(&format!("dream-{level}"), report)
     }
 }

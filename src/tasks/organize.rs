@@ -1,7 +1,8 @@
 //! The organizer's jobs: normalize, sort the inbox, archive, merge.
 //!
 //! Reads go to the store directly (they change nothing and must not count
-//! as an agent's access); every change goes through the mount. Paths
+//! as an agent's access); every change goes through the writer (through
+//! the mount when a daemon serves the store). Paths
 //! written by someone stay valid: only inbox items are moved into the
 //! tree, and anything else that leaves its place goes to `archive/`, with
 //! `archived_reason` and `archived_at` saying why and when.
@@ -12,17 +13,22 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::normalize::{self, Plan, in_inbox, is_memory_path};
-use super::rewrite::{MountWriter, Outcome};
-use super::{Classifier, Report, TaskSettings, now_unix};
+use super::{Classifier, Report, Skipped, TaskSettings, now_unix};
 use crate::config::Config;
 use crate::index::Index;
 use crate::memory::reminders;
 use crate::memory::{self, Category};
+use crate::ops::{Outcome, Writer};
+use crate::store::counters::CounterStore;
 use crate::store::{FileKind, Stat, Store, StorePath};
+
+/// How soon an inbox item that was open for writing is tried again.
+const BUSY_RETRY: Duration = Duration::from_secs(2);
 
 /// Everything the organizer works with.
 pub(crate) struct Organizing {
-    pub(crate) writer: MountWriter,
+    pub(crate) writer: Arc<dyn Writer>,
+    pub(crate) counters: Option<Arc<CounterStore>>,
     pub(crate) store: Arc<Store>,
     pub(crate) index: Index,
     pub(crate) settings: TaskSettings,
@@ -119,21 +125,21 @@ impl Organizing {
 
     /// Counts a finished write session: version, content hash, time.
     pub(crate) fn record_write(&self, path: &StorePath) {
-        if let (Some(counters), Ok(bytes)) = (self.writer.counters(), self.store.read(path)) {
+        if let (Some(counters), Ok(bytes)) = (self.counters.as_ref(), self.store.read(path)) {
             counters.record_write(path, &bytes, now_unix());
         }
     }
 
     /// Saves the counters if they changed (never from a FUSE handler).
     pub(crate) fn flush_counters(&self) {
-        if let Some(Err(e)) = self.writer.counters().map(|c| c.flush()) {
+        if let Some(Err(e)) = self.counters.as_ref().map(|c| c.flush()) {
             log::warn!("cannot save the access counters: {e}");
         }
     }
 
     fn access_count(&self, path: &StorePath) -> u64 {
-        self.writer
-            .counters()
+        self.counters
+            .as_ref()
             .map_or(0, |c| c.get(path).access_count)
     }
 
@@ -191,7 +197,7 @@ impl Organizing {
     /// Adds the volatile counters to the frontmatter (the opt-in mode for
     /// tools that expect them in the file).
     fn with_counters(&self, path: &StorePath, text: &str, plan: Plan) -> Plan {
-        let Some(counters) = self.writer.counters() else {
+        let Some(counters) = &self.counters else {
             return plan;
         };
         let fields = counters.frontmatter_fields(path);
@@ -224,10 +230,28 @@ impl Organizing {
         }
     }
 
+    /// A free path in `dir` for a file named `name`: `name`, then
+    /// `stem-2.ext`, `stem-3.ext`, ...
+    fn free_name(&self, dir: &StorePath, name: &str) -> Option<StorePath> {
+        let (stem, ext) = match name.rfind('.') {
+            Some(i) if i > 0 => name.split_at(i),
+            _ => (name, ""),
+        };
+        (1..10_000).find_map(|n| {
+            let candidate = if n == 1 {
+                name.to_string()
+            } else {
+                format!("{stem}-{n}{ext}")
+            };
+            let path = dir.join(std::ffi::OsStr::new(&candidate))?;
+            self.store.stat(&path).is_err().then_some(path)
+        })
+    }
+
     /// Moves `from` into `dir` under a free name; returns where it went.
     fn move_into(&self, from: &StorePath, dir: &str, report: &mut Report) -> Option<StorePath> {
         let dir = StorePath::new(dir)?;
-        let to = self.writer.free_name(&dir, &name(from))?;
+        let to = self.free_name(&dir, &name(from))?;
         match self.writer.move_to(from, &to) {
             Ok(Outcome::Done) => Some(to),
             Ok(Outcome::Busy) => {
@@ -262,27 +286,53 @@ impl Organizing {
         true
     }
 
-    /// Level 1: classifies quiet inbox items and moves them to
-    /// `<category>/`; unclassifiable ones stay, and expire after the TTL.
-    pub(crate) fn organize_inbox(&self) -> Report {
+    /// Level 1: classifies inbox items and moves them to `<category>/`;
+    /// unclassifiable ones stay, and expire after the TTL. `asked`: a
+    /// person or agent asked for this run, so every item not open for
+    /// writing is classified; on the schedule, only items past their quiet
+    /// period (or read often enough to be wanted now). Also returns how
+    /// long until the next waiting item can be tried.
+    pub(crate) fn organize_inbox(&self, asked: bool) -> (Report, Option<Duration>) {
         let mut report = Report::default();
+        let mut next: Option<Duration> = None;
+        let mut wait = |d: Duration| next = Some(next.map_or(d, |n| n.min(d)));
         let inbox = StorePath::new("inbox").unwrap_or_default();
         for (path, st) in self.memories_under(&inbox) {
             let age = age(&st);
+            let mut skip = |reason: String| {
+                report.skipped.push(Skipped {
+                    path: path.to_string(),
+                    reason,
+                });
+            };
+            if self.writer.is_busy(&path) {
+                skip("open for writing".into());
+                wait(BUSY_RETRY);
+                continue;
+            }
             // A memory read often enough is organized at once ("upgrade").
             let wanted = self
                 .settings
                 .upgrade_access_count
                 .is_some_and(|n| self.access_count(&path) >= n);
-            if (age < self.settings.quiet_period && !wanted) || self.writer.is_busy(&path) {
+            if !asked && !wanted && age < self.settings.quiet_period {
+                let left = self.settings.quiet_period - age;
+                skip(format!(
+                    "written {} s ago; waits {} s more for quiet",
+                    age.as_secs(),
+                    left.as_secs_f64().ceil() as u64
+                ));
+                wait(left);
                 continue;
             }
-            let Some((_, text)) = self.read_text(&path) else {
+            let Some((bytes, text)) = self.read_text(&path) else {
+                skip("not a UTF-8 text file".into());
                 continue;
             };
             let parsed = memory::parse(&stem(&path), &text);
             if parsed.has_malformed_frontmatter() {
                 report.malformed += 1;
+                skip("malformed frontmatter (see .mnemofs/lint)".into());
                 continue;
             }
             let category = parsed
@@ -293,11 +343,7 @@ impl Organizing {
                 Some(c) if c != Category::Inbox => {
                     if let Some(to) = self.move_into(&path, c.as_str(), &mut report) {
                         self.writer.redirect(&path, &to, self.settings.grace_period);
-                        let fields = [
-                            ("phase", "organized".to_string()),
-                            ("category", c.as_str().to_string()),
-                        ];
-                        self.set_fields(&to, &fields, &mut report);
+                        self.file_as_organized(&to, &bytes, &text, c, st.mtime.sec, &mut report);
                         report.organized += 1;
                     }
                 }
@@ -310,10 +356,46 @@ impl Organizing {
                         report.expired += 1;
                     }
                 }
-                _ => {}
+                _ => skip("no category matched; stays in the inbox".into()),
             }
         }
-        report
+        (report, next)
+    }
+
+    /// Records a moved inbox item as organized in one rewrite: its phase
+    /// and category, and the id and creation time it may still lack.
+    fn file_as_organized(
+        &self,
+        path: &StorePath,
+        bytes: &[u8],
+        text: &str,
+        category: Category,
+        created: i64,
+        report: &mut Report,
+    ) {
+        let fields = [
+            ("phase", "organized".to_string()),
+            ("category", category.as_str().to_string()),
+        ];
+        let with_fields = match memory::set_fields(text, &fields) {
+            Ok(new) => new.unwrap_or_else(|| text.to_string()),
+            Err(e) => {
+                report.errors.push(format!("update {path}: {e}"));
+                return;
+            }
+        };
+        let new = match normalize::plan(path, &with_fields, created, &|_: &str, _: &str| None) {
+            Plan::Rewrite(new) => new,
+            Plan::Complete | Plan::Malformed(_) => with_fields,
+        };
+        if new.as_bytes() == bytes {
+            return;
+        }
+        match self.writer.replace(path, bytes, new.as_bytes()) {
+            Ok(Outcome::Done) => {}
+            Ok(Outcome::Busy) => report.retried += 1,
+            Err(e) => report.errors.push(format!("update {path}: {e}")),
+        }
     }
 
     /// Archives organized memories untouched for longer than the decay

@@ -1,0 +1,215 @@
+//! Commands, with or without a daemon serving the store.
+//!
+//! A [`Session`] is how every command reaches the operations layer. When a
+//! daemon serves the store (found through the [`registry`](super::registry),
+//! whatever state dir it was started with), requests go to it over its
+//! control socket, so its writer, index and organizer do the work and
+//! watchers on its mount see every change. When none does, the command
+//! takes the store lock (so no mount can start meanwhile), opens the index
+//! itself, brings it up to date, and works on the store directly, without
+//! FUSE.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use parking_lot::Mutex;
+
+use super::control::{ControlClient, SOCKET};
+use super::lock::{StoreLock, holder_pid};
+use super::registry;
+use crate::config::Config;
+use crate::index::Index;
+use crate::ops::{self, DirectWriter, Operations, Request, Response, ServedBy};
+use crate::store::Store;
+use crate::store::counters::CounterStore;
+use crate::tasks::{OneShot, Setup};
+use crate::views::Views;
+
+/// How long a local command waits for the index to catch up with the store.
+const CATCH_UP: Duration = Duration::from_secs(600);
+
+/// Where the volatile counters are kept, in the state dir.
+pub(crate) const COUNTERS_FILE: &str = "counters.json";
+
+/// Which store a command is about, as the user named it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// A store, or a mountpoint of one, as given (absolute).
+    pub path: PathBuf,
+    /// `--state-dir`, if given.
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A store found: its directory, and its daemon if one serves it.
+#[derive(Debug)]
+pub struct Found {
+    /// The backing directory (canonical).
+    pub store: PathBuf,
+    /// The serving daemon.
+    pub daemon: Option<registry::Entry>,
+}
+
+/// Resolves what the user named: a mountpoint of a running daemon, or a
+/// store (served or not). Creates nothing.
+pub fn find(target: &Target) -> anyhow::Result<Found> {
+    if let Some(entry) = registry::by_mountpoint(&target.path) {
+        return Ok(Found {
+            store: entry.store.clone(),
+            daemon: Some(entry),
+        });
+    }
+    if registry::is_mnemofs_mount(&target.path) {
+        bail!(
+            "{} is a mnemofs mount whose daemon cannot be found; pass its store with --store",
+            target.path.display()
+        );
+    }
+    let store = std::fs::canonicalize(&target.path)
+        .with_context(|| format!("cannot open store {}", target.path.display()))?;
+    if !store.is_dir() {
+        bail!("store {} is not a directory", store.display());
+    }
+    if let Some(entry) = registry::by_mountpoint(&store) {
+        return Ok(Found {
+            store: entry.store.clone(),
+            daemon: Some(entry),
+        });
+    }
+    let daemon = registry::by_store(&store);
+    Ok(Found { store, daemon })
+}
+
+/// A command's way to the operations: a daemon, or the store itself.
+pub struct Session {
+    way: Way,
+}
+
+enum Way {
+    Daemon {
+        client: Mutex<ControlClient>,
+        pid: Option<u32>,
+    },
+    Local {
+        ops: Operations,
+        index: Index,
+        _lock: StoreLock,
+    },
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.way {
+            Way::Daemon { pid, .. } => write!(f, "Session(daemon {pid:?})"),
+            Way::Local { ops, .. } => write!(f, "Session(local {ops:?})"),
+        }
+    }
+}
+
+impl Session {
+    /// Reaches the daemon serving `target`'s store, or opens the store
+    /// here under its lock. `config` is used only without a daemon (a
+    /// daemon keeps its own).
+    pub fn open(target: &Target, config: &Config) -> anyhow::Result<Session> {
+        let found = find(target)?;
+        if let Some(entry) = &found.daemon
+            && let Some(client) = ControlClient::connect(&entry.socket)
+                .with_context(|| format!("cannot reach the daemon at {}", entry.socket.display()))?
+        {
+            return Ok(Session {
+                way: Way::Daemon {
+                    client: Mutex::new(client),
+                    pid: Some(entry.pid),
+                },
+            });
+        }
+        let state_dir = target
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| super::default_state_dir(&found.store));
+        let Some(lock) = StoreLock::try_acquire(&found.store)? else {
+            // Served, but not registered (an older daemon, or another
+            // runtime dir): its socket may still be in the state dir.
+            if let Some(client) = ControlClient::connect(&state_dir.join(SOCKET))? {
+                return Ok(Session {
+                    way: Way::Daemon {
+                        client: Mutex::new(client),
+                        pid: holder_pid(&found.store, &state_dir),
+                    },
+                });
+            }
+            let pid = holder_pid(&found.store, &state_dir)
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default();
+            bail!(
+                "a daemon{pid} serves {} but cannot be reached; pass its --state-dir",
+                found.store.display()
+            );
+        };
+        let (ops, index) = open_local(&found.store, &state_dir, config)?;
+        Ok(Session {
+            way: Way::Local {
+                ops,
+                index,
+                _lock: lock,
+            },
+        })
+    }
+
+    /// True when a daemon answers.
+    pub fn through_daemon(&self) -> bool {
+        matches!(self.way, Way::Daemon { .. })
+    }
+
+    /// Runs one request.
+    pub fn call(&self, request: Request) -> ops::Result<Response> {
+        match &self.way {
+            Way::Daemon { client, .. } => client.lock().call(&request),
+            Way::Local { ops, .. } => ops.handle(request),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Way::Local { index, .. } = &self.way {
+            index.shutdown();
+        }
+    }
+}
+
+/// The operations on a store no daemon serves: its index brought up to
+/// date, the direct writer, and an organizer that runs when asked.
+fn open_local(
+    store_dir: &Path,
+    state_dir: &Path,
+    config: &Config,
+) -> anyhow::Result<(Operations, Index)> {
+    std::fs::create_dir_all(state_dir)
+        .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
+    let store = Arc::new(
+        Store::open(store_dir)
+            .with_context(|| format!("cannot open store {}", store_dir.display()))?,
+    );
+    let index =
+        Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
+    if !index.wait_idle(CATCH_UP) {
+        bail!("the index did not catch up with the store in time");
+    }
+    let views = Views::new(index.clone());
+    let writer: Arc<dyn ops::Writer> =
+        Arc::new(DirectWriter::new(Arc::clone(&store)).with_index(index.clone()));
+    let organizer = OneShot::new(Setup {
+        writer: Arc::clone(&writer),
+        store: Arc::clone(&store),
+        index: index.clone(),
+        counters: Some(Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)))),
+        config: config.clone(),
+        outputs: views.task_outputs(),
+        state_dir: Some(state_dir.to_path_buf()),
+    });
+    let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
+        .with_organizer(Arc::new(organizer));
+    Ok((ops, index))
+}

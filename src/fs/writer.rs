@@ -1,0 +1,196 @@
+//! The writer that goes through the mount.
+//!
+//! When a daemon serves the store, every change the daemon makes on its
+//! own (the organizer's rewrites and moves, and requests from the CLI, the
+//! socket or MCP) goes through the mountpoint like any other program's, so
+//! inotify watchers on the mount (editors, chokidar, `inotifywait -m -r`)
+//! see each one; cache invalidation alone would emit no event.
+//!
+//! A rewrite is compare-and-swap against the exact bytes read: the new
+//! content goes to a temp file beside the target, and is renamed over it
+//! only if the target still holds those bytes and no handle is open for
+//! writing on it; writers that open the file meanwhile wait for the
+//! rename ([`StoreFs::begin_replace`]). Otherwise it gives up and the
+//! caller retries later. Moves use `RENAME_NOREPLACE`, so they never
+//! overwrite anything.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::StoreFs;
+use crate::ops::{NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, Writer};
+use crate::store::{StorePath, TEMP_PREFIX};
+
+/// Performs changes through the mountpoint.
+#[derive(Debug, Clone)]
+pub struct MountWriter {
+    mountpoint: PathBuf,
+    fs: Arc<StoreFs>,
+}
+
+impl MountWriter {
+    /// Writes through `mountpoint`, asking `fs` about open writers.
+    pub fn new(mountpoint: PathBuf, fs: Arc<StoreFs>) -> MountWriter {
+        MountWriter { mountpoint, fs }
+    }
+
+    /// The path of a store path on the mount.
+    fn on_mount(&self, path: &StorePath) -> PathBuf {
+        self.mountpoint.join(path.as_path())
+    }
+
+    fn make_parent(&self, target: &Path) -> io::Result<()> {
+        match target.parent() {
+            Some(dir) => fs::DirBuilder::new()
+                .recursive(true)
+                .mode(NEW_FOLDER_MODE)
+                .create(dir),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes `content` to a new temp file beside `target` with `mode`.
+    fn write_temp(&self, target: &Path, content: &[u8], mode: u32) -> io::Result<PathBuf> {
+        let tmp = target.with_file_name(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+        let written = (|| {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(&tmp)?;
+            file.write_all(content)?;
+            file.sync_all()?;
+            // create_new applies the umask; set the mode exactly.
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(mode))
+        })();
+        match written {
+            Ok(()) => Ok(tmp),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    }
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+impl Writer for MountWriter {
+    fn replace(&self, path: &StorePath, expected: &[u8], new: &[u8]) -> io::Result<Outcome> {
+        if self.is_busy(path) {
+            return Ok(Outcome::Busy);
+        }
+        let target = self.on_mount(path);
+        let mode = match fs::symlink_metadata(&target) {
+            Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+            Ok(_) => return Ok(Outcome::Busy),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Outcome::Busy),
+            Err(e) => return Err(e),
+        };
+        let tmp = self.write_temp(&target, new, mode)?;
+        // From here until the rename, writers opening the file wait.
+        let Some(guard) = self.fs.begin_replace(path) else {
+            let _ = fs::remove_file(&tmp);
+            return Ok(Outcome::Busy);
+        };
+        let unchanged = self.fs.store().read(path).is_ok_and(|now| now == expected);
+        if !unchanged {
+            drop(guard);
+            let _ = fs::remove_file(&tmp);
+            return Ok(Outcome::Busy);
+        }
+        let renamed = fs::rename(&tmp, &target);
+        drop(guard);
+        if let Err(e) = renamed {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        Ok(Outcome::Done)
+    }
+
+    fn write(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
+        let target = self.on_mount(path);
+        self.make_parent(&target)?;
+        let mode = fs::symlink_metadata(&target)
+            .map_or(NEW_FILE_MODE, |m| m.permissions().mode() & 0o7777);
+        let tmp = self.write_temp(&target, content, mode)?;
+        fs::rename(&tmp, &target).inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })
+    }
+
+    fn create(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
+        let target = self.on_mount(path);
+        self.make_parent(&target)?;
+        let tmp = self.write_temp(&target, content, NEW_FILE_MODE)?;
+        rename_noreplace(&tmp, &target).inspect_err(|_| {
+            let _ = fs::remove_file(&tmp);
+        })
+    }
+
+    fn move_to(&self, from: &StorePath, to: &StorePath) -> io::Result<Outcome> {
+        if self.is_busy(from) {
+            return Ok(Outcome::Busy);
+        }
+        let target = self.on_mount(to);
+        self.make_parent(&target)?;
+        rename_noreplace(&self.on_mount(from), &target)?;
+        Ok(Outcome::Done)
+    }
+
+    fn remove_file(&self, path: &StorePath) -> io::Result<()> {
+        fs::remove_file(self.on_mount(path))
+    }
+
+    fn remove_folder(&self, path: &StorePath) -> io::Result<()> {
+        fs::remove_dir(self.on_mount(path))
+    }
+
+    fn make_folders(&self, path: &StorePath) -> io::Result<()> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(NEW_FOLDER_MODE)
+            .create(self.on_mount(path))
+    }
+
+    fn is_busy(&self, path: &StorePath) -> bool {
+        self.fs.is_open_for_write(path)
+    }
+
+    fn redirect(&self, old: &StorePath, new: &StorePath, grace: Duration) {
+        self.fs
+            .add_redirect(old.clone(), new.clone(), Instant::now() + grace);
+    }
+
+    fn describe(&self) -> String {
+        format!("through the mount at {}", self.mountpoint.display())
+    }
+}
+
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+    };
+    let (from, to) = (c(from)?, c(to)?);
+    // SAFETY: NUL-terminated paths; AT_FDCWD resolves them as given.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -1,0 +1,828 @@
+//! The operations layer: everything a front end does to memories.
+//!
+//! The mount, the organizer, the CLI, the memory tool, the socket and the
+//! MCP server all stand on this layer, so an operation has one meaning
+//! and one implementation whichever way it is reached. It knows nothing
+//! of FUSE or of who called it: changes go through a [`Writer`] (through
+//! the mount when a daemon serves the store, straight on the store when
+//! none does), and failures are one [`Error`] type that each front end
+//! shows its own way (errno, JSON-RPC code, sentence).
+//!
+//! Paths are relative to the store root, `""` being the root. A path whose
+//! first name is a view (`search/`, `by-id/`, ...) is answered from the
+//! index, read-only, as on the mount.
+
+mod error;
+mod report;
+mod request;
+mod writer;
+
+pub use error::{Error, Result, rpc};
+pub use report::{Organizer, Report, Skipped};
+pub use request::{
+    Entry, EntryKind, NewMemory, Reply, Request, Response, SearchHit, Status, WireError,
+};
+pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEvent, Writer};
+
+use std::ffi::OsStr;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::index::Index;
+use crate::memory::{self, Category};
+use crate::store::{FileKind, Store, StorePath, TEMP_PREFIX};
+use crate::views::{ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
+
+/// The largest file an operation reads or writes, unless told otherwise.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
+
+/// Whose process answers: a daemon serving the store, or the caller
+/// itself under the store lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServedBy {
+    /// The daemon that serves (and usually mounts) the store.
+    Daemon,
+    /// This process, on the store directly.
+    Local,
+}
+
+/// The operations on one store.
+pub struct Operations {
+    store: Arc<Store>,
+    index: Index,
+    views: Views,
+    writer: Arc<dyn Writer>,
+    organizer: Option<Arc<dyn Organizer>>,
+    served_by: ServedBy,
+    max_file_size: u64,
+}
+
+impl std::fmt::Debug for Operations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operations")
+            .field("store", &self.store.root_path())
+            .field("writer", &self.writer.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a path leads.
+enum Target {
+    /// A real file or folder.
+    Real(StorePath),
+    /// A virtual folder.
+    ViewFolder(ViewDir),
+    /// A generated file.
+    ViewFile(ViewFile),
+    /// A view's link to a memory.
+    ViewLink(StorePath),
+}
+
+impl Operations {
+    /// Operations on `store`, changing it through `writer`.
+    pub fn new(
+        store: Arc<Store>,
+        index: Index,
+        views: Views,
+        writer: Arc<dyn Writer>,
+        served_by: ServedBy,
+    ) -> Operations {
+        Operations {
+            store,
+            index,
+            views,
+            writer,
+            organizer: None,
+            served_by,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
+    }
+
+    /// Lets `dream` run this organizer.
+    pub fn with_organizer(mut self, organizer: Arc<dyn Organizer>) -> Operations {
+        self.organizer = Some(organizer);
+        self
+    }
+
+    /// Sets the size cap for reads and writes.
+    pub fn with_max_file_size(mut self, bytes: u64) -> Operations {
+        self.max_file_size = bytes;
+        self
+    }
+
+    /// The index these operations search.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Runs one request.
+    pub fn handle(&self, request: Request) -> Result<Response> {
+        Ok(match request {
+            Request::List { path, depth } => Response::Entries {
+                entries: self.list(&path, depth)?,
+            },
+            Request::Read { path } => Response::Text {
+                text: self.read(&path)?,
+            },
+            Request::Search { query, limit } => Response::Hits {
+                hits: self.search(&query, limit)?,
+            },
+            Request::Create {
+                path,
+                content,
+                overwrite,
+            } => {
+                self.create(&path, &content, overwrite)?;
+                Response::Done
+            }
+            Request::StrReplace { path, old, new } => {
+                self.str_replace(&path, &old, &new)?;
+                Response::Done
+            }
+            Request::Insert { path, line, text } => {
+                self.insert(&path, line, &text)?;
+                Response::Done
+            }
+            Request::Rename { from, to } => {
+                self.rename(&from, &to)?;
+                Response::Done
+            }
+            Request::Delete { path } => {
+                self.delete(&path)?;
+                Response::Done
+            }
+            Request::WriteMemory(memory) => {
+                let (path, id) = self.write_memory(&memory)?;
+                Response::Memory {
+                    path: path.to_string(),
+                    id: Some(id),
+                }
+            }
+            Request::Link { from, to } => {
+                let path = self.link(&from, &to)?;
+                Response::Memory {
+                    path: path.to_string(),
+                    id: None,
+                }
+            }
+            Request::Resolve { reference } => {
+                let path = self.resolve(&reference)?;
+                let id = self
+                    .read_memory(&path)
+                    .ok()
+                    .and_then(|(_, text)| memory::parse("", &text).frontmatter.id);
+                Response::Memory {
+                    path: path.to_string(),
+                    id,
+                }
+            }
+            Request::Dream { level } => Response::Report {
+                report: self.dream(level)?,
+            },
+            Request::Reindex => Response::Reindexed {
+                files: self.reindex()?,
+            },
+            Request::Status => Response::Status {
+                status: self.status(),
+            },
+        })
+    }
+
+    /// A real path, or an error naming what is wrong with it.
+    fn store_path(&self, path: &str) -> Result<StorePath> {
+        if Path::new(path).is_absolute() {
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                why: "paths are relative to the store",
+            });
+        }
+        StorePath::new(path).ok_or_else(|| Error::InvalidPath {
+            path: path.into(),
+            why: "it leaves the store or holds an invalid name",
+        })
+    }
+
+    /// Where `path` leads: a real path, or a place in a view.
+    fn target(&self, path: &str) -> Result<Target> {
+        let real = self.store_path(path)?;
+        let mut names = real.as_path().iter();
+        let Some(root) = names.next().and_then(ViewRoot::from_name) else {
+            return Ok(Target::Real(real));
+        };
+        let mut dir = ViewDir::Root(root);
+        let mut walked = PathBuf::from(root.name());
+        while let Some(name) = names.next() {
+            let not_found = || Error::NotFound { path: path.into() };
+            let entry = self.views.lookup(&dir, name).ok_or_else(not_found)?;
+            let last = names.as_path().as_os_str().is_empty();
+            match entry {
+                ViewEntry::Dir(_, next) => dir = next,
+                ViewEntry::File(_, file) if last => return Ok(Target::ViewFile(file)),
+                ViewEntry::Link(_, target) if last => {
+                    let to = resolve_link(&walked, &target).ok_or_else(not_found)?;
+                    return Ok(Target::ViewLink(to));
+                }
+                ViewEntry::File(..) | ViewEntry::Link(..) => {
+                    return Err(Error::NotFolder { path: path.into() });
+                }
+            }
+            walked.push(name);
+        }
+        Ok(Target::ViewFolder(dir))
+    }
+
+    /// A real, writable path: views are read-only.
+    fn writable(&self, path: &str) -> Result<StorePath> {
+        match self.target(path) {
+            Ok(Target::Real(p)) if p.is_root() => Err(Error::InvalidInput(
+                "the store root itself cannot be changed".into(),
+            )),
+            Ok(Target::Real(p)) => Ok(p),
+            Ok(_) | Err(Error::NotFound { .. }) | Err(Error::NotFolder { .. }) => {
+                Err(Error::ReadOnly {
+                    path: path.into(),
+                    why: "views are generated from the index",
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Lists a folder, `depth` levels deep (at least 1). Dot-names and the
+    /// writers' temp files are left out, and so are the views at the root
+    /// (they resolve by path). A view's own folders are not descended.
+    pub fn list(&self, path: &str, depth: usize) -> Result<Vec<Entry>> {
+        let depth = depth.max(1);
+        match self.target(path)? {
+            Target::Real(dir) => {
+                let st = self.store.stat(&dir).map_err(|e| Error::io(path, e))?;
+                if st.kind != FileKind::Directory {
+                    return Err(Error::NotFolder { path: path.into() });
+                }
+                let mut out = Vec::new();
+                self.list_real(&dir, depth, &mut out)
+                    .map_err(|e| Error::io(path, e))?;
+                Ok(out)
+            }
+            Target::ViewFolder(dir) => {
+                let base = Path::new(path);
+                Ok(self
+                    .views
+                    .list(&dir)
+                    .into_iter()
+                    .map(|entry| {
+                        let child = base.join(entry.name()).to_string_lossy().into_owned();
+                        match entry {
+                            ViewEntry::Dir(..) => Entry {
+                                path: child,
+                                kind: EntryKind::Folder,
+                                size: 0,
+                            },
+                            ViewEntry::Link(_, target) => Entry {
+                                path: child,
+                                kind: EntryKind::Link {
+                                    target: target.to_string_lossy().into_owned(),
+                                },
+                                size: 0,
+                            },
+                            ViewEntry::File(_, file) => Entry {
+                                path: child,
+                                kind: EntryKind::File,
+                                size: self.views.size_hint(&file),
+                            },
+                        }
+                    })
+                    .collect())
+            }
+            Target::ViewFile(_) | Target::ViewLink(_) => {
+                Err(Error::NotFolder { path: path.into() })
+            }
+        }
+    }
+
+    fn list_real(
+        &self,
+        dir: &StorePath,
+        depth: usize,
+        out: &mut Vec<Entry>,
+    ) -> std::io::Result<()> {
+        let mut entries = self.store.read_dir(dir)?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for entry in entries {
+            let hidden = entry.name.as_encoded_bytes().first() == Some(&b'.');
+            if hidden || dir.is_root() && ViewRoot::from_name(&entry.name).is_some() {
+                continue;
+            }
+            let Some(path) = dir.join(&entry.name) else {
+                continue;
+            };
+            let Ok(st) = self.store.stat(&path) else {
+                continue;
+            };
+            let kind = match st.kind {
+                FileKind::Directory => EntryKind::Folder,
+                FileKind::Symlink => EntryKind::Link {
+                    target: String::from_utf8_lossy(&self.store.readlink(&path)?).into_owned(),
+                },
+                _ => EntryKind::File,
+            };
+            let folder = kind == EntryKind::Folder;
+            out.push(Entry {
+                path: path.to_string(),
+                kind,
+                size: st.size,
+            });
+            if folder && depth > 1 {
+                self.list_real(&path, depth - 1, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a text file: a real one, a generated one, or the memory a
+    /// view's link points at.
+    pub fn read(&self, path: &str) -> Result<String> {
+        let real = match self.target(path)? {
+            Target::ViewFile(file) => {
+                return String::from_utf8(self.views.read(&file))
+                    .map_err(|_| Error::NotText { path: path.into() });
+            }
+            Target::ViewFolder(_) => return Err(Error::IsFolder { path: path.into() }),
+            Target::ViewLink(to) | Target::Real(to) => to,
+        };
+        self.read_text(&real, path).map(|(_, text)| text)
+    }
+
+    /// A real file's bytes and text; a symlink inside the store is
+    /// followed once, if it stays inside.
+    fn read_text(&self, real: &StorePath, shown: &str) -> Result<(Vec<u8>, String)> {
+        let mut real = real.clone();
+        let st = self.store.stat(&real).map_err(|e| Error::io(shown, e))?;
+        let st = if st.kind == FileKind::Symlink {
+            let target = self
+                .store
+                .readlink(&real)
+                .map_err(|e| Error::io(shown, e))?;
+            let parent = real.parent().unwrap_or_default();
+            real = resolve_link(parent.as_path(), Path::new(OsStr::from_bytes(&target)))
+                .ok_or_else(|| Error::InvalidPath {
+                    path: shown.into(),
+                    why: "its symlink leads outside the store",
+                })?;
+            self.store.stat(&real).map_err(|e| Error::io(shown, e))?
+        } else {
+            st
+        };
+        match st.kind {
+            FileKind::File => {}
+            FileKind::Directory => return Err(Error::IsFolder { path: shown.into() }),
+            _ => {
+                return Err(Error::InvalidInput(format!("{shown}: not a regular file")));
+            }
+        }
+        if st.size > self.max_file_size {
+            return Err(Error::TooBig {
+                path: shown.into(),
+                limit: self.max_file_size,
+            });
+        }
+        let bytes = self.store.read(&real).map_err(|e| Error::io(shown, e))?;
+        let text =
+            String::from_utf8(bytes.clone()).map_err(|_| Error::NotText { path: shown.into() })?;
+        Ok((bytes, text))
+    }
+
+    fn read_memory(&self, path: &StorePath) -> Result<(Vec<u8>, String)> {
+        self.read_text(path, &path.to_string())
+    }
+
+    /// Searches the index.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        let hits = self
+            .index
+            .search(query, limit)
+            .map_err(|e| Error::Index(e.to_string()))?;
+        Ok(hits
+            .into_iter()
+            .map(|h| SearchHit {
+                path: h.path.to_string(),
+                title: h.title,
+                score: h.score,
+                snippet: h.snippet,
+                id: h.id,
+            })
+            .collect())
+    }
+
+    fn check_size(&self, path: &str, len: usize) -> Result<()> {
+        if len as u64 > self.max_file_size {
+            return Err(Error::TooBig {
+                path: path.into(),
+                limit: self.max_file_size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes a whole file: a new one, or over an existing one when
+    /// `overwrite`. Missing folders above it are made.
+    pub fn create(&self, path: &str, content: &str, overwrite: bool) -> Result<()> {
+        let real = self.writable(path)?;
+        self.check_size(path, content.len())?;
+        if let Some(name) = real.file_name()
+            && name.as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes())
+        {
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                why: "the name is reserved for mnemofs's temp files",
+            });
+        }
+        let written = if overwrite {
+            if self
+                .store
+                .stat(&real)
+                .is_ok_and(|st| st.kind == FileKind::Directory)
+            {
+                return Err(Error::IsFolder { path: path.into() });
+            }
+            self.writer.write(&real, content.as_bytes())
+        } else {
+            self.writer.create(&real, content.as_bytes())
+        };
+        written.map_err(|e| Error::io(path, e))
+    }
+
+    /// Replaces the text of a file, compare-and-swap against `bytes`.
+    fn rewrite(&self, path: &str, real: &StorePath, bytes: &[u8], new: &str) -> Result<()> {
+        self.check_size(path, new.len())?;
+        match self.writer.replace(real, bytes, new.as_bytes()) {
+            Ok(Outcome::Done) => Ok(()),
+            Ok(Outcome::Busy) => Err(Error::Conflict { path: path.into() }),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// Replaces the one occurrence of `old` by `new`. Returns the new text
+    /// and the 0-based line where the change starts.
+    pub fn str_replace(&self, path: &str, old: &str, new: &str) -> Result<(String, usize)> {
+        let real = self.writable(path)?;
+        let (bytes, text) = self.read_text(&real, path)?;
+        if old.is_empty() {
+            return Err(Error::InvalidInput(
+                "the text to replace must not be empty".into(),
+            ));
+        }
+        let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+        let line_of = |i: usize| text[..i].matches('\n').count();
+        match starts.as_slice() {
+            [] => Err(Error::NoMatch { path: path.into() }),
+            [at] => {
+                let replaced = format!("{}{new}{}", &text[..*at], &text[at + old.len()..]);
+                self.rewrite(path, &real, &bytes, &replaced)?;
+                Ok((replaced, line_of(*at)))
+            }
+            many => Err(Error::NotUnique {
+                path: path.into(),
+                lines: overlapping_lines(&text, old, many),
+            }),
+        }
+    }
+
+    /// Inserts `text` as its own line(s) after line `line` (0: before the
+    /// first). Lines are split on `\n` only; the file ends with a newline.
+    pub fn insert(&self, path: &str, line: i64, text: &str) -> Result<String> {
+        let real = self.writable(path)?;
+        let (bytes, content) = self.read_text(&real, path)?;
+        let mut lines: Vec<&str> = content.split('\n').collect();
+        if lines.last() == Some(&"") {
+            lines.pop();
+        }
+        let at = usize::try_from(line)
+            .ok()
+            .filter(|at| *at <= lines.len())
+            .ok_or(Error::BadLine {
+                path: path.into(),
+                line,
+                lines: lines.len(),
+            })?;
+        lines.insert(at, text.trim_end_matches('\n'));
+        let mut new = lines.join("\n");
+        if !new.ends_with('\n') {
+            new.push('\n');
+        }
+        self.rewrite(path, &real, &bytes, &new)?;
+        Ok(new)
+    }
+
+    /// Renames or moves a file or folder; never replaces anything.
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let source = self.writable(from)?;
+        let target = self.writable(to)?;
+        if target.as_path().starts_with(source.as_path()) {
+            return Err(Error::InvalidInput(format!(
+                "cannot move {from} into itself"
+            )));
+        }
+        self.store.stat(&source).map_err(|e| Error::io(from, e))?;
+        match self.writer.move_to(&source, &target) {
+            Ok(Outcome::Done) => Ok(()),
+            Ok(Outcome::Busy) => Err(Error::Conflict { path: from.into() }),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                Err(Error::Exists { path: to.into() })
+            }
+            Err(e) => Err(Error::io(from, e)),
+        }
+    }
+
+    /// Deletes a file or symlink, or a folder with everything in it.
+    pub fn delete(&self, path: &str) -> Result<()> {
+        let real = self.writable(path)?;
+        let st = self.store.stat(&real).map_err(|e| Error::io(path, e))?;
+        let removed = if st.kind == FileKind::Directory {
+            self.remove_tree(&real)
+        } else {
+            self.writer.remove_file(&real)
+        };
+        removed.map_err(|e| Error::io(path, e))
+    }
+
+    fn remove_tree(&self, dir: &StorePath) -> std::io::Result<()> {
+        for entry in self.store.read_dir(dir)? {
+            let Some(path) = dir.join(&entry.name) else {
+                continue;
+            };
+            if entry.kind == FileKind::Directory {
+                self.remove_tree(&path)?;
+            } else {
+                self.writer.remove_file(&path)?;
+            }
+        }
+        self.writer.remove_folder(dir)
+    }
+
+    /// Writes a new memory with frontmatter; returns its path and id.
+    pub fn write_memory(&self, new: &NewMemory) -> Result<(StorePath, String)> {
+        let category = match new.category.as_deref() {
+            Some(c) => Some(
+                c.parse::<Category>()
+                    .map_err(|e| Error::InvalidInput(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let title = new
+            .title
+            .clone()
+            .unwrap_or_else(|| first_words(&new.content));
+        let id = uuid::Uuid::new_v4().to_string();
+        let mut text = String::from("---\n");
+        let mut field = |key: &str, value: &str| {
+            text.push_str(&format!("{key}: {}\n", memory::yaml_scalar(value)));
+        };
+        field("id", &id);
+        field("title", &title);
+        if let Some(kind) = &new.kind {
+            field("type", kind);
+        }
+        let phase = match category {
+            Some(c) if c != Category::Inbox => "organized",
+            _ => "inbox",
+        };
+        field("phase", phase);
+        if let Some(c) = category {
+            field("category", c.as_str());
+        }
+        if let Some(scope) = &new.scope {
+            field("scope", scope);
+        }
+        if let Some(source) = &new.source {
+            field("source", source);
+        }
+        field("created_at", &memory::format_timestamp(now_unix()));
+        let tags: Vec<String> = new
+            .tags
+            .iter()
+            .map(|t| t.trim().trim_start_matches('#').to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        if !tags.is_empty() {
+            text.push_str("tags:\n");
+            for tag in &tags {
+                text.push_str(&format!("  - {}\n", memory::yaml_scalar(tag)));
+            }
+        }
+        text.push_str("---\n");
+        text.push_str(&new.content);
+        if !new.content.ends_with('\n') {
+            text.push('\n');
+        }
+        let path = match &new.path {
+            Some(p) => {
+                let path = self.writable(p)?;
+                self.create(&path.to_string(), &text, false)?;
+                path
+            }
+            None => {
+                let folder = match category {
+                    Some(c) if c != Category::Inbox => c.as_str(),
+                    _ => "inbox",
+                };
+                self.create_free(folder, &slug(&title), &text)?
+            }
+        };
+        Ok((path, id))
+    }
+
+    /// Creates `<folder>/<stem>.md`, or `<stem>-2.md`, ... if taken.
+    fn create_free(&self, folder: &str, stem: &str, text: &str) -> Result<StorePath> {
+        let stem = if stem.is_empty() { "memory" } else { stem };
+        for n in 1..10_000 {
+            let name = if n == 1 {
+                format!("{folder}/{stem}.md")
+            } else {
+                format!("{folder}/{stem}-{n}.md")
+            };
+            match self.create(&name, text, false) {
+                Ok(()) => return self.store_path(&name),
+                Err(Error::Exists { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::InvalidInput(format!(
+            "no free name for {stem} in {folder}"
+        )))
+    }
+
+    /// The memory a reference names: a path, an id, a title, a file stem
+    /// or an alias. Several candidates are an error that lists them.
+    pub fn resolve(&self, reference: &str) -> Result<StorePath> {
+        let reference = reference.trim();
+        if let Ok(Target::Real(path)) = self.target(reference)
+            && !path.is_root()
+            && self.store.stat(&path).is_ok()
+        {
+            return Ok(path);
+        }
+        if let Some(path) = self.index.by_id(reference) {
+            return Ok(path);
+        }
+        let mut found = self.index.resolve(reference);
+        found.sort();
+        found.dedup();
+        match found.len() {
+            0 => Err(Error::NotFound {
+                path: reference.into(),
+            }),
+            1 => Ok(found.remove(0)),
+            _ => Err(Error::Ambiguous {
+                reference: reference.into(),
+                candidates: found.iter().map(ToString::to_string).collect(),
+            }),
+        }
+    }
+
+    /// Records in `from`'s `links:` that it links to `to` (by id). Returns
+    /// the linking memory's path.
+    pub fn link(&self, from: &str, to: &str) -> Result<StorePath> {
+        let source = self.resolve(from)?;
+        let target = self.resolve(to)?;
+        let (_, target_text) = self.read_memory(&target)?;
+        let id = memory::parse("", &target_text)
+            .frontmatter
+            .id
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "{target} has no id yet; the organizer gives it one shortly"
+                ))
+            })?;
+        let (bytes, text) = self.read_memory(&source)?;
+        match memory::add_to_list_field(&text, "links", &[id]) {
+            Ok(Some(new)) => self.rewrite(&source.to_string(), &source, &bytes, &new)?,
+            Ok(None) => {}
+            Err(e) => return Err(Error::InvalidInput(format!("{source}: {e}"))),
+        }
+        Ok(source)
+    }
+
+    /// Runs the organizer now.
+    pub fn dream(&self, level: u8) -> Result<Report> {
+        if !(1..=3).contains(&level) {
+            return Err(Error::InvalidInput(format!(
+                "dream level {level} does not exist (1, 2 or 3)"
+            )));
+        }
+        match &self.organizer {
+            Some(organizer) => organizer.dream(level),
+            None => Err(Error::Unavailable(
+                "the organizer is off here (--no-organizer)".into(),
+            )),
+        }
+    }
+
+    /// Rebuilds the index from the store.
+    pub fn reindex(&self) -> Result<usize> {
+        self.index
+            .rebuild()
+            .map_err(|e| Error::Index(e.to_string()))
+    }
+
+    /// Who serves the store, and how the index and tasks are doing.
+    pub fn status(&self) -> Status {
+        let s = self.index.status();
+        Status {
+            served_by: match self.served_by {
+                ServedBy::Daemon => "daemon".into(),
+                ServedBy::Local => "local".into(),
+            },
+            writer: self.writer.describe(),
+            pid: (self.served_by == ServedBy::Daemon).then(std::process::id),
+            store: self.store.root_path().display().to_string(),
+            documents: s.documents,
+            pending_changes: s.pending_changes,
+            reconciling: s.reconciling,
+            last_commit_ms: s.last_commit,
+            organizer: self.organizer.is_some(),
+            tasks: self
+                .organizer
+                .as_ref()
+                .map(|o| o.last_reports())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+use std::os::unix::ffi::OsStrExt;
+
+/// The store path a relative symlink at `dir` leads to, if it stays in
+/// the store (resolved by names; the store refuses symlinks on the way).
+fn resolve_link(dir: &Path, target: &Path) -> Option<StorePath> {
+    let mut out = PathBuf::new();
+    for component in dir.join(target).components() {
+        match component {
+            Component::Normal(name) => out.push(name),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    StorePath::new(out)
+}
+
+/// The 1-based line of each occurrence of `needle`, counting overlapping
+/// ones too, as a reader scanning the file would.
+fn overlapping_lines(text: &str, needle: &str, first: &[usize]) -> Vec<usize> {
+    let mut lines = Vec::new();
+    let mut start = first.first().copied().unwrap_or(0);
+    while let Some(found) = text[start..].find(needle) {
+        let at = start + found;
+        lines.push(text[..at].matches('\n').count() + 1);
+        start = at + text[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    lines
+}
+
+/// The first few words of a text, for a title.
+fn first_words(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(|l| l.trim().trim_start_matches('#').trim())
+        .find(|l| !l.is_empty())
+        .unwrap_or("memory");
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title = title.trim_end().to_string();
+        title.push('…');
+    }
+    title
+}
+
+/// A file-name-safe version of a title.
+fn slug(title: &str) -> String {
+    let s: String = title
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_lowercase().next().unwrap_or(c)
+            } else {
+                '-'
+            }
+        })
+        .take(48)
+        .collect();
+    let mut out = String::new();
+    for c in s.chars() {
+        if !(c == '-' && out.ends_with('-')) {
+            out.push(c);
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,86 @@
+//! What an organizer run did, and the organizer as the operations layer
+//! sees it.
+//!
+//! The organizer itself lives above this layer (`tasks`); the operations
+//! layer only asks it to run ([`Organizer`]), so that `dream` is one
+//! operation whichever front end calls it and wherever the organizer runs.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Result;
+
+/// What one run did.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Report {
+    /// Dream level run (0 for the normalizer alone).
+    pub level: u8,
+    /// Unix seconds when the run finished.
+    pub finished_at: i64,
+    /// Memories given missing frontmatter.
+    pub normalized: usize,
+    /// Inbox items moved to their category.
+    pub organized: usize,
+    /// Inbox items archived as expired.
+    pub expired: usize,
+    /// Memories archived as decayed.
+    pub decayed: usize,
+    /// Duplicates archived as merged.
+    pub merged: usize,
+    /// Links redirected from merged copies to the memory kept.
+    pub links_redirected: usize,
+    /// Wikilinks recorded by id in `links:`.
+    pub links_resolved: usize,
+    /// Links that name no memory, or several.
+    pub links_unresolved: usize,
+    /// Reminders created.
+    pub reminders: usize,
+    /// Files left alone because their frontmatter is malformed.
+    pub malformed: usize,
+    /// Changes put off because the file was busy; retried later.
+    pub retried: usize,
+    /// Items left where they are on purpose, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    /// Errors, one line each.
+    pub errors: Vec<String>,
+}
+
+/// An item a run left alone, and why.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Skipped {
+    /// The item's path in the store.
+    pub path: String,
+    /// Why it was left alone.
+    pub reason: String,
+}
+
+impl Report {
+    /// Adds another run's counts and lists to this one.
+    pub fn add(&mut self, other: Report) {
+        self.normalized += other.normalized;
+        self.organized += other.organized;
+        self.expired += other.expired;
+        self.decayed += other.decayed;
+        self.merged += other.merged;
+        self.links_redirected += other.links_redirected;
+        self.links_resolved += other.links_resolved;
+        self.links_unresolved += other.links_unresolved;
+        self.reminders += other.reminders;
+        self.malformed += other.malformed;
+        self.retried += other.retried;
+        self.skipped.extend(other.skipped);
+        self.errors.extend(other.errors);
+    }
+}
+
+/// The organizer, as the operations layer calls it.
+pub trait Organizer: Send + Sync {
+    /// Runs a dream level now, on request: every inbox item that is not
+    /// open for writing is classified, whatever its age.
+    fn dream(&self, level: u8) -> Result<Report>;
+
+    /// The last report of each task ("normalize", "dream-1", ...).
+    fn last_reports(&self) -> HashMap<String, Report>;
+}

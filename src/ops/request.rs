@@ -1,0 +1,283 @@
+//! Typed requests and responses: what crosses the control socket.
+//!
+//! One request is one operation of [`Operations`](super::Operations); the
+//! CLI, the socket server and the MCP server all speak these, so an
+//! operation's arguments are spelled once. Requests and responses are
+//! JSON (`{"op": "read", "path": "notes/a.md"}`), one per line.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Report;
+
+/// One operation, with its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Lists a folder (real or virtual) `depth` levels deep.
+    List {
+        /// The folder, relative to the store root ("" for the root).
+        path: String,
+        /// How many levels: 1 lists the folder's own entries.
+        #[serde(default = "one")]
+        depth: usize,
+    },
+    /// Reads a text file (real, virtual, or a view's link to a memory).
+    Read {
+        /// The file.
+        path: String,
+    },
+    /// Searches the index.
+    Search {
+        /// The query, in the query language.
+        query: String,
+        /// Most hits.
+        #[serde(default = "twenty")]
+        limit: usize,
+    },
+    /// Writes a file: a new one, or over an existing one if `overwrite`.
+    Create {
+        /// The file.
+        path: String,
+        /// Its whole content.
+        content: String,
+        /// Replace the file if it exists.
+        #[serde(default)]
+        overwrite: bool,
+    },
+    /// Replaces the one occurrence of `old` in a file by `new`.
+    StrReplace {
+        /// The file.
+        path: String,
+        /// The text to find; it must occur exactly once.
+        old: String,
+        /// What to put in its place.
+        new: String,
+    },
+    /// Inserts text after line `line` (0: at the top).
+    Insert {
+        /// The file.
+        path: String,
+        /// The line after which the text goes.
+        line: i64,
+        /// The text.
+        text: String,
+    },
+    /// Renames or moves a file or folder; never replaces anything.
+    Rename {
+        /// Where it is.
+        from: String,
+        /// Where it goes.
+        to: String,
+    },
+    /// Deletes a file, or a folder with everything in it.
+    Delete {
+        /// The file or folder.
+        path: String,
+    },
+    /// Writes a new memory with frontmatter fields.
+    WriteMemory(NewMemory),
+    /// Records that memory `from` links to memory `to`.
+    Link {
+        /// The linking memory (a reference).
+        from: String,
+        /// The memory linked to (a reference).
+        to: String,
+    },
+    /// Finds the memory a reference (id, path, title or alias) names.
+    Resolve {
+        /// The reference.
+        reference: String,
+    },
+    /// Runs the organizer now.
+    Dream {
+        /// 1 = inbox and lifecycle; 2 = also duplicates and links;
+        /// 3 = also reminders.
+        #[serde(default = "one_u8")]
+        level: u8,
+    },
+    /// Rebuilds the index from the store.
+    Reindex,
+    /// Says who serves the store and how the index and tasks are doing.
+    Status,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn one_u8() -> u8 {
+    1
+}
+
+fn twenty() -> usize {
+    20
+}
+
+/// A memory to write, with the frontmatter fields it gets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NewMemory {
+    /// The body.
+    pub content: String,
+    /// Where it goes, relative to the store; else `<category>/<slug>.md`,
+    /// or `inbox/<slug>.md` without a category.
+    pub path: Option<String>,
+    /// `title:`
+    pub title: Option<String>,
+    /// `category:`
+    pub category: Option<String>,
+    /// `tags:`
+    pub tags: Vec<String>,
+    /// `scope:` (global, agent:NAME)
+    pub scope: Option<String>,
+    /// `source:`
+    pub source: Option<String>,
+    /// `type:`
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+}
+
+/// What an operation answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Response {
+    /// A folder's entries.
+    Entries {
+        /// The entries, folders before their contents.
+        entries: Vec<Entry>,
+    },
+    /// A file's text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Search results, best first.
+    Hits {
+        /// The hits.
+        hits: Vec<SearchHit>,
+    },
+    /// A memory that now exists at `path`.
+    Memory {
+        /// Where it is, relative to the store.
+        path: String,
+        /// Its id, if it has one.
+        id: Option<String>,
+    },
+    /// Done; nothing to report.
+    Done,
+    /// What a dream run did.
+    Report {
+        /// The report.
+        report: Report,
+    },
+    /// Files indexed by a rebuild.
+    Reindexed {
+        /// How many files.
+        files: usize,
+    },
+    /// The status.
+    Status {
+        /// The status.
+        status: Status,
+    },
+}
+
+/// One entry of a listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Relative to the store root.
+    pub path: String,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Size in bytes (files; 0 for generated files whose size is unknown).
+    pub size: u64,
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A file.
+    File,
+    /// A folder.
+    Folder,
+    /// A symlink, with its target.
+    Link {
+        /// The target, as stored.
+        target: String,
+    },
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// Relative to the store root.
+    pub path: String,
+    /// The memory's title.
+    pub title: String,
+    /// BM25 relevance; higher is better.
+    pub score: f32,
+    /// A one-line excerpt.
+    pub snippet: String,
+    /// The memory's id, if it has one.
+    pub id: Option<String>,
+}
+
+/// Who serves the store, and how its index and tasks are doing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// `daemon` when a running daemon answered, `local` when the command
+    /// worked on the store itself.
+    pub served_by: String,
+    /// Where changes go.
+    pub writer: String,
+    /// The daemon's pid, when one serves the store.
+    pub pid: Option<u32>,
+    /// The store's backing directory.
+    pub store: String,
+    /// Searchable documents.
+    pub documents: u64,
+    /// Changes not yet searchable.
+    pub pending_changes: u64,
+    /// True until the start-up reconcile has committed.
+    pub reconciling: bool,
+    /// Unix milliseconds of the last index commit, 0 if none yet.
+    pub last_commit_ms: i64,
+    /// True when an organizer runs here.
+    pub organizer: bool,
+    /// The last report of each task.
+    pub tasks: HashMap<String, Report>,
+}
+
+/// A failed request, as it crosses the socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    /// The sentence.
+    pub message: String,
+    /// The errno a filesystem caller would see.
+    pub errno: i32,
+    /// The JSON-RPC error code.
+    pub code: i32,
+}
+
+/// One line of answer: `{"ok": ...}` or `{"error": ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// The operation's answer.
+    Ok(Response),
+    /// Why it failed.
+    Error(WireError),
+}
+
+impl From<&super::Error> for WireError {
+    fn from(e: &super::Error) -> WireError {
+        WireError {
+            message: e.to_string(),
+            errno: e.errno(),
+            code: e.rpc_code(),
+        }
+    }
+}
