@@ -1,40 +1,24 @@
 //! A real client: Anthropic's reference `memory` tool handler
 //! (`anthropic.tools.memory.BetaLocalFilesystemMemoryTool`) must give the same
 //! output on the mount as on a plain directory, errors included. The command
-//! sequence and the comparison live in `tests/python/memory_tool_diff.py`.
+//! sequence and the comparison live in `tests/python/memory_tool_diff.py`;
+//! the package goes into a venv the test makes under the target dir.
 
 mod common;
 
-use common::{Mount, TEST_UMASK, run_with_timeout, set_umask};
+use common::{Mount, TEST_UMASK, python_with, run_with_timeout, set_umask};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-fn python() -> &'static str {
-    "python3"
-}
-
 #[test]
 fn anthropic_memory_tool_behaves_identically_on_the_mount() {
-    let probe = run_with_timeout(
-        Command::new(python()).args(["-c", "import anthropic.tools.memory"]),
-        Duration::from_secs(60),
-    )
-    .expect("python3 import probe timed out");
-    assert!(
-        probe.status.success(),
-        "the `anthropic` Python package is required for this test: run `pip install anthropic`\n{}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-
+    let python = python_with("anthropic.tools.memory", "anthropic");
     set_umask(TEST_UMASK);
     let m = Mount::start();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/memory_tool_diff.py");
     let out = run_with_timeout(
-        Command::new(python())
-            .arg(&script)
-            .arg(&m.plain)
-            .arg(&m.mnt),
+        Command::new(&python).arg(&script).arg(&m.plain).arg(&m.mnt),
         Duration::from_secs(300),
     )
     .expect("memory_tool_diff.py timed out");

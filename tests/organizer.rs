@@ -1308,3 +1308,119 @@ fn a_thousand_inbox_items_are_all_organized_none_lost_while_the_mount_stays_resp
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// Commands find the daemon.
+
+/// Slow settings: nothing moves on its own during a test, so whatever
+/// moves was moved by the command under test.
+const QUIET: &str = "\
+organizer: { interval: 1h, quiet_period: 1h, grace_period: 1h }
+dream: { idle_after: 0s }
+notifications: { method: none }
+";
+
+#[test]
+fn dream_given_only_the_store_reaches_a_daemon_with_its_own_state_dir_and_classifies_a_fresh_item()
+{
+    if !have_program("inotifywait") {
+        eprintln!("SKIPPED: inotifywait is not installed (apt-get install inotify-tools)");
+        return;
+    }
+    let o = organized(QUIET, &[]);
+    for d in ["inbox", "preferences"] {
+        fs::create_dir_all(o.m(d)).expect("mkdir");
+    }
+    let w = Watcher::start(&o.mnt, o.state.join("inotify.log"));
+    fs::write(o.m("inbox/ui.md"), "I prefer dark mode in every editor\n").expect("write");
+    std::thread::sleep(Duration::from_secs(2));
+
+    // No --state-dir: the daemon was started with its own, and is found by
+    // the store alone. The item is 2 s old, inside the 1 h quiet period:
+    // an explicit dream classifies it anyway.
+    let out = cli(
+        Some(&o.m),
+        &["dream".as_ref(), "--store".as_ref(), o.store.as_os_str()],
+    );
+    let report = json_of(&out, "mnemofs dream --store");
+    assert_eq!(count(&report, "organized"), 1, "{report:#}");
+    assert!(o.s("preferences/ui.md").exists(), "{report:#}");
+    assert!(!o.s("inbox/ui.md").exists());
+    wait_for(&o, "the watcher on the mount to see the move", || {
+        w.saw(&o.m("inbox/ui.md"), &["MOVED_FROM"])
+            && w.saw(&o.m("preferences/ui.md"), &["MOVED_TO"])
+    });
+
+    // status says who answered, given the store or the mountpoint.
+    for target in [o.store.as_os_str(), o.mnt.as_os_str()] {
+        let out = cli(Some(&o.m), &["status".as_ref(), target]);
+        let status = json_of(&out, "mnemofs status");
+        assert_eq!(status["served_by"], "daemon", "{status:#}");
+        assert_eq!(
+            status["pid"].as_u64(),
+            Some(u64::from(o.pid())),
+            "{status:#}"
+        );
+        let store = fs::canonicalize(&o.store).expect("store");
+        assert_eq!(status["store"], store.display().to_string(), "{status:#}");
+        assert!(status["tasks"]["dream-1"].is_object(), "{status:#}");
+    }
+
+    // --store pointing at the mount is the mount's store: no second index.
+    let out = cli(
+        Some(&o.m),
+        &[
+            "search".as_ref(),
+            "dark".as_ref(),
+            "--json".as_ref(),
+            "--store".as_ref(),
+            o.mnt.as_os_str(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hits = String::from_utf8_lossy(&out.stdout);
+    assert!(hits.contains("preferences/ui.md"), "{hits}");
+}
+
+#[test]
+fn without_a_daemon_status_says_it_worked_on_the_store_and_the_skipped_items_say_why() {
+    let (dir, config) = write_config(QUIET);
+    let store = dir.path().join("store");
+    let state = dir.path().join("state");
+    fs::create_dir_all(store.join("inbox")).expect("mkdir");
+    fs::write(store.join("inbox/misc.md"), "zxqv plorb\n").expect("seed");
+    let common = |cmd: &'static str| -> Vec<&OsStr> {
+        vec![
+            cmd.as_ref(),
+            "--store".as_ref(),
+            store.as_os_str(),
+            "--state-dir".as_ref(),
+            state.as_os_str(),
+        ]
+    };
+    let mut args = common("dream");
+    args.extend(["--config".as_ref(), config.as_os_str()]);
+    let report = json_of(&cli(None, &args), "dream without a daemon");
+    let skipped = report["skipped"].as_array().expect("skipped list");
+    assert!(
+        skipped.iter().any(|s| s["path"] == "inbox/misc.md"
+            && s["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("no category"))),
+        "{report:#}"
+    );
+    let status = json_of(&cli(None, &common("status")), "status without a daemon");
+    assert_eq!(status["served_by"], "local", "{status:#}");
+    assert!(status["pid"].is_null(), "{status:#}");
+    assert!(status["tasks"]["dream-1"].is_object(), "{status:#}");
+    assert!(
+        status["writer"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("directly on")),
+        "{status:#}"
+    );
+}

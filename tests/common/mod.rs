@@ -1213,3 +1213,55 @@ pub fn list(dir: &Path) -> io::Result<Vec<String>> {
     names.sort();
     Ok(names)
 }
+
+/// A Python interpreter that can import `module`: a venv under the
+/// target dir that the tests make and install `package` into once (the
+/// system pip refuses installs on Debian 12). Test binaries run at once
+/// share it under a lock.
+#[allow(dead_code)]
+pub fn python_with(module: &str, package: &str) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
+    fs::create_dir_all(root.parent().expect("target tmp")).expect("target tmp dir");
+    let lock = fs::File::create(root.with_extension("lock")).expect("venv lock");
+    // SAFETY: valid descriptor; the lock is released when `lock` drops.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let python = root.join("bin/python3");
+    let imports = |python: &Path| {
+        run_with_timeout(
+            Command::new(python).args(["-c", &format!("import {module}")]),
+            Duration::from_secs(120),
+        )
+        .is_some_and(|o| o.status.success())
+    };
+    if !python.exists() {
+        let made = run_with_timeout(
+            Command::new("python3").args(["-m", "venv"]).arg(&root),
+            Duration::from_secs(300),
+        )
+        .expect("python3 -m venv timed out");
+        assert!(
+            made.status.success(),
+            "cannot make a Python venv (install python3-venv): {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+    if !imports(&python) {
+        let pip = run_with_timeout(
+            Command::new(&python).args(["-m", "pip", "install", "-q", package]),
+            Duration::from_secs(600),
+        )
+        .expect("pip install timed out");
+        assert!(
+            pip.status.success(),
+            "cannot install {package} into {}: {}",
+            root.display(),
+            String::from_utf8_lossy(&pip.stderr)
+        );
+        assert!(
+            imports(&python),
+            "{package} installed but {module} does not import"
+        );
+    }
+    python
+}
