@@ -49,13 +49,15 @@ pub struct Config {
 }
 
 /// The figure groups of the `mount` bench, chosen with
-/// `MNEMOFS_BENCH_ONLY=mount|search|all` (default all).
+/// `MNEMOFS_BENCH_ONLY=mount|search|dream|all` (default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// The spine figures: the mount against its backing directory.
     Mount,
     /// The index figures: search, write to searchable, start, rebuild, RSS.
     Search,
+    /// The organizer figures: dream over a full inbox, with and without a daemon.
+    Dream,
     /// Both, mount first.
     All,
 }
@@ -69,6 +71,11 @@ impl Selection {
     /// Whether the index figures run.
     pub fn search(self) -> bool {
         matches!(self, Selection::Search | Selection::All)
+    }
+
+    /// Whether the organizer figures run.
+    pub fn dream(self) -> bool {
+        matches!(self, Selection::Dream | Selection::All)
     }
 }
 
@@ -89,7 +96,8 @@ impl Config {
             Err(_) | Ok("" | "all") => Selection::All,
             Ok("mount") => Selection::Mount,
             Ok("search") => Selection::Search,
-            Ok(v) => panic!("MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, all"),
+            Ok("dream") => Selection::Dream,
+            Ok(v) => panic!("MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, all"),
         };
         Config {
             notes: parse("MNEMOFS_BENCH_NOTES").unwrap_or(notes),
