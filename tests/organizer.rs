@@ -1424,3 +1424,25 @@ fn without_a_daemon_status_says_it_worked_on_the_store_and_the_skipped_items_say
         "{status:#}"
     );
 }
+
+#[test]
+fn on_the_schedule_an_inbox_item_moves_once_its_quiet_period_has_passed_not_at_the_next_tick() {
+    // The interval is an hour: only the quiet-period wake-up can move it.
+    let o = organized(
+        "\
+organizer: { interval: 1h, quiet_period: 2s, grace_period: 1h }
+dream: { idle_after: 0s }
+notifications: { method: none }
+",
+        &[],
+    );
+    fs::create_dir_all(o.m("inbox")).expect("mkdir");
+    fs::write(o.m("inbox/theme.md"), "I prefer the solarized theme\n").expect("write");
+    wait_for(&o, "the item to move after its quiet period", || {
+        o.s("preferences/theme.md").exists()
+    });
+    assert!(!o.s("inbox/theme.md").exists());
+    wait_for(&o, "the inbox run to be recorded", || {
+        text(&o.state.join("tasks.json")).contains("\"inbox\"")
+    });
+}
