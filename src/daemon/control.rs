@@ -218,3 +218,117 @@ impl ControlClient {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Index;
+    use crate::ops::{DirectWriter, Organizer, Report, ServedBy};
+    use crate::store::Store;
+    use crate::views::Views;
+    use std::collections::HashMap;
+
+    /// An organizer whose dream runs until the test lets it finish.
+    struct Blocking {
+        started: crossbeam_channel::Sender<()>,
+        release: crossbeam_channel::Receiver<()>,
+    }
+
+    impl Organizer for Blocking {
+        fn dream(&self, level: u8) -> ops::Result<Report> {
+            let _ = self.started.send(());
+            let _ = self.release.recv();
+            Ok(Report {
+                level,
+                ..Report::default()
+            })
+        }
+
+        fn last_reports(&self) -> HashMap<String, Report> {
+            HashMap::new()
+        }
+    }
+
+    type Gate = (
+        crossbeam_channel::Receiver<()>,
+        crossbeam_channel::Sender<()>,
+    );
+
+    /// A server whose organizer blocks; the gate says when a dream started
+    /// and lets it finish.
+    fn server() -> (tempfile::TempDir, ControlServer, Gate) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("store")).unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
+        let index = Index::in_memory(Arc::clone(&store)).unwrap();
+        let (started_tx, started) = crossbeam_channel::unbounded();
+        let (release, release_rx) = crossbeam_channel::unbounded();
+        let ops = Operations::new(
+            Arc::clone(&store),
+            index.clone(),
+            Views::new(index),
+            Arc::new(DirectWriter::new(store)),
+            ServedBy::Daemon,
+        )
+        .with_organizer(Arc::new(Blocking {
+            started: started_tx,
+            release: release_rx,
+        }));
+        let server = ControlServer::start(dir.path(), Arc::new(ops)).unwrap();
+        (dir, server, (started, release))
+    }
+
+    #[test]
+    fn a_long_dream_does_not_hold_up_status_on_another_connection() {
+        let (_dir, server, (started, release)) = server();
+        let socket = server.path().to_path_buf();
+        let dreamer = std::thread::spawn(move || {
+            let mut client = ControlClient::connect(&socket).unwrap().unwrap();
+            client.call(&Request::Dream { level: 2 })
+        });
+        started.recv_timeout(Duration::from_secs(30)).unwrap();
+        // The dream is running and will not finish until released.
+        let mut client = ControlClient::connect(server.path()).unwrap().unwrap();
+        let Response::Status { status } = client.call(&Request::Status).unwrap() else {
+            panic!("not a status");
+        };
+        assert_eq!(status.served_by, "daemon");
+        assert!(!dreamer.is_finished());
+        release.send(()).unwrap();
+        let Response::Report { report } = dreamer.join().unwrap().unwrap() else {
+            panic!("not a report");
+        };
+        assert_eq!(report.level, 2);
+    }
+
+    #[test]
+    fn bad_lines_get_one_error_each_and_the_connection_stays_usable() {
+        let (_dir, server, _gate) = server();
+        let stream = UnixStream::connect(server.path()).unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        for bad in [
+            "not json\n",
+            "{\"op\":\"no_such_op\"}\n",
+            "{\"op\":\"read\"}\n",
+            "\n",
+            "{\"op\":\"read\",\"path\":\"../etc/passwd\"}\n",
+        ] {
+            writer.write_all(bad.as_bytes()).unwrap();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let reply: Reply = serde_json::from_str(&line).unwrap();
+            let Reply::Error(e) = reply else {
+                panic!("{bad:?} was accepted: {line}");
+            };
+            assert!(!e.message.is_empty() && !e.message.contains('\n'), "{e:?}");
+        }
+        writer.write_all(b"{\"op\":\"status\"}\n").unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(matches!(
+            serde_json::from_str::<Reply>(&line).unwrap(),
+            Reply::Ok(Response::Status { .. })
+        ));
+    }
+}
