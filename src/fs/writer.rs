@@ -116,8 +116,12 @@ impl Writer for MountWriter {
     fn write(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
         let target = self.on_mount(path);
         self.make_parent(&target)?;
-        let mode = fs::symlink_metadata(&target)
-            .map_or(NEW_FILE_MODE, |m| m.permissions().mode() & 0o7777);
+        // A file replaced keeps its mode; anything else (a symlink: 0777)
+        // is replaced by a private file.
+        let mode = match fs::symlink_metadata(&target) {
+            Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+            _ => NEW_FILE_MODE,
+        };
         let tmp = self.write_temp(&target, content, mode)?;
         fs::rename(&tmp, &target).inspect_err(|_| {
             let _ = fs::remove_file(&tmp);

@@ -170,7 +170,7 @@ impl Operations {
                 let id = self
                     .read_memory(&path)
                     .ok()
-                    .and_then(|(_, text)| memory::parse("", &text).frontmatter.id);
+                    .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id);
                 Response::Memory {
                     path: path.to_string(),
                     id,
@@ -350,12 +350,13 @@ impl Operations {
             Target::ViewFolder(_) => return Err(Error::IsFolder { path: path.into() }),
             Target::ViewLink(to) | Target::Real(to) => to,
         };
-        self.read_text(&real, path).map(|(_, text)| text)
+        self.read_text(&real, path).map(|(_, _, text)| text)
     }
 
-    /// A real file's bytes and text; a symlink inside the store is
-    /// followed once, if it stays inside.
-    fn read_text(&self, real: &StorePath, shown: &str) -> Result<(Vec<u8>, String)> {
+    /// A real file's bytes and text, and the path they were read from: a
+    /// symlink inside the store is followed once, if it stays inside, and
+    /// edits go to the file it leads to.
+    fn read_text(&self, real: &StorePath, shown: &str) -> Result<(StorePath, Vec<u8>, String)> {
         let mut real = real.clone();
         let st = self.store.stat(&real).map_err(|e| Error::io(shown, e))?;
         let st = if st.kind == FileKind::Symlink {
@@ -389,10 +390,10 @@ impl Operations {
         let bytes = self.store.read(&real).map_err(|e| Error::io(shown, e))?;
         let text =
             String::from_utf8(bytes.clone()).map_err(|_| Error::NotText { path: shown.into() })?;
-        Ok((bytes, text))
+        Ok((real, bytes, text))
     }
 
-    fn read_memory(&self, path: &StorePath) -> Result<(Vec<u8>, String)> {
+    fn read_memory(&self, path: &StorePath) -> Result<(StorePath, Vec<u8>, String)> {
         self.read_text(path, &path.to_string())
     }
 
@@ -466,24 +467,26 @@ impl Operations {
     /// and the 0-based line where the change starts.
     pub fn str_replace(&self, path: &str, old: &str, new: &str) -> Result<(String, usize)> {
         let real = self.writable(path)?;
-        let (bytes, text) = self.read_text(&real, path)?;
+        let (real, bytes, text) = self.read_text(&real, path)?;
         if old.is_empty() {
             return Err(Error::InvalidInput(
                 "the text to replace must not be empty".into(),
             ));
         }
-        let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
-        let line_of = |i: usize| text[..i].matches('\n').count();
+        let starts = occurrences(&text, old);
         match starts.as_slice() {
             [] => Err(Error::NoMatch { path: path.into() }),
             [at] => {
                 let replaced = format!("{}{new}{}", &text[..*at], &text[at + old.len()..]);
                 self.rewrite(path, &real, &bytes, &replaced)?;
-                Ok((replaced, line_of(*at)))
+                Ok((replaced, text[..*at].matches('\n').count()))
             }
             many => Err(Error::NotUnique {
                 path: path.into(),
-                lines: overlapping_lines(&text, old, many),
+                lines: many
+                    .iter()
+                    .map(|at| text[..*at].matches('\n').count() + 1)
+                    .collect(),
             }),
         }
     }
@@ -492,7 +495,7 @@ impl Operations {
     /// first). Lines are split on `\n` only; the file ends with a newline.
     pub fn insert(&self, path: &str, line: i64, text: &str) -> Result<String> {
         let real = self.writable(path)?;
-        let (bytes, content) = self.read_text(&real, path)?;
+        let (real, bytes, content) = self.read_text(&real, path)?;
         let mut lines: Vec<&str> = content.split('\n').collect();
         if lines.last() == Some(&"") {
             lines.pop();
@@ -685,7 +688,7 @@ impl Operations {
     pub fn link(&self, from: &str, to: &str) -> Result<StorePath> {
         let source = self.resolve(from)?;
         let target = self.resolve(to)?;
-        let (_, target_text) = self.read_memory(&target)?;
+        let (_, _, target_text) = self.read_memory(&target)?;
         let id = memory::parse("", &target_text)
             .frontmatter
             .id
@@ -694,9 +697,9 @@ impl Operations {
                     "{target} has no id yet; the organizer gives it one shortly"
                 ))
             })?;
-        let (bytes, text) = self.read_memory(&source)?;
+        let (real, bytes, text) = self.read_memory(&source)?;
         match memory::add_to_list_field(&text, "links", &[id]) {
-            Ok(Some(new)) => self.rewrite(&source.to_string(), &source, &bytes, &new)?,
+            Ok(Some(new)) => self.rewrite(&source.to_string(), &real, &bytes, &new)?,
             Ok(None) => {}
             Err(e) => return Err(Error::InvalidInput(format!("{source}: {e}"))),
         }
@@ -771,17 +774,17 @@ fn resolve_link(dir: &Path, target: &Path) -> Option<StorePath> {
     StorePath::new(out)
 }
 
-/// The 1-based line of each occurrence of `needle`, counting overlapping
-/// ones too, as a reader scanning the file would.
-fn overlapping_lines(text: &str, needle: &str, first: &[usize]) -> Vec<usize> {
-    let mut lines = Vec::new();
-    let mut start = first.first().copied().unwrap_or(0);
-    while let Some(found) = text[start..].find(needle) {
-        let at = start + found;
-        lines.push(text[..at].matches('\n').count() + 1);
+/// The byte offset of each occurrence of `needle`, overlapping ones
+/// included ("aa" occurs twice in "aaa"), as a reader scanning would count.
+fn occurrences(text: &str, needle: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut start = 0;
+    while let Some(i) = text[start..].find(needle) {
+        let at = start + i;
+        found.push(at);
         start = at + text[at..].chars().next().map_or(1, char::len_utf8);
     }
-    lines
+    found
 }
 
 /// The first few words of a text, for a title.

@@ -129,9 +129,11 @@ impl Writer for DirectWriter {
 
     fn write(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
         self.make_parent(path)?;
+        // A file replaced keeps its mode; anything else (a symlink: 0777)
+        // is replaced by a private file.
         let mode = match self.store.stat(path) {
-            Ok(st) => st.mode & 0o7777,
-            Err(_) => NEW_FILE_MODE,
+            Ok(st) if st.kind == crate::store::FileKind::File => st.mode & 0o7777,
+            _ => NEW_FILE_MODE,
         };
         self.store.write_atomic(path, content, mode)?;
         self.changed(&[path]);

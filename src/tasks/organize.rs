@@ -457,6 +457,7 @@ impl Organizing {
                     continue;
                 }
                 let linkers = self.index.backlinks(&stem(dup));
+                let names = self.names_of(dup);
                 let reason = format!("duplicate of {kept}");
                 let extra = [(
                     "merged_into",
@@ -472,7 +473,7 @@ impl Organizing {
                 report.merged += 1;
                 for linker in linkers.iter().filter(|l| *l != dup) {
                     report.links_redirected +=
-                        self.redirect_links(linker, &stem(dup), &stem(kept), &mut report);
+                        self.redirect_links(linker, &names, &stem(kept), &mut report);
                 }
             }
         }
@@ -543,8 +544,35 @@ impl Organizing {
         report
     }
 
-    /// Rewrites `[[old` to `[[new` in one memory; returns links changed.
-    fn redirect_links(&self, path: &StorePath, old: &str, new: &str, report: &mut Report) -> usize {
+    /// Every name a wikilink may use for the memory at `path`: its stem,
+    /// file name, path (with and without `.md`), title and aliases, in
+    /// lower case.
+    fn names_of(&self, path: &StorePath) -> Vec<String> {
+        let full = path.to_string();
+        let mut names = vec![
+            stem(path),
+            name(path),
+            full.strip_suffix(".md").unwrap_or(&full).to_string(),
+            full.clone(),
+        ];
+        if let Some((_, text)) = self.read_text(path) {
+            let parsed = memory::parse(&stem(path), &text);
+            names.push(parsed.title.clone());
+            names.extend(parsed.frontmatter.aliases.iter().cloned());
+        }
+        names.retain(|n| !n.trim().is_empty());
+        names.iter().map(|n| n.trim().to_lowercase()).collect()
+    }
+
+    /// Rewrites `[[old` to `[[new` in one memory, for each name in `olds`
+    /// (lower case); returns links changed.
+    fn redirect_links(
+        &self,
+        path: &StorePath,
+        olds: &[String],
+        new: &str,
+        report: &mut Report,
+    ) -> usize {
         let Some((bytes, text)) = self.read_text(path) else {
             return 0;
         };
@@ -555,7 +583,7 @@ impl Organizing {
             let (head, tail) = rest.split_at(i + 2);
             out.push_str(head);
             let target_end = tail.find(['|', '#', ']']).unwrap_or(tail.len());
-            if tail[..target_end].trim().eq_ignore_ascii_case(old) {
+            if olds.contains(&tail[..target_end].trim().to_lowercase()) {
                 out.push_str(new);
                 rest = &tail[target_end..];
                 count += 1;
