@@ -13,6 +13,12 @@
 //! rename ([`StoreFs::begin_replace`]). Otherwise it gives up and the
 //! caller retries later. Moves use `RENAME_NOREPLACE`, so they never
 //! overwrite anything.
+//!
+//! Every step through the mount is a FUSE round trip, so what needs no
+//! kernel event is done on the store directly (the stat for a file's mode,
+//! the compare of its bytes), folders are made only when a rename or
+//! create finds them missing, and the mode of a temp file is set again
+//! only when the umask changed it.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -24,34 +30,59 @@ use std::time::{Duration, Instant};
 
 use super::StoreFs;
 use crate::ops::{NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, Writer};
-use crate::store::{StorePath, TEMP_PREFIX};
+use crate::store::{FileKind, StorePath, TEMP_PREFIX};
 
 /// Performs changes through the mountpoint.
 #[derive(Debug, Clone)]
 pub struct MountWriter {
     mountpoint: PathBuf,
     fs: Arc<StoreFs>,
+    /// The process's umask when the writer was made.
+    umask: u32,
+}
+
+/// The process's umask, from /proc (reading it with umask(2) would change
+/// it for a moment under other threads); the strictest if unknown.
+fn current_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Umask:"))?;
+            u32::from_str_radix(line.split_whitespace().nth(1)?, 8).ok()
+        })
+        .unwrap_or(0o777)
+}
+
+/// Runs `op`; if it fails because `target`'s folder is missing, makes the
+/// folder and runs it again.
+fn with_parent<T>(target: &Path, mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    match op() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = target.parent() {
+                fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(NEW_FOLDER_MODE)
+                    .create(dir)?;
+            }
+            op()
+        }
+        other => other,
+    }
 }
 
 impl MountWriter {
     /// Writes through `mountpoint`, asking `fs` about open writers.
     pub fn new(mountpoint: PathBuf, fs: Arc<StoreFs>) -> MountWriter {
-        MountWriter { mountpoint, fs }
+        MountWriter {
+            mountpoint,
+            fs,
+            umask: current_umask(),
+        }
     }
 
     /// The path of a store path on the mount.
     fn on_mount(&self, path: &StorePath) -> PathBuf {
         self.mountpoint.join(path.as_path())
-    }
-
-    fn make_parent(&self, target: &Path) -> io::Result<()> {
-        match target.parent() {
-            Some(dir) => fs::DirBuilder::new()
-                .recursive(true)
-                .mode(NEW_FOLDER_MODE)
-                .create(dir),
-            None => Ok(()),
-        }
     }
 
     /// Writes `content` to a new temp file beside `target` with `mode`.
@@ -65,8 +96,11 @@ impl MountWriter {
                 .open(&tmp)?;
             file.write_all(content)?;
             file.sync_all()?;
-            // create_new applies the umask; set the mode exactly.
-            fs::set_permissions(&tmp, fs::Permissions::from_mode(mode))
+            if mode & self.umask != 0 {
+                // create_new applied the umask; set the mode exactly.
+                file.set_permissions(fs::Permissions::from_mode(mode))?;
+            }
+            Ok(())
         })();
         match written {
             Ok(()) => Ok(tmp),
@@ -86,8 +120,8 @@ impl Writer for MountWriter {
             return Ok(Outcome::Busy);
         }
         let target = self.on_mount(path);
-        let mode = match fs::symlink_metadata(&target) {
-            Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+        let mode = match self.fs.store().stat(path) {
+            Ok(st) if st.kind == FileKind::File => st.mode & 0o7777,
             Ok(_) => return Ok(Outcome::Busy),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Outcome::Busy),
             Err(e) => return Err(e),
@@ -115,14 +149,13 @@ impl Writer for MountWriter {
 
     fn write(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
         let target = self.on_mount(path);
-        self.make_parent(&target)?;
         // A file replaced keeps its mode; anything else (a symlink: 0777)
         // is replaced by a private file.
-        let mode = match fs::symlink_metadata(&target) {
-            Ok(m) if m.is_file() => m.permissions().mode() & 0o7777,
+        let mode = match self.fs.store().stat(path) {
+            Ok(st) if st.kind == FileKind::File => st.mode & 0o7777,
             _ => NEW_FILE_MODE,
         };
-        let tmp = self.write_temp(&target, content, mode)?;
+        let tmp = with_parent(&target, || self.write_temp(&target, content, mode))?;
         fs::rename(&tmp, &target).inspect_err(|_| {
             let _ = fs::remove_file(&tmp);
         })
@@ -130,8 +163,7 @@ impl Writer for MountWriter {
 
     fn create(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
         let target = self.on_mount(path);
-        self.make_parent(&target)?;
-        let tmp = self.write_temp(&target, content, NEW_FILE_MODE)?;
+        let tmp = with_parent(&target, || self.write_temp(&target, content, NEW_FILE_MODE))?;
         rename_noreplace(&tmp, &target).inspect_err(|_| {
             let _ = fs::remove_file(&tmp);
         })
@@ -141,9 +173,12 @@ impl Writer for MountWriter {
         if self.is_busy(from) {
             return Ok(Outcome::Busy);
         }
-        let target = self.on_mount(to);
-        self.make_parent(&target)?;
-        rename_noreplace(&self.on_mount(from), &target)?;
+        let (source, target) = (self.on_mount(from), self.on_mount(to));
+        if self.fs.store().stat(from).is_err() {
+            // A missing source would read as a missing folder below.
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        with_parent(&target, || rename_noreplace(&source, &target))?;
         Ok(Outcome::Done)
     }
 
