@@ -76,6 +76,17 @@ const BULK_CHUNK: usize = 1024;
 /// Files per round during a rebuild.
 const REBUILD_CHUNK: usize = 2048;
 
+/// Tantivy's log merge policy, with small segments in levels of their own.
+/// Live changes commit a few hundred documents at a time; with the default
+/// (everything under 10,000 documents is one level) each merge rewrites
+/// the segment the previous merge made, so a burst of moves (a dream over
+/// a full inbox) spends more on merging than on indexing.
+fn merge_policy() -> tantivy::merge_policy::LogMergePolicy {
+    let mut policy = tantivy::merge_policy::LogMergePolicy::default();
+    policy.set_min_layer_size(500);
+    policy
+}
+
 /// Threads for reading and parsing files, and for walking the store.
 fn io_threads() -> usize {
     std::thread::available_parallelism()
@@ -103,6 +114,7 @@ pub(super) fn spawn(
                 .writer_with_num_threads(writer_threads, WRITER_MEMORY)
             {
                 Ok(w) => {
+                    w.set_merge_policy(Box::new(merge_policy()));
                     let _ = ready_tx.send(Ok(()));
                     w
                 }

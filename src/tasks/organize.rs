@@ -25,6 +25,9 @@ use crate::store::{FileKind, Stat, Store, StorePath};
 /// How soon an inbox item that was open for writing is tried again.
 const BUSY_RETRY: Duration = Duration::from_secs(2);
 
+/// Inbox items moved at once.
+const INBOX_WORKERS: usize = 4;
+
 /// Everything the organizer works with.
 pub(crate) struct Organizing {
     pub(crate) writer: Arc<dyn Writer>,
@@ -251,16 +254,24 @@ impl Organizing {
     /// Moves `from` into `dir` under a free name; returns where it went.
     fn move_into(&self, from: &StorePath, dir: &str, report: &mut Report) -> Option<StorePath> {
         let dir = StorePath::new(dir)?;
-        let to = self.free_name(&dir, &name(from))?;
-        match self.writer.move_to(from, &to) {
-            Ok(Outcome::Done) => Some(to),
-            Ok(Outcome::Busy) => {
-                report.retried += 1;
-                None
-            }
-            Err(e) => {
-                report.errors.push(format!("move {from} to {to}: {e}"));
-                None
+        // Inbox items move in parallel: another may take the free name
+        // between the look and the move, which then fails with EEXIST.
+        let mut tries = 3;
+        loop {
+            let to = self.free_name(&dir, &name(from))?;
+            match self.writer.move_to(from, &to) {
+                Ok(Outcome::Done) => return Some(to),
+                Ok(Outcome::Busy) => {
+                    report.retried += 1;
+                    return None;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries > 1 => {
+                    tries -= 1;
+                }
+                Err(e) => {
+                    report.errors.push(format!("move {from} to {to}: {e}"));
+                    return None;
+                }
             }
         }
     }
@@ -293,73 +304,126 @@ impl Organizing {
     /// period (or read often enough to be wanted now). Also returns how
     /// long until the next waiting item can be tried.
     pub(crate) fn organize_inbox(&self, asked: bool) -> (Report, Option<Duration>) {
+        let inbox = StorePath::new("inbox").unwrap_or_default();
+        let items = self.memories_under(&inbox);
+        // Each move waits on an fsync; a few at once keep the disk busy.
+        let workers = INBOX_WORKERS.min(items.len().div_ceil(64)).max(1);
+        let work = |w: usize| {
+            let mut report = Report::default();
+            let mut next: Option<Duration> = None;
+            for (path, st) in items.iter().skip(w).step_by(workers) {
+                if let Some(wait) = self.organize_item(path, st, asked, &mut report) {
+                    next = Some(next.map_or(wait, |n| n.min(wait)));
+                }
+            }
+            (report, next)
+        };
+        let outcomes: Vec<(Report, Option<Duration>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..workers)
+                .map(|w| {
+                    std::thread::Builder::new()
+                        .name("mnemofs-inbox".into())
+                        .spawn_scoped(scope, move || work(w))
+                })
+                .collect();
+            // This thread takes the first share, and any a thread could
+            // not be started for.
+            let mut outcomes = vec![work(0)];
+            for (w, handle) in (1..workers).zip(handles) {
+                outcomes.push(match handle {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        let mut failed = Report::default();
+                        failed.errors.push("an inbox worker panicked".into());
+                        (failed, None)
+                    }),
+                    Err(_) => work(w),
+                });
+            }
+            outcomes
+        });
         let mut report = Report::default();
         let mut next: Option<Duration> = None;
-        let mut wait = |d: Duration| next = Some(next.map_or(d, |n| n.min(d)));
-        let inbox = StorePath::new("inbox").unwrap_or_default();
-        for (path, st) in self.memories_under(&inbox) {
-            let age = age(&st);
-            let mut skip = |reason: String| {
-                report.skipped.push(Skipped {
-                    path: path.to_string(),
-                    reason,
-                });
-            };
-            if self.writer.is_busy(&path) {
-                skip("open for writing".into());
-                wait(BUSY_RETRY);
-                continue;
+        for (part, wait) in outcomes {
+            report.add(part);
+            if let Some(wait) = wait {
+                next = Some(next.map_or(wait, |n| n.min(wait)));
             }
-            // A memory read often enough is organized at once ("upgrade").
-            let wanted = self
-                .settings
-                .upgrade_access_count
-                .is_some_and(|n| self.access_count(&path) >= n);
-            if !asked && !wanted && age < self.settings.quiet_period {
-                let left = self.settings.quiet_period - age;
-                skip(format!(
+        }
+        report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        (report, next)
+    }
+
+    /// Level 1 for one inbox item. Returns how long until it can be tried
+    /// again, if it waits for something.
+    fn organize_item(
+        &self,
+        path: &StorePath,
+        st: &Stat,
+        asked: bool,
+        report: &mut Report,
+    ) -> Option<Duration> {
+        let age = age(st);
+        let skip = |report: &mut Report, reason: String| {
+            report.skipped.push(Skipped {
+                path: path.to_string(),
+                reason,
+            });
+        };
+        if self.writer.is_busy(path) {
+            skip(report, "open for writing".into());
+            return Some(BUSY_RETRY);
+        }
+        // A memory read often enough is organized at once ("upgrade").
+        let wanted = self
+            .settings
+            .upgrade_access_count
+            .is_some_and(|n| self.access_count(path) >= n);
+        if !asked && !wanted && age < self.settings.quiet_period {
+            let left = self.settings.quiet_period - age;
+            skip(
+                report,
+                format!(
                     "written {} s ago; waits {} s more for quiet",
                     age.as_secs(),
                     left.as_secs_f64().ceil() as u64
-                ));
-                wait(left);
-                continue;
-            }
-            let Some((bytes, text)) = self.read_text(&path) else {
-                skip("not a UTF-8 text file".into());
-                continue;
-            };
-            let parsed = memory::parse(&stem(&path), &text);
-            if parsed.has_malformed_frontmatter() {
-                report.malformed += 1;
-                skip("malformed frontmatter (see .mnemofs/lint)".into());
-                continue;
-            }
-            let category = parsed
-                .frontmatter
-                .category
-                .or_else(|| (self.classify)(&parsed.title, parsed.body(&text)));
-            match category {
-                Some(c) if c != Category::Inbox => {
-                    if let Some(to) = self.move_into(&path, c.as_str(), &mut report) {
-                        self.writer.redirect(&path, &to, self.settings.grace_period);
-                        self.file_as_organized(&to, &bytes, &text, c, st.mtime.sec, &mut report);
-                        report.organized += 1;
-                    }
-                }
-                _ if age >= self.settings.inbox_ttl => {
-                    let reason = format!(
-                        "expired: untouched in the inbox for {} days",
-                        self.settings.inbox_ttl.as_secs() / 86_400
-                    );
-                    if self.archive(&path, "expired", &reason, &[], &mut report) {
-                        report.expired += 1;
-                    }
-                }
-                _ => skip("no category matched; stays in the inbox".into()),
-            }
+                ),
+            );
+            return Some(left);
         }
-        (report, next)
+        let Some((bytes, text)) = self.read_text(path) else {
+            skip(report, "not a UTF-8 text file".into());
+            return None;
+        };
+        let parsed = memory::parse(&stem(path), &text);
+        if parsed.has_malformed_frontmatter() {
+            report.malformed += 1;
+            skip(report, "malformed frontmatter (see .mnemofs/lint)".into());
+            return None;
+        }
+        let category = parsed
+            .frontmatter
+            .category
+            .or_else(|| (self.classify)(&parsed.title, parsed.body(&text)));
+        match category {
+            Some(c) if c != Category::Inbox => {
+                if let Some(to) = self.move_into(path, c.as_str(), report) {
+                    self.writer.redirect(path, &to, self.settings.grace_period);
+                    self.file_as_organized(&to, &bytes, &text, c, st.mtime.sec, report);
+                    report.organized += 1;
+                }
+            }
+            _ if age >= self.settings.inbox_ttl => {
+                let reason = format!(
+                    "expired: untouched in the inbox for {} days",
+                    self.settings.inbox_ttl.as_secs() / 86_400
+                );
+                if self.archive(path, "expired", &reason, &[], report) {
+                    report.expired += 1;
+                }
+            }
+            _ => skip(report, "no category matched; stays in the inbox".into()),
+        }
+        None
     }
 
     /// Records a moved inbox item as organized in one rewrite: its phase
