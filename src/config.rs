@@ -22,19 +22,25 @@
 //!   "immediately", which nobody wants.
 //! - Classification rules extend the built-in ones; they cannot remove
 //!   them.
+//! - `timezone:` is read in two steps: [`Config::from_yaml`] only checks
+//!   the spelling (and resolves a fixed offset, which needs no data), and
+//!   [`Config::load`] looks a named or local zone up with jiff. jiff reads
+//!   the system's zoneinfo (`$TZDIR`, else `/usr/share/zoneinfo`) and falls
+//!   back to the tz database compiled into the binary on a machine that
+//!   has none. A zone that cannot be found is a warning, and reminders
+//!   then use UTC.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use jiff::tz::{Offset, TimeZone};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_yaml::Value;
 
 use crate::memory::Category;
 use crate::memory::classify::Rule;
 use crate::memory::duration::{HumanDuration, serde_duration};
-use crate::memory::reminders::{FixedOffset, Timestamp};
-use crate::memory::timezone::ZoneRules;
 
 /// Why the config could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +73,7 @@ pub enum ConfigError {
 }
 
 /// Everything configurable about the daemon's background work.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
     /// The inbox organizer.
@@ -90,11 +96,26 @@ pub struct Config {
     /// Extra classification rules.
     #[serde(deserialize_with = "null_as_default")]
     pub classification: ClassificationConfig,
-    /// The rules of [`Config::timezone`], read by [`Config::load`]; `None`
-    /// when not loaded (then [`Config::utc_offset_at`] falls back to UTC
-    /// for named and local zones).
+    /// [`Config::timezone`] resolved: a fixed offset as soon as it is
+    /// parsed, a named or local zone by [`Config::load`]. UTC until then,
+    /// and when the zone cannot be loaded.
     #[serde(skip)]
-    pub zone_rules: Option<ZoneRules>,
+    pub resolved_timezone: TimeZone,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            organizer: OrganizerConfig::default(),
+            lifecycle: LifecycleConfig::default(),
+            dream: DreamConfig::default(),
+            notifications: NotificationsConfig::default(),
+            timezone: TimeZoneSetting::default(),
+            frontmatter: FrontmatterConfig::default(),
+            classification: ClassificationConfig::default(),
+            resolved_timezone: TimeZone::UTC,
+        }
+    }
 }
 
 /// `organizer:` settings.
@@ -240,8 +261,8 @@ pub enum TimeZoneSetting {
     #[default]
     Local,
     /// A fixed offset such as `+08:00` or `UTC`.
-    Fixed(FixedOffset),
-    /// An IANA zone such as `Asia/Shanghai`, read from zoneinfo.
+    Fixed(Offset),
+    /// An IANA zone such as `Asia/Shanghai`, looked up in the tz database.
     Named(String),
 }
 
@@ -252,7 +273,7 @@ impl TimeZoneSetting {
         if t.eq_ignore_ascii_case("local") || t.is_empty() {
             return Ok(TimeZoneSetting::Local);
         }
-        if let Ok(offset) = t.parse::<FixedOffset>() {
+        if let Some(offset) = parse_offset(t) {
             return Ok(TimeZoneSetting::Fixed(offset));
         }
         let valid_name = t.split('/').all(|part| {
@@ -271,14 +292,77 @@ impl TimeZoneSetting {
             ))
         }
     }
+
+    /// Looks the zone up (the only I/O a setting needs). `Err` is the
+    /// warning to show: reminders then use UTC.
+    fn load(&self) -> Result<TimeZone, String> {
+        match self {
+            TimeZoneSetting::Fixed(offset) => Ok(TimeZone::fixed(*offset)),
+            TimeZoneSetting::Named(name) => TimeZone::get(name)
+                .map_err(|e| format!("timezone {name}: cannot load ({e}); reminders use UTC")),
+            // jiff follows `TZ` (a name, a path or a POSIX rule) and then
+            // /etc/localtime, as every other program does.
+            TimeZoneSetting::Local => TimeZone::try_system()
+                .map_err(|e| format!("timezone local: cannot load ({e}); reminders use UTC")),
+        }
+    }
+}
+
+/// Reads `UTC`, `Z`, `GMT`, `+08:00`, `+0800`, `+8`, `-05:30`, and the same
+/// after a `UTC`/`GMT` prefix (`UTC+8`, meaning eight hours east, as people
+/// write it and unlike a POSIX `TZ` rule). `None` for anything else.
+fn parse_offset(s: &str) -> Option<Offset> {
+    let upper = s.trim().to_ascii_uppercase();
+    if upper.is_empty() {
+        return None;
+    }
+    let rest = upper
+        .strip_prefix("UTC")
+        .or_else(|| upper.strip_prefix("GMT"))
+        .unwrap_or(&upper);
+    if rest.is_empty() || rest == "Z" {
+        return Some(Offset::UTC);
+    }
+    let (sign, digits) = if let Some(digits) = rest.strip_prefix('+') {
+        (1, digits)
+    } else if let Some(digits) = rest.strip_prefix('-') {
+        (-1, digits)
+    } else {
+        return None;
+    };
+    if !digits.bytes().all(|b| b.is_ascii_digit() || b == b':') {
+        return None;
+    }
+    let (h, m) = match digits.split_once(':') {
+        Some((h, m)) if m.len() == 2 => (h, m),
+        Some(_) => return None,
+        None if digits.len() == 4 => (&digits[..2], &digits[2..]),
+        None => (digits, "0"),
+    };
+    let all_digits =
+        |x: &str| !x.is_empty() && x.len() <= 2 && x.bytes().all(|b| b.is_ascii_digit());
+    if !all_digits(h) || !all_digits(m) {
+        return None;
+    }
+    let (h, m): (i32, i32) = (h.parse().ok()?, m.parse().ok()?);
+    if h > 23 || m > 59 {
+        return None;
+    }
+    Offset::from_seconds(sign * (h * 3600 + m * 60)).ok()
 }
 
 impl fmt::Display for TimeZoneSetting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TimeZoneSetting::Local => f.write_str("local"),
-            TimeZoneSetting::Fixed(o) if o.seconds() == 0 => f.write_str("UTC"),
-            TimeZoneSetting::Fixed(o) => write!(f, "{o}"),
+            TimeZoneSetting::Fixed(o) if *o == Offset::UTC => f.write_str("UTC"),
+            // Always `+HH:MM`: jiff's own display shortens `+08:00` to
+            // `+08`. Parsed offsets have no seconds.
+            TimeZoneSetting::Fixed(o) => {
+                let sign = if o.is_negative() { '-' } else { '+' };
+                let minutes = o.seconds().unsigned_abs() / 60;
+                write!(f, "{sign}{:02}:{:02}", minutes / 60, minutes % 60)
+            }
             TimeZoneSetting::Named(n) => f.write_str(n),
         }
     }
@@ -324,7 +408,7 @@ impl Config {
 
     /// Reads the config from `path`, or from [`Config::default_path`] when
     /// `None` (a missing default file means all defaults; a missing
-    /// explicit file is an error), and loads the time zone's rules.
+    /// explicit file is an error), and looks up the time zone.
     ///
     /// Returns the config and the warnings to show the user.
     pub fn load(path: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
@@ -346,8 +430,8 @@ impl Config {
             },
         };
         let (mut config, mut warnings) = Config::parse(&text, origin.as_deref())?;
-        match load_zone_rules(&config.timezone) {
-            Ok(rules) => config.zone_rules = rules,
+        match config.timezone.load() {
+            Ok(zone) => config.resolved_timezone = zone,
             Err(warning) => warnings.push(warning),
         }
         Ok((config, warnings))
@@ -366,7 +450,7 @@ impl Config {
             message,
         };
         let tree: Value = serde_yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?;
-        let config: Config = match &tree {
+        let mut config: Config = match &tree {
             Value::Null => Config::default(),
             Value::Mapping(_) => {
                 serde_yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?
@@ -377,6 +461,9 @@ impl Config {
                 ));
             }
         };
+        if let TimeZoneSetting::Fixed(offset) = config.timezone {
+            config.resolved_timezone = TimeZone::fixed(offset);
+        }
         let mut warnings = Vec::new();
         unknown_keys(&tree, &known_shape(), "", &mut warnings);
         config.validate(&mut warnings)?;
@@ -418,53 +505,6 @@ impl Config {
             }
         }
         Ok(())
-    }
-
-    /// The UTC offset to read reminders in at `now`.
-    pub fn utc_offset_at(&self, now: Timestamp) -> FixedOffset {
-        match (&self.timezone, &self.zone_rules) {
-            (TimeZoneSetting::Fixed(offset), _) => *offset,
-            (_, Some(rules)) => rules.offset_at(now),
-            (_, None) => FixedOffset::UTC,
-        }
-    }
-}
-
-/// Reads the rules for a named or local zone (the only other I/O here).
-/// `Err` is a warning: reminders then use UTC.
-fn load_zone_rules(setting: &TimeZoneSetting) -> Result<Option<ZoneRules>, String> {
-    let zoneinfo = std::env::var_os("TZDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/share/zoneinfo"));
-    let read = |path: &Path| -> Result<ZoneRules, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        ZoneRules::from_tzif(&bytes).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    match setting {
-        TimeZoneSetting::Fixed(_) => Ok(None),
-        TimeZoneSetting::Named(name) => read(&zoneinfo.join(name))
-            .map(Some)
-            .map_err(|e| format!("timezone {name}: cannot load ({e}); reminders use UTC")),
-        TimeZoneSetting::Local => {
-            // `TZ` wins over /etc/localtime, as for every other program.
-            if let Some(tz) = std::env::var("TZ").ok().filter(|t| !t.is_empty()) {
-                let name = tz.strip_prefix(':').unwrap_or(&tz);
-                if let Ok(TimeZoneSetting::Named(n)) = TimeZoneSetting::parse(name)
-                    && let Ok(rules) = read(&zoneinfo.join(&n))
-                {
-                    return Ok(Some(rules));
-                }
-                if let Ok(TimeZoneSetting::Fixed(o)) = TimeZoneSetting::parse(name) {
-                    return Ok(Some(ZoneRules::fixed(o)));
-                }
-                if let Some(rules) = ZoneRules::from_posix(name) {
-                    return Ok(Some(rules));
-                }
-            }
-            read(Path::new("/etc/localtime"))
-                .map(Some)
-                .map_err(|e| format!("timezone local: cannot load ({e}); reminders use UTC"))
-        }
     }
 }
 
@@ -588,6 +628,20 @@ mod tests {
         Config::from_yaml(text).unwrap()
     }
 
+    /// Seconds east of UTC of the config's resolved zone at `instant`.
+    fn offset_at(config: &Config, instant: &str) -> i32 {
+        let instant: jiff::Timestamp = instant.parse().unwrap();
+        config.resolved_timezone.to_offset(instant).seconds()
+    }
+
+    /// Loads `text` as a config file.
+    fn load(text: &str) -> (Config, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.yaml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(Some(&path)).unwrap()
+    }
+
     #[test]
     fn empty_and_missing_configs_are_the_defaults() {
         for text in ["", "# just a comment\n", "{}", "organizer:\nlifecycle:\n"] {
@@ -657,7 +711,7 @@ classification:
         assert_eq!(c.dream.idle_after, Duration::from_secs(5400));
         assert_eq!(c.dream.idle_level, 2);
         assert_eq!(c.notifications.method, NotificationMethod::NotifySend);
-        assert_eq!(c.utc_offset_at(0).seconds(), 8 * 3600);
+        assert_eq!(offset_at(&c, "2026-01-15T12:00:00Z"), 8 * 3600);
         assert!(c.frontmatter.write_counters);
         assert_eq!(c.classification.rules.len(), 2);
         assert_eq!(c.classification.rules[0].category, Category::Project);
@@ -765,12 +819,10 @@ classification:
     #[test]
     fn timezones() {
         let tz = |s: &str| TimeZoneSetting::parse(s);
+        let fixed = |seconds| TimeZoneSetting::Fixed(Offset::from_seconds(seconds).unwrap());
         assert_eq!(tz("local"), Ok(TimeZoneSetting::Local));
-        assert_eq!(tz("UTC"), Ok(TimeZoneSetting::Fixed(FixedOffset::UTC)));
-        assert_eq!(
-            tz("-05:30"),
-            Ok(TimeZoneSetting::Fixed(FixedOffset::east(-19_800).unwrap()))
-        );
+        assert_eq!(tz("UTC"), Ok(TimeZoneSetting::Fixed(Offset::UTC)));
+        assert_eq!(tz("-05:30"), Ok(fixed(-19_800)));
         assert_eq!(
             tz("Asia/Shanghai"),
             Ok(TimeZoneSetting::Named("Asia/Shanghai".into()))
@@ -792,13 +844,41 @@ classification:
             assert!(tz(bad).is_err(), "{bad}");
         }
         let (c, _) = parse("timezone: UTC\n");
-        assert_eq!(c.utc_offset_at(0), FixedOffset::UTC);
-        // A named zone that was not loaded falls back to UTC.
+        assert_eq!(c.resolved_timezone, TimeZone::UTC);
+        let (c, _) = parse("timezone: '-05:30'\n");
+        assert_eq!(offset_at(&c, "2026-07-01T00:00:00Z"), -19_800);
+        // Parsing does no I/O: a named zone stays UTC until loaded.
         let (c, _) = parse("timezone: Asia/Shanghai\n");
-        assert_eq!(c.utc_offset_at(0), FixedOffset::UTC);
+        assert_eq!(c.resolved_timezone, TimeZone::UTC);
         // Round trip through Display.
-        for s in ["local", "UTC", "+08:00", "Europe/Berlin"] {
+        for s in ["local", "UTC", "+08:00", "-05:30", "Europe/Berlin"] {
             assert_eq!(tz(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn offsets_parse_as_people_write_them() {
+        let p = |s: &str| parse_offset(s).map(Offset::seconds);
+        assert_eq!(p("+08:00"), Some(28_800));
+        assert_eq!(p("+0800"), Some(28_800));
+        assert_eq!(p("+8"), Some(28_800));
+        assert_eq!(p("-05:30"), Some(-19_800));
+        assert_eq!(p("UTC"), Some(0));
+        assert_eq!(p("utc"), Some(0));
+        assert_eq!(p("Z"), Some(0));
+        assert_eq!(p("UTC+8"), Some(28_800));
+        assert_eq!(p("GMT-3"), Some(-10_800));
+        for bad in [
+            "",
+            "8",
+            "+",
+            "+24:00",
+            "+08:60",
+            "+8:0",
+            "Asia/Shanghai",
+            "+123",
+        ] {
+            assert_eq!(p(bad), None, "{bad}");
         }
     }
 
@@ -813,11 +893,8 @@ classification:
             warnings.iter().any(|w| w == "unknown key bogus"),
             "{warnings:?}"
         );
-        if Path::new("/usr/share/zoneinfo/Asia/Shanghai").exists()
-            && std::env::var_os("TZDIR").is_none()
-        {
-            assert_eq!(c.utc_offset_at(1_800_000_000).seconds(), 8 * 3600);
-        }
+        // The tz database is bundled, so this holds without zoneinfo too.
+        assert_eq!(offset_at(&c, "2027-01-15T08:00:00Z"), 8 * 3600);
         std::fs::write(&path, "organizer:\n  interval: x\n").unwrap();
         let msg = Config::load(Some(&path)).unwrap_err().to_string();
         assert!(
@@ -830,6 +907,34 @@ classification:
             Err(ConfigError::Read { .. })
         ));
         std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_named_zone_follows_daylight_saving_time() {
+        let (c, warnings) = load("timezone: Europe/Berlin\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(offset_at(&c, "2026-01-15T12:00:00Z"), 3600);
+        assert_eq!(offset_at(&c, "2026-07-15T12:00:00Z"), 2 * 3600);
+        // Southern hemisphere: summer time in January.
+        let (c, _) = load("timezone: Australia/Sydney\n");
+        assert_eq!(offset_at(&c, "2026-01-15T12:00:00Z"), 11 * 3600);
+        assert_eq!(offset_at(&c, "2026-07-15T12:00:00Z"), 10 * 3600);
+    }
+
+    #[test]
+    fn a_zone_that_cannot_be_loaded_is_a_warning_and_utc() {
+        let (c, warnings) = load("timezone: Mars/Olympus_Mons\n");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("timezone Mars/Olympus_Mons: cannot load (")
+                && warnings[0].ends_with("); reminders use UTC"),
+            "{warnings:?}"
+        );
+        assert_eq!(c.resolved_timezone, TimeZone::UTC);
+        // A fixed offset is resolved the same by parsing and by loading.
+        let (c, warnings) = load("timezone: '+05:30'\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c, parse("timezone: '+05:30'\n").0);
     }
 
     #[test]

@@ -234,26 +234,7 @@ fn is_uuid(s: &str) -> bool {
 /// Unix seconds of an RFC 3339 timestamp (`2026-01-02T15:04:05Z` or with
 /// an offset like `+08:00`).
 fn parse_rfc3339(s: &str) -> Option<i64> {
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let offset = match s.get(19..)? {
-        "Z" => 0,
-        tz if tz.len() == 6 => {
-            let sign = if tz.starts_with('-') { -1 } else { 1 };
-            sign * (tz[1..3].parse::<i64>().ok()? * 3600 + tz[4..6].parse::<i64>().ok()? * 60)
-        }
-        _ => return None,
-    };
-    // Days from civil (Howard Hinnant).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if mo > 2 { mo - 3 } else { mo + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * DAY + h * 3600 + mi * 60 + sec - offset)
+    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
 }
 
 /// Every regular file below `root` (relative paths), skipping dot-folders.

@@ -1,4 +1,4 @@
-//! Frontmatter dates to unix seconds, without a date crate.
+//! Frontmatter dates to unix seconds and back.
 //!
 //! Dates stay strings in [`Frontmatter`](super::Frontmatter) so nothing is
 //! lost or reformatted; this turns them into numbers when something needs
@@ -8,6 +8,29 @@
 //! a bare `YYYY-MM-DD`, and `YYYY-MM-DD HH:MM[:SS]`. A value without an
 //! offset is read as UTC: the store has no notion of the writer's zone, and
 //! a fixed rule keeps the index deterministic across machines.
+//!
+//! The grammar is ours because it is more lenient than any standard one
+//! (a space before the zone, `+0200`, a leap second); jiff decides which
+//! dates and times exist and does the calendar arithmetic.
+//!
+//! Subtleties a newcomer trips on:
+//! - Instants are counted from civil date-times, not through
+//!   [`jiff::Timestamp`], whose range ends about a day before 9999 does so
+//!   that every offset can be applied to it. Both directions here cover
+//!   the whole of the years 0000 to 9999.
+//! - [`format_timestamp`] clamps to those years, so whatever it writes,
+//!   [`parse_timestamp`] reads back.
+
+use jiff::SignedDuration;
+use jiff::civil::{Date, DateTime, Time};
+
+/// 1970-01-01T00:00:00, the instant unix seconds count from, on the UTC
+/// calendar.
+const UNIX_EPOCH: DateTime = DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+/// The first instant a four-digit year can write.
+const FIRST_WRITABLE: DateTime = DateTime::constant(0, 1, 1, 0, 0, 0, 0);
+/// The last instant a four-digit year can write.
+const LAST_WRITABLE: DateTime = DateTime::constant(9999, 12, 31, 23, 59, 59, 0);
 
 /// Parses a frontmatter date into seconds since the unix epoch (UTC).
 ///
@@ -22,12 +45,14 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     let month = cur.digits(2)?;
     cur.expect(b'-')?;
     let day = cur.digits(2)?;
-    if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
+    let date = Date::new(
+        i16::try_from(year).ok()?,
+        i8::try_from(month).ok()?,
+        i8::try_from(day).ok()?,
+    )
+    .ok()?;
     if cur.at_end() {
-        return Some(days * 86_400);
+        return Some(unix_seconds(date.to_datetime(Time::midnight())));
     }
 
     match cur.next()? {
@@ -52,8 +77,10 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
             }
         }
     }
-    // 60 is a leap second; it lands on the next minute like most systems do.
-    if hour > 23 || minute > 59 || second > 60 {
+    let time = Time::new(i8::try_from(hour).ok()?, i8::try_from(minute).ok()?, 0, 0).ok()?;
+    // 60 is a leap second; it lands on the next minute like most systems
+    // do. jiff has no second 60, so seconds are added, not set.
+    if second > 60 {
         return None;
     }
     // Some writers put a space before the zone (`10:00:00 +02:00`).
@@ -80,7 +107,12 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
     if !cur.at_end() {
         return None;
     }
-    Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
+    Some(unix_seconds(date.to_datetime(time)) + second - offset)
+}
+
+/// Seconds from the unix epoch to `utc`, a date-time on the UTC calendar.
+fn unix_seconds(utc: DateTime) -> i64 {
+    utc.duration_since(UNIX_EPOCH).as_secs()
 }
 
 struct Cursor<'a> {
@@ -120,56 +152,18 @@ impl Cursor<'_> {
     }
 }
 
-fn is_leap(year: i64) -> bool {
-    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard
-/// Hinnant's `days_from_civil`).
-pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date of a day count since 1970-01-01 (Hinnant's
-/// `civil_from_days`), the inverse of `days_from_civil`.
-pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 /// Formats unix seconds as RFC 3339 in UTC, e.g. `2026-11-22T10:00:00Z`.
+///
+/// Instants outside the years 0000 to 9999 are clamped to
+/// `0000-01-01T00:00:00Z` and `9999-12-31T23:59:59Z`: RFC 3339 has only
+/// four-digit years.
 pub fn format_timestamp(unix: i64) -> String {
-    let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    let utc = UNIX_EPOCH
+        .saturating_add(SignedDuration::from_secs(unix))
+        .clamp(FIRST_WRITABLE, LAST_WRITABLE);
+    // jiff writes years 0 to 9999 with four digits; `.0` drops the
+    // fraction, which whole seconds never have anyway.
+    format!("{utc:.0}Z")
 }
 
 #[cfg(test)]
@@ -184,6 +178,31 @@ mod tests {
         for t in [0, 1_795_319_632, 4_102_444_800, -86_401] {
             assert_eq!(parse_timestamp(&format_timestamp(t)), Some(t));
         }
+    }
+
+    #[test]
+    fn the_years_0000_to_9999_round_trip_and_beyond_them_clamp() {
+        let first = -62_167_219_200;
+        let last = 253_402_300_799;
+        assert_eq!(format_timestamp(first), "0000-01-01T00:00:00Z");
+        assert_eq!(format_timestamp(last), "9999-12-31T23:59:59Z");
+        assert_eq!(parse_timestamp("0000-01-01"), Some(first));
+        assert_eq!(parse_timestamp("9999-12-31T23:59:59Z"), Some(last));
+        assert_eq!(format_timestamp(first - 1), "0000-01-01T00:00:00Z");
+        assert_eq!(format_timestamp(last + 1), "9999-12-31T23:59:59Z");
+        assert_eq!(format_timestamp(i64::MIN), "0000-01-01T00:00:00Z");
+        assert_eq!(format_timestamp(i64::MAX), "9999-12-31T23:59:59Z");
+        // An offset can carry the last local second past the year's end.
+        assert_eq!(
+            parse_timestamp("9999-12-31T23:59:59-01:00"),
+            Some(last + 3600)
+        );
+    }
+
+    #[test]
+    fn a_leap_second_lands_on_the_next_minute() {
+        assert_eq!(parse_timestamp("2026-05-07T09:59:60Z"), Some(1_778_148_000));
+        assert_eq!(parse_timestamp("2026-05-07T09:59:61Z"), None);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Human-written durations (`30s`, `5m`, `12h`, `7d`, `2w`, `1h30m`, `90`)
 //! for the config file.
 //!
-//! Why not a crate: the grammar is tiny, and owning it lets the error name
-//! exactly what was wrong with what the user typed.
+//! Why not jiff's own duration parser: it reads more than we want
+//! (`1.5h`, `-5m`, `5 months ago`), and owning the grammar lets the error
+//! name exactly what was wrong with what the user typed. The sum is a
+//! [`jiff::SignedDuration`], which checks every step for overflow.
 //!
 //! Subtleties:
 //! - A bare number is seconds, because YAML turns `interval: 90` into an
@@ -16,6 +18,8 @@
 
 use std::fmt;
 use std::time::Duration;
+
+use jiff::SignedDuration;
 
 /// Why a duration string could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,7 +55,8 @@ pub enum DurationError {
         /// The whole input.
         input: String,
     },
-    /// The total does not fit in 64-bit seconds.
+    /// The total does not fit in 64-bit seconds (signed, for a sum of
+    /// components; a plain number of seconds may use the full `u64`).
     #[error("invalid duration `{input}`: too large")]
     Overflow {
         /// The whole input.
@@ -84,7 +89,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let overflow = || DurationError::Overflow {
         input: input.to_owned(),
     };
-    let mut total: u64 = 0;
+    let mut total = SignedDuration::ZERO;
     let mut rest = input;
     while !rest.is_empty() {
         let digits_end = rest
@@ -96,7 +101,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
                 rest: rest.to_owned(),
             });
         }
-        let number: u64 = rest[..digits_end].parse().map_err(|_| overflow())?;
+        let number: i64 = rest[..digits_end].parse().map_err(|_| overflow())?;
         rest = &rest[digits_end..];
         if rest.starts_with(['.', ',']) {
             return Err(DurationError::Fraction {
@@ -117,15 +122,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
                 unit.to_owned()
             },
         })?;
-        let part = number.checked_mul(seconds_per_unit).ok_or_else(overflow)?;
+        // `number` seconds times the unit's size, not the other way round:
+        // jiff multiplies by an `i32`, which the unit's size always fits.
+        let part = SignedDuration::from_secs(number)
+            .checked_mul(seconds_per_unit)
+            .ok_or_else(overflow)?;
         total = total.checked_add(part).ok_or_else(overflow)?;
         rest = rest[unit_end..].trim_start();
     }
-    Ok(Duration::from_secs(total))
+    // Never negative, so only an impossible total could fail here.
+    Duration::try_from(total).map_err(|_| overflow())
 }
 
-/// Seconds in one `unit`, for the spellings people actually write.
-fn unit_seconds(unit: &str) -> Option<u64> {
+/// Seconds in one `unit`, for the spellings people actually write. Days
+/// and weeks are 24 and 168 hours: a config interval is elapsed time, with
+/// no calendar (or daylight saving) to consult.
+fn unit_seconds(unit: &str) -> Option<i32> {
     Some(match unit {
         "s" | "sec" | "secs" | "second" | "seconds" => 1,
         "m" | "min" | "mins" | "minute" | "minutes" => 60,
@@ -288,6 +300,21 @@ mod tests {
             msg,
             "invalid duration `5y`: unknown unit `y` (use s, m, h, d or w)"
         );
+    }
+
+    #[test]
+    fn a_sum_of_components_overflows_past_signed_64_bit_seconds() {
+        assert_eq!(secs("9223372036854775807s"), i64::MAX as u64);
+        assert_eq!(secs("18446744073709551615"), u64::MAX);
+        assert!(matches!(
+            parse_duration("9223372036854775807s 1s"),
+            Err(DurationError::Overflow { .. })
+        ));
+        assert_eq!(secs("15250284452471w"), 15_250_284_452_471 * 604_800);
+        assert!(matches!(
+            parse_duration("15250284452472w"),
+            Err(DurationError::Overflow { .. })
+        ));
     }
 
     #[test]

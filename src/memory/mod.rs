@@ -33,13 +33,12 @@ mod observations;
 pub mod reminders;
 pub mod schema;
 mod tags;
-pub mod timezone;
 
 use std::fmt;
 use std::ops::Range;
 
 pub use category::{Category, Phase, UnknownName};
-pub use date::{civil_from_days, days_from_civil, format_timestamp, parse_timestamp};
+pub use date::{format_timestamp, parse_timestamp};
 pub use edit::{EditError, add_missing_fields, add_to_list_field, set_fields, yaml_scalar};
 pub use frontmatter::Frontmatter;
 pub use links::{Link, LinkKind};

@@ -3,14 +3,20 @@
 //!
 //! Dream level 3 turns each expression into a memory under `reminders/`
 //! with `expires_at`, and due ones go to `.mnemofs/pending.md`. This module
-//! only reads text: given the text, the current instant and the user's UTC
-//! offset it returns what it found, so it is tested with fixed clocks.
+//! only reads text: given the text, the current instant and the user's
+//! time zone it returns what it found, so it is tested with fixed clocks.
 //!
 //! Subtleties a newcomer trips on:
-//! - All calendar math is local to the configured offset: "tomorrow" means
-//!   the day after today *there*, not in UTC. One offset is applied to the
-//!   whole computation, so a reminder across a DST change can be an hour
-//!   off; callers pass the offset in force now.
+//! - All calendar math is local to the configured zone: "tomorrow" means
+//!   the day after today *there*, not in UTC. Each due time is a wall-clock
+//!   time on its own date, turned into an instant with the offset in force
+//!   on that date, so "next Monday 3pm" is 15:00 on Monday's clock even
+//!   when a DST change falls in between. "in 2 hours" is elapsed time and
+//!   ignores the clock.
+//! - A wall-clock time that a DST change skips (02:30 on a spring-forward
+//!   night) moves forward by the gap, to 03:30; one that it repeats takes
+//!   the earlier of the two instants. This is jiff's "compatible" rule, the
+//!   one RFC 5545 calendars use.
 //! - A date without a time is all-day and falls due at 09:00 local, so the
 //!   notification arrives in the morning rather than at midnight.
 //! - Past times are dropped; an all-day date is kept through its whole day
@@ -30,95 +36,11 @@
 //!   digits of "12026-12-01" are not a date). Repeated weekday patterns
 //!   ("每周五", "every Friday") are habits, not one-off reminders.
 
-use std::fmt;
-use std::str::FromStr;
+use std::cmp::Reverse;
 
-/// Seconds since the unix epoch (UTC).
-pub type Timestamp = i64;
-
-/// A fixed offset from UTC, in seconds east (`+08:00` is 28 800).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub struct FixedOffset {
-    seconds: i32,
-}
-
-/// The largest offset accepted; real zones stay within ±14 hours.
-const MAX_OFFSET_SECONDS: i32 = 24 * 3600 - 1;
-
-impl FixedOffset {
-    /// UTC itself.
-    pub const UTC: FixedOffset = FixedOffset { seconds: 0 };
-
-    /// An offset of `seconds` east of UTC; `None` beyond ±23:59:59.
-    pub fn east(seconds: i32) -> Option<FixedOffset> {
-        (seconds.abs() <= MAX_OFFSET_SECONDS).then_some(FixedOffset { seconds })
-    }
-
-    /// Seconds east of UTC.
-    pub fn seconds(self) -> i32 {
-        self.seconds
-    }
-}
-
-impl fmt::Display for FixedOffset {
-    /// `+08:00`, `-05:30`, `+00:00`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sign = if self.seconds < 0 { '-' } else { '+' };
-        let abs = self.seconds.unsigned_abs();
-        write!(f, "{sign}{:02}:{:02}", abs / 3600, abs / 60 % 60)
-    }
-}
-
-/// A string that is not a UTC offset.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid utc offset `{0}` (write e.g. `+08:00`, `-0500` or `UTC`)")]
-pub struct OffsetError(pub String);
-
-impl FromStr for FixedOffset {
-    type Err = OffsetError;
-
-    /// Reads `UTC`, `Z`, `GMT`, `+08:00`, `+0800`, `+8`, `-05:30`, and the
-    /// same after a `UTC`/`GMT` prefix (`UTC+8`).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || OffsetError(s.to_owned());
-        let t = s.trim();
-        if t.is_empty() {
-            return Err(err());
-        }
-        let upper = t.to_ascii_uppercase();
-        let rest = upper
-            .strip_prefix("UTC")
-            .or_else(|| upper.strip_prefix("GMT"))
-            .unwrap_or(&upper);
-        if rest.is_empty() || rest == "Z" {
-            return Ok(FixedOffset::UTC);
-        }
-        let (sign, digits) = match rest.as_bytes()[0] {
-            b'+' => (1, &rest[1..]),
-            b'-' => (-1, &rest[1..]),
-            _ => return Err(err()),
-        };
-        if !digits.bytes().all(|b| b.is_ascii_digit() || b == b':') {
-            return Err(err());
-        }
-        let (h, m) = match digits.split_once(':') {
-            Some((h, m)) if m.len() == 2 => (h, m),
-            Some(_) => return Err(err()),
-            None if digits.len() == 4 => (&digits[..2], &digits[2..]),
-            None => (digits, "0"),
-        };
-        let all_digits =
-            |x: &str| !x.is_empty() && x.len() <= 2 && x.bytes().all(|b| b.is_ascii_digit());
-        if !all_digits(h) || !all_digits(m) {
-            return Err(err());
-        }
-        let (h, m): (i32, i32) = (h.parse().map_err(|_| err())?, m.parse().map_err(|_| err())?);
-        if h > 23 || m > 59 {
-            return Err(err());
-        }
-        FixedOffset::east(sign * (h * 3600 + m * 60)).ok_or_else(err)
-    }
-}
+use jiff::civil::{Date, Time, Weekday};
+use jiff::tz::TimeZone;
+use jiff::{SignedDuration, Span, Timestamp};
 
 /// A time expression found in text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,7 +48,7 @@ pub struct Reminder {
     /// The matched text, as written ("tomorrow 3pm", "下周五").
     pub phrase: String,
     /// When it falls due, in unix seconds.
-    pub due: Timestamp,
+    pub due: i64,
     /// Whether only a date was given; `due` is then 09:00 local that day.
     pub all_day: bool,
     /// The sentence the phrase came from, trimmed (and cut to
@@ -137,15 +59,19 @@ pub struct Reminder {
 /// How much of a sentence is kept as a reminder's context.
 pub const MAX_CONTEXT_CHARS: usize = 300;
 
-/// When an all-day reminder falls due, in seconds after local midnight.
-const ALL_DAY_SECONDS: i64 = 9 * 3600;
+/// When an all-day reminder falls due, local time.
+const ALL_DAY_TIME: Time = Time::constant(9, 0, 0, 0);
+
+/// Dates further ahead than this (thousands of years) are not reminders.
+const FARTHEST_AHEAD: SignedDuration = SignedDuration::from_hours(2_000_000 * 24);
 
 /// Finds every future time expression in `text`, in order of appearance.
 ///
-/// `now` anchors relative expressions; `tz` is the user's offset. The same
-/// phrase resolving to the same instant twice is reported once.
-pub fn extract_reminders(text: &str, now: Timestamp, tz: &FixedOffset) -> Vec<Reminder> {
-    let Some(today) = Today::new(now, *tz) else {
+/// `now` (unix seconds) anchors relative expressions; `tz` is the user's
+/// zone, consulted at each due date. The same phrase resolving to the same
+/// instant twice is reported once.
+pub fn extract_reminders(text: &str, now: i64, tz: &TimeZone) -> Vec<Reminder> {
+    let Some(today) = Today::new(now, tz) else {
         return Vec::new();
     };
     let mut found: Vec<Reminder> = Vec::new();
@@ -179,59 +105,44 @@ pub fn extract_reminders(text: &str, now: Timestamp, tz: &FixedOffset) -> Vec<Re
     found
 }
 
-/// Formats `ts` as RFC 3339 in `tz`, e.g. `2026-11-23T15:00:00+08:00`,
-/// for `expires_at` and `.mnemofs/pending.md`.
-pub fn format_rfc3339(ts: Timestamp, tz: &FixedOffset) -> String {
-    let local = ts.saturating_add(i64::from(tz.seconds));
-    let days = local.div_euclid(86_400);
-    let secs = local.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{tz}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
+/// Formats `unix` seconds as RFC 3339 with the offset `tz` has at that
+/// instant, e.g. `2026-11-23T15:00:00+08:00`, for `expires_at` and
+/// `.mnemofs/pending.md`. Instants beyond what jiff represents (about
+/// ±9999 years) are clamped.
+pub fn format_rfc3339(unix: i64, tz: &TimeZone) -> String {
+    let instant = Timestamp::from_second(unix).unwrap_or(if unix < 0 {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    });
+    // `.0`: whole seconds, even for the clamped `Timestamp::MAX`.
+    format!("{:.0}", instant.display_with_offset(tz.to_offset(instant)))
 }
 
-// ---------------------------------------------------------------------------
-// Calendar math (proleptic Gregorian), after Howard Hinnant's algorithms.
-
-/// Days since 1970-01-01 of a civil date.
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    crate::memory::days_from_civil(y, i64::from(m), i64::from(d))
-}
-
-/// The civil date of a day number (inverse of [`days_from_civil`]).
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let (y, m, d) = crate::memory::civil_from_days(days);
-    (y, m as u32, d as u32)
-}
-
-/// Day of the week of a day number: 0 = Monday … 6 = Sunday.
-pub fn weekday(days: i64) -> u32 {
-    // 1970-01-01 was a Thursday.
-    (days + 3).rem_euclid(7) as u32
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if is_leap(y) => 29,
-        2 => 28,
-        _ => 0,
+/// The date, if it exists and lies in the years 1 to 9999 that reminders
+/// are written in.
+fn civil_date(year: i64, month: u32, day: u32) -> Option<Date> {
+    if !(1..=9999).contains(&year) {
+        return None;
     }
+    Date::new(
+        i16::try_from(year).ok()?,
+        i8::try_from(month).ok()?,
+        i8::try_from(day).ok()?,
+    )
+    .ok()
 }
 
-/// The day number of a valid date, or `None`.
-fn valid_date(y: i64, m: u32, d: u32) -> Option<i64> {
-    ((1..=9999).contains(&y) && (1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m))
-        .then(|| days_from_civil(y, m, d))
+/// Whether `month`/`day` exists in some year. The year is checked once it
+/// is known: 29 February passes here.
+fn month_day_exists(month: u32, day: u32) -> bool {
+    // 2000 is a leap year.
+    civil_date(2000, month, day).is_some()
+}
+
+/// A time of day, if `hour` and `minute` make one.
+fn clock(hour: u32, minute: u32) -> Option<Time> {
+    Time::new(i8::try_from(hour).ok()?, i8::try_from(minute).ok()?, 0, 0).ok()
 }
 
 // ---------------------------------------------------------------------------
@@ -260,25 +171,9 @@ enum WeekMode {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Clock {
-    hour: u32,
-    minute: u32,
-}
-
-impl Clock {
-    fn new(hour: u32, minute: u32) -> Option<Clock> {
-        (hour < 24 && minute < 60).then_some(Clock { hour, minute })
-    }
-
-    fn seconds(self) -> i64 {
-        i64::from(self.hour * 3600 + self.minute * 60)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum When {
-    /// A day, at a time of day or all-day.
-    On(DateSpec, Option<Clock>),
+    /// A day, at a local time of day or all-day.
+    On(DateSpec, Option<Time>),
     /// A number of seconds from now.
     After(i64),
 }
@@ -309,7 +204,7 @@ enum Period {
 
 impl Period {
     /// The time meant when only the period is given ("明天下午").
-    fn default_clock(self) -> Option<Clock> {
+    fn default_clock(self) -> Option<Time> {
         let hour = match self {
             Period::Dawn => return None,
             Period::EarlyMorning => 8,
@@ -320,7 +215,7 @@ impl Period {
             Period::Evening => 20,
             Period::Night => 21,
         };
-        Clock::new(hour, 0)
+        clock(hour, 0)
     }
 
     /// Turns a 12-hour-style hour said in this period into 0..24.
@@ -339,78 +234,82 @@ impl Period {
 // ---------------------------------------------------------------------------
 // Anchoring to now.
 
-struct Today {
+/// The instant of writing and what it is on the user's calendar.
+struct Today<'a> {
     now: Timestamp,
-    offset: i64,
-    days: i64,
-    year: i64,
+    tz: &'a TimeZone,
+    date: Date,
 }
 
-impl Today {
-    fn new(now: Timestamp, tz: FixedOffset) -> Option<Today> {
-        // Outside years 1..=9999 nothing is meaningful and the math could
-        // overflow.
-        const MIN: i64 = -62_135_596_800 + 86_400 * 400;
-        const MAX: i64 = 253_402_300_799 - 86_400 * 800;
-        if !(MIN..=MAX).contains(&now) {
-            return None;
-        }
-        let offset = i64::from(tz.seconds);
-        let days = (now + offset).div_euclid(86_400);
-        let (year, _, _) = civil_from_days(days);
-        Some(Today {
-            now,
-            offset,
-            days,
-            year,
-        })
+impl Today<'_> {
+    /// `None` when `now` is outside the years 1 to 9999, where no date
+    /// can be written and nothing is meaningful.
+    fn new(now: i64, tz: &TimeZone) -> Option<Today<'_>> {
+        let now = Timestamp::from_second(now).ok()?;
+        let date = tz.to_datetime(now).date();
+        (1..=9999)
+            .contains(&date.year())
+            .then_some(Today { now, tz, date })
     }
 
-    /// Due instant and all-day flag, or `None` if invalid or past.
-    fn resolve(&self, when: When) -> Option<(Timestamp, bool)> {
+    /// Due instant (unix seconds) and all-day flag, or `None` if invalid
+    /// or past.
+    fn resolve(&self, when: When) -> Option<(i64, bool)> {
         match when {
             When::After(seconds) => {
-                let due = self.now.checked_add(seconds)?;
-                (seconds > 0).then_some((due, false))
-            }
-            When::On(spec, clock) => {
-                let day = self.day_of(spec)?;
-                if !(0..=3_000_000).contains(&(day - self.days + 1_000_000)) {
-                    // Absurdly far (thousands of years): not a reminder.
+                if seconds <= 0 {
                     return None;
                 }
-                let local_secs = clock.map_or(ALL_DAY_SECONDS, Clock::seconds);
-                let due = day * 86_400 + local_secs - self.offset;
-                let past = match clock {
+                let due = self
+                    .now
+                    .checked_add(SignedDuration::from_secs(seconds))
+                    .ok()?;
+                Some((due.as_second(), false))
+            }
+            When::On(spec, time) => {
+                let day = self.day_of(spec)?;
+                if day.duration_since(self.date) > FARTHEST_AHEAD {
+                    return None;
+                }
+                // The offset in force on `day`, not today's.
+                let due = day
+                    .to_datetime(time.unwrap_or(ALL_DAY_TIME))
+                    .to_zoned(self.tz.clone())
+                    .ok()?
+                    .timestamp();
+                let past = match time {
                     Some(_) => due < self.now,
-                    None => day < self.days,
+                    None => day < self.date,
                 };
-                (!past).then_some((due, clock.is_none()))
+                (!past).then_some((due.as_second(), time.is_none()))
             }
         }
     }
 
-    fn day_of(&self, spec: DateSpec) -> Option<i64> {
-        let wd_today = i64::from(weekday(self.days));
+    fn day_of(&self, spec: DateSpec) -> Option<Date> {
+        let days_later = |n: i64| self.date.checked_add(Span::new().try_days(n).ok()?).ok();
         match spec {
-            DateSpec::Ymd(y, m, d) => valid_date(y, m, d),
-            DateSpec::MonthDay(m, d) => [self.year - 1, self.year, self.year + 1]
-                .into_iter()
-                .filter_map(|y| valid_date(y, m, d))
-                // Nearest to today; on a tie, the future one.
-                .min_by_key(|day| ((day - self.days).abs(), -day)),
-            DateSpec::Days(n) => self.days.checked_add(n),
+            DateSpec::Ymd(y, m, d) => civil_date(y, m, d),
+            DateSpec::MonthDay(m, d) => {
+                let year = i64::from(self.date.year());
+                [year - 1, year, year + 1]
+                    .into_iter()
+                    .filter_map(|y| civil_date(y, m, d))
+                    // Nearest to today; on a tie, the future one.
+                    .min_by_key(|day| (day.duration_since(self.date).unsigned_abs(), Reverse(*day)))
+            }
+            DateSpec::Days(n) => days_later(n),
             DateSpec::Weekday(wd, mode) => {
-                let wd = i64::from(wd);
-                let monday = self.days - wd_today;
-                Some(match mode {
-                    WeekMode::ThisWeek => monday + wd,
-                    WeekMode::NextWeek => monday + 7 + wd,
-                    WeekMode::Upcoming => {
-                        let delta = (wd - wd_today).rem_euclid(7);
-                        self.days + if delta == 0 { 7 } else { delta }
-                    }
-                })
+                let target = Weekday::from_monday_zero_offset(i8::try_from(wd).ok()?).ok()?;
+                let from_monday = |weekday: Weekday| i64::from(weekday.to_monday_zero_offset());
+                let this_week = from_monday(target) - from_monday(self.date.weekday());
+                match mode {
+                    WeekMode::ThisWeek => days_later(this_week),
+                    WeekMode::NextWeek => days_later(this_week + 7),
+                    // Strictly after today: "on Friday" said on a Friday
+                    // is next week's.
+                    WeekMode::Upcoming => self.date.nth_weekday(1, target).ok(),
+                }
             }
         }
     }
@@ -605,15 +504,15 @@ impl Scan<'_> {
         // Date, then an optional time.
         if let Some((end, spec, default)) = self.date_en(pos) {
             match self.time_suffix(end) {
-                Some((end, clock)) => offer(Some((end, When::On(spec, Some(clock))))),
+                Some((end, time)) => offer(Some((end, When::On(spec, Some(time))))),
                 None => offer(self.untimed(end, spec, default)),
             }
         }
         // Time, then a date: "3pm tomorrow", "at 15:00 on Friday".
-        offer(self.time_en(pos).and_then(|(end, clock)| {
+        offer(self.time_en(pos).and_then(|(end, time)| {
             let p = self.ws1(end)?;
             let (end, spec, _) = self.date_en(p)?;
-            Some((end, When::On(spec, Some(clock))))
+            Some((end, When::On(spec, Some(time))))
         }));
         offer(self.in_en(pos));
         best
@@ -676,7 +575,7 @@ impl Scan<'_> {
             let (p, m) = self.digits(p + 1, 1, 2)?;
             let p = (self.rest(p).bytes().next() == Some(sep)).then_some(p + 1)?;
             let (end, d) = self.digits(p, 1, 2)?;
-            valid_date(i64::from(y), m, d)?;
+            civil_date(i64::from(y), m, d)?;
             return Some((end, DateSpec::Ymd(i64::from(y), m, d)));
         }
         let year_after = |p: usize| -> Option<(usize, u32)> {
@@ -693,7 +592,7 @@ impl Scan<'_> {
                 None => DateSpec::MonthDay(m, d),
             };
             // Reject impossible dates (a leap day is checked when resolved).
-            (d >= 1 && d <= days_in_month(2000, m)).then_some((end, spec))
+            month_day_exists(m, d).then_some((end, spec))
         };
         if let Some((p, m)) = self.one_of(pos, &MONTHS_EN) {
             let p = self.lit(p, ".").unwrap_or(p);
@@ -725,7 +624,7 @@ impl Scan<'_> {
     }
 
     /// ` 3pm`, ` at 15:30`, `, 9am`, `T14:00`, ` morning`, after a date.
-    fn time_suffix(&self, pos: usize) -> Option<(usize, Clock)> {
+    fn time_suffix(&self, pos: usize) -> Option<(usize, Time)> {
         if let Some(p) = self.lit(pos, "t")
             && let Some(m) = self.clock_24h(p)
         {
@@ -749,7 +648,7 @@ impl Scan<'_> {
             ("night", 21),
         ] {
             if let Some(end) = self.word(p, w) {
-                return Some((end, Clock::new(hour, 0)?));
+                return Some((end, clock(hour, 0)?));
             }
         }
         self.chinese_time(p, None)
@@ -757,13 +656,13 @@ impl Scan<'_> {
 
     /// `3pm`, `3 pm`, `3:30pm`, `3 p.m.`, `15:30`, `noon`, with an
     /// optional leading `at `.
-    fn time_en(&self, pos: usize) -> Option<(usize, Clock)> {
+    fn time_en(&self, pos: usize) -> Option<(usize, Time)> {
         let p = self
             .word(pos, "at")
             .and_then(|p| self.ws1(p))
             .unwrap_or(pos);
         if let Some(end) = self.word(p, "noon") {
-            return Some((end, Clock::new(12, 0)?));
+            return Some((end, clock(12, 0)?));
         }
         let (q, hour) = self.digits(p, 1, 2)?;
         let (q, minute) = match self.lit(q, ":") {
@@ -797,7 +696,7 @@ impl Scan<'_> {
                     (h, true) => h + 12,
                     (h, false) => h,
                 };
-                Some((end, Clock::new(hour, minute.unwrap_or(0))?))
+                Some((end, clock(hour, minute.unwrap_or(0))?))
             }
             None if minute.is_some() => self.clock_24h(p),
             None => None,
@@ -805,14 +704,14 @@ impl Scan<'_> {
     }
 
     /// `HH:MM[:SS]` in 24-hour form.
-    fn clock_24h(&self, pos: usize) -> Option<(usize, Clock)> {
+    fn clock_24h(&self, pos: usize) -> Option<(usize, Time)> {
         let (p, hour) = self.digits(pos, 1, 2)?;
         let p = self.lit(p, ":")?;
         let (mut end, minute) = self.digits(p, 2, 2)?;
         if let Some((e, _)) = self.lit(end, ":").and_then(|p| self.digits(p, 2, 2)) {
             end = e;
         }
-        Some((end, Clock::new(hour, minute)?))
+        Some((end, clock(hour, minute)?))
     }
 
     /// `in 3 days`, `in 2 hours`, `in an hour`, `in 30 minutes`,
@@ -842,7 +741,7 @@ impl Scan<'_> {
             if let Some(end) = self.word(p, w) {
                 let spec = DateSpec::Days(n * days);
                 return Some(match self.time_suffix(end) {
-                    Some((end, clock)) => (end, When::On(spec, Some(clock))),
+                    Some((end, time)) => (end, When::On(spec, Some(time))),
                     None => (end, When::On(spec, None)),
                 });
             }
@@ -861,7 +760,7 @@ impl Scan<'_> {
             let p = self.ws(end);
             let timed = self.chinese_time(p, implied).or_else(|| self.time_en(p));
             return match timed {
-                Some((end, clock)) => Some((end, When::On(spec, Some(clock)))),
+                Some((end, time)) => Some((end, When::On(spec, Some(time)))),
                 None => self.untimed(end, spec, default),
             };
         }
@@ -937,14 +836,13 @@ impl Scan<'_> {
             Some(y) => DateSpec::Ymd(i64::from(y), m, d),
             None => DateSpec::MonthDay(m, d),
         };
-        ((1..=12).contains(&m) && d >= 1 && d <= days_in_month(2000, m))
-            .then_some((end, spec, AllDay))
+        month_day_exists(m, d).then_some((end, spec, AllDay))
     }
 
     /// `[时段][N点|时[半|一刻|N分]]`, or a time like `15:30`; with only
     /// a period (`下午`), that period's usual hour. `implied` is the period
     /// carried by a word such as 今晚.
-    fn chinese_time(&self, pos: usize, implied: Option<Period>) -> Option<(usize, Clock)> {
+    fn chinese_time(&self, pos: usize, implied: Option<Period>) -> Option<(usize, Time)> {
         let mut p = pos;
         let mut period = implied;
         for (w, per) in [
@@ -995,11 +893,13 @@ impl Scan<'_> {
         });
         if let Some((end, hour, minute)) = hour_and_minute {
             let hour = period.map_or(hour, |per| per.adjust(hour));
-            return Some((end, Clock::new(hour, minute)?));
+            return Some((end, clock(hour, minute)?));
         }
-        if explicit_period && let Some((end, clock)) = self.clock_24h(self.ws(p)) {
-            let hour = period.map_or(clock.hour, |per| per.adjust(clock.hour));
-            return Some((end, Clock::new(hour, clock.minute)?));
+        if explicit_period && let Some((end, time)) = self.clock_24h(self.ws(p)) {
+            let hour = u32::from(time.hour().unsigned_abs());
+            let minute = u32::from(time.minute().unsigned_abs());
+            let hour = period.map_or(hour, |per| per.adjust(hour));
+            return Some((end, clock(hour, minute)?));
         }
         if explicit_period {
             return Some((p, period?.default_clock()?));
@@ -1030,7 +930,7 @@ impl Scan<'_> {
                 let spec = DateSpec::Days(n * days);
                 let q = self.ws(end);
                 return Some(match self.chinese_time(q, None) {
-                    Some((end, clock)) => (end, When::On(spec, Some(clock))),
+                    Some((end, time)) => (end, When::On(spec, Some(time))),
                     None => (end, When::On(spec, None)),
                 });
             }
@@ -1099,88 +999,96 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const CST: FixedOffset = FixedOffset { seconds: 8 * 3600 };
+    use jiff::civil::date;
+    use jiff::tz;
+
+    /// China Standard Time, +08:00 all year.
+    fn cst() -> TimeZone {
+        TimeZone::fixed(tz::offset(8))
+    }
 
     /// 2026-11-22T10:00:00+08:00, a Sunday.
-    fn now() -> Timestamp {
-        days_from_civil(2026, 11, 22) * 86_400 + 10 * 3600 - 8 * 3600
+    fn now() -> i64 {
+        at(2026, 11, 22, 10, 0)
     }
 
     /// Unix seconds of a local (+08:00) date and time.
-    fn at(y: i64, m: u32, d: u32, h: i64, min: i64) -> Timestamp {
-        days_from_civil(y, m, d) * 86_400 + h * 3600 + min * 60 - 8 * 3600
+    fn at(y: i16, m: i8, d: i8, h: i8, min: i8) -> i64 {
+        local(&cst(), y, m, d, h, min)
+    }
+
+    /// Unix seconds of a date and time on `zone`'s clock.
+    fn local(zone: &TimeZone, y: i16, m: i8, d: i8, h: i8, min: i8) -> i64 {
+        date(y, m, d)
+            .at(h, min, 0, 0)
+            .to_zoned(zone.clone())
+            .unwrap()
+            .timestamp()
+            .as_second()
+    }
+
+    /// Unix seconds of an RFC 3339 instant.
+    fn instant(rfc3339: &str) -> i64 {
+        rfc3339.parse::<Timestamp>().unwrap().as_second()
     }
 
     fn one(text: &str) -> Reminder {
-        let found = extract_reminders(text, now(), &CST);
+        let found = extract_reminders(text, now(), &cst());
         assert_eq!(found.len(), 1, "{text}: {found:#?}");
         found.into_iter().next().unwrap()
     }
 
-    fn due(text: &str) -> (Timestamp, bool) {
+    fn due(text: &str) -> (i64, bool) {
         let r = one(text);
         (r.due, r.all_day)
     }
 
     fn none(text: &str) {
-        let found = extract_reminders(text, now(), &CST);
+        let found = extract_reminders(text, now(), &cst());
         assert!(found.is_empty(), "{text}: {found:#?}");
     }
 
     #[test]
-    fn calendar_math() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(weekday(0), 3); // Thursday
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    fn the_fixed_clock_and_formatting() {
         // The fixed "now" really is a Sunday at 10:00 in +08:00.
-        let local_days = (now() + 8 * 3600).div_euclid(86_400);
-        assert_eq!(civil_from_days(local_days), (2026, 11, 22));
-        assert_eq!(weekday(local_days), 6);
-        assert_eq!(format_rfc3339(now(), &CST), "2026-11-22T10:00:00+08:00");
+        let local_now = cst().to_datetime(Timestamp::from_second(now()).unwrap());
+        assert_eq!(local_now, date(2026, 11, 22).at(10, 0, 0, 0));
+        assert_eq!(local_now.weekday(), Weekday::Sunday);
+        assert_eq!(format_rfc3339(now(), &cst()), "2026-11-22T10:00:00+08:00");
         assert_eq!(
-            format_rfc3339(now(), &FixedOffset::UTC),
+            format_rfc3339(now(), &TimeZone::UTC),
             "2026-11-22T02:00:00+00:00"
         );
-        for days in (-800_000..800_000).step_by(997) {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
-        assert!(valid_date(2024, 2, 29).is_some());
-        assert!(valid_date(2026, 2, 29).is_none());
-        assert!(valid_date(2100, 2, 29).is_none());
-        assert!(valid_date(2000, 2, 29).is_some());
+        assert_eq!(
+            format_rfc3339(now(), &TimeZone::fixed(tz::offset(-5))),
+            "2026-11-21T21:00:00-05:00"
+        );
+        // Beyond jiff's range: clamped, still whole seconds.
+        assert_eq!(
+            format_rfc3339(i64::MAX, &TimeZone::UTC),
+            "9999-12-30T22:00:00+00:00"
+        );
+        assert!(format_rfc3339(i64::MIN, &TimeZone::UTC).starts_with("-009999-01-0"));
     }
 
     #[test]
-    fn offsets_parse_and_display() {
-        let p = |s: &str| s.parse::<FixedOffset>().map(FixedOffset::seconds);
-        assert_eq!(p("+08:00"), Ok(28_800));
-        assert_eq!(p("+0800"), Ok(28_800));
-        assert_eq!(p("+8"), Ok(28_800));
-        assert_eq!(p("-05:30"), Ok(-19_800));
-        assert_eq!(p("UTC"), Ok(0));
-        assert_eq!(p("utc"), Ok(0));
-        assert_eq!(p("Z"), Ok(0));
-        assert_eq!(p("UTC+8"), Ok(28_800));
-        assert_eq!(p("GMT-3"), Ok(-10_800));
-        for bad in [
-            "",
-            "8",
-            "+",
-            "+24:00",
-            "+08:60",
-            "+8:0",
-            "Asia/Shanghai",
-            "+123",
-        ] {
-            assert!(p(bad).is_err(), "{bad}");
-        }
-        assert_eq!(CST.to_string(), "+08:00");
-        assert_eq!(FixedOffset::east(-19_800).unwrap().to_string(), "-05:30");
-        assert_eq!(FixedOffset::UTC.to_string(), "+00:00");
-        assert!(FixedOffset::east(86_400).is_none());
+    fn dates_must_exist_in_the_years_1_to_9999() {
+        assert!(civil_date(2024, 2, 29).is_some());
+        assert!(civil_date(2026, 2, 29).is_none());
+        assert!(civil_date(2100, 2, 29).is_none());
+        assert!(civil_date(2000, 2, 29).is_some());
+        assert!(civil_date(0, 1, 1).is_none());
+        assert!(civil_date(10_000, 1, 1).is_none());
+        assert!(civil_date(2026, 13, 1).is_none());
+        assert!(civil_date(2026, 1, 0).is_none());
+        assert!(month_day_exists(2, 29));
+        assert!(!month_day_exists(2, 30));
+        assert!(!month_day_exists(4, 31));
+        assert!(!month_day_exists(u32::MAX, 1));
+        assert_eq!(clock(23, 59), Some(Time::constant(23, 59, 0, 0)));
+        assert_eq!(clock(24, 0), None);
+        assert_eq!(clock(12, 60), None);
+        assert_eq!(clock(u32::MAX, 0), None);
     }
 
     #[test]
@@ -1209,7 +1117,7 @@ mod tests {
     #[test]
     fn today_9am_resolves_before_and_is_past_after() {
         let early = at(2026, 11, 22, 8, 0);
-        let found = extract_reminders("today 9am standup", early, &CST);
+        let found = extract_reminders("today 9am standup", early, &cst());
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].due, at(2026, 11, 22, 9, 0));
         assert_eq!(found[0].phrase, "today 9am");
@@ -1265,11 +1173,11 @@ mod tests {
         none("the Saturday sale"); // a bare weekday needs a time
         // From a Wednesday, "next Friday" skips this week's.
         let wed = at(2026, 11, 25, 10, 0);
-        let r = extract_reminders("next Friday", wed, &CST);
+        let r = extract_reminders("next Friday", wed, &cst());
         assert_eq!(r[0].due, at(2026, 12, 4, 9, 0));
-        let r = extract_reminders("on Friday", wed, &CST);
+        let r = extract_reminders("on Friday", wed, &cst());
         assert_eq!(r[0].due, at(2026, 11, 27, 9, 0));
-        let r = extract_reminders("this Friday", wed, &CST);
+        let r = extract_reminders("this Friday", wed, &cst());
         assert_eq!(r[0].due, at(2026, 11, 27, 9, 0));
     }
 
@@ -1373,7 +1281,7 @@ mod tests {
     #[test]
     fn several_reminders_in_order_with_their_sentences() {
         let text = "Dentist tomorrow at 9am. Also: pay rent on 2026-12-01!\n下周五交报告。";
-        let found = extract_reminders(text, now(), &CST);
+        let found = extract_reminders(text, now(), &cst());
         let phrases: Vec<_> = found.iter().map(|r| r.phrase.as_str()).collect();
         assert_eq!(phrases, ["tomorrow at 9am", "on 2026-12-01", "下周五"]);
         assert_eq!(found[0].context, "Dentist tomorrow at 9am.");
@@ -1390,7 +1298,7 @@ mod tests {
 
     #[test]
     fn repeated_phrases_are_reported_once() {
-        let found = extract_reminders("tomorrow. tomorrow!", now(), &CST);
+        let found = extract_reminders("tomorrow. tomorrow!", now(), &cst());
         assert_eq!(found.len(), 1);
     }
 
@@ -1413,23 +1321,119 @@ mod tests {
     #[test]
     fn the_offset_decides_what_tomorrow_is() {
         // 2026-11-22T02:00Z is still the 21st in New York (-05:00).
-        let ny = FixedOffset::east(-5 * 3600).unwrap();
+        let ny = TimeZone::fixed(tz::offset(-5));
         let r = extract_reminders("tomorrow 3pm", now(), &ny);
-        let expected = days_from_civil(2026, 11, 22) * 86_400 + 15 * 3600 + 5 * 3600;
-        assert_eq!(r[0].due, expected);
+        assert_eq!(r[0].due, instant("2026-11-22T20:00:00Z"));
+    }
+
+    #[test]
+    fn a_due_time_after_spring_forward_keeps_its_wall_clock_time() {
+        // Berlin moves from +01:00 to +02:00 on Sunday 29 March 2026.
+        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        let friday = local(&berlin, 2026, 3, 27, 10, 0);
+        assert_eq!(format_rfc3339(friday, &berlin), "2026-03-27T10:00:00+01:00");
+
+        let r = extract_reminders("Dentist next Monday 3pm.", friday, &berlin);
+        assert_eq!(r.len(), 1, "{r:#?}");
+        // Today's offset would have made this 14:00Z, 16:00 on Monday's clock.
+        assert_eq!(r[0].due, instant("2026-03-30T13:00:00Z"));
+        assert_eq!(
+            format_rfc3339(r[0].due, &berlin),
+            "2026-03-30T15:00:00+02:00"
+        );
+
+        // All-day: 09:00 on the day of the change itself.
+        let r = extract_reminders("in 2 days", friday, &berlin);
+        assert_eq!(
+            format_rfc3339(r[0].due, &berlin),
+            "2026-03-29T09:00:00+02:00"
+        );
+        // Elapsed time ignores the clock: 5 hours after 22:00 is 04:00.
+        let saturday_night = local(&berlin, 2026, 3, 28, 22, 0);
+        let r = extract_reminders("in 5 hours", saturday_night, &berlin);
+        assert_eq!(r[0].due, saturday_night + 5 * 3600);
+        assert_eq!(
+            format_rfc3339(r[0].due, &berlin),
+            "2026-03-29T04:00:00+02:00"
+        );
+        // 02:30 does not exist that night; it moves on by the hour skipped.
+        let r = extract_reminders("on 2026-03-29 at 2:30am", friday, &berlin);
+        assert_eq!(
+            format_rfc3339(r[0].due, &berlin),
+            "2026-03-29T03:30:00+02:00"
+        );
+    }
+
+    #[test]
+    fn southern_hemisphere_dst_ends_in_april_and_starts_in_october() {
+        let sydney = TimeZone::get("Australia/Sydney").unwrap();
+
+        // Summer time (+11:00) ends on Sunday 5 April 2026.
+        let thursday = local(&sydney, 2026, 4, 2, 10, 0);
+        assert_eq!(
+            format_rfc3339(thursday, &sydney),
+            "2026-04-02T10:00:00+11:00"
+        );
+        let r = extract_reminders("next Monday 9am", thursday, &sydney);
+        assert_eq!(r[0].due, instant("2026-04-05T23:00:00Z"));
+        assert_eq!(
+            format_rfc3339(r[0].due, &sydney),
+            "2026-04-06T09:00:00+10:00"
+        );
+        // 02:30 that night happens twice; the first (still +11:00) is meant.
+        let r = extract_reminders("on 2026-04-05 at 2:30am", thursday, &sydney);
+        assert_eq!(
+            format_rfc3339(r[0].due, &sydney),
+            "2026-04-05T02:30:00+11:00"
+        );
+
+        // Summer time starts again on Sunday 4 October 2026.
+        let friday = local(&sydney, 2026, 10, 2, 10, 0);
+        assert_eq!(format_rfc3339(friday, &sydney), "2026-10-02T10:00:00+10:00");
+        let r = extract_reminders("on Monday", friday, &sydney);
+        assert!(r[0].all_day);
+        assert_eq!(r[0].due, instant("2026-10-04T22:00:00Z"));
+        assert_eq!(
+            format_rfc3339(r[0].due, &sydney),
+            "2026-10-05T09:00:00+11:00"
+        );
     }
 
     #[test]
     fn absurd_now_values_give_nothing() {
-        assert!(extract_reminders("tomorrow", i64::MAX, &CST).is_empty());
-        assert!(extract_reminders("tomorrow", i64::MIN, &CST).is_empty());
+        assert!(extract_reminders("tomorrow", i64::MAX, &cst()).is_empty());
+        assert!(extract_reminders("tomorrow", i64::MIN, &cst()).is_empty());
+    }
+
+    #[test]
+    fn dates_thousands_of_years_ahead_are_not_reminders() {
+        none("on 9999-01-01");
+        assert_eq!(due("on 3026-01-01"), (at(3026, 1, 1, 9, 0), true));
     }
 
     proptest! {
         #[test]
         fn arbitrary_text_never_panics(text in "\\PC*", now in any::<i64>(), off in -86_399i32..86_399) {
-            let tz = FixedOffset::east(off).unwrap();
+            let tz = TimeZone::fixed(tz::Offset::from_seconds(off).unwrap());
             let _ = extract_reminders(&text, now, &tz);
+        }
+
+        #[test]
+        fn zones_with_dst_resolve_to_the_future(
+            day in "tomorrow|next monday|next sunday|on 2026-03-29|on 2026-10-04|in 3 days|明天",
+            time in "( at [0-9]{1,2}(:[0-9]{2})?(am|pm)?)?",
+            now in -100_000_000_000i64..100_000_000_000,
+            zone in prop_oneof![
+                Just("Europe/Berlin"),
+                Just("Australia/Sydney"),
+                Just("America/New_York"),
+            ],
+        ) {
+            let text = format!("{day}{time}");
+            let tz = TimeZone::get(zone).unwrap();
+            for r in extract_reminders(&text, now, &tz) {
+                prop_assert!(r.due >= now || r.all_day);
+            }
         }
 
         #[test]
@@ -1446,7 +1450,7 @@ mod tests {
             now in -100_000_000_000i64..100_000_000_000,
         ) {
             let text: String = parts.concat();
-            for r in extract_reminders(&text, now, &FixedOffset::UTC) {
+            for r in extract_reminders(&text, now, &TimeZone::UTC) {
                 prop_assert!(text.contains(&r.phrase));
                 prop_assert!(r.due >= now || r.all_day);
             }

@@ -427,9 +427,11 @@ fn parse_hash(text: &str) -> Option<u64> {
 }
 
 /// `unix` seconds as RFC 3339 UTC, e.g. `1970-01-01T00:00:00Z`. Times
-/// outside the years 0000–9999 are clamped to that range.
+/// outside the years 0000–9999 are clamped to that range, as
+/// [`format_timestamp`](crate::memory::format_timestamp) does for every
+/// date mnemofs writes.
 pub fn rfc3339_utc(unix: i64) -> String {
-    crate::memory::format_timestamp(unix.clamp(MIN_UNIX, MAX_UNIX))
+    crate::memory::format_timestamp(unix)
 }
 
 fn key_of(path: &StorePath) -> &[u8] {
@@ -1072,8 +1074,9 @@ mod tests {
         assert_eq!(store.get(&p("shared.md")).access_count, 8000);
     }
 
-    /// Days since 1970-01-01 of a civil date (Hinnant's inverse), to check
-    /// `civil_from_days` against an independent formula.
+    /// Days since 1970-01-01 of a civil date (Hinnant's algorithm), to
+    /// check jiff's calendar behind `rfc3339_utc` against an independent
+    /// formula.
     fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
         let year = if month <= 2 { year - 1 } else { year };
         let era = year.div_euclid(400);

@@ -679,7 +679,7 @@ impl Organizing {
     pub(crate) fn reminders(&self) -> Report {
         let mut report = Report::default();
         let now = now_unix();
-        let tz = self.config.utc_offset_at(now);
+        let tz = self.config.resolved_timezone.clone();
         for (path, _) in self.memories_under(&StorePath::root()) {
             let Some((_, text)) = self.read_text(&path) else {
                 continue;
