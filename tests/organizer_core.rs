@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mnemofs::config::Config;
 use mnemofs::index::Index;
-use mnemofs::memory::reminders::{FixedOffset, format_rfc3339};
+use mnemofs::memory::reminders::format_rfc3339;
 use mnemofs::ops::{DirectWriter, Organizer, Outcome, Report, Skipped, Writer};
 use mnemofs::store::counters::CounterStore;
 use mnemofs::store::{Store, StorePath};
@@ -861,7 +861,7 @@ fn dream_level_2_records_wikilink_targets_by_id_and_reports_unresolved_links() {
 
 /// The UTC date `days` after the unix time `at`, as `YYYY-MM-DD`.
 fn utc_date(at: i64, days: i64) -> String {
-    format_rfc3339(at + days * DAY as i64, &FixedOffset::UTC)[..10].to_string()
+    format_rfc3339(at + days * DAY as i64, &jiff::tz::TimeZone::UTC)[..10].to_string()
 }
 
 #[test]
