@@ -11,7 +11,7 @@
 use std::error::Error;
 use std::fs;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -100,6 +100,22 @@ fn dream(ws: &Workspace, config: &Path, state_dir: bool) -> Result<serde_json::V
     serde_json::from_slice(&out.stdout).map_err(|e| format!("mnemofs dream printed no JSON: {e}"))
 }
 
+/// A fresh workspace with the same inbox in the store and in the plain
+/// folder, and the config file; times the native baseline into `row`.
+fn prepared(n: usize, row: &mut Row) -> Result<(Workspace, PathBuf), Box<dyn Error>> {
+    let ws = Workspace::new()?;
+    let config = ws.state.with_file_name("config.yaml");
+    fs::write(&config, CONFIG)?;
+    fill_inbox(&ws.plain, n)?;
+    fill_inbox(&ws.store, n)?;
+    let (t, moved) = time(|| native_moves(&ws.plain));
+    if moved? != n {
+        return Err("the native baseline lost items".into());
+    }
+    row.native.push(t.as_secs_f64());
+    Ok((ws, config))
+}
+
 /// Runs the organizer figures.
 pub fn run(cfg: &Config) -> Result<(), Box<dyn Error>> {
     let n = cfg.notes;
@@ -118,17 +134,7 @@ pub fn run(cfg: &Config) -> Result<(), Box<dyn Error>> {
     .with_limit(n as f64 / 1000.0);
     let mut notes = Vec::new();
     for rep in 0..cfg.reps.min(3) {
-        // Native and mnemofs on fresh copies of the same inbox.
-        let ws = Workspace::new()?;
-        let config = ws.state.with_file_name("config.yaml");
-        fs::write(&config, CONFIG)?;
-        fill_inbox(&ws.plain, n)?;
-        fill_inbox(&ws.store, n)?;
-        let (t, moved) = time(|| native_moves(&ws.plain));
-        if moved? != n {
-            return Err("the native baseline lost items".into());
-        }
-        local.native.push(t.as_secs_f64());
+        let (ws, config) = prepared(n, &mut local)?;
         let (t, report) = time(|| dream(&ws, &config, true));
         let report = report?;
         local.mount.push(t.as_secs_f64());
@@ -141,16 +147,7 @@ pub fn run(cfg: &Config) -> Result<(), Box<dyn Error>> {
             ));
         }
 
-        let ws = Workspace::new()?;
-        let config = ws.state.with_file_name("config.yaml");
-        fs::write(&config, CONFIG)?;
-        fill_inbox(&ws.plain, n)?;
-        fill_inbox(&ws.store, n)?;
-        let (t, moved) = time(|| native_moves(&ws.plain));
-        if moved? != n {
-            return Err("the native baseline lost items".into());
-        }
-        served.native.push(t.as_secs_f64());
+        let (ws, config) = prepared(n, &mut served)?;
         let config_arg = config.display().to_string();
         let daemon = Daemon::start_with(&ws, &["--config", &config_arg])?;
         // The start-up normalization and index build are not the dream's.
