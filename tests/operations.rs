@@ -1345,9 +1345,6 @@ impl Writer for BusyOn {
     fn remove_folder(&self, path: &StorePath) -> io::Result<()> {
         self.inner.remove_folder(path)
     }
-    fn make_folders(&self, path: &StorePath) -> io::Result<()> {
-        self.inner.make_folders(path)
-    }
     fn is_busy(&self, path: &StorePath) -> bool {
         *path == self.busy
     }
@@ -1417,9 +1414,6 @@ fn an_edit_of_a_file_changed_since_it_was_read_is_a_conflict() {
         }
         fn remove_folder(&self, path: &StorePath) -> io::Result<()> {
             self.inner.remove_folder(path)
-        }
-        fn make_folders(&self, path: &StorePath) -> io::Result<()> {
-            self.inner.make_folders(path)
         }
         fn is_busy(&self, path: &StorePath) -> bool {
             self.inner.is_busy(path)

@@ -92,9 +92,6 @@ impl Writer for Recording {
         self.removed.lock().expect("lock").push(path.clone());
         self.inner.remove_folder(path)
     }
-    fn make_folders(&self, path: &StorePath) -> io::Result<()> {
-        self.inner.make_folders(path)
-    }
     fn is_busy(&self, path: &StorePath) -> bool {
         self.busy.lock().expect("lock").contains(path)
     }

@@ -190,13 +190,6 @@ impl Writer for MountWriter {
         fs::remove_dir(self.on_mount(path))
     }
 
-    fn make_folders(&self, path: &StorePath) -> io::Result<()> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(NEW_FOLDER_MODE)
-            .create(self.on_mount(path))
-    }
-
     fn is_busy(&self, path: &StorePath) -> bool {
         self.fs.is_open_for_write(path)
     }

@@ -110,11 +110,6 @@ impl Operations {
         self
     }
 
-    /// The index these operations search.
-    pub fn index(&self) -> &Index {
-        &self.index
-    }
-
     /// Runs one request.
     pub fn handle(&self, request: Request) -> Result<Response> {
         Ok(match request {

@@ -60,9 +60,6 @@ pub trait Writer: Send + Sync + std::fmt::Debug {
     /// Removes an empty folder.
     fn remove_folder(&self, path: &StorePath) -> io::Result<()>;
 
-    /// Makes a folder and any missing folders above it.
-    fn make_folders(&self, path: &StorePath) -> io::Result<()>;
-
     /// True while something may be writing the file.
     fn is_busy(&self, path: &StorePath) -> bool;
 
@@ -164,10 +161,6 @@ impl Writer for DirectWriter {
         self.store.rmdir(path)?;
         self.changed(&[path]);
         Ok(())
-    }
-
-    fn make_folders(&self, path: &StorePath) -> io::Result<()> {
-        self.store.create_dirs(path, NEW_FOLDER_MODE)
     }
 
     fn is_busy(&self, _path: &StorePath) -> bool {
