@@ -33,6 +33,7 @@ mod observations;
 pub mod reminders;
 pub mod schema;
 mod tags;
+pub mod transcript;
 
 use std::fmt;
 use std::ops::Range;

@@ -1,0 +1,330 @@
+//! What an agent session was about, read from Claude Code's transcript.
+//!
+//! The transcript is JSON lines: `type` is `user` or `assistant` (others,
+//! such as `summary` or `system`, are skipped), and `message.content` is a
+//! string or a list of blocks: `text`, `tool_use` (with the tool's `input`)
+//! and `tool_result` (with `is_error`). The digest is extractive, with no
+//! model: what the user asked, the files read and edited, sentences that
+//! state a decision, what was tried and dropped, errors, and the next step
+//! the last assistant turns name. A line that is not JSON, or not in this
+//! shape, is skipped: a transcript cut off mid-line still gives a digest.
+
+use serde_json::Value;
+
+/// Most items kept per list.
+const MAX_ITEMS: usize = 12;
+/// Longest item, in characters.
+const MAX_CHARS: usize = 240;
+
+/// What a session was about.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Digest {
+    /// What the user asked, first request first.
+    pub asked: Vec<String>,
+    /// Files the agent read.
+    pub files_read: Vec<String>,
+    /// Files the agent wrote or edited.
+    pub files_edited: Vec<String>,
+    /// Sentences that state a decision.
+    pub decisions: Vec<String>,
+    /// What was tried and did not work, or was dropped.
+    pub attempted: Vec<String>,
+    /// Errors the tools reported.
+    pub problems: Vec<String>,
+    /// The next step the last assistant turns name.
+    pub next_steps: Vec<String>,
+    /// The first and last timestamps seen (as written).
+    pub started: Option<String>,
+    /// See `started`.
+    pub last: Option<String>,
+}
+
+/// Reads a transcript's text.
+pub fn digest(jsonl: &str) -> Digest {
+    let mut d = Digest::default();
+    let mut assistant_texts: Vec<String> = Vec::new();
+    for line in jsonl.lines() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if let Some(t) = entry.get("timestamp").and_then(Value::as_str) {
+            if d.started.is_none() {
+                d.started = Some(t.to_string());
+            }
+            d.last = Some(t.to_string());
+        }
+        let role = entry
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let content = entry.get("message").and_then(|m| m.get("content"));
+        match (role, content) {
+            ("user", Some(Value::String(text))) => user_text(&mut d, text),
+            ("user", Some(Value::Array(blocks))) => {
+                for block in blocks {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => user_text(&mut d, str_of(block, "text")),
+                        Some("tool_result")
+                            if block.get("is_error") == Some(&Value::Bool(true)) =>
+                        {
+                            if let Some(line) = first_line(&result_text(block)) {
+                                push(&mut d.problems, line);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            ("assistant", Some(Value::String(text))) => {
+                assistant_text(&mut d, text);
+                assistant_texts.push(text.clone());
+            }
+            ("assistant", Some(Value::Array(blocks))) => {
+                for block in blocks {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            let text = str_of(block, "text");
+                            assistant_text(&mut d, text);
+                            assistant_texts.push(text.to_string());
+                        }
+                        Some("tool_use") => tool_use(&mut d, block),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // The next step: from the last few assistant texts, latest first.
+    for text in assistant_texts.iter().rev().take(4) {
+        for sentence in sentences(text) {
+            if names_next_step(&sentence) {
+                push(&mut d.next_steps, &sentence);
+            }
+        }
+        if !d.next_steps.is_empty() {
+            break;
+        }
+    }
+    d
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn result_text(block: &Value) -> String {
+    match block.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn user_text(d: &mut Digest, text: &str) {
+    let text = text.trim();
+    // Slash-command wrappers and hook output are not the user's words.
+    if text.is_empty() || text.starts_with('<') || text.starts_with("Caveat:") {
+        return;
+    }
+    push(&mut d.asked, text);
+    for sentence in sentences(text) {
+        if states_decision(&sentence) {
+            push(&mut d.decisions, &sentence);
+        }
+    }
+}
+
+fn assistant_text(d: &mut Digest, text: &str) {
+    for sentence in sentences(text) {
+        if states_decision(&sentence) {
+            push(&mut d.decisions, &sentence);
+        } else if was_dropped(&sentence) {
+            push(&mut d.attempted, &sentence);
+        }
+    }
+}
+
+fn tool_use(d: &mut Digest, block: &Value) {
+    let input = block.get("input").cloned().unwrap_or(Value::Null);
+    let path = ["file_path", "path", "notebook_path"]
+        .iter()
+        .find_map(|k| input.get(k).and_then(Value::as_str));
+    let Some(path) = path else {
+        return;
+    };
+    match str_of(block, "name") {
+        "Read" | "View" | "NotebookRead" => push(&mut d.files_read, path),
+        "Edit" | "MultiEdit" | "Write" | "NotebookEdit" => push(&mut d.files_edited, path),
+        _ => {}
+    }
+}
+
+/// Splits prose into sentences (and list items), trimmed.
+fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line
+            .trim()
+            .trim_start_matches(['-', '*', '•', '#', '>'])
+            .trim();
+        if line.is_empty() || line.starts_with("```") {
+            continue;
+        }
+        let mut start = 0;
+        let bytes = line.as_bytes();
+        for (i, c) in line.char_indices() {
+            let end = i + c.len_utf8();
+            let boundary = matches!(c, '。' | '！' | '？')
+                || (matches!(c, '.' | '!' | '?') && bytes.get(end).is_none_or(|b| *b == b' '));
+            if boundary {
+                let s = line[start..end].trim();
+                if !s.is_empty() {
+                    out.push(s.to_string());
+                }
+                start = end;
+            }
+        }
+        let rest = line[start..].trim();
+        if !rest.is_empty() {
+            out.push(rest.to_string());
+        }
+    }
+    out
+}
+
+fn contains_any(sentence: &str, needles: &[&str]) -> bool {
+    let lower = sentence.to_lowercase();
+    needles.iter().any(|n| lower.contains(n))
+}
+
+fn states_decision(sentence: &str) -> bool {
+    contains_any(
+        sentence,
+        &[
+            "we decided",
+            "i decided",
+            "decided to",
+            "decision:",
+            "we'll go with",
+            "we will go with",
+            "let's go with",
+            "going with",
+            "we chose",
+            "we agreed",
+            "决定",
+        ],
+    )
+}
+
+fn was_dropped(sentence: &str) -> bool {
+    contains_any(
+        sentence,
+        &[
+            "didn't work",
+            "did not work",
+            "doesn't work",
+            "does not work",
+            "rejected",
+            "reverted",
+            "rolled back",
+            "abandoned",
+            "gave up on",
+            "instead of",
+            "no longer",
+        ],
+    )
+}
+
+fn names_next_step(sentence: &str) -> bool {
+    contains_any(
+        sentence,
+        &[
+            "next step",
+            "next, ",
+            "next we",
+            "next i",
+            "next:",
+            "todo",
+            "still need to",
+            "remaining:",
+            "left to do",
+            "下一步",
+        ],
+    )
+}
+
+fn first_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).find(|l| !l.is_empty())
+}
+
+/// Adds an item (shortened, once) if the list has room.
+fn push(list: &mut Vec<String>, item: &str) {
+    let item = item.trim();
+    if item.is_empty() || list.len() >= MAX_ITEMS {
+        return;
+    }
+    let mut short: String = item.chars().take(MAX_CHARS).collect();
+    if item.chars().count() > MAX_CHARS {
+        short.push('…');
+    }
+    let short = short.replace('\n', " ");
+    if !list.contains(&short) {
+        list.push(short);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRANSCRIPT: &str = r#"{"type":"summary","summary":"old"}
+{"type":"user","timestamp":"2026-11-20T09:00:00Z","message":{"role":"user","content":"Make the importer skip binary files."}}
+{"type":"assistant","timestamp":"2026-11-20T09:00:05Z","message":{"role":"assistant","content":[{"type":"text","text":"Let me look at the importer."},{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/src/import.rs"}}]}}
+{"type":"user","timestamp":"2026-11-20T09:00:06Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"fn import() {}"}]}}
+{"type":"assistant","timestamp":"2026-11-20T09:01:00Z","message":{"role":"assistant","content":[{"type":"text","text":"Sniffing the extension didn't work for files without one. We decided to check for NUL bytes instead."},{"type":"tool_use","id":"t2","name":"Edit","input":{"file_path":"/src/import.rs","old_string":"a","new_string":"b"}},{"type":"tool_use","id":"t3","name":"Bash","input":{"command":"cargo test"}}]}}
+{"type":"user","timestamp":"2026-11-20T09:02:00Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t3","content":"error[E0425]: cannot find value `x`\nmore","is_error":true}]}}
+not json at all
+{"type":"assistant","timestamp":"2026-11-20T09:03:00Z","message":{"role":"assistant","content":"Fixed. Next step: add a test for an empty file."}}
+{"type":"user","timestamp":"2026-11-20T09:03"#;
+
+    #[test]
+    fn a_transcript_gives_what_was_asked_done_decided_and_next() {
+        let d = digest(TRANSCRIPT);
+        assert_eq!(d.asked, ["Make the importer skip binary files."]);
+        assert_eq!(d.files_read, ["/src/import.rs"]);
+        assert_eq!(d.files_edited, ["/src/import.rs"]);
+        assert_eq!(d.decisions, ["We decided to check for NUL bytes instead."]);
+        assert_eq!(
+            d.attempted,
+            ["Sniffing the extension didn't work for files without one."]
+        );
+        assert_eq!(d.problems, ["error[E0425]: cannot find value `x`"]);
+        assert_eq!(d.next_steps, ["Next step: add a test for an empty file."]);
+        assert_eq!(d.started.as_deref(), Some("2026-11-20T09:00:00Z"));
+        assert_eq!(d.last.as_deref(), Some("2026-11-20T09:03:00Z"));
+    }
+
+    #[test]
+    fn garbage_gives_an_empty_digest() {
+        assert_eq!(digest("\u{0}\u{1}{{{\n[1,2]\n\"x\""), Digest::default());
+    }
+
+    #[test]
+    fn lists_are_capped_and_items_shortened() {
+        let mut lines = String::new();
+        for i in 0..100 {
+            lines.push_str(&format!(
+                "{{\"type\":\"user\",\"message\":{{\"content\":\"request {i} {}\"}}}}\n",
+                "x".repeat(1000)
+            ));
+        }
+        let d = digest(&lines);
+        assert_eq!(d.asked.len(), MAX_ITEMS);
+        assert!(d.asked.iter().all(|a| a.chars().count() <= MAX_CHARS + 1));
+    }
+}
