@@ -218,7 +218,7 @@ mod tests {
             "{w:?}"
         );
         let ok = set.check(
-            "---\ntype: task\ntitle: T\nstatus: todo\ndue_at: 2026-12-01\nid: 7d6c1c56-0000-4000-8000-000000000001\n---\n",
+            "---\ntype: task\ntitle: T\nstatus: in-progress\ndue_at: 2026-12-01\nid: 7d6c1c56-0000-4000-8000-000000000001\n---\n",
         );
         assert!(ok.is_empty(), "{ok:?}");
     }

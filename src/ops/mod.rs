@@ -12,11 +12,15 @@
 //! first name is a view (`search/`, `by-id/`, ...) is answered from the
 //! index, read-only, as on the mount.
 
+mod brief;
+mod checkpoint;
 mod error;
 mod report;
 mod request;
 mod writer;
 
+pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
+pub use checkpoint::{Checkpoint, DigestLists};
 pub use error::{Error, Result, rpc};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{

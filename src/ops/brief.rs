@@ -1,0 +1,394 @@
+//! The session brief: what an agent should know when a session starts.
+//!
+//! Built from the index at index speed (metadata lookups, never a scan of
+//! the store) and a read of the few memories it shows. Sections, each
+//! capped and ranked: active tasks, open decisions, the latest sessions
+//! with their `[next-step]` and `[problem]` observations, reminders due
+//! soon, recent activity that falls under none of those; then how to
+//! recall more. Memories whose `project`, `cwd` or path matches the
+//! session's directory come first, then the most recently changed.
+//!
+//! The text stays under [`TARGET_CHARS`] (Claude Code cuts a hook's
+//! output at 10,000): when it would not, the longest sections lose items
+//! first, and every section says how many it left out.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Operations, now_unix};
+use crate::memory::{self, Memory};
+use crate::store::StorePath;
+
+/// What the brief aims to stay under, in characters.
+const TARGET_CHARS: usize = 8_000;
+/// Claude Code's cap on a hook's output.
+const HARD_CAP_CHARS: usize = 10_000;
+/// Memories of one type the brief looks at, at most.
+const CANDIDATES: usize = 5_000;
+/// Reminders due within this many seconds count as due soon.
+const DUE_SOON: i64 = 7 * 86_400;
+
+/// The brief, by section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Brief {
+    /// The project the session's directory names, if any.
+    pub project: Option<String>,
+    /// The sections, in order; empty ones are left out.
+    pub sections: Vec<Section>,
+    /// Something the reader should know about the brief itself (the index
+    /// was still being built, say).
+    pub note: Option<String>,
+}
+
+/// One section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    /// Its heading.
+    pub title: String,
+    /// Its items, best first.
+    pub items: Vec<Item>,
+    /// How many matching memories were left out.
+    pub more: usize,
+}
+
+/// One memory in a section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    /// Relative to the store root.
+    pub path: String,
+    /// Its id, if it has one.
+    pub id: Option<String>,
+    /// Its title.
+    pub title: String,
+    /// Status, due time or the like.
+    pub detail: String,
+    /// Lines shown under it (a session's next steps and problems).
+    pub lines: Vec<String>,
+}
+
+/// A memory read for the brief, with what ranks it.
+struct Candidate {
+    path: StorePath,
+    memory: Memory,
+    matches_cwd: bool,
+    changed: i64,
+}
+
+impl Operations {
+    /// The brief for a session started in `cwd` (if known).
+    pub fn brief(&self, cwd: Option<&str>) -> Brief {
+        let cwd = cwd.map(str::trim).filter(|c| !c.is_empty());
+        let project = cwd
+            .and_then(|c| Path::new(c).file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        let status = self.index.status();
+        let mut brief = Brief {
+            project: project.clone(),
+            note: status.reconciling.then(|| {
+                "the index is still being built; this brief may miss recent memories".into()
+            }),
+            ..Brief::default()
+        };
+        let now = now_unix();
+        let mut shown: Vec<String> = Vec::new();
+
+        let tasks = self.typed("task", cwd, project.as_deref(), |m| {
+            matches!(status_of(m).as_str(), "active" | "in-progress" | "open")
+        });
+        brief.push("Active tasks", tasks, 10, &mut shown, |c| {
+            (status_of(&c.memory), Vec::new())
+        });
+
+        let decisions = self.typed("decision", cwd, project.as_deref(), |m| {
+            status_of(m) == "open"
+        });
+        brief.push("Open decisions", decisions, 8, &mut shown, |_| {
+            ("open".into(), Vec::new())
+        });
+
+        let sessions = self.typed("session", cwd, project.as_deref(), |_| true);
+        brief.push("Latest sessions", sessions, 3, &mut shown, |c| {
+            let lines = c
+                .memory
+                .observations
+                .iter()
+                .filter(|o| matches!(o.category.as_str(), "next-step" | "problem"))
+                .take(6)
+                .map(|o| format!("[{}] {}", o.category, o.text))
+                .collect();
+            let when = field(&c.memory, "ended_or_compacted")
+                .or_else(|| field(&c.memory, "started"))
+                .unwrap_or_default();
+            (when, lines)
+        });
+
+        let mut reminders: Vec<(i64, Candidate)> = self
+            .index
+            .by_category("reminders")
+            .into_iter()
+            .take(CANDIDATES)
+            .filter_map(|path| self.candidate(path, cwd, project.as_deref()))
+            .filter_map(|c| {
+                let due = field(&c.memory, "due_at")
+                    .or_else(|| c.memory.frontmatter.expires_at.clone())
+                    .and_then(|d| memory::parse_timestamp(&d))?;
+                (due <= now + DUE_SOON).then_some((due, c))
+            })
+            .collect();
+        reminders.sort_by_key(|(due, c)| (!c.matches_cwd, *due));
+        let reminders = reminders.into_iter().map(|(_, c)| c).collect();
+        brief.push("Reminders due soon", reminders, 8, &mut shown, |c| {
+            let due = field(&c.memory, "due_at").unwrap_or_default();
+            (format!("due {due}"), Vec::new())
+        });
+
+        let recent: Vec<Candidate> = self
+            .index
+            .recent(200)
+            .into_iter()
+            .filter(|(p, _)| !shown.contains(&p.to_string()))
+            .filter_map(|(path, _)| self.candidate(path, cwd, project.as_deref()))
+            .filter(|c| {
+                !matches!(
+                    c.memory.frontmatter.kind.as_deref(),
+                    Some("task" | "decision" | "session" | "reminder")
+                ) && c.memory.frontmatter.category != Some(memory::Category::Reminders)
+                    && c.memory.frontmatter.phase != Some(memory::Phase::Archived)
+            })
+            .collect();
+        let mut recent = recent;
+        recent.sort_by_key(|c| (!c.matches_cwd, -c.changed));
+        brief.push("Recent activity", recent, 8, &mut shown, |c| {
+            (
+                c.memory
+                    .frontmatter
+                    .category
+                    .map(|k| k.as_str().to_string())
+                    .unwrap_or_default(),
+                Vec::new(),
+            )
+        });
+        brief.fit();
+        brief
+    }
+
+    /// Memories of one `type` that pass `keep`, ranked.
+    fn typed(
+        &self,
+        kind: &str,
+        cwd: Option<&str>,
+        project: Option<&str>,
+        keep: impl Fn(&Memory) -> bool,
+    ) -> Vec<Candidate> {
+        let mut found: Vec<Candidate> = self
+            .index
+            .by_type(kind)
+            .into_iter()
+            .take(CANDIDATES)
+            .filter_map(|path| self.candidate(path, cwd, project))
+            .filter(|c| {
+                keep(&c.memory) && c.memory.frontmatter.phase != Some(memory::Phase::Archived)
+            })
+            .collect();
+        found.sort_by_key(|c| (!c.matches_cwd, -c.changed));
+        found
+    }
+
+    fn candidate(
+        &self,
+        path: StorePath,
+        cwd: Option<&str>,
+        project: Option<&str>,
+    ) -> Option<Candidate> {
+        let st = self.store.stat(&path).ok()?;
+        let (_, _, text) = self.read_memory(&path).ok()?;
+        let stem = Path::new(path.as_path())
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let memory = memory::parse(&stem, &text);
+        let matches_cwd = matches_session(&memory, &path, cwd, project);
+        Some(Candidate {
+            path,
+            memory,
+            matches_cwd,
+            changed: st.mtime.sec,
+        })
+    }
+}
+
+/// True if the memory belongs to the session's directory: its `cwd` is
+/// that directory or above it, its `project` is the directory's name, or
+/// its path has a folder of that name.
+fn matches_session(m: &Memory, path: &StorePath, cwd: Option<&str>, project: Option<&str>) -> bool {
+    let cwd_matches = match (field(m, "cwd"), cwd) {
+        (Some(mine), Some(cwd)) => {
+            let mine = mine.trim_end_matches('/');
+            !mine.is_empty() && (cwd == mine || cwd.starts_with(&format!("{mine}/")))
+        }
+        _ => false,
+    };
+    let project_matches = project.is_some_and(|p| {
+        field(m, "project").is_some_and(|mine| mine.eq_ignore_ascii_case(p))
+            || path
+                .as_path()
+                .iter()
+                .any(|c| c.to_string_lossy().eq_ignore_ascii_case(p))
+    });
+    cwd_matches || project_matches
+}
+
+/// A frontmatter field as text (scalars only).
+fn field(m: &Memory, key: &str) -> Option<String> {
+    match m.frontmatter.extra.get(key)? {
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn status_of(m: &Memory) -> String {
+    m.frontmatter
+        .status
+        .as_deref()
+        .unwrap_or_default()
+        .trim()
+        .to_lowercase()
+}
+
+impl Brief {
+    /// Adds a section of at most `cap` of `found`, if any.
+    fn push(
+        &mut self,
+        title: &str,
+        found: Vec<Candidate>,
+        cap: usize,
+        shown: &mut Vec<String>,
+        describe: impl Fn(&Candidate) -> (String, Vec<String>),
+    ) {
+        if found.is_empty() {
+            return;
+        }
+        let more = found.len().saturating_sub(cap);
+        let items = found
+            .into_iter()
+            .take(cap)
+            .map(|c| {
+                let (detail, lines) = describe(&c);
+                shown.push(c.path.to_string());
+                Item {
+                    path: c.path.to_string(),
+                    id: c.memory.frontmatter.id.clone(),
+                    title: c.memory.title.clone(),
+                    detail,
+                    lines,
+                }
+            })
+            .collect();
+        self.sections.push(Section {
+            title: title.into(),
+            items,
+            more,
+        });
+    }
+
+    /// Drops items, from the longest section first, until the text fits.
+    fn fit(&mut self) {
+        while self.to_text().chars().count() > TARGET_CHARS {
+            let Some(longest) = self
+                .sections
+                .iter_mut()
+                .filter(|s| !s.items.is_empty())
+                .max_by_key(|s| s.items.len())
+            else {
+                return;
+            };
+            longest.items.pop();
+            longest.more += 1;
+        }
+    }
+
+    /// The brief as plain text for a hook's stdout (never starts with `{`).
+    pub fn to_text(&self) -> String {
+        let mut out = String::from("mnemofs: what you remember for this session");
+        if let Some(p) = &self.project {
+            out.push_str(&format!(" (project {p})"));
+        }
+        out.push_str("\n\n");
+        if let Some(note) = &self.note {
+            out.push_str(&format!("Note: {note}.\n\n"));
+        }
+        if self.sections.is_empty() {
+            out.push_str("No active tasks, open decisions, sessions or recent memories yet.\n\n");
+        }
+        for section in &self.sections {
+            out.push_str(&format!("## {}\n", section.title));
+            for item in &section.items {
+                out.push_str(&format!("- {}", one_line(&item.title, 120)));
+                if !item.detail.is_empty() {
+                    out.push_str(&format!(" ({})", one_line(&item.detail, 40)));
+                }
+                out.push_str(&format!(" — {}", item.path));
+                if let Some(id) = &item.id {
+                    out.push_str(&format!(" [id {id}]"));
+                }
+                out.push('\n');
+                for line in &item.lines {
+                    out.push_str(&format!("  {}\n", one_line(line, 160)));
+                }
+            }
+            if section.more > 0 {
+                out.push_str(&format!("- … and {} more\n", section.more));
+            }
+            out.push('\n');
+        }
+        out.push_str(RECALL);
+        truncate(out, HARD_CAP_CHARS)
+    }
+
+    /// The brief as a markdown document (`.mnemofs/brief.md`).
+    pub fn to_markdown(&self) -> String {
+        let text = self.to_text();
+        let body = text
+            .split_once("\n\n")
+            .map_or(text.as_str(), |(_, rest)| rest);
+        let mut out = String::from("# Session brief");
+        if let Some(p) = &self.project {
+            out.push_str(&format!(" — {p}"));
+        }
+        out.push_str("\n\n");
+        out.push_str(body);
+        out
+    }
+}
+
+/// How to recall more, with and without the mount.
+const RECALL: &str = "\
+## Recall more
+On the mount: `search/<query>/` lists matching memories (words, \"phrases\", \
+tag:x, type:task, status:open, created:>2026-01-01), `backlinks/<id or title>/` \
+what links to a memory, `by-id/<id>.md` a memory by its id. Without the mount: \
+`mnemofs search '<query>'`, or the memory tools (search, read, backlinks). \
+Before answering \"what did we decide\" or \"where did we leave off\", search first.
+";
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn truncate(text: String, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text;
+    }
+    let mut cut: String = text.chars().take(max - 2).collect();
+    cut.push_str("…\n");
+    cut
+}
