@@ -105,6 +105,28 @@ enum Command {
         #[command(flatten)]
         at: StoreArgs,
     },
+    /// Print the session brief (for a SessionStart hook): active tasks,
+    /// open decisions, where the last sessions left off, reminders due
+    /// soon, recent activity. Reads the hook's JSON on stdin (optional);
+    /// always exits 0.
+    Brief {
+        #[command(flatten)]
+        at: StoreArgs,
+        /// The session's directory [default: the hook's `cwd`, else the
+        /// current directory].
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// How to print it.
+        #[arg(long, value_enum, default_value_t = BriefFormat::Text)]
+        format: BriefFormat,
+    },
+    /// Record what a session is about to forget (for a PreCompact hook):
+    /// reads the hook's JSON on stdin, digests the transcript it names and
+    /// writes or updates the session's note in `sessions/`. Always exits 0.
+    Checkpoint {
+        #[command(flatten)]
+        at: StoreArgs,
+    },
     /// Unmount a mnemofs mount.
     Unmount {
         /// The mountpoint.
@@ -149,6 +171,133 @@ fn session(target: &daemon::Target, config: Option<&Path>) -> anyhow::Result<dae
         None => Config::load(None).map(|(c, _)| c).unwrap_or_default(),
     };
     daemon::Session::open(target, &config)
+}
+
+/// How `mnemofs brief` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum BriefFormat {
+    /// Plain text, as a hook's stdout.
+    Text,
+    /// A markdown document.
+    Markdown,
+    /// One JSON object.
+    Json,
+}
+
+/// The most of a hook's stdin read.
+const HOOK_INPUT_MAX: u64 = 1 << 20;
+/// The largest transcript a checkpoint reads (from its end).
+const TRANSCRIPT_MAX: u64 = 64 << 20;
+/// How long a brief lets an index without a daemon catch up.
+const BRIEF_CATCH_UP: Duration = Duration::from_millis(600);
+
+/// A hook's JSON on stdin, if any: empty, missing or not JSON is `Null`.
+fn hook_input() -> serde_json::Value {
+    use std::io::{IsTerminal, Read};
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return serde_json::Value::Null;
+    }
+    let mut text = String::new();
+    if stdin
+        .lock()
+        .take(HOOK_INPUT_MAX)
+        .read_to_string(&mut text)
+        .is_err()
+    {
+        return serde_json::Value::Null;
+    }
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+}
+
+fn hook_str(input: &serde_json::Value, key: &str) -> Option<String> {
+    input
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+        .filter(|s| !s.is_empty())
+}
+
+/// `mnemofs brief`: never fails a session; a problem becomes one line.
+fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Result<()> {
+    let input = hook_input();
+    let cwd = cwd
+        .map(|c| c.display().to_string())
+        .or_else(|| hook_str(&input, "cwd"))
+        .or_else(|| {
+            std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string())
+        });
+    let answer = at.target(None).and_then(|target| {
+        let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
+        let session = daemon::Session::open_within(&target, &config, BRIEF_CATCH_UP)?;
+        match session.call(Request::Brief { cwd })? {
+            Response::Brief { brief } => Ok(brief),
+            _ => bail!("unexpected answer to brief"),
+        }
+    });
+    match answer {
+        Ok(brief) => match format {
+            BriefFormat::Text => print!("{}", brief.to_text()),
+            BriefFormat::Markdown => print!("{}", brief.to_markdown()),
+            BriefFormat::Json => println!("{}", serde_json::to_string(&brief)?),
+        },
+        Err(e) => {
+            eprintln!("mnemofs: {e:#}");
+            println!("mnemofs: no memory brief this session ({e}).");
+        }
+    }
+    Ok(())
+}
+
+/// `mnemofs checkpoint`: never blocks compaction; problems go to stderr.
+fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
+    let input = hook_input();
+    let result = (|| -> anyhow::Result<String> {
+        let Some(session_id) = hook_str(&input, "session_id") else {
+            bail!("no session_id in the hook's input on stdin");
+        };
+        let digest = match hook_str(&input, "transcript_path") {
+            Some(path) => crate::memory::transcript::digest(&read_tail(Path::new(&path))?),
+            None => Default::default(),
+        };
+        let checkpoint = crate::ops::Checkpoint {
+            session_id,
+            cwd: hook_str(&input, "cwd"),
+            trigger: hook_str(&input, "trigger"),
+            summary: hook_str(&input, "compact_summary"),
+            digest: digest.into(),
+        };
+        let session = daemon::Session::open(
+            &at.target(None)?,
+            &Config::load(None).map(|(c, _)| c).unwrap_or_default(),
+        )?;
+        match session.call(Request::Checkpoint(checkpoint))? {
+            Response::Memory { path, .. } => Ok(path),
+            _ => bail!("unexpected answer to checkpoint"),
+        }
+    })();
+    match result {
+        Ok(path) => println!("mnemofs: session checkpoint in {path}"),
+        Err(e) => eprintln!("mnemofs: no checkpoint written: {e:#}"),
+    }
+    Ok(())
+}
+
+/// The text of a transcript, at most its last [`TRANSCRIPT_MAX`] bytes
+/// (a cut first line is skipped by the digest).
+fn read_tail(path: &Path) -> anyhow::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read the transcript {}", path.display()))?;
+    let len = file.metadata()?.len();
+    if len > TRANSCRIPT_MAX {
+        file.seek(SeekFrom::Start(len - TRANSCRIPT_MAX))?;
+    }
+    let mut bytes = Vec::new();
+    file.take(TRANSCRIPT_MAX).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Whether the virtual folders appear in the root listing.
@@ -346,6 +495,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&status)?);
             Ok(())
         }
+        Command::Brief { at, cwd, format } => brief(at, cwd, format),
+        Command::Checkpoint { at } => checkpoint(at),
         Command::Reindex { at } => {
             let session = session(&at.target(None)?, None)?;
             let Response::Reindexed { files } = session.call(Request::Reindex)? else {

@@ -30,6 +30,15 @@ use crate::views::Views;
 /// How long a local command waits for the index to catch up with the store.
 const CATCH_UP: Duration = Duration::from_secs(600);
 
+/// How long a local command lets the index catch up with the store.
+#[derive(Debug, Clone, Copy)]
+enum CatchUp {
+    /// Until it has (or [`CATCH_UP`] passed, which is an error).
+    Wait,
+    /// At most this long; then answer with what it has.
+    AtMost(Duration),
+}
+
 /// Where the volatile counters are kept, in the state dir.
 pub(crate) const COUNTERS_FILE: &str = "counters.json";
 
@@ -112,6 +121,21 @@ impl Session {
     /// here under its lock. `config` is used only without a daemon (a
     /// daemon keeps its own).
     pub fn open(target: &Target, config: &Config) -> anyhow::Result<Session> {
+        Session::open_with(target, config, CatchUp::Wait)
+    }
+
+    /// [`Session::open`] for a caller that cannot wait (a session-start
+    /// hook): without a daemon, the index gets `within` to catch up with
+    /// the store, and then answers with what it has.
+    pub fn open_within(
+        target: &Target,
+        config: &Config,
+        within: Duration,
+    ) -> anyhow::Result<Session> {
+        Session::open_with(target, config, CatchUp::AtMost(within))
+    }
+
+    fn open_with(target: &Target, config: &Config, catch_up: CatchUp) -> anyhow::Result<Session> {
         let found = find(target)?;
         if let Some(entry) = &found.daemon
             && let Some(client) = ControlClient::connect(&entry.socket)
@@ -147,7 +171,7 @@ impl Session {
                 found.store.display()
             );
         };
-        let (ops, index) = open_local(&found.store, &state_dir, config)?;
+        let (ops, index) = open_local(&found.store, &state_dir, config, catch_up)?;
         Ok(Session {
             way: Way::Local {
                 ops,
@@ -185,6 +209,7 @@ fn open_local(
     store_dir: &Path,
     state_dir: &Path,
     config: &Config,
+    catch_up: CatchUp,
 ) -> anyhow::Result<(Operations, Index)> {
     std::fs::create_dir_all(state_dir)
         .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
@@ -194,8 +219,16 @@ fn open_local(
     );
     let index =
         Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
-    if !index.wait_idle(CATCH_UP) {
-        bail!("the index did not catch up with the store in time");
+    match catch_up {
+        CatchUp::Wait => {
+            if !index.wait_idle(CATCH_UP) {
+                bail!("the index did not catch up with the store in time");
+            }
+        }
+        CatchUp::AtMost(within) => {
+            // What the index has is enough; the answer says so.
+            index.wait_idle(within);
+        }
     }
     let views = Views::new(index.clone());
     let writer: Arc<dyn ops::Writer> =

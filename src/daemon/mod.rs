@@ -314,8 +314,14 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
     if let Some(tasks) = &tasks {
         ops = ops.with_organizer(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>);
     }
+    let ops = Arc::new(ops);
+    // A weak handle: the views live inside the operations.
+    let weak = Arc::downgrade(&ops);
+    mounted.views.set_brief_source(Box::new(move || {
+        weak.upgrade().map(|ops| ops.brief(None).to_markdown())
+    }));
     Ok(Serving {
-        ops: Arc::new(ops),
+        ops,
         tasks,
         watcher,
     })

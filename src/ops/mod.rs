@@ -184,6 +184,13 @@ impl Operations {
             Request::Status => Response::Status {
                 status: self.status(),
             },
+            Request::Brief { cwd } => Response::Brief {
+                brief: self.brief(cwd.as_deref()),
+            },
+            Request::Checkpoint(checkpoint) => Response::Memory {
+                path: self.checkpoint(&checkpoint)?.to_string(),
+                id: None,
+            },
         })
     }
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Report;
+use super::{Brief, Checkpoint, Report};
 
 /// One operation, with its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,6 +99,14 @@ pub enum Request {
     },
     /// Rebuilds the index from the store.
     Reindex,
+    /// The session brief for a session in `cwd`.
+    Brief {
+        /// The session's working directory, if known.
+        #[serde(default)]
+        cwd: Option<String>,
+    },
+    /// Writes or updates a session's note.
+    Checkpoint(Checkpoint),
     /// Says who serves the store and how the index and tasks are doing.
     Status,
 }
@@ -181,6 +189,11 @@ pub enum Response {
     Status {
         /// The status.
         status: Status,
+    },
+    /// The session brief.
+    Brief {
+        /// The brief.
+        brief: Brief,
     },
 }
 

@@ -137,17 +137,32 @@ pub enum ViewFile {
     Lint,
     /// `.mnemofs/pending.md`: reminders that are due.
     Pending,
+    /// `.mnemofs/brief.md`: the session brief.
+    Brief,
 }
 
 const GUIDE_NAME: &str = "GUIDE.md";
 const SUMMARY_NAME: &str = "summary.md";
 
 /// Computes view contents from an index.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Views {
     index: Index,
     outputs: TaskOutputs,
+    brief: Arc<std::sync::OnceLock<BriefSource>>,
 }
+
+impl std::fmt::Debug for Views {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Views")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes the text of `.mnemofs/brief.md` (the operations layer's brief,
+/// set by whoever wires the daemon: the views cannot call up to it).
+pub type BriefSource = Box<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// What the background tasks publish through the views.
 #[derive(Clone, Debug, Default)]
@@ -253,7 +268,13 @@ impl Views {
                 pending: Arc::new(Mutex::new("# Due reminders\n\nNothing is due.\n".into())),
                 lint: Arc::default(),
             },
+            brief: Arc::default(),
         }
+    }
+
+    /// Sets what `.mnemofs/brief.md` shows (once; later calls are ignored).
+    pub fn set_brief_source(&self, source: BriefSource) {
+        let _ = self.brief.set(source);
     }
 
     /// Where the background tasks publish `pending.md` and their lint.
@@ -341,6 +362,7 @@ impl Views {
                 ViewEntry::File(GUIDE_NAME.into(), ViewFile::AgentGuide),
                 ViewEntry::File("lint".into(), ViewFile::Lint),
                 ViewEntry::File("pending.md".into(), ViewFile::Pending),
+                ViewEntry::File("brief.md".into(), ViewFile::Brief),
             ],
         }
     }
@@ -378,11 +400,12 @@ impl Views {
     }
 
     /// The size `stat` reports for a generated file. The search summary
-    /// says 0 (like files in /proc): computing it means building every
-    /// snippet, and generated files are read with direct I/O anyway.
+    /// and the brief say 0 (like files in /proc): computing them means
+    /// building every snippet or reading memories, and generated files
+    /// are read with direct I/O anyway.
     pub fn size_hint(&self, file: &ViewFile) -> u64 {
         match file {
-            ViewFile::SearchSummary(_) => 0,
+            ViewFile::SearchSummary(_) | ViewFile::Brief => 0,
             other => self.read(other).len() as u64,
         }
     }
@@ -407,6 +430,12 @@ impl Views {
             }
             ViewFile::AgentGuide => AGENT_GUIDE.as_bytes().to_vec(),
             ViewFile::Pending => self.outputs.pending.lock().clone().into_bytes(),
+            ViewFile::Brief => self
+                .brief
+                .get()
+                .and_then(|source| source())
+                .unwrap_or_else(|| "# Session brief\n\nNot available here.\n".into())
+                .into_bytes(),
             ViewFile::Lint => {
                 let mut out = String::new();
                 let tasks = self.outputs.lint.lock().clone();
@@ -465,6 +494,8 @@ editing a result edits the memory itself):\n\n\
 - `by-category/<category>/`, `by-tag/<tag>/`, `by-type/<type>/`.\n\
 - `by-id/<id>.md` always points at the memory with that id.\n\
 - `recent/` the most recently changed memories, newest first.\n\
+- `.mnemofs/brief.md` the session brief: active tasks, open decisions,\n\
+  where the last sessions left off, reminders due soon.\n\
 - `.mnemofs/status.json` index status; `.mnemofs/lint` problems found\n\
   in memories (such as malformed frontmatter).\n\n\
 Drop new memories in `inbox/`; write durable ones wherever they belong.\n";
