@@ -1,0 +1,211 @@
+//! `mnemofs brief` and `mnemofs checkpoint` run the way Claude Code runs
+//! its SessionStart and PreCompact hooks: the hook's JSON on stdin, a
+//! transcript in Claude Code's JSONL format, output on stdout, exit 0
+//! whatever happens. With and without a daemon; the brief is also
+//! `.mnemofs/brief.md` on the mount.
+
+mod common;
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{Mount, MountOptions, bin};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs `mnemofs <args>` with `stdin` piped in.
+fn hook(args: &[&str], store: &Path, state: &Path, stdin: &[u8]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .arg("--state-dir")
+        .arg(state)
+        .env("MNEMOFS_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mnemofs");
+    let mut input = child.stdin.take().expect("stdin");
+    // A hook may close stdin early; a failed write is the test's point then.
+    let _ = input.write_all(stdin);
+    drop(input);
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the hook hung");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stdout(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "hooks must exit 0; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn seed(store: &Path) {
+    let files = [
+        (
+            "projects/importer/task-a.md",
+            "---\ntitle: Wire the import hook\ntype: task\nstatus: active\nproject: importer\n---\n",
+        ),
+        (
+            "tasks/done.md",
+            "---\ntitle: Ship version one\ntype: task\nstatus: done\n---\n",
+        ),
+        (
+            "decisions/db.md",
+            "---\ntitle: Pick the storage engine\ntype: decision\nstatus: open\n---\n",
+        ),
+        (
+            "decisions/old.md",
+            "---\ntitle: Use a spreadsheet\ntype: decision\nstatus: accepted\n---\n",
+        ),
+    ];
+    for (rel, text) in files {
+        let path = store.join(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, text).expect("seed");
+    }
+}
+
+const TRANSCRIPT: &str = concat!(
+    r#"{"type":"user","timestamp":"2026-11-20T09:00:00Z","sessionId":"sess-42","message":{"role":"user","content":"Make the importer skip binary files."}}"#,
+    "\n",
+    r#"{"type":"assistant","timestamp":"2026-11-20T09:01:00Z","message":{"role":"assistant","content":[{"type":"text","text":"Checking the extension didn't work. We decided to look for NUL bytes."},{"type":"tool_use","id":"t1","name":"Edit","input":{"file_path":"/code/importer/src/lib.rs","old_string":"a","new_string":"b"}}]}}"#,
+    "\n",
+    r#"{"type":"user","timestamp":"2026-11-20T09:02:00Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"error: file changed on disk","is_error":true}]}}"#,
+    "\n",
+    r#"{"type":"assistant","timestamp":"2026-11-20T09:03:00Z","message":{"role":"assistant","content":"Next step: add a test for an empty file."}}"#,
+    "\n",
+);
+
+#[test]
+fn brief_and_checkpoint_work_as_claude_code_hooks_without_a_daemon() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    seed(&store);
+    let start = br#"{"session_id":"sess-42","transcript_path":"/nonexistent","cwd":"/code/importer","hook_event_name":"SessionStart","source":"startup"}"#;
+    let text = stdout(&hook(&["brief"], &store, &state, start));
+    assert!(!text.starts_with('{'), "{text}");
+    assert!(text.chars().count() <= 10_000);
+    assert!(text.contains("Wire the import hook"), "{text}");
+    assert!(text.contains("Pick the storage engine"), "{text}");
+    assert!(
+        !text.contains("Ship version one"),
+        "done tasks are left out: {text}"
+    );
+    assert!(
+        !text.contains("Use a spreadsheet"),
+        "accepted decisions are left out: {text}"
+    );
+
+    // PreCompact: the transcript becomes the session's note.
+    let transcript = dir.path().join("transcript.jsonl");
+    fs::write(&transcript, TRANSCRIPT).expect("transcript");
+    let pre = format!(
+        r#"{{"session_id":"sess-42","transcript_path":"{}","cwd":"/code/importer","hook_event_name":"PreCompact","trigger":"auto","custom_instructions":""}}"#,
+        transcript.display()
+    );
+    let said = stdout(&hook(&["checkpoint"], &store, &state, pre.as_bytes()));
+    assert!(said.contains("sessions/2026-11-20-"), "{said}");
+    let notes: Vec<_> = fs::read_dir(store.join("sessions"))
+        .expect("sessions")
+        .collect();
+    assert_eq!(notes.len(), 1);
+    // Again, after compaction: the same note.
+    stdout(&hook(&["checkpoint"], &store, &state, pre.as_bytes()));
+    let notes: Vec<_> = fs::read_dir(store.join("sessions"))
+        .expect("sessions")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = fs::read_to_string(&notes[0]).expect("note");
+    for want in [
+        "type: session",
+        "claude_session_id: sess-42",
+        "- [decision] We decided to look for NUL bytes.",
+        "- [attempted] Checking the extension didn't work.",
+        "- [problem] error: file changed on disk",
+        "- [next-step] Next step: add a test for an empty file.",
+        "- [file] /code/importer/src/lib.rs",
+    ] {
+        assert!(note.contains(want), "{want:?} missing from:\n{note}");
+    }
+
+    // The next session's brief carries the checkpoint's next step.
+    let text = stdout(&hook(&["brief"], &store, &state, start));
+    assert!(
+        text.contains("[next-step] Next step: add a test for an empty file."),
+        "{text}"
+    );
+    let json = stdout(&hook(&["brief", "--format", "json"], &store, &state, b""));
+    let parsed: serde_json::Value = serde_json::from_str(&json).expect("json brief");
+    assert!(parsed["sections"].is_array(), "{parsed}");
+}
+
+#[test]
+fn hooks_exit_0_with_one_line_on_garbage_or_without_a_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-store");
+    let state = dir.path().join("state");
+    for input in [&b"\xff\xfe not json {"[..], b"", b"[1,2,3]"] {
+        let text = stdout(&hook(&["brief"], &missing, &state, input));
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.starts_with("mnemofs: no memory brief"), "{text}");
+        let out = hook(&["checkpoint"], &missing, &state, input);
+        assert_eq!(out.status.code(), Some(0));
+    }
+    assert!(!missing.exists(), "a hook created the store");
+}
+
+#[test]
+fn through_a_daemon_the_brief_is_a_file_on_the_mount_and_checkpoints_go_through_it() {
+    let m = Mount::with_options(MountOptions::default());
+    seed(&m.store);
+    let status = m.m(".mnemofs/status.json");
+    assert!(
+        common::poll_until(Duration::from_secs(30), || fs::read_to_string(&status)
+            .is_ok_and(|s| s.contains("\"documents\": 4"))),
+        "the daemon did not index the seeded store"
+    );
+    let on_mount = fs::read_to_string(m.m(".mnemofs/brief.md")).expect("brief.md");
+    assert!(on_mount.starts_with("# Session brief"), "{on_mount}");
+    assert!(on_mount.contains("Pick the storage engine"), "{on_mount}");
+
+    let transcript = m.state.join("transcript.jsonl");
+    fs::write(&transcript, TRANSCRIPT).expect("transcript");
+    let pre = format!(
+        r#"{{"session_id":"sess-7","transcript_path":"{}","cwd":"/code/importer","trigger":"manual"}}"#,
+        transcript.display()
+    );
+    // No --state-dir needed: but pass the daemon's to be explicit.
+    let said = stdout(&hook(&["checkpoint"], &m.store, &m.state, pre.as_bytes()));
+    let path = said
+        .trim()
+        .strip_prefix("mnemofs: session checkpoint in ")
+        .unwrap_or_else(|| panic!("{said}"));
+    // Written through the mount: it is there, as the daemon's writer made it.
+    let note = fs::read_to_string(m.m(path)).expect("the note, on the mount");
+    assert!(note.contains("claude_session_id: sess-7"), "{note}");
+    // The next brief shows it once the daemon has indexed the note.
+    let start = br#"{"session_id":"sess-8","cwd":"/code/importer","source":"resume"}"#;
+    let mut text = String::new();
+    let shown = common::poll_until(Duration::from_secs(30), || {
+        text = stdout(&hook(&["brief"], &m.store, &m.state, start));
+        text.contains("add a test for an empty file")
+    });
+    assert!(shown, "{text}");
+}
