@@ -49,7 +49,7 @@ pub struct Config {
 }
 
 /// The figure groups of the `mount` bench, chosen with
-/// `MNEMOFS_BENCH_ONLY=mount|search|dream|all` (default all).
+/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|all` (default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// The spine figures: the mount against its backing directory.
@@ -58,6 +58,8 @@ pub enum Selection {
     Search,
     /// The organizer figures: dream over a full inbox, with and without a daemon.
     Dream,
+    /// The agent-hook figures: brief and checkpoint as new processes.
+    Hooks,
     /// Both, mount first.
     All,
 }
@@ -76,6 +78,11 @@ impl Selection {
     /// Whether the organizer figures run.
     pub fn dream(self) -> bool {
         matches!(self, Selection::Dream | Selection::All)
+    }
+
+    /// Whether the agent-hook figures run.
+    pub fn hooks(self) -> bool {
+        matches!(self, Selection::Hooks | Selection::All)
     }
 }
 
@@ -97,7 +104,10 @@ impl Config {
             Ok("mount") => Selection::Mount,
             Ok("search") => Selection::Search,
             Ok("dream") => Selection::Dream,
-            Ok(v) => panic!("MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, all"),
+            Ok("hooks") => Selection::Hooks,
+            Ok(v) => {
+                panic!("MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, all")
+            }
         };
         Config {
             notes: parse("MNEMOFS_BENCH_NOTES").unwrap_or(notes),
