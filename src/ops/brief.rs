@@ -26,6 +26,11 @@ const TARGET_CHARS: usize = 8_000;
 const HARD_CAP_CHARS: usize = 10_000;
 /// Memories of one type the brief looks at, at most.
 const CANDIDATES: usize = 5_000;
+/// Memories of one type the brief reads, at most (those in the session's
+/// project folder, then the newest).
+const READ_AT_MOST: usize = 150;
+/// Recently changed memories looked at for the last section.
+const RECENT: usize = 60;
 /// Reminders due within this many seconds count as due soon.
 const DUE_SOON: i64 = 7 * 86_400;
 
@@ -93,21 +98,18 @@ impl Operations {
         let now = now_unix();
         let mut shown: Vec<String> = Vec::new();
 
-        let tasks = self.typed("task", cwd, project.as_deref(), |m| {
-            matches!(status_of(m).as_str(), "active" | "in-progress" | "open")
-        });
+        let project = project.as_deref();
+        let tasks = self.typed("task", &["active", "in-progress", "open"], cwd, project);
         brief.push("Active tasks", tasks, 10, &mut shown, |c| {
             (status_of(&c.memory), Vec::new())
         });
 
-        let decisions = self.typed("decision", cwd, project.as_deref(), |m| {
-            status_of(m) == "open"
-        });
+        let decisions = self.typed("decision", &["open"], cwd, project);
         brief.push("Open decisions", decisions, 8, &mut shown, |_| {
             ("open".into(), Vec::new())
         });
 
-        let sessions = self.typed("session", cwd, project.as_deref(), |_| true);
+        let sessions = self.typed("session", &[], cwd, project);
         brief.push("Latest sessions", sessions, 3, &mut shown, |c| {
             let lines = c
                 .memory
@@ -128,7 +130,7 @@ impl Operations {
             .by_category("reminders")
             .into_iter()
             .take(CANDIDATES)
-            .filter_map(|path| self.candidate(path, cwd, project.as_deref()))
+            .filter_map(|path| self.candidate(path, cwd, project))
             .filter_map(|c| {
                 let due = field(&c.memory, "due_at")
                     .or_else(|| c.memory.frontmatter.expires_at.clone())
@@ -137,18 +139,19 @@ impl Operations {
             })
             .collect();
         reminders.sort_by_key(|(due, c)| (!c.matches_cwd, *due));
-        let reminders = reminders.into_iter().map(|(_, c)| c).collect();
-        brief.push("Reminders due soon", reminders, 8, &mut shown, |c| {
+        let reminders: Vec<Candidate> = reminders.into_iter().map(|(_, c)| c).collect();
+        let due = reminders.len();
+        brief.push("Reminders due soon", (reminders, due), 8, &mut shown, |c| {
             let due = field(&c.memory, "due_at").unwrap_or_default();
             (format!("due {due}"), Vec::new())
         });
 
-        let recent: Vec<Candidate> = self
+        let mut recent: Vec<Candidate> = self
             .index
-            .recent(200)
+            .recent(RECENT)
             .into_iter()
             .filter(|(p, _)| !shown.contains(&p.to_string()))
-            .filter_map(|(path, _)| self.candidate(path, cwd, project.as_deref()))
+            .filter_map(|(path, _)| self.candidate(path, cwd, project))
             .filter(|c| {
                 !matches!(
                     c.memory.frontmatter.kind.as_deref(),
@@ -157,9 +160,9 @@ impl Operations {
                     && c.memory.frontmatter.phase != Some(memory::Phase::Archived)
             })
             .collect();
-        let mut recent = recent;
         recent.sort_by_key(|c| (!c.matches_cwd, -c.changed));
-        brief.push("Recent activity", recent, 8, &mut shown, |c| {
+        let count = recent.len();
+        brief.push("Recent activity", (recent, count), 8, &mut shown, |c| {
             (
                 c.memory
                     .frontmatter
@@ -173,26 +176,48 @@ impl Operations {
         brief
     }
 
-    /// Memories of one `type` that pass `keep`, ranked.
+    /// Memories of one `type` (and one of `statuses`, if any), ranked,
+    /// and how many matched in all. Only the best [`READ_AT_MOST`] by
+    /// folder and age are read: at 100k notes a type can have thousands.
     fn typed(
         &self,
         kind: &str,
+        statuses: &[&str],
         cwd: Option<&str>,
         project: Option<&str>,
-        keep: impl Fn(&Memory) -> bool,
-    ) -> Vec<Candidate> {
-        let mut found: Vec<Candidate> = self
-            .index
-            .by_type(kind)
+    ) -> (Vec<Candidate>, usize) {
+        let paths = if statuses.is_empty() {
+            self.index.by_type(kind)
+        } else {
+            let any: Vec<String> = statuses.iter().map(|s| format!("status:\"{s}\"")).collect();
+            // The parser joins bare terms with AND: say OR.
+            let query = format!("type:\"{kind}\" AND ({})", any.join(" OR "));
+            self.index
+                .search_paths(&query, CANDIDATES)
+                .unwrap_or_default()
+        };
+        let total = paths.len();
+        let mut dated: Vec<(bool, i64, StorePath)> = paths
             .into_iter()
             .take(CANDIDATES)
-            .filter_map(|path| self.candidate(path, cwd, project))
+            .filter_map(|path| {
+                let changed = self.store.stat(&path).ok()?.mtime.sec;
+                Some((in_project(&path, project), changed, path))
+            })
+            .collect();
+        dated.sort_by_key(|(mine, changed, _)| (!*mine, -changed));
+        let mut found: Vec<Candidate> = dated
+            .into_iter()
+            .take(READ_AT_MOST)
+            .filter_map(|(_, _, path)| self.candidate(path, cwd, project))
             .filter(|c| {
-                keep(&c.memory) && c.memory.frontmatter.phase != Some(memory::Phase::Archived)
+                let status = status_of(&c.memory);
+                (statuses.is_empty() || statuses.contains(&status.as_str()))
+                    && c.memory.frontmatter.phase != Some(memory::Phase::Archived)
             })
             .collect();
         found.sort_by_key(|c| (!c.matches_cwd, -c.changed));
-        found
+        (found, total)
     }
 
     fn candidate(
@@ -218,6 +243,15 @@ impl Operations {
     }
 }
 
+/// True if a folder on the path is the project's.
+fn in_project(path: &StorePath, project: Option<&str>) -> bool {
+    project.is_some_and(|p| {
+        path.as_path()
+            .iter()
+            .any(|c| c.to_string_lossy().eq_ignore_ascii_case(p))
+    })
+}
+
 /// True if the memory belongs to the session's directory: its `cwd` is
 /// that directory or above it, its `project` is the directory's name, or
 /// its path has a folder of that name.
@@ -229,13 +263,9 @@ fn matches_session(m: &Memory, path: &StorePath, cwd: Option<&str>, project: Opt
         }
         _ => false,
     };
-    let project_matches = project.is_some_and(|p| {
-        field(m, "project").is_some_and(|mine| mine.eq_ignore_ascii_case(p))
-            || path
-                .as_path()
-                .iter()
-                .any(|c| c.to_string_lossy().eq_ignore_ascii_case(p))
-    });
+    let project_matches = in_project(path, project)
+        || project
+            .is_some_and(|p| field(m, "project").is_some_and(|mine| mine.eq_ignore_ascii_case(p)));
     cwd_matches || project_matches
 }
 
@@ -263,7 +293,7 @@ impl Brief {
     fn push(
         &mut self,
         title: &str,
-        found: Vec<Candidate>,
+        (found, total): (Vec<Candidate>, usize),
         cap: usize,
         shown: &mut Vec<String>,
         describe: impl Fn(&Candidate) -> (String, Vec<String>),
@@ -271,7 +301,7 @@ impl Brief {
         if found.is_empty() {
             return;
         }
-        let more = found.len().saturating_sub(cap);
+        let more = total.max(found.len()) - found.len().min(cap);
         let items = found
             .into_iter()
             .take(cap)
