@@ -3,10 +3,13 @@
 //! Every front end shows the same failure its own way: the mount as an
 //! errno, the socket and MCP as a JSON-RPC error code, the CLI and the
 //! memory tool as the sentence. So each variant carries enough to give all
-//! three, and both maps below are exhaustive matches: a new variant forces
-//! a decision about what each caller sees.
+//! three, and the maps below (errno, code, and the [`Detail`] that carries
+//! its values across the socket) are exhaustive matches: a new variant
+//! forces a decision about what each caller sees.
 
 use std::io;
+
+use super::Detail;
 
 /// Why an operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -208,6 +211,46 @@ impl Error {
                 }
                 _ => rpc::INTERNAL,
             },
+        }
+    }
+
+    /// The variant and its values, as data that crosses the socket.
+    pub fn detail(&self) -> Detail {
+        match self {
+            Error::NotFound { path } => Detail::NotFound { path: path.clone() },
+            Error::Exists { path } => Detail::Exists { path: path.clone() },
+            Error::IsFolder { path } => Detail::IsFolder { path: path.clone() },
+            Error::NotFolder { path } => Detail::NotFolder { path: path.clone() },
+            Error::InvalidPath { path, .. } => Detail::InvalidPath { path: path.clone() },
+            Error::InvalidInput(_) => Detail::InvalidInput,
+            Error::ReadOnly { path, .. } => Detail::ReadOnly { path: path.clone() },
+            Error::NotText { path } => Detail::NotText { path: path.clone() },
+            Error::TooBig { path, limit } => Detail::TooBig {
+                path: path.clone(),
+                limit: *limit,
+            },
+            Error::NoMatch { path } => Detail::NoMatch { path: path.clone() },
+            Error::NotUnique { path, lines } => Detail::NotUnique {
+                path: path.clone(),
+                lines: lines.clone(),
+            },
+            Error::BadLine { path, line, lines } => Detail::BadLine {
+                path: path.clone(),
+                line: *line,
+                lines: *lines,
+            },
+            Error::Ambiguous {
+                reference,
+                candidates,
+            } => Detail::Ambiguous {
+                reference: reference.clone(),
+                candidates: candidates.clone(),
+            },
+            Error::Conflict { path } => Detail::Conflict { path: path.clone() },
+            Error::Unavailable(_) => Detail::Unavailable,
+            Error::Index(_) => Detail::Index,
+            Error::Remote(_) => Detail::Remote,
+            Error::Io { path, .. } => Detail::Io { path: path.clone() },
         }
     }
 

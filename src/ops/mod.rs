@@ -24,7 +24,8 @@ pub use checkpoint::{Checkpoint, DigestLists};
 pub use error::{Error, Result, rpc};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
-    Entry, EntryKind, NewMemory, Reply, Request, Response, SearchHit, Status, WireError,
+    Counting, Detail, Entry, EntryKind, Failure, NewMemory, Reply, Request, Response, SearchHit,
+    Status, WireError,
 };
 pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEvent, Writer};
 
@@ -78,8 +79,9 @@ enum Target {
     ViewFolder(ViewDir),
     /// A generated file.
     ViewFile(ViewFile),
-    /// A view's link to a memory.
-    ViewLink(StorePath),
+    /// A view's link to a memory: where it leads, and its target as
+    /// the link holds it.
+    ViewLink(StorePath, PathBuf),
 }
 
 impl Operations {
@@ -191,6 +193,24 @@ impl Operations {
                 path: self.checkpoint(&checkpoint)?.to_string(),
                 id: None,
             },
+            Request::Stat { path } => Response::Entry {
+                entry: self.stat(&path)?,
+            },
+            Request::Replace {
+                path,
+                old,
+                new,
+                counting,
+            } => {
+                let (text, line) = self.replace(&path, &old, &new, counting)?;
+                Response::Replaced { text, line }
+            }
+            Request::Checked { request } => Response::Checked {
+                result: self
+                    .handle(*request)
+                    .map(Box::new)
+                    .map_err(|e| Failure::from(&e)),
+            },
         })
     }
 
@@ -226,7 +246,7 @@ impl Operations {
                 ViewEntry::File(_, file) if last => return Ok(Target::ViewFile(file)),
                 ViewEntry::Link(_, target) if last => {
                     let to = resolve_link(&walked, &target).ok_or_else(not_found)?;
-                    return Ok(Target::ViewLink(to));
+                    return Ok(Target::ViewLink(to, target));
                 }
                 ViewEntry::File(..) | ViewEntry::Link(..) => {
                     return Err(Error::NotFolder { path: path.into() });
@@ -300,7 +320,7 @@ impl Operations {
                     })
                     .collect())
             }
-            Target::ViewFile(_) | Target::ViewLink(_) => {
+            Target::ViewFile(_) | Target::ViewLink(..) => {
                 Err(Error::NotFolder { path: path.into() })
             }
         }
@@ -325,13 +345,7 @@ impl Operations {
             let Ok(st) = self.store.stat(&path) else {
                 continue;
             };
-            let kind = match st.kind {
-                FileKind::Directory => EntryKind::Folder,
-                FileKind::Symlink => EntryKind::Link {
-                    target: String::from_utf8_lossy(&self.store.readlink(&path)?).into_owned(),
-                },
-                _ => EntryKind::File,
-            };
+            let kind = self.entry_kind(&path, st.kind)?;
             let folder = kind == EntryKind::Folder;
             out.push(Entry {
                 path: path.to_string(),
@@ -354,9 +368,48 @@ impl Operations {
                     .map_err(|_| Error::NotText { path: path.into() });
             }
             Target::ViewFolder(_) => return Err(Error::IsFolder { path: path.into() }),
-            Target::ViewLink(to) | Target::Real(to) => to,
+            Target::ViewLink(to, _) | Target::Real(to) => to,
         };
         self.read_text(&real, path).map(|(_, _, text)| text)
+    }
+
+    /// What is at `path`, without following a symlink there (`lstat`):
+    /// a real entry with its size, or a view's folder (size 0), generated
+    /// file or link (the size of its target, as the mount says).
+    pub fn stat(&self, path: &str) -> Result<Entry> {
+        let entry = |kind, size| Entry {
+            path: path.into(),
+            kind,
+            size,
+        };
+        Ok(match self.target(path)? {
+            Target::Real(real) => {
+                let st = self.store.stat(&real).map_err(|e| Error::io(path, e))?;
+                let kind = self
+                    .entry_kind(&real, st.kind)
+                    .map_err(|e| Error::io(path, e))?;
+                entry(kind, st.size)
+            }
+            Target::ViewFolder(_) => entry(EntryKind::Folder, 0),
+            Target::ViewFile(file) => entry(EntryKind::File, self.views.size_hint(&file)),
+            Target::ViewLink(_, target) => {
+                let size = target.as_os_str().len() as u64;
+                let target = target.to_string_lossy().into_owned();
+                entry(EntryKind::Link { target }, size)
+            }
+        })
+    }
+
+    /// What a real entry is; a symlink's target is read.
+    fn entry_kind(&self, path: &StorePath, kind: FileKind) -> std::io::Result<EntryKind> {
+        Ok(match kind {
+            FileKind::File => EntryKind::File,
+            FileKind::Directory => EntryKind::Folder,
+            FileKind::Symlink => EntryKind::Link {
+                target: String::from_utf8_lossy(&self.store.readlink(path)?).into_owned(),
+            },
+            FileKind::Special => EntryKind::Special,
+        })
     }
 
     /// A real file's bytes and text, and the path they were read from: a
@@ -469,30 +522,54 @@ impl Operations {
         }
     }
 
-    /// Replaces the one occurrence of `old` by `new`. Returns the new text
-    /// and the 0-based line where the change starts.
+    /// Replaces the one occurrence of `old` by `new`, overlapping
+    /// occurrences counted. Returns the new text and the 0-based line where
+    /// the change starts.
     pub fn str_replace(&self, path: &str, old: &str, new: &str) -> Result<(String, usize)> {
+        self.replace(path, old, new, Counting::Overlapping)
+    }
+
+    /// Replaces the one occurrence of `old` by `new`, occurrences counted
+    /// as told. Returns the new text and the 0-based line where the change
+    /// starts.
+    pub fn replace(
+        &self,
+        path: &str,
+        old: &str,
+        new: &str,
+        counting: Counting,
+    ) -> Result<(String, usize)> {
         let real = self.writable(path)?;
         let (real, bytes, text) = self.read_text(&real, path)?;
-        if old.is_empty() {
+        if old.is_empty() && counting == Counting::Overlapping {
             return Err(Error::InvalidInput(
                 "the text to replace must not be empty".into(),
             ));
         }
         let starts = occurrences(&text, old);
-        match starts.as_slice() {
-            [] => Err(Error::NoMatch { path: path.into() }),
-            [at] => {
-                let replaced = format!("{}{new}{}", &text[..*at], &text[at + old.len()..]);
-                self.rewrite(path, &real, &bytes, &replaced)?;
-                Ok((replaced, text[..*at].matches('\n').count()))
+        let unique = match counting {
+            Counting::Overlapping => match starts.as_slice() {
+                [at] => Some(*at),
+                _ => None,
+            },
+            Counting::Disjoint => {
+                let mut found = text.match_indices(old).map(|(at, _)| at);
+                match (found.next(), found.next()) {
+                    (Some(at), None) => Some(at),
+                    _ => None,
+                }
             }
-            many => Err(Error::NotUnique {
+        };
+        match (unique, starts.is_empty()) {
+            (Some(at), _) => {
+                let replaced = format!("{}{new}{}", &text[..at], &text[at + old.len()..]);
+                self.rewrite(path, &real, &bytes, &replaced)?;
+                Ok((replaced, lines_at(&text, &[at])[0] - 1))
+            }
+            (None, true) => Err(Error::NoMatch { path: path.into() }),
+            (None, false) => Err(Error::NotUnique {
                 path: path.into(),
-                lines: many
-                    .iter()
-                    .map(|at| text[..*at].matches('\n').count() + 1)
-                    .collect(),
+                lines: lines_at(&text, &starts),
             }),
         }
     }
@@ -781,16 +858,42 @@ fn resolve_link(dir: &Path, target: &Path) -> Option<StorePath> {
 }
 
 /// The byte offset of each occurrence of `needle`, overlapping ones
-/// included ("aa" occurs twice in "aaa"), as a reader scanning would count.
+/// included ("aa" occurs twice in "aaa"), as a reader scanning would count;
+/// an empty needle is at every character boundary.
 fn occurrences(text: &str, needle: &str) -> Vec<usize> {
     let mut found = Vec::new();
     let mut start = 0;
-    while let Some(i) = text[start..].find(needle) {
+    while start <= text.len()
+        && let Some(i) = text[start..].find(needle)
+    {
         let at = start + i;
         found.push(at);
         start = at + text[at..].chars().next().map_or(1, char::len_utf8);
     }
     found
+}
+
+/// The 1-based line of every place `needle` starts in `text`, overlapping
+/// ones included (an empty needle: every character boundary): the lines a
+/// replace refused as not unique reports.
+pub fn occurrence_lines(text: &str, needle: &str) -> Vec<usize> {
+    lines_at(text, &occurrences(text, needle))
+}
+
+/// The 1-based line of each byte offset, `offsets` in increasing order.
+fn lines_at(text: &str, offsets: &[usize]) -> Vec<usize> {
+    let (mut line, mut from) = (1, 0);
+    offsets
+        .iter()
+        .map(|&at| {
+            line += text.as_bytes()[from..at]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count();
+            from = at;
+            line
+        })
+        .collect()
 }
 
 /// The first few words of a text, for a title.
@@ -835,3 +938,6 @@ fn now_unix() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
+
+#[cfg(test)]
+mod tests;

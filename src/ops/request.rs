@@ -109,6 +109,52 @@ pub enum Request {
     Checkpoint(Checkpoint),
     /// Says who serves the store and how the index and tasks are doing.
     Status,
+    /// Says what is at a path, without following a symlink there (like
+    /// `lstat`): a real entry, or a view's folder, file or link.
+    Stat {
+        /// The path, relative to the store root ("" for the root).
+        path: String,
+    },
+    /// Replaces the one occurrence of `old` in a file by `new`, counting
+    /// occurrences as told, and answers with the new text and the line of
+    /// the change (`StrReplace` counts overlapping ones and answers `Done`).
+    Replace {
+        /// The file.
+        path: String,
+        /// The text to find; it must occur exactly once.
+        old: String,
+        /// What to put in its place.
+        new: String,
+        /// How occurrences are counted.
+        #[serde(default)]
+        counting: Counting,
+    },
+    /// Runs `request` and answers with its outcome, a failure included, as
+    /// data: for front ends that word each failure themselves, since an
+    /// error that crosses the socket otherwise keeps only its sentence.
+    Checked {
+        /// The request to run.
+        request: Box<Request>,
+    },
+}
+
+/// How [`Request::Replace`] counts the occurrences of the text to replace.
+///
+/// Whichever the counting, a text found more than once is refused with
+/// the line of every place it starts, overlapping ones included.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counting {
+    /// Every place the text starts counts, overlapping ones too: "aa"
+    /// occurs twice in "aaa", so which one is meant is unclear. An empty
+    /// text is refused.
+    #[default]
+    Overlapping,
+    /// As `str::matches` finds them: left to right, never overlapping
+    /// ("aa" occurs once in "aaa", at its start), and an empty text at
+    /// every character boundary. Python's `str.count` and `str.replace`
+    /// count so, and with them Anthropic's memory tool.
+    Disjoint,
 }
 
 fn one() -> usize {
@@ -195,6 +241,23 @@ pub enum Response {
         /// The brief.
         brief: Brief,
     },
+    /// What is at a path.
+    Entry {
+        /// The entry.
+        entry: Entry,
+    },
+    /// A file after a replace.
+    Replaced {
+        /// The file's new text.
+        text: String,
+        /// The 0-based line where the change starts.
+        line: usize,
+    },
+    /// The outcome of a [`Request::Checked`].
+    Checked {
+        /// The request's answer, or why it failed.
+        result: Result<Box<Response>, Failure>,
+    },
 }
 
 /// One entry of a listing.
@@ -221,6 +284,8 @@ pub enum EntryKind {
         /// The target, as stored.
         target: String,
     },
+    /// A fifo, socket or device node.
+    Special,
 }
 
 /// One search result.
@@ -273,6 +338,121 @@ pub struct WireError {
     pub errno: i32,
     /// The JSON-RPC error code.
     pub code: i32,
+}
+
+/// A failed request with its details, as a [`Request::Checked`] answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// The sentence, errno and code, as for any failed request.
+    pub error: WireError,
+    /// What failed, with the values a front end words it from.
+    pub detail: Detail,
+}
+
+/// What failed: one variant per [`Error`](super::Error) variant, with its
+/// values (the paths as the request gave them), so that a front end can
+/// word a failure its own way after it crossed the socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum Detail {
+    /// Nothing at the path.
+    NotFound {
+        /// The path.
+        path: String,
+    },
+    /// Something is already at the path.
+    Exists {
+        /// The path.
+        path: String,
+    },
+    /// A folder where a file was required.
+    IsFolder {
+        /// The path.
+        path: String,
+    },
+    /// A file where a folder was required.
+    NotFolder {
+        /// The path.
+        path: String,
+    },
+    /// A path that leaves the store or is not a valid name.
+    InvalidPath {
+        /// The path.
+        path: String,
+    },
+    /// A request whose arguments make no sense.
+    InvalidInput,
+    /// A view, which cannot be written.
+    ReadOnly {
+        /// The path.
+        path: String,
+    },
+    /// A file that is not UTF-8 text.
+    NotText {
+        /// The path.
+        path: String,
+    },
+    /// Over the size cap.
+    TooBig {
+        /// The path.
+        path: String,
+        /// The cap in bytes.
+        limit: u64,
+    },
+    /// The text to replace does not occur.
+    NoMatch {
+        /// The path.
+        path: String,
+    },
+    /// The text to replace occurs more than once.
+    NotUnique {
+        /// The path.
+        path: String,
+        /// The 1-based line of each place it starts.
+        lines: Vec<usize>,
+    },
+    /// A line number outside the file.
+    BadLine {
+        /// The path.
+        path: String,
+        /// The line asked for.
+        line: i64,
+        /// The number of lines in the file.
+        lines: usize,
+    },
+    /// A reference that names several memories.
+    Ambiguous {
+        /// The reference.
+        reference: String,
+        /// The paths it could mean.
+        candidates: Vec<String>,
+    },
+    /// The file changed, or was open for writing, meanwhile.
+    Conflict {
+        /// The path.
+        path: String,
+    },
+    /// Something the operation needs is not running here.
+    Unavailable,
+    /// The search index failed.
+    Index,
+    /// The store refused (the errno says why).
+    Io {
+        /// The path.
+        path: String,
+    },
+    /// A daemon failed the request without details (one that answers
+    /// plain requests only); the sentence and errno are all there is.
+    Remote,
+}
+
+impl From<&super::Error> for Failure {
+    fn from(e: &super::Error) -> Failure {
+        Failure {
+            error: e.into(),
+            detail: e.detail(),
+        }
+    }
 }
 
 /// One line of answer: `{"ok": ...}` or `{"error": ...}`.
