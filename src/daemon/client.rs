@@ -22,13 +22,48 @@ use super::registry;
 use crate::config::Config;
 use crate::index::Index;
 use crate::ops::{self, DirectWriter, Operations, Request, Response, ServedBy};
-use crate::store::Store;
+use crate::store::{Store, StorePath};
 use crate::store::counters::CounterStore;
 use crate::tasks::{OneShot, Setup};
 use crate::views::Views;
 
 /// How long a local command waits for the index to catch up with the store.
 const CATCH_UP: Duration = Duration::from_secs(600);
+
+/// The writer of a read-only session: every change is refused.
+#[derive(Debug)]
+struct ReadOnly;
+
+fn read_only() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::EROFS)
+}
+
+impl ops::Writer for ReadOnly {
+    fn replace(&self, _: &StorePath, _: &[u8], _: &[u8]) -> std::io::Result<ops::Outcome> {
+        Err(read_only())
+    }
+    fn write(&self, _: &StorePath, _: &[u8]) -> std::io::Result<()> {
+        Err(read_only())
+    }
+    fn create(&self, _: &StorePath, _: &[u8]) -> std::io::Result<()> {
+        Err(read_only())
+    }
+    fn move_to(&self, _: &StorePath, _: &StorePath) -> std::io::Result<ops::Outcome> {
+        Err(read_only())
+    }
+    fn remove_file(&self, _: &StorePath) -> std::io::Result<()> {
+        Err(read_only())
+    }
+    fn remove_folder(&self, _: &StorePath) -> std::io::Result<()> {
+        Err(read_only())
+    }
+    fn is_busy(&self, _: &StorePath) -> bool {
+        false
+    }
+    fn describe(&self) -> String {
+        "nowhere (read-only)".into()
+    }
+}
 
 /// How long a local command lets the index catch up with the store.
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +140,10 @@ enum Way {
         index: Index,
         _lock: StoreLock,
     },
+    ReadOnly {
+        ops: Operations,
+        index: Index,
+    },
 }
 
 impl std::fmt::Debug for Session {
@@ -112,6 +151,7 @@ impl std::fmt::Debug for Session {
         match &self.way {
             Way::Daemon { pid, .. } => write!(f, "Session(daemon {pid:?})"),
             Way::Local { ops, .. } => write!(f, "Session(local {ops:?})"),
+            Way::ReadOnly { ops, .. } => write!(f, "Session(read-only {ops:?})"),
         }
     }
 }
@@ -124,9 +164,11 @@ impl Session {
         Session::open_with(target, config, CatchUp::Wait)
     }
 
-    /// [`Session::open`] for a caller that cannot wait (a session-start
-    /// hook): without a daemon, the index gets `within` to catch up with
-    /// the store, and then answers with what it has.
+    /// [`Session::open`] for a caller that only reads and cannot wait (a
+    /// session-start hook). Without a daemon it reads the index as last
+    /// committed (no lock, no catch-up: a brief must not wait on a walk of
+    /// the store) and refuses writes; with no index yet, it builds one
+    /// under the lock for at most `within` and answers with what it has.
     pub fn open_within(
         target: &Target,
         config: &Config,
@@ -152,6 +194,24 @@ impl Session {
             .state_dir
             .clone()
             .unwrap_or_else(|| super::default_state_dir(&found.store));
+        if let CatchUp::AtMost(_) = catch_up
+            && let Ok(index) = Index::open_read_only(&state_dir)
+        {
+            let store = Arc::new(
+                Store::open(&found.store)
+                    .with_context(|| format!("cannot open store {}", found.store.display()))?,
+            );
+            let ops = Operations::new(
+                store,
+                index.clone(),
+                Views::new(index.clone()),
+                Arc::new(ReadOnly),
+                ServedBy::Local,
+            );
+            return Ok(Session {
+                way: Way::ReadOnly { ops, index },
+            });
+        }
         let Some(lock) = StoreLock::try_acquire(&found.store)? else {
             // Served, but not registered (an older daemon, or another
             // runtime dir): its socket may still be in the state dir.
@@ -190,14 +250,14 @@ impl Session {
     pub fn call(&self, request: Request) -> ops::Result<Response> {
         match &self.way {
             Way::Daemon { client, .. } => client.lock().call(&request),
-            Way::Local { ops, .. } => ops.handle(request),
+            Way::Local { ops, .. } | Way::ReadOnly { ops, .. } => ops.handle(request),
         }
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Way::Local { index, .. } = &self.way {
+        if let Way::Local { index, .. } | Way::ReadOnly { index, .. } = &self.way {
             index.shutdown();
         }
     }
