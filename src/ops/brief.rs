@@ -126,10 +126,8 @@ impl Operations {
         });
 
         let mut reminders: Vec<(i64, Candidate)> = self
-            .index
-            .by_category("reminders")
+            .likely_due(now + DUE_SOON, project)
             .into_iter()
-            .take(CANDIDATES)
             .filter_map(|path| self.candidate(path, cwd, project))
             .filter_map(|c| {
                 let due = field(&c.memory, "due_at")
@@ -174,6 +172,42 @@ impl Operations {
         });
         brief.fit();
         brief
+    }
+
+    /// The reminders worth reading, at most [`READ_AT_MOST`]: those whose
+    /// file name starts with a due date (as the organizer names them) up
+    /// to `until`, latest first, then the others, project and newest first.
+    fn likely_due(&self, until: i64, project: Option<&str>) -> Vec<StorePath> {
+        let mut dated = Vec::new();
+        let mut other = Vec::new();
+        for path in self
+            .index
+            .by_category("reminders")
+            .into_iter()
+            .take(CANDIDATES)
+        {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match name.get(..10).and_then(memory::parse_timestamp) {
+                Some(day) if day <= until => dated.push((day, path)),
+                Some(_) => {}
+                None => {
+                    if let Ok(st) = self.store.stat(&path) {
+                        other.push((in_project(&path, project), st.mtime.sec, path));
+                    }
+                }
+            }
+        }
+        dated.sort_by_key(|(day, _)| -day);
+        other.sort_by_key(|(mine, changed, _)| (!*mine, -changed));
+        dated
+            .into_iter()
+            .map(|(_, p)| p)
+            .chain(other.into_iter().map(|(_, _, p)| p))
+            .take(READ_AT_MOST)
+            .collect()
     }
 
     /// Memories of one `type` (and one of `statuses`, if any), ranked,
