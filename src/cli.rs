@@ -127,6 +127,15 @@ enum Command {
         #[command(flatten)]
         at: StoreArgs,
     },
+    /// Anthropic's `memory` tool (memory_20250818) on stdin and stdout,
+    /// for agents that cannot mount: each line a tool_use input such as
+    /// {"command": "view", "path": "/memories"}, each answer one line
+    /// {"content": ..., "is_error": ...}, as the reference handler gives.
+    /// `/memories` is the store.
+    Tool {
+        #[command(flatten)]
+        at: StoreArgs,
+    },
     /// Unmount a mnemofs mount.
     Unmount {
         /// The mountpoint.
@@ -494,6 +503,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             println!("{}", serde_json::to_string_pretty(&status)?);
             Ok(())
+        }
+        Command::Tool { at } => {
+            let session = session(&at.target(None)?, None)?;
+            let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
+            crate::front::tool::serve(stdin, stdout, |request| session.call(request))
+                .context("the memory tool's input or output failed")
         }
         Command::Brief { at, cwd, format } => brief(at, cwd, format),
         Command::Checkpoint { at } => checkpoint(at),

@@ -11,6 +11,7 @@ pub mod background;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod front;
 pub mod fs;
 pub mod index;
 pub mod memory;
