@@ -22,8 +22,8 @@ use super::registry;
 use crate::config::Config;
 use crate::index::Index;
 use crate::ops::{self, DirectWriter, Operations, Request, Response, ServedBy};
-use crate::store::{Store, StorePath};
 use crate::store::counters::CounterStore;
+use crate::store::{Store, StorePath};
 use crate::tasks::{OneShot, Setup};
 use crate::views::Views;
 
