@@ -276,7 +276,7 @@ fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
             cwd: hook_str(&input, "cwd"),
             trigger: hook_str(&input, "trigger"),
             summary: hook_str(&input, "compact_summary"),
-            digest: digest.into(),
+            digest,
         };
         let session = daemon::Session::open(
             &at.target(None)?,

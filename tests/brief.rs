@@ -224,7 +224,7 @@ fn a_checkpoint_writes_one_note_per_session_that_the_next_brief_shows() {
         cwd: Some("/home/u/code/importer".into()),
         trigger: Some("auto".into()),
         summary: None,
-        digest: transcript::digest(TRANSCRIPT).into(),
+        digest: transcript::digest(TRANSCRIPT),
     };
     let first = ops.checkpoint(&cp).expect("first checkpoint");
     assert!(
@@ -256,7 +256,7 @@ fn a_checkpoint_writes_one_note_per_session_that_the_next_brief_shows() {
         "{TRANSCRIPT}{}\n",
         r#"{"type":"assistant","timestamp":"2026-11-20T10:00:00Z","message":{"role":"assistant","content":"Next step: release 0.2 after the review."}}"#
     );
-    cp.digest = transcript::digest(&more).into();
+    cp.digest = transcript::digest(&more);
     let second = ops.checkpoint(&cp).expect("second checkpoint");
     assert_eq!(first, second);
     let sessions: Vec<_> = fs::read_dir(dir.path().join("sessions"))

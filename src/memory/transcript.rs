@@ -16,8 +16,9 @@ const MAX_ITEMS: usize = 12;
 /// Longest item, in characters.
 const MAX_CHARS: usize = 240;
 
-/// What a session was about.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a session was about (also as it crosses the control socket).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Digest {
     /// What the user asked, first request first.
     pub asked: Vec<String>,

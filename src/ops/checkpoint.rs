@@ -26,44 +26,7 @@ pub struct Checkpoint {
     /// Claude Code's own summary (PostCompact's `compact_summary`), if any.
     pub summary: Option<String>,
     /// What the transcript says.
-    pub digest: DigestLists,
-}
-
-/// [`Digest`] as it crosses the socket.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DigestLists {
-    /// What the user asked.
-    pub asked: Vec<String>,
-    /// Files read.
-    pub files_read: Vec<String>,
-    /// Files edited.
-    pub files_edited: Vec<String>,
-    /// Decisions.
-    pub decisions: Vec<String>,
-    /// Tried and dropped.
-    pub attempted: Vec<String>,
-    /// Errors.
-    pub problems: Vec<String>,
-    /// The next step.
-    pub next_steps: Vec<String>,
-    /// First timestamp.
-    pub started: Option<String>,
-}
-
-impl From<Digest> for DigestLists {
-    fn from(d: Digest) -> DigestLists {
-        DigestLists {
-            asked: d.asked,
-            files_read: d.files_read,
-            files_edited: d.files_edited,
-            decisions: d.decisions,
-            attempted: d.attempted,
-            problems: d.problems,
-            next_steps: d.next_steps,
-            started: d.started,
-        }
-    }
+    pub digest: Digest,
 }
 
 /// The key in a session note's file name, from the session's id.

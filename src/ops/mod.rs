@@ -20,7 +20,7 @@ mod request;
 mod writer;
 
 pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
-pub use checkpoint::{Checkpoint, DigestLists};
+pub use checkpoint::Checkpoint;
 pub use error::{Error, Result, rpc};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
