@@ -7,7 +7,8 @@
 //! watchers on its mount see every change. When none does, the command
 //! takes the store lock (so no mount can start meanwhile), opens the index
 //! itself, brings it up to date, and works on the store directly, without
-//! FUSE.
+//! FUSE. A caller that only reads and cannot wait (the session brief)
+//! reads the index as last committed instead, without the lock.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
