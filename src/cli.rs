@@ -136,6 +136,15 @@ enum Command {
         #[command(flatten)]
         at: StoreArgs,
     },
+    /// Install the systemd user unit that mounts ~/memories at login,
+    /// and enable it.
+    Install {
+        /// Print the unit instead of writing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Stop, disable and remove the systemd user unit.
+    Uninstall,
     /// Unmount a mnemofs mount.
     Unmount {
         /// The mountpoint.
@@ -445,6 +454,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             daemon::mount(&config)
         }
+        Command::Install { dry_run } => daemon::install::install(dry_run),
+        Command::Uninstall => daemon::install::uninstall(),
         Command::Unmount { mountpoint, lazy } => daemon::unmount(&absolute(&mountpoint)?, lazy),
         Command::Search {
             query,

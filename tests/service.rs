@@ -251,3 +251,133 @@ fn mount_helper_translates_options() {
         assert!(stderr.contains(says), "{opts}: {stderr}");
     }
 }
+
+/// Runs `mnemofs` with a private HOME and no user session: no systemctl
+/// --user call can reach a real user manager.
+fn mnemofs_without_session(home: &Path, args: &[&str]) -> Output {
+    let runtime = home.join("run");
+    fs::create_dir_all(&runtime).expect("runtime dir");
+    run(Command::new(bin())
+        .args(args)
+        .env("HOME", home)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS"))
+}
+
+#[test]
+fn systemd_unit_passes_systemd_analyze_verify() {
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: systemd-analyze is not installed (apt-get install systemd)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = mnemofs_without_session(tmp.path(), &["install", "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let unit = String::from_utf8(out.stdout.clone()).expect("utf-8 unit");
+    assert!(
+        unit.contains(&format!(
+            "ExecStart={} mount %h/memories --foreground",
+            bin()
+        )),
+        "{unit}"
+    );
+    assert!(unit.contains("Type=notify"), "{unit}");
+    let path = tmp.path().join("mnemofs.service");
+    fs::write(&path, &unit).expect("write unit");
+    let runtime = tmp.path().join("run");
+    let out = run(Command::new("systemd-analyze")
+        .args(["--user", "verify"])
+        .arg(&path)
+        .env("XDG_RUNTIME_DIR", &runtime));
+    assert!(
+        out.status.success(),
+        "systemd-analyze verify: {}",
+        text(&out)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "systemd-analyze warned: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn install_without_a_user_session_writes_the_unit_and_says_what_to_run() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let unit_path = tmp.path().join(".config/systemd/user/mnemofs.service");
+
+    let out = mnemofs_without_session(tmp.path(), &["install"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let unit = fs::read_to_string(&unit_path).expect("the unit was written");
+    assert!(unit.contains(&format!("ExecStop={} unmount %h/memories", bin())));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "systemctl --user daemon-reload && systemctl --user enable --now mnemofs.service"
+        ),
+        "{stdout}"
+    );
+
+    let out = mnemofs_without_session(tmp.path(), &["uninstall"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !unit_path.exists(),
+        "uninstall left {}",
+        unit_path.display()
+    );
+}
+
+#[test]
+fn foreground_mount_notifies_readiness_and_exits_cleanly_on_sigterm() {
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("skipped: /dev/fuse does not exist");
+        return;
+    }
+    let dirs = Dirs::new();
+    let socket_path = dirs.root.join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).expect("bind");
+    // A bound on the wait, not a timing assertion.
+    socket
+        .set_read_timeout(Some(common::READY_TIMEOUT))
+        .expect("timeout");
+    let mut child = Command::new(bin())
+        .arg("mount")
+        .arg(&dirs.mnt)
+        .arg("--store")
+        .arg(&dirs.store)
+        .arg("--state-dir")
+        .arg(&dirs.state)
+        .args(["--foreground", "--no-organizer"])
+        .env("NOTIFY_SOCKET", &socket_path)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs");
+    let mut buf = [0u8; 256];
+    let received = socket.recv(&mut buf);
+    let message = received
+        .as_ref()
+        .map(|n| String::from_utf8_lossy(&buf[..*n]).into_owned());
+    if message.is_err() {
+        common::signal(child.id(), libc::SIGKILL);
+        let _ = child.wait();
+    }
+    let message = message.expect("no readiness message");
+    assert!(message.lines().any(|l| l == "READY=1"), "{message:?}");
+    assert!(
+        is_fuse_mounted(&dirs.mnt),
+        "READY=1 before the mount was live"
+    );
+
+    common::signal(child.id(), libc::SIGTERM);
+    let status = common::wait_timeout(&mut child, EXIT_WAIT).unwrap_or_else(|| {
+        common::signal(child.id(), libc::SIGKILL);
+        panic!("mnemofs did not exit after SIGTERM")
+    });
+    assert!(status.success(), "exit status {status}");
+    assert!(!is_fuse_mounted(&dirs.mnt), "still mounted after SIGTERM");
+}

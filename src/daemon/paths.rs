@@ -13,6 +13,11 @@ fn xdg(var: &str, fallback: &str) -> PathBuf {
     }
 }
 
+/// `$XDG_CONFIG_HOME` (else `~/.config`): where the systemd user unit goes.
+pub(super) fn config_home() -> PathBuf {
+    xdg("XDG_CONFIG_HOME", ".config")
+}
+
 /// `$XDG_DATA_HOME/mnemofs/store`: where memories live unless told otherwise.
 pub fn default_store_dir() -> PathBuf {
     xdg("XDG_DATA_HOME", ".local/share")
