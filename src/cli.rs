@@ -136,6 +136,16 @@ enum Command {
         #[command(flatten)]
         at: StoreArgs,
     },
+    /// Check what mounting needs (FUSE, fusermount3, the store, the state
+    /// dir, the index, stale mounts, the service unit, the config) and say
+    /// how to fix what is wrong. Exits 1 if a check failed.
+    Doctor {
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Configuration file [default: ~/.config/mnemofs/config.yaml].
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Install the systemd user unit that mounts ~/memories at login,
     /// and enable it.
     Install {
@@ -453,6 +463,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 organizer: !no_organizer,
             };
             daemon::mount(&config)
+        }
+        Command::Doctor { at, config } => {
+            // Looks only: unlike the other commands, creates no store.
+            let store = match at.store {
+                Some(s) => absolute(&s)?,
+                None => daemon::default_store_dir(),
+            };
+            let store = std::fs::canonicalize(&store).unwrap_or(store);
+            let state_dir = match at.state_dir {
+                Some(dir) => absolute(&dir)?,
+                None => daemon::default_state_dir(&store),
+            };
+            let config = config.as_deref().map(absolute).transpose()?;
+            daemon::doctor::run(&daemon::doctor::Subject {
+                store,
+                state_dir,
+                config,
+            })
         }
         Command::Install { dry_run } => daemon::install::install(dry_run),
         Command::Uninstall => daemon::install::uninstall(),

@@ -12,6 +12,7 @@
 
 mod client;
 mod control;
+pub mod doctor;
 pub mod install;
 mod lock;
 mod mountpoint;

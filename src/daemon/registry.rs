@@ -117,7 +117,7 @@ pub fn is_mnemofs_mount(path: &Path) -> bool {
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
-fn unescape(field: &str) -> PathBuf {
+pub(crate) fn unescape(field: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
