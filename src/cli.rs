@@ -9,14 +9,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::config::Config;
 use crate::daemon::{self, MountConfig};
 use crate::fs::FsOptions;
 use crate::ops::{Request, Response};
 
-/// mnemofs: an agent's long-term memory, mounted as a directory.
+/// An agent's long-term memory, mounted as a directory.
 #[derive(Debug, Parser)]
 #[command(name = "mnemofs", version, about)]
 struct Cli {
@@ -145,6 +145,20 @@ enum Command {
         /// Configuration file [default: ~/.config/mnemofs/config.yaml].
         #[arg(long)]
         config: Option<PathBuf>,
+    },
+    /// Print a shell completion script, e.g.
+    /// `mnemofs completions bash > /etc/bash_completion.d/mnemofs`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g.
+    /// `mnemofs man > /usr/local/share/man/man1/mnemofs.1`.
+    Man {
+        /// Write mnemofs.1 and a page per command (mnemofs-mount.1, ...)
+        /// into this directory instead.
+        #[arg(long)]
+        dir: Option<PathBuf>,
     },
     /// Install the systemd user unit that mounts ~/memories at login,
     /// and enable it.
@@ -482,6 +496,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 config,
             })
         }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "mnemofs", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man { dir: None } => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .context("cannot print the man page"),
+        Command::Man { dir: Some(dir) } => clap_mangen::generate_to(Cli::command(), &dir)
+            .with_context(|| format!("cannot write the man pages into {}", dir.display())),
         Command::Install { dry_run } => daemon::install::install(dry_run),
         Command::Uninstall => daemon::install::uninstall(),
         Command::Unmount { mountpoint, lazy } => daemon::unmount(&absolute(&mountpoint)?, lazy),
