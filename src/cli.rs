@@ -497,7 +497,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "mnemofs", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "mnemofs",
+                &mut std::io::stdout(),
+            );
             Ok(())
         }
         Command::Man { dir: None } => clap_mangen::Man::new(Cli::command())
