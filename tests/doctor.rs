@@ -99,3 +99,63 @@ fn doctor_without_fuse_fails_naming_fuse() {
     // Nothing else is wrong here.
     assert_eq!(stdout.matches("FAIL").count(), 1, "{stdout}");
 }
+
+/// Detaches the mount even when the test fails.
+struct Unmount<'a>(&'a Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        common::force_unmount(self.0);
+    }
+}
+
+#[test]
+fn doctor_finds_a_stale_mount_of_its_store() {
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("skipped: /dev/fuse does not exist, so nothing can be mounted");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().canonicalize().expect("temp dir");
+    let (store, state, mnt) = (root.join("store"), root.join("state"), root.join("mnt"));
+    fs::create_dir(&store).expect("store");
+    fs::create_dir(&mnt).expect("mountpoint");
+    let _unmount = Unmount(&mnt);
+    let mut daemon = Command::new(bin())
+        .arg("mount")
+        .arg(&mnt)
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["--foreground", "--no-organizer"])
+        .env("HOME", &root)
+        .env("XDG_RUNTIME_DIR", &root)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs");
+    let registered = common::poll_until(common::READY_TIMEOUT, || {
+        common::is_fuse_mounted(&mnt)
+            && root
+                .join("mnemofs")
+                .read_dir()
+                .is_ok_and(|mut d| d.next().is_some())
+    });
+    common::signal(daemon.id(), libc::SIGKILL);
+    let _ = daemon.wait();
+    assert!(registered, "the mount did not come up");
+
+    let out = mnemofs(
+        &root,
+        Command::new(bin())
+            .args(["doctor", "--store"])
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let expected = format!("FAIL    stale mount of this store at {}", mnt.display());
+    assert!(stdout.contains(&expected), "{stdout}");
+}

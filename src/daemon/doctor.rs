@@ -281,7 +281,9 @@ fn index(state_dir: &Path) -> Finding {
     }
 }
 
-/// Mountpoints of mnemofs filesystems in this mount namespace.
+/// Mountpoints of mnemofs filesystems in this mount namespace: type
+/// `fuse.mnemofs`, or plain `fuse` with source `mnemofs` when root mounted
+/// it without fusermount3.
 fn mnemofs_mounts() -> Vec<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     info.lines()
@@ -289,7 +291,9 @@ fn mnemofs_mounts() -> Vec<PathBuf> {
             let fields: Vec<&str> = line.split(' ').collect();
             let dash = fields.iter().position(|f| *f == "-")?;
             let mountpoint = fields.get(4)?;
-            (fields.get(dash + 1) == Some(&"fuse.mnemofs"))
+            let fstype = *fields.get(dash + 1)?;
+            let source = *fields.get(dash + 2)?;
+            (fstype == "fuse.mnemofs" || (fstype == "fuse" && source == "mnemofs"))
                 .then(|| super::registry::unescape(mountpoint))
         })
         .collect()
@@ -309,25 +313,34 @@ fn answers(mountpoint: &Path) -> Option<bool> {
     rx.recv_timeout(PROBE_TIMEOUT).ok()
 }
 
+/// Stale mounts of this store fail; a stale mount of another store (or of
+/// one the registry no longer knows) is only a warning, since it is not in
+/// this store's way.
 fn stale_mounts(store: &Path) -> Vec<Finding> {
-    let served_at = super::registry::by_store(store).and_then(|e| e.mountpoint);
+    let served_at = super::registry::recorded(store).and_then(|e| e.mountpoint);
     let mut out = Vec::new();
     for mountpoint in mnemofs_mounts() {
         let shown = mountpoint.display();
-        let ours = if served_at.as_deref() == Some(mountpoint.as_path()) {
-            " (this store)"
-        } else {
-            ""
-        };
-        match answers(&mountpoint) {
-            Some(true) => out.push(finding(Level::Ok, format!("mount at {shown}{ours} answers"))),
-            Some(false) => out.push(finding(
-                Level::Fail,
-                format!("stale mount at {shown}: its daemon died; fix: mnemofs unmount --lazy {shown} (mounting there again also recovers it)"),
+        let ours = served_at.as_deref() == Some(mountpoint.as_path());
+        let fix =
+            format!("fix: mnemofs unmount --lazy {shown} (mounting there again also recovers it)");
+        match (answers(&mountpoint), ours) {
+            (Some(true), true) => out.push(finding(
+                Level::Ok,
+                format!("mount: this store is mounted at {shown} and answers"),
             )),
-            None => out.push(finding(
+            (Some(true), false) => {}
+            (Some(false), true) => out.push(finding(
+                Level::Fail,
+                format!("stale mount of this store at {shown}: its daemon died; {fix}"),
+            )),
+            (Some(false), false) => out.push(finding(
                 Level::Warn,
-                format!("mount at {shown}{ours} does not answer within {PROBE_TIMEOUT:?}; its daemon may be hung: mnemofs unmount --lazy {shown}"),
+                format!("stale mnemofs mount at {shown} (another store): its daemon died; {fix}"),
+            )),
+            (None, _) => out.push(finding(
+                Level::Warn,
+                format!("mnemofs mount at {shown} does not answer within {PROBE_TIMEOUT:?}; its daemon may be hung: mnemofs unmount --lazy {shown}"),
             )),
         }
     }

@@ -90,6 +90,12 @@ pub fn by_mountpoint(mountpoint: &Path) -> Option<Entry> {
         .find(|e| e.mountpoint.as_deref() == Some(mountpoint))
 }
 
+/// The entry recorded for `store`, whether or not its daemon still runs
+/// (a daemon killed with SIGKILL leaves it behind, with its mountpoint).
+pub fn recorded(store: &Path) -> Option<Entry> {
+    serde_json::from_slice(&std::fs::read(file_for(store)).ok()?).ok()
+}
+
 fn read_live(file: &Path) -> Option<Entry> {
     let entry: Entry = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
     if alive(entry.pid) {
