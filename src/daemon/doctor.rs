@@ -281,24 +281,6 @@ fn index(state_dir: &Path) -> Finding {
     }
 }
 
-/// Mountpoints of mnemofs filesystems in this mount namespace: type
-/// `fuse.mnemofs`, or plain `fuse` with source `mnemofs` when root mounted
-/// it without fusermount3.
-fn mnemofs_mounts() -> Vec<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            let dash = fields.iter().position(|f| *f == "-")?;
-            let mountpoint = fields.get(4)?;
-            let fstype = *fields.get(dash + 1)?;
-            let source = *fields.get(dash + 2)?;
-            (fstype == "fuse.mnemofs" || (fstype == "fuse" && source == "mnemofs"))
-                .then(|| super::registry::unescape(mountpoint))
-        })
-        .collect()
-}
-
 /// Whether a mount's daemon answers: `Some(false)` for a dead one.
 fn answers(mountpoint: &Path) -> Option<bool> {
     let (tx, rx) = crossbeam_channel::bounded(1);
@@ -319,7 +301,7 @@ fn answers(mountpoint: &Path) -> Option<bool> {
 fn stale_mounts(store: &Path) -> Vec<Finding> {
     let served_at = super::registry::recorded(store).and_then(|e| e.mountpoint);
     let mut out = Vec::new();
-    for mountpoint in mnemofs_mounts() {
+    for mountpoint in super::registry::mnemofs_mounts() {
         let shown = mountpoint.display();
         let ours = served_at.as_deref() == Some(mountpoint.as_path());
         let fix =

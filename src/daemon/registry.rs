@@ -108,22 +108,30 @@ fn read_live(file: &Path) -> Option<Entry> {
 
 /// True if `path` is where a mnemofs filesystem is mounted.
 pub fn is_mnemofs_mount(path: &Path) -> bool {
-    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    info.lines().any(|line| {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else {
-            return false;
-        };
-        let mount = fields.get(4).map(|m| unescape(m));
-        let fstype = fields.get(dash + 1).copied().unwrap_or_default();
-        fstype == "fuse.mnemofs" && mount.as_deref() == Some(path)
-    })
+    mnemofs_mounts().iter().any(|m| m == path)
+}
+
+/// Every mnemofs mountpoint in this mount namespace.
+pub(crate) fn mnemofs_mounts() -> Vec<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    info.lines().filter_map(mnemofs_mountpoint).collect()
+}
+
+/// The mountpoint of a mountinfo line if it is a mnemofs mount: type
+/// `fuse.mnemofs`, or plain `fuse` with source `mnemofs` when root mounted
+/// it without fusermount3.
+fn mnemofs_mountpoint(line: &str) -> Option<PathBuf> {
+    let fields: Vec<&str> = line.split(' ').collect();
+    let dash = fields.iter().position(|f| *f == "-")?;
+    let mountpoint = fields.get(4)?;
+    let fstype = *fields.get(dash + 1)?;
+    let source = *fields.get(dash + 2)?;
+    (fstype == "fuse.mnemofs" || (fstype == "fuse" && source == "mnemofs"))
+        .then(|| unescape(mountpoint))
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
-pub(crate) fn unescape(field: &str) -> PathBuf {
+fn unescape(field: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -147,6 +155,16 @@ pub(crate) fn unescape(field: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mnemofs_mounts_are_recognised_with_and_without_fusermount3() {
+        let by_user = "56 27 0:53 / /mnt/a\\040b rw - fuse.mnemofs mnemofs rw,user_id=1000";
+        let by_root = "57 27 0:54 / /mnt/r rw,nosuid - fuse mnemofs rw,user_id=0,group_id=0";
+        let other = "58 27 0:55 / /mnt/s rw - fuse sshfs rw,user_id=0";
+        assert_eq!(mnemofs_mountpoint(by_user), Some(PathBuf::from("/mnt/a b")));
+        assert_eq!(mnemofs_mountpoint(by_root), Some(PathBuf::from("/mnt/r")));
+        assert_eq!(mnemofs_mountpoint(other), None);
+    }
 
     #[test]
     fn mountinfo_names_are_unescaped() {
