@@ -15,6 +15,7 @@
 mod brief;
 mod checkpoint;
 mod error;
+mod lookup;
 mod report;
 mod request;
 mod writer;
@@ -22,6 +23,7 @@ mod writer;
 pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
 pub use checkpoint::Checkpoint;
 pub use error::{Error, Result, rpc};
+pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
     Counting, Detail, Entry, EntryKind, Failure, NewMemory, Reply, Request, Response, SearchHit,
@@ -205,6 +207,18 @@ impl Operations {
                 let (text, line) = self.replace(&path, &old, &new, counting)?;
                 Response::Replaced { text, line }
             }
+            Request::ReadMemory { reference } => Response::MemoryText {
+                memory: self.read_memory_text(&reference)?,
+            },
+            Request::Backlinks { reference, limit } => Response::Memories {
+                memories: self.backlinks(&reference, limit)?,
+            },
+            Request::Recent { limit } => Response::Memories {
+                memories: self.recent(limit),
+            },
+            Request::Memories(filter) => Response::Memories {
+                memories: self.memories(&filter)?,
+            },
             Request::Checked { request } => Response::Checked {
                 result: self
                     .handle(*request)

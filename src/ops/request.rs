@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Brief, Checkpoint, Report};
+use super::{Brief, Checkpoint, MemoryFilter, MemorySummary, MemoryText, Report};
 
 /// One operation, with its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +129,29 @@ pub enum Request {
         #[serde(default)]
         counting: Counting,
     },
+    /// Reads the memory a reference (id, path, title or alias) names, split
+    /// into frontmatter and body.
+    ReadMemory {
+        /// The reference.
+        reference: String,
+    },
+    /// The memories that link to the memory a reference names, by path.
+    Backlinks {
+        /// The reference.
+        reference: String,
+        /// Most memories listed.
+        #[serde(default = "super::lookup::fifty")]
+        limit: usize,
+    },
+    /// The most recently changed memories, newest first.
+    Recent {
+        /// Most memories listed.
+        #[serde(default = "twenty")]
+        limit: usize,
+    },
+    /// The memories in a folder, category, tag or type (every filter
+    /// given must match), by path.
+    Memories(MemoryFilter),
     /// Runs `request` and answers with its outcome, a failure included, as
     /// data: for front ends that word each failure themselves, since an
     /// error that crosses the socket otherwise keeps only its sentence.
@@ -252,6 +275,16 @@ pub enum Response {
         text: String,
         /// The 0-based line where the change starts.
         line: usize,
+    },
+    /// A memory read whole.
+    MemoryText {
+        /// The memory.
+        memory: MemoryText,
+    },
+    /// A list of memories.
+    Memories {
+        /// The memories.
+        memories: Vec<MemorySummary>,
     },
     /// The outcome of a [`Request::Checked`].
     Checked {

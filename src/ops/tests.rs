@@ -265,3 +265,159 @@ fn a_checked_success_is_the_plain_answer() {
         }
     );
 }
+
+impl Fixture {
+    /// Seeds memories and waits until the index has them all.
+    fn seed_indexed(&self, files: &[(&str, &str)]) {
+        for (rel, content) in files {
+            self.seed(rel, content);
+            self.index
+                .notify_path(&StorePath::new(rel).expect("a store path"));
+        }
+        self.settle();
+    }
+}
+
+#[test]
+fn read_memory_splits_frontmatter_from_the_body() {
+    let f = Fixture::new();
+    f.seed_indexed(&[(
+        "notes/kiwi.md",
+        "---\nid: k-1\ntitle: Kiwi\ntags: [fruit]\nmood: sunny\n---\nGreen inside.\n",
+    )]);
+    for reference in ["k-1", "notes/kiwi.md", "Kiwi"] {
+        let m = f.ops.read_memory_text(reference).expect(reference);
+        assert_eq!(m.path, "notes/kiwi.md");
+        assert_eq!(m.id.as_deref(), Some("k-1"));
+        assert_eq!(m.content, "Green inside.\n");
+        assert_eq!(m.frontmatter["title"], "Kiwi");
+        assert_eq!(m.frontmatter["tags"][0], "fruit");
+        assert_eq!(m.frontmatter["mood"], "sunny", "unknown keys are kept");
+    }
+    assert!(matches!(
+        f.ops.read_memory_text("nothing here"),
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[test]
+fn backlinks_list_the_memories_that_link_to_a_reference() {
+    let f = Fixture::new();
+    f.seed_indexed(&[
+        ("a.md", "---\nid: a-1\ntitle: Alpha\n---\nSee [[Beta]].\n"),
+        ("b.md", "---\nid: b-1\ntitle: Beta\n---\nNothing.\n"),
+        ("c.md", "# Gamma\n\n- relates_to [[b]]\n"),
+    ]);
+    let found = f.ops.backlinks("b-1", 50).expect("backlinks");
+    let paths: Vec<&str> = found.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(paths, ["a.md", "c.md"]);
+    assert_eq!(found[0].id.as_deref(), Some("a-1"));
+    assert_eq!(found[1].title, "Gamma");
+    assert_eq!(f.ops.backlinks("Beta", 1).expect("limited").len(), 1);
+    assert!(f.ops.backlinks("Alpha", 50).expect("none").is_empty());
+    assert!(matches!(
+        f.ops.backlinks("Omega", 50),
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[test]
+fn memories_match_every_filter_given() {
+    let f = Fixture::new();
+    f.seed_indexed(&[
+        (
+            "people/ann.md",
+            "---\ncategory: people\ntype: memory\ntags: [team]\n---\nAnn.\n",
+        ),
+        (
+            "people/bob.md",
+            "---\ncategory: people\ntype: decision\n---\nBob. #team\n",
+        ),
+        ("notes/x.md", "---\ntags: [team]\n---\nX.\n"),
+    ]);
+    let paths = |filter: MemoryFilter| -> Vec<String> {
+        let found = f.ops.memories(&filter).expect("memories");
+        found.into_iter().map(|m| m.path).collect()
+    };
+    let all = MemoryFilter::default();
+    assert_eq!(
+        paths(all.clone()),
+        ["notes/x.md", "people/ann.md", "people/bob.md"]
+    );
+    let team = MemoryFilter {
+        tag: Some("#Team".into()),
+        ..all.clone()
+    };
+    assert_eq!(
+        paths(team.clone()),
+        ["notes/x.md", "people/ann.md", "people/bob.md"]
+    );
+    let people_team = MemoryFilter {
+        category: Some("people".into()),
+        ..team.clone()
+    };
+    assert_eq!(
+        paths(people_team.clone()),
+        ["people/ann.md", "people/bob.md"]
+    );
+    let decisions = MemoryFilter {
+        kind: Some("decision".into()),
+        ..people_team
+    };
+    assert_eq!(paths(decisions), ["people/bob.md"]);
+    let in_notes = MemoryFilter {
+        path: Some("notes/".into()),
+        ..team
+    };
+    assert_eq!(paths(in_notes), ["notes/x.md"]);
+    let one = MemoryFilter { limit: 1, ..all };
+    assert_eq!(paths(one), ["notes/x.md"]);
+    let bad = MemoryFilter {
+        category: Some("nonsense".into()),
+        ..MemoryFilter::default()
+    };
+    assert!(matches!(f.ops.memories(&bad), Err(Error::InvalidInput(_))));
+    let outside = MemoryFilter {
+        path: Some("../etc".into()),
+        ..MemoryFilter::default()
+    };
+    assert!(matches!(
+        f.ops.memories(&outside),
+        Err(Error::InvalidPath { .. })
+    ));
+}
+
+#[test]
+fn recent_lists_the_latest_changed_first_and_requests_reach_them() {
+    let f = Fixture::new();
+    f.seed("old.md", "Old.\n");
+    let file = fs::File::options()
+        .write(true)
+        .open(f.root.path().join("old.md"))
+        .expect("open");
+    file.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_000_000))
+        .expect("set mtime");
+    drop(file);
+    f.index
+        .notify_path(&StorePath::new("old.md").expect("path"));
+    f.seed_indexed(&[("new.md", "# New one\n")]);
+    let recent = f.ops.recent(10);
+    let paths: Vec<&str> = recent.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(paths, ["new.md", "old.md"]);
+    assert_eq!(recent[0].title, "New one");
+    assert!(recent[0].changed.is_some());
+    let Ok(Response::Memories { memories }) = f.ops.handle(Request::Recent { limit: 1 }) else {
+        panic!("recent over a request");
+    };
+    assert_eq!(memories.len(), 1);
+    let request: Request =
+        serde_json::from_str(r#"{"op": "memories", "tag": "x", "type": "task"}"#).expect("json");
+    assert_eq!(
+        request,
+        Request::Memories(MemoryFilter {
+            tag: Some("x".into()),
+            kind: Some("task".into()),
+            ..MemoryFilter::default()
+        })
+    );
+}
