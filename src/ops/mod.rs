@@ -146,6 +146,10 @@ impl Operations {
                 self.insert(&path, line, &text)?;
                 Response::Done
             }
+            Request::InsertInBody { path, line, text } => {
+                self.insert_in_body(&path, line, &text)?;
+                Response::Done
+            }
             Request::Rename { from, to } => {
                 self.rename(&from, &to)?;
                 Response::Done
@@ -591,19 +595,39 @@ impl Operations {
     /// Inserts `text` as its own line(s) after line `line` (0: before the
     /// first). Lines are split on `\n` only; the file ends with a newline.
     pub fn insert(&self, path: &str, line: i64, text: &str) -> Result<String> {
+        self.insert_after(path, line, text, false)
+    }
+
+    /// Like [`insert`](Self::insert), with lines counted from the start of
+    /// the body: 0 is just below the frontmatter, which is never split.
+    pub fn insert_in_body(&self, path: &str, line: i64, text: &str) -> Result<String> {
+        self.insert_after(path, line, text, true)
+    }
+
+    fn insert_after(&self, path: &str, line: i64, text: &str, in_body: bool) -> Result<String> {
         let real = self.writable(path)?;
         let (real, bytes, content) = self.read_text(&real, path)?;
         let mut lines: Vec<&str> = content.split('\n').collect();
         if lines.last() == Some(&"") {
             lines.pop();
         }
+        let skipped = if in_body {
+            let body = memory::parse("", &content).body_offset;
+            content.as_bytes()[..body]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+        } else {
+            0
+        };
         let at = usize::try_from(line)
             .ok()
+            .map(|at| at + skipped)
             .filter(|at| *at <= lines.len())
             .ok_or(Error::BadLine {
                 path: path.into(),
                 line,
-                lines: lines.len(),
+                lines: lines.len().saturating_sub(skipped),
             })?;
         lines.insert(at, text.trim_end_matches('\n'));
         let mut new = lines.join("\n");

@@ -64,6 +64,16 @@ pub enum Request {
         /// The text.
         text: String,
     },
+    /// Inserts text after line `line` of a memory's body (0: just below
+    /// the frontmatter), so the frontmatter is never split.
+    InsertInBody {
+        /// The file.
+        path: String,
+        /// The line of the body after which the text goes.
+        line: i64,
+        /// The text.
+        text: String,
+    },
     /// Renames or moves a file or folder; never replaces anything.
     Rename {
         /// Where it is.

@@ -421,3 +421,22 @@ fn recent_lists_the_latest_changed_first_and_requests_reach_them() {
         })
     );
 }
+
+#[test]
+fn insert_in_body_counts_lines_below_the_frontmatter() {
+    let f = Fixture::new();
+    f.seed("a.md", "---\ntitle: A\n---\none\ntwo\n");
+    f.seed("plain.md", "one\n");
+    f.ops.insert_in_body("a.md", 0, "top").expect("at the top");
+    assert_eq!(f.text("a.md"), "---\ntitle: A\n---\ntop\none\ntwo\n");
+    f.ops.insert_in_body("a.md", 3, "end").expect("at the end");
+    assert_eq!(f.text("a.md"), "---\ntitle: A\n---\ntop\none\ntwo\nend\n");
+    assert!(matches!(
+        f.ops.insert_in_body("a.md", 5, "x"),
+        Err(Error::BadLine { lines: 4, .. })
+    ));
+    f.ops
+        .insert_in_body("plain.md", 0, "zero")
+        .expect("no frontmatter");
+    assert_eq!(f.text("plain.md"), "zero\none\n");
+}
