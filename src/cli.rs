@@ -136,6 +136,14 @@ enum Command {
         #[command(flatten)]
         at: StoreArgs,
     },
+    /// Serve the store over the Model Context Protocol on stdin and stdout
+    /// (for Claude Code, Claude Desktop and other MCP clients): tools to
+    /// search, read, write, edit and organize memories, and Anthropic's
+    /// `memory` tool. The store is opened on the first tool call.
+    Mcp {
+        #[command(flatten)]
+        at: StoreArgs,
+    },
     /// Check what mounting needs (FUSE, fusermount3, the store, the state
     /// dir, the index, stale mounts, the service unit, the config) and say
     /// how to fix what is wrong. Exits 1 if a check failed.
@@ -576,6 +584,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
             crate::front::tool::serve(stdin, stdout, |request| session.call(request))
                 .context("the memory tool's input or output failed")
+        }
+        Command::Mcp { at } => {
+            let target = at.target(None)?;
+            let session = parking_lot::Mutex::new(None);
+            crate::front::mcp::serve(move |request| {
+                let mut open = session.lock();
+                let current = match open.take() {
+                    Some(current) => current,
+                    None => self::session(&target, None).map_err(|e| {
+                        log::error!("mcp: cannot open the store: {e:#}");
+                        crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
+                    })?,
+                };
+                open.insert(current).call(request)
+            })
+            .context("the MCP server's input or output failed")
         }
         Command::Brief { at, cwd, format } => brief(at, cwd, format),
         Command::Checkpoint { at } => checkpoint(at),

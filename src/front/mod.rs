@@ -7,4 +7,5 @@
 //! socket (`daemon::Session`) and on a store opened in-process, and they
 //! never import `daemon` (which sits above them).
 
+pub mod mcp;
 pub mod tool;

@@ -121,6 +121,12 @@ pub fn serve(
     Ok(())
 }
 
+/// Answers one command (a tool_use `input` object), as [`serve`] answers
+/// a line that holds it.
+pub fn answer(input: Value, call: impl Fn(Request) -> ops::Result<Response>) -> ToolResult {
+    MemoryTool { call }.answer(Parsed::Value(input))
+}
+
 /// What a buffer of input holds.
 enum Parsed {
     /// A whole JSON value.

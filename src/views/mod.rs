@@ -480,7 +480,9 @@ fn guide_text(root: ViewRoot) -> String {
     }
 }
 
-const AGENT_GUIDE: &str = "# mnemofs: how to use this memory\n\n\
+/// The guide for agents at `.mnemofs/GUIDE.md`: what the store is and how
+/// to search it. Front ends that are not the mount show it too.
+pub const AGENT_GUIDE: &str = "# mnemofs: how to use this memory\n\n\
 This folder is your long-term memory. Every memory is a markdown file,\n\
 optionally with YAML frontmatter (`title`, `tags`, `category`, `type`, ...).\n\
 Read, write, edit, rename and delete files here with your normal tools.\n\n\
