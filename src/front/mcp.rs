@@ -629,9 +629,15 @@ impl Tools<'_> {
         let request = Request::Resolve {
             reference: reference.clone(),
         };
-        match self.ask_about(&reference, request)? {
-            Response::Memory { path, id } => Ok((path, id)),
-            _ => Err(unexpected()),
+        let Response::Memory { path, id } = self.ask_about(&reference, request)? else {
+            return Err(unexpected());
+        };
+        // A path may name a folder; every tool that takes a ref means one memory.
+        match self.ask(Request::Stat { path: path.clone() })? {
+            Response::Entry { entry } if entry.kind == ops::EntryKind::Folder => Err(format!(
+                "{path} is a folder, not a memory; name one memory by id, path, title or alias"
+            )),
+            _ => Ok((path, id)),
         }
     }
 

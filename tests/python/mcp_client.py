@@ -22,6 +22,14 @@ TOOLS = {
 }
 
 
+def types_version():
+    try:
+        from mcp.types import LATEST_PROTOCOL_VERSION
+        return LATEST_PROTOCOL_VERSION
+    except ImportError:
+        return "?"
+
+
 class Mismatch(Exception):
     pass
 
@@ -87,6 +95,7 @@ async def drive(binary, store, state):
             init = await session.initialize()
             version = field(init, "protocol_version", "protocolVersion")
             check(version >= "2025-06-18", f"negotiated protocol {version}")
+            print(f"client offered {types_version()}, server answered {version}")
             check(init.capabilities.tools is not None, "the server offers tools")
 
             names = {t.name for t in (await session.list_tools()).tools}
@@ -189,6 +198,9 @@ async def drive(binary, store, state):
             await c.fails("edit", {"ref": path}, "old_str")
             await c.fails("move", {"ref": path, "to": "/etc/passwd"}, "invalid path")
             await c.fails("dream", {"level": 9}, "level")
+            await c.fails("delete", {"ref": "notes"}, "is a folder")
+            memory, _ = await c.ok("read", {"ref": "notes/fruit-bowl.md"})
+            check(memory["path"] == "notes/fruit-bowl.md", "a folder given as a ref is left alone")
             await c.fails("list", {"path": "../x"}, "invalid path")
             dup, _ = await c.ok("write", {"content": "Another.\n", "title": "Kiwi taste", "path": "notes/kiwi.md"})
             async def ambiguous():
