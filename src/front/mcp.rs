@@ -731,3 +731,86 @@ fn kind(value: &Value) -> &'static str {
         Value::Object(_) => "an object",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(value: Value) -> JsonObject {
+        match value {
+            Value::Object(map) => map,
+            _ => JsonObject::new(),
+        }
+    }
+
+    fn error_text(result: &CallToolResult) -> Option<String> {
+        (result.is_error == Some(true)).then(|| {
+            result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect()
+        })
+    }
+
+    /// A runner that must not be reached.
+    fn unreachable_runner(request: Request) -> ops::Result<Response> {
+        Err(ops::Error::InvalidInput(format!("unexpected {request:?}")))
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_any_request() {
+        let cases = [
+            ("read", json!({}), "missing argument `ref`"),
+            (
+                "read",
+                json!({"ref": 1}),
+                "`ref` must be a string, not a number",
+            ),
+            (
+                "search",
+                json!({"query": "x", "limit": -1}),
+                "`limit` must not be negative",
+            ),
+            (
+                "write",
+                json!({"content": "x", "tags": "a"}),
+                "`tags` must be a list of strings, not a string",
+            ),
+        ];
+        for (tool, input, said) in cases {
+            let result = run(&unreachable_runner, tool, &args(input));
+            assert_eq!(error_text(&result).as_deref(), Some(said), "{tool}");
+        }
+    }
+
+    #[test]
+    fn an_ambiguous_ref_lists_its_candidates_and_a_missing_one_is_named() {
+        let runner = |request: Request| match request {
+            Request::Resolve { reference } if reference == "Kiwi" => Err(ops::Error::Ambiguous {
+                reference,
+                candidates: vec!["a/kiwi.md".into(), "b/kiwi.md".into()],
+            }),
+            Request::Resolve { reference } => Err(ops::Error::NotFound { path: reference }),
+            other => unreachable_runner(other),
+        };
+        let result = run(&runner, "delete", &args(json!({"ref": "Kiwi"})));
+        assert_eq!(
+            error_text(&result).as_deref(),
+            Some("\"Kiwi\" names 2 memories: a/kiwi.md, b/kiwi.md")
+        );
+        let result = run(&runner, "edit", &args(json!({"ref": "Plum"})));
+        assert_eq!(
+            error_text(&result).as_deref(),
+            Some("no memory is named \"Plum\" (by id, path, title or alias)")
+        );
+    }
+
+    #[test]
+    fn every_tool_has_an_object_schema() {
+        for tool in tools() {
+            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+        }
+        assert!(guide().starts_with(crate::views::AGENT_GUIDE));
+    }
+}
