@@ -29,6 +29,11 @@ impl Fixture {
         let path = self.root.path().join(rel);
         fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         fs::write(path, content).expect("seed");
+        // Written behind the index's back, after its start-up walk may
+        // have passed: tell it, as the store watcher would.
+        if let Some(p) = crate::store::StorePath::new(rel) {
+            self.index.notify_path(&p);
+        }
     }
 
     fn text(&self, rel: &str) -> String {
