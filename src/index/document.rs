@@ -192,6 +192,18 @@ pub(crate) fn build(
         doc.add_text(f.kind, KIND_SKIPPED);
         return doc;
     }
+    let clipped = state.size > MAX_INDEXED_BYTES;
+    if clipped {
+        doc.add_text(f.flag, FLAG_LINT);
+        doc.add_text(
+            f.lint,
+            format!(
+                "only the first {} MiB of its {} MiB are indexed: search does not see the rest",
+                MAX_INDEXED_BYTES >> 20,
+                state.size.div_ceil(1 << 20)
+            ),
+        );
+    }
     let text: Cow<'_, str> = String::from_utf8_lossy(bytes);
     if !is_markdown(path) {
         doc.add_text(f.kind, KIND_TEXT);
@@ -229,6 +241,7 @@ pub(crate) fn build(
         (f.kind_type, &fm.kind),
         (f.status, &fm.status),
         (f.scope, &fm.scope),
+        (f.source, &fm.source),
     ];
     for (field, value) in keyword_fields {
         if let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
@@ -263,7 +276,9 @@ pub(crate) fn build(
     doc.add_i64(f.changed, updated.max(mtime));
     let schema_warnings = crate::memory::schema::active().check(&text);
     if !memory.lint.is_empty() || !schema_warnings.is_empty() {
-        doc.add_text(f.flag, FLAG_LINT);
+        if !clipped {
+            doc.add_text(f.flag, FLAG_LINT);
+        }
         for issue in &memory.lint {
             doc.add_text(f.lint, issue.to_string());
         }

@@ -65,11 +65,12 @@ fn rfc3339(secs: i64) -> Option<String> {
         .ok()
 }
 
-/// A date as written in a query, as RFC 3339; other text unchanged.
-fn date_literal(token: &str) -> String {
+/// A date as written in a query, as RFC 3339; the token itself if it is
+/// not a date.
+fn date_literal(token: &str) -> Result<String, String> {
     parse_timestamp(token)
         .and_then(rfc3339)
-        .unwrap_or_else(|| token.to_owned())
+        .ok_or_else(|| token.to_owned())
 }
 
 /// Whether `token` is a bare `YYYY-MM-DD` day.
@@ -85,25 +86,24 @@ fn value_len(s: &str) -> usize {
 }
 
 /// Rewrites the value of a date field at the start of `rest`; returns the
-/// rewritten value and how many bytes of `rest` it replaces.
-fn rewrite_date_value(rest: &str) -> (String, usize) {
+/// rewritten value and how many bytes of `rest` it replaces, or the first
+/// word that is not a date.
+fn rewrite_date_value(rest: &str) -> Result<(String, usize), String> {
     if let Some(open) = rest.chars().next().filter(|c| *c == '[' || *c == '{') {
         let Some(close) = rest.find([']', '}']) else {
-            return (String::new(), 0);
+            return Ok((String::new(), 0));
         };
         let inner = &rest[1..close];
-        let words: Vec<String> = inner
-            .split_whitespace()
-            .map(|w| {
-                if w == "TO" || w == "*" {
-                    w.to_owned()
-                } else {
-                    date_literal(w)
-                }
-            })
-            .collect();
+        let mut words = Vec::new();
+        for w in inner.split_whitespace() {
+            if w == "TO" || w == "*" {
+                words.push(w.to_owned());
+            } else {
+                words.push(date_literal(w)?);
+            }
+        }
         let closing = &rest[close..=close];
-        return (format!("{open}{}{closing}", words.join(" ")), close + 1);
+        return Ok((format!("{open}{}{closing}", words.join(" ")), close + 1));
     }
     let op_len = [">=", "<=", ">", "<"]
         .iter()
@@ -121,22 +121,109 @@ fn rewrite_date_value(rest: &str) -> (String, usize) {
             parse_timestamp(value).and_then(rfc3339),
             parse_timestamp(value).and_then(|s| rfc3339(s + 86_400)),
         ) {
-            return (format!("[{from} TO {to}}}"), consumed);
+            return Ok((format!("[{from} TO {to}}}"), consumed));
         }
     }
-    (
-        format!("{}{}", &rest[..op_len], date_literal(value)),
+    Ok((
+        format!("{}{}", &rest[..op_len], date_literal(value)?),
         consumed,
-    )
+    ))
 }
 
-/// Maps friendly field names to schema fields and dates to RFC 3339.
-pub(crate) fn rewrite_query(query: &str) -> String {
-    let mut out = String::with_capacity(query.len() + 16);
+/// Most indexed words a `prefix*` stands for; the most frequent are kept.
+pub(crate) const MAX_PREFIX_TERMS: usize = 64;
+
+/// The words of the index that start with a prefix, for `prefix*`: the
+/// field (`None` for the default fields) and the lowercased prefix give
+/// the words, and whether some were left out.
+pub(crate) type Expand<'a> = &'a dyn Fn(Option<&'static str>, &str) -> (Vec<String>, bool);
+
+/// A query as handed to the parser, and what its author should be told
+/// about how it was read.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Rewritten {
+    pub(crate) text: String,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// `prefix*` as an OR of the words it stands for (each as `field:"word"`,
+/// or `"word"` over the default fields). With no such word, the prefix
+/// itself, which then matches nothing.
+fn expansion(field: Option<&'static str>, prefix: &str, expand: Expand<'_>, out: &mut Rewritten) {
+    let prefix = prefix.to_lowercase();
+    let (words, cut) = expand(field, &prefix);
+    let qualified = |w: &str| match field {
+        Some(f) => format!("{f}:\"{}\"", w.replace('"', "")),
+        None => format!("\"{}\"", w.replace('"', "")),
+    };
+    if cut {
+        out.warnings.push(format!(
+            "`{prefix}*` matches more than {MAX_PREFIX_TERMS} words; the {MAX_PREFIX_TERMS} most common were searched"
+        ));
+    }
+    if words.is_empty() {
+        out.text.push_str(&qualified(&prefix));
+        return;
+    }
+    let alternatives: Vec<String> = words.iter().map(|w| qualified(w)).collect();
+    out.text.push('(');
+    out.text.push_str(&alternatives.join(" OR "));
+    out.text.push(')');
+}
+
+/// `AND NOT`: the parser reads `a AND NOT b` as `a` and a clause that can
+/// match nothing, so it is written `a NOT b`. Returns `rest` after `AND`
+/// and its spaces when `rest` starts with `AND NOT`.
+fn and_not(rest: &str) -> Option<&str> {
+    let after = rest.strip_prefix("AND")?;
+    let not = after.trim_start();
+    if not.len() == after.len() {
+        return None;
+    }
+    let tail = not.strip_prefix("NOT")?;
+    tail.starts_with(|c: char| c.is_whitespace() || matches!(c, '(' | '"'))
+        .then_some(not)
+}
+
+/// Maps friendly field names to schema fields, dates to RFC 3339 and
+/// `prefix*` to the words it stands for; reports values it had to drop.
+pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
+    let mut out = Rewritten {
+        text: String::with_capacity(query.len() + 16),
+        warnings: Vec::new(),
+    };
     let mut rest = query;
     let mut at_boundary = true;
     while let Some(c) = rest.chars().next() {
-        if at_boundary && (c.is_ascii_alphabetic() || c == '_') {
+        if c == '"' {
+            // A phrase is copied as written, with a phrase prefix's `*`.
+            let end = rest[1..].find('"').map_or(rest.len(), |i| i + 2);
+            out.text.push_str(&rest[..end]);
+            rest = &rest[end..];
+            at_boundary = false;
+            continue;
+        }
+        if !at_boundary {
+            out.text.push(c);
+            rest = &rest[c.len_utf8()..];
+            at_boundary = c.is_whitespace() || matches!(c, '(' | '+' | '-');
+            continue;
+        }
+        if let Some(after) = and_not(rest) {
+            rest = after;
+            continue;
+        }
+        let word = &rest[..value_len(rest)];
+        if let Some(prefix) = word.strip_suffix('*')
+            && !prefix.is_empty()
+            && !prefix.contains([':', '*', '"'])
+        {
+            expansion(None, prefix, expand, &mut out);
+            rest = &rest[word.len()..];
+            at_boundary = false;
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == '_' {
             let name_len = rest
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .unwrap_or(rest.len());
@@ -144,37 +231,79 @@ pub(crate) fn rewrite_query(query: &str) -> String {
             if rest[name_len..].starts_with(':')
                 && let Some(field) = canonical_field(name)
             {
-                out.push_str(field);
-                out.push(':');
-                rest = &rest[name_len + 1..];
-                if field == names::SCOPE && !rest.starts_with('"') {
-                    // `scope:agent:claude`: the second colon is part of the value.
-                    let len = value_len(rest);
-                    let value = &rest[..len];
-                    if value.contains(':') && !value.contains('"') {
-                        out.push('"');
-                        out.push_str(value);
-                        out.push('"');
-                        rest = &rest[len..];
-                    }
-                } else if field == names::CREATED || field == names::UPDATED {
-                    let (value, consumed) = rewrite_date_value(rest);
-                    out.push_str(&value);
-                    rest = &rest[consumed..];
-                }
+                rewrite_field(field, &rest[name_len..], expand, &mut out, &mut rest);
                 at_boundary = false;
                 continue;
             }
-            out.push_str(name);
+            out.text.push_str(name);
             rest = &rest[name_len..];
             at_boundary = false;
             continue;
         }
-        out.push(c);
+        out.text.push(c);
         rest = &rest[c.len_utf8()..];
         at_boundary = c.is_whitespace() || matches!(c, '(' | '+' | '-');
     }
     out
+}
+
+/// Writes `field:value` for a friendly field name; `colon` is the query
+/// from the field's colon on, and `rest` is left after the value.
+fn rewrite_field<'q>(
+    field: &'static str,
+    colon: &'q str,
+    expand: Expand<'_>,
+    out: &mut Rewritten,
+    rest: &mut &'q str,
+) {
+    let value_at = &colon[1..];
+    let len = value_len(value_at);
+    let value = &value_at[..len];
+    if field == names::CREATED || field == names::UPDATED {
+        match rewrite_date_value(value_at) {
+            Ok((rewritten, consumed)) => {
+                out.text.push_str(field);
+                out.text.push(':');
+                out.text.push_str(&rewritten);
+                *rest = &value_at[consumed..];
+            }
+            Err(bad) => {
+                let len = if value.starts_with(['[', '{']) {
+                    value_at.find([']', '}']).map_or(len, |close| close + 1)
+                } else {
+                    len
+                };
+                // `*` matches everything, so the rest of the query holds.
+                out.text.push('*');
+                out.warnings.push(format!(
+                    "`{field}:{}` was left out: `{bad}` is not a date (write 2026-01-31, 2026-01-31T09:00:00Z or a range like [2026-01-01 TO 2026-02-01])",
+                    &value_at[..len]
+                ));
+                *rest = &value_at[len..];
+            }
+        }
+        return;
+    }
+    if !value.starts_with('"')
+        && let Some(prefix) = value.strip_suffix('*')
+        && !prefix.is_empty()
+        && !prefix.contains('*')
+    {
+        expansion(Some(field), prefix, expand, out);
+        *rest = &value_at[len..];
+        return;
+    }
+    out.text.push_str(field);
+    out.text.push(':');
+    if field == names::SCOPE && !value.starts_with('"') && value.contains(':') {
+        // `scope:agent:claude`: the second colon is part of the value.
+        out.text.push('"');
+        out.text.push_str(value);
+        out.text.push('"');
+        *rest = &value_at[len..];
+    } else {
+        *rest = value_at;
+    }
 }
 
 fn query_text_for_log(query: &dyn Query) -> String {
@@ -299,6 +428,101 @@ impl Index {
         Ok(hits)
     }
 
+    /// The query `text` means, or `None` when it has no words, and what
+    /// its author should be told about how it was read.
+    fn prepare(&self, searcher: &Searcher, text: &str) -> (Option<Box<dyn Query>>, Vec<String>) {
+        let expand =
+            |field: Option<&'static str>, prefix: &str| self.prefix_terms(searcher, field, prefix);
+        let rewritten = rewrite_query(text, &expand);
+        let mut warnings = rewritten.warnings;
+        let (parsed, errors) = self.parser().parse_query_lenient(&rewritten.text);
+        if errors.is_empty() {
+            return (Some(parsed), warnings);
+        }
+        log::debug!(
+            "query {text:?} is not valid syntax ({:?}); searching its words",
+            errors.first()
+        );
+        let unknown: Vec<String> = errors
+            .iter()
+            .filter_map(|e| match e {
+                tantivy::query::QueryParserError::FieldDoesNotExist(name) => {
+                    Some(format!("`{name}:`"))
+                }
+                _ => None,
+            })
+            .collect();
+        warnings.push(if unknown.is_empty() {
+            "the query is not valid syntax, so its words were searched instead".to_owned()
+        } else {
+            format!(
+                "{} is not a field (fields: tag, category, type, status, scope, source, phase, id, alias, title, body, link, created, updated), so the query's words were searched instead",
+                unknown.join(", ")
+            )
+        });
+        (self.plain_terms(text), warnings)
+    }
+
+    /// What [`Index::search`] would say about how it read `query`: fields
+    /// it does not know, values that are not dates, prefixes cut short.
+    pub fn query_warnings(&self, query: &str) -> Vec<String> {
+        let text = query.trim();
+        if text.is_empty() {
+            return Vec::new();
+        }
+        self.prepare(&self.searcher(), text).1
+    }
+
+    /// The words of `field` (or of the default fields) that start with
+    /// `prefix`, most frequent first, at most [`MAX_PREFIX_TERMS`]; and
+    /// whether some were left out.
+    fn prefix_terms(
+        &self,
+        searcher: &Searcher,
+        field: Option<&'static str>,
+        prefix: &str,
+    ) -> (Vec<String>, bool) {
+        let f = &self.inner.core.fields;
+        let fields = match field {
+            None => vec![f.title, f.body, f.alias, f.tag],
+            Some(name) => match self.inner.core.index.schema().get_field(name) {
+                Ok(field) if field != f.created && field != f.updated => vec![field],
+                _ => return (Vec::new(), false),
+            },
+        };
+        let mut upper = prefix.as_bytes().to_vec();
+        upper.push(0xff);
+        let mut frequency: BTreeMap<String, u64> = BTreeMap::new();
+        for segment in searcher.segment_readers() {
+            for &field in &fields {
+                let result = (|| -> tantivy::Result<()> {
+                    let inverted = segment.inverted_index(field)?;
+                    let mut stream = inverted
+                        .terms()
+                        .range()
+                        .ge(prefix.as_bytes())
+                        .lt(&upper)
+                        .into_stream()?;
+                    while stream.advance() {
+                        if let Ok(word) = std::str::from_utf8(stream.key()) {
+                            *frequency.entry(word.to_owned()).or_default() +=
+                                u64::from(stream.value().doc_freq);
+                        }
+                    }
+                    Ok(())
+                })();
+                if let Err(e) = result {
+                    log::warn!("cannot expand {prefix}*: {e}");
+                }
+            }
+        }
+        let cut = frequency.len() > MAX_PREFIX_TERMS;
+        let mut words: Vec<(String, u64)> = frequency.into_iter().collect();
+        words.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        words.truncate(MAX_PREFIX_TERMS);
+        (words.into_iter().map(|(w, _)| w).collect(), cut)
+    }
+
     /// The parsed (or fallback) query and its top `limit` documents.
     #[allow(clippy::type_complexity)]
     fn ranked(
@@ -311,21 +535,10 @@ impl Index {
             return Ok(None);
         }
         let f = self.inner.core.fields;
-        let rewritten = rewrite_query(text);
-        let (parsed, errors) = self.parser().parse_query_lenient(&rewritten);
-        let query = if errors.is_empty() {
-            parsed
-        } else {
-            log::debug!(
-                "query {text:?} is not valid syntax ({:?}); searching its words",
-                errors.first()
-            );
-            match self.plain_terms(text) {
-                Some(q) => q,
-                None => return Ok(None),
-            }
-        };
         let searcher = self.searcher();
+        let Some(query) = self.prepare(&searcher, text).0 else {
+            return Ok(None);
+        };
         // The limit comes from user text: never size buffers by it.
         let limit = limit.min(searcher.num_docs() as usize);
         if limit == 0 {
@@ -660,27 +873,67 @@ fn stored_path(doc: &TantivyDocument, field: Field) -> Option<StorePath> {
 mod tests {
     use super::*;
 
+    fn rewrite(query: &str) -> String {
+        let none = |_: Option<&'static str>, _: &str| (Vec::new(), false);
+        rewrite_query(query, &none).text
+    }
+
     #[test]
     fn rewrites_friendly_names_and_dates() {
-        assert_eq!(rewrite_query("tags:ui dark"), "tag:ui dark");
+        assert_eq!(rewrite("tags:ui dark"), "tag:ui dark");
         assert_eq!(
-            rewrite_query("created:[2025-01-01 TO 2025-12-31]"),
+            rewrite("created:[2025-01-01 TO 2025-12-31]"),
             "created:[2025-01-01T00:00:00Z TO 2025-12-31T00:00:00Z]"
         );
         assert_eq!(
-            rewrite_query("updated:>2026-01-01 x"),
+            rewrite("updated:>2026-01-01 x"),
             "updated:>2026-01-01T00:00:00Z x"
         );
         assert_eq!(
-            rewrite_query("created:2025-03-01"),
+            rewrite("created:2025-03-01"),
             "created:[2025-03-01T00:00:00Z TO 2025-03-02T00:00:00Z}"
         );
-        assert_eq!(rewrite_query("(kind:decision)"), "(type:decision)");
-        assert_eq!(rewrite_query("mytag:x"), "mytag:x");
+        assert_eq!(rewrite("(kind:decision)"), "(type:decision)");
+        assert_eq!(rewrite("mytag:x"), "mytag:x");
+        assert_eq!(rewrite("created:[2025-01-01 TO"), "created:[2025-01-01 TO");
+        assert_eq!(rewrite("scope:agent:x y"), "scope:\"agent:x\" y");
+        assert_eq!(rewrite("source:claude"), "source:claude");
+    }
+
+    #[test]
+    fn and_not_is_read_as_not() {
+        assert_eq!(rewrite("a AND NOT tag:x"), "a NOT tag:x");
+        assert_eq!(rewrite("a AND NOT (b OR c)"), "a NOT (b OR c)");
+        assert_eq!(rewrite("a AND NOTE"), "a AND NOTE");
+        assert_eq!(rewrite("\"a AND NOT b\""), "\"a AND NOT b\"");
+    }
+
+    #[test]
+    fn bad_dates_are_left_out_and_reported() {
+        let none = |_: Option<&'static str>, _: &str| (Vec::new(), false);
+        let r = rewrite_query("apple created:>notadate pie", &none);
+        assert_eq!(r.text, "apple * pie");
+        assert_eq!(r.warnings.len(), 1);
+        assert!(r.warnings[0].contains("`notadate` is not a date"), "{r:?}");
+        let r = rewrite_query("created:[2025-01-01 TO soon] x", &none);
+        assert_eq!(r.text, "* x");
+        assert!(r.warnings[0].contains("`soon`"), "{r:?}");
+    }
+
+    #[test]
+    fn prefixes_become_the_words_they_stand_for() {
+        let words = |field: Option<&'static str>, prefix: &str| match (field, prefix) {
+            (None, "zeph") => (vec!["zephyr".to_owned(), "zephyrs".to_owned()], false),
+            (Some("tag"), "pro") => (vec!["project".to_owned()], true),
+            _ => (Vec::new(), false),
+        };
+        let r = rewrite_query("Zeph* AND tag:pro* nothing*", &words);
         assert_eq!(
-            rewrite_query("created:[2025-01-01 TO"),
-            "created:[2025-01-01 TO"
+            r.text,
+            "(\"zephyr\" OR \"zephyrs\") AND (tag:\"project\") \"nothing\""
         );
+        assert_eq!(r.warnings.len(), 1, "{r:?}");
+        assert_eq!(rewrite("\"big bad wo\"* x"), "\"big bad wo\"* x");
     }
 
     #[test]

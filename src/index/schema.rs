@@ -26,7 +26,7 @@ use tantivy::schema::{
 use super::tokenizer::{KEYWORD_TOKENIZER, TEXT_TOKENIZER};
 
 /// Version of the schema and of the way documents are built from files.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `kind` of a markdown memory.
 pub(crate) const KIND_MEMORY: &str = "memory";
@@ -49,6 +49,7 @@ pub(crate) struct Fields {
     pub(crate) kind_type: Field,
     pub(crate) status: Field,
     pub(crate) scope: Field,
+    pub(crate) source: Field,
     pub(crate) phase: Field,
     pub(crate) id: Field,
     pub(crate) alias: Field,
@@ -74,6 +75,7 @@ pub(crate) mod names {
     pub(crate) const TYPE: &str = "type";
     pub(crate) const STATUS: &str = "status";
     pub(crate) const SCOPE: &str = "scope";
+    pub(crate) const SOURCE: &str = "source";
     pub(crate) const PHASE: &str = "phase";
     pub(crate) const ID: &str = "id";
     pub(crate) const ALIAS: &str = "alias";
@@ -135,6 +137,7 @@ pub(crate) fn build() -> (Schema, Fields) {
         kind_type: b.add_text_field(TYPE, keyword(false)),
         status: b.add_text_field(STATUS, keyword(false)),
         scope: b.add_text_field(SCOPE, keyword(false)),
+        source: b.add_text_field(SOURCE, keyword(false)),
         phase: b.add_text_field(PHASE, keyword(false)),
         id: b.add_text_field(ID, keyword(true)),
         alias: b.add_text_field(ALIAS, text(false)),
@@ -165,6 +168,7 @@ pub(crate) fn fields_of(schema: &Schema) -> tantivy::Result<Fields> {
         kind_type: f(TYPE)?,
         status: f(STATUS)?,
         scope: f(SCOPE)?,
+        source: f(SOURCE)?,
         phase: f(PHASE)?,
         id: f(ID)?,
         alias: f(ALIAS)?,

@@ -817,3 +817,95 @@ fn agent_scopes_can_be_filtered() {
     assert_eq!(fx.search("scope:agent:claude"), paths(&["a.md"]));
     assert_eq!(fx.search("scope:agent:Claude AND scoped"), paths(&["a.md"]));
 }
+
+#[test]
+fn and_not_excludes_instead_of_matching_nothing() {
+    let fx = Fixture::new();
+    fx.write("a.md", "---\ntags: [x]\n---\n# A\nzephyr apple\n");
+    fx.write("b.md", "---\ntags: [y]\n---\n# B\nzephyr banana\n");
+    fx.sync();
+    assert_eq!(fx.search("zephyr AND NOT tag:x"), paths(&["b.md"]));
+    assert_eq!(fx.search("zephyr NOT tag:x"), paths(&["b.md"]));
+    assert_eq!(
+        fx.search_sorted("zephyr AND NOT tag:z"),
+        paths(&["a.md", "b.md"])
+    );
+}
+
+#[test]
+fn source_is_a_field() {
+    let fx = Fixture::new();
+    fx.write("a.md", "---\nsource: claude\n---\nzephyr\n");
+    fx.write("b.md", "---\nsource: obsidian\n---\nzephyr\n");
+    fx.sync();
+    assert_eq!(fx.search("source:claude"), paths(&["a.md"]));
+    assert_eq!(fx.search("zephyr AND NOT source:claude"), paths(&["b.md"]));
+}
+
+#[test]
+fn prefix_queries_find_words_and_tags() {
+    let fx = Fixture::new();
+    fx.write("a.md", "---\ntags: [project/alpha]\n---\nZephyr winds\n");
+    fx.write("b.md", "zephyrus and zeppelins\n");
+    fx.write("c.md", "---\ntags: [personal]\n---\nnothing here\n");
+    fx.sync();
+    assert_eq!(fx.search_sorted("zeph*"), paths(&["a.md", "b.md"]));
+    assert_eq!(fx.search_sorted("ZEP*"), paths(&["a.md", "b.md"]));
+    assert_eq!(fx.search("zeph* AND winds"), paths(&["a.md"]));
+    assert_eq!(fx.search("tag:proj*"), paths(&["a.md"]));
+    assert!(fx.search("qqq*").is_empty());
+    assert!(fx.index.query_warnings("zeph*").is_empty());
+}
+
+#[test]
+fn bad_field_values_are_reported_not_searched_as_words() {
+    let fx = Fixture::new();
+    fx.write("a.md", "---\ncreated_at: 2026-01-05\n---\napple notadate\n");
+    fx.write("b.md", "---\ncreated_at: 2026-01-05\n---\ncherry\n");
+    fx.sync();
+    // The bad condition is left out, not turned into the word `notadate`.
+    assert_eq!(fx.search("cherry created:>notadate"), paths(&["b.md"]));
+    let warnings = fx.index.query_warnings("cherry created:>notadate");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("`notadate` is not a date"),
+        "{warnings:?}"
+    );
+    let warnings = fx.index.query_warnings("colour:blue cherry");
+    assert!(
+        warnings[0].contains("`colour:` is not a field"),
+        "{warnings:?}"
+    );
+    assert!(
+        fx.index
+            .query_warnings("cherry created:>2026-01-01")
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_file_cut_for_the_index_says_so_in_lint() {
+    let fx = Fixture::new();
+    let mut text = String::from("# Big\n");
+    text.push_str(&"filler words here\n".repeat(5_000_000 / 18));
+    text.push_str("middlemarker\n");
+    text.push_str(&"more filler\n".repeat(6_000_000 / 12));
+    text.push_str("tailmarker\n");
+    fx.write("big.md", &text);
+    fx.write("small.md", "# Small\nmiddlemarker\n");
+    fx.sync();
+    assert_eq!(
+        fx.search_sorted("middlemarker"),
+        paths(&["big.md", "small.md"])
+    );
+    assert!(fx.search("tailmarker").is_empty());
+    let lint = fx.index.lint();
+    assert_eq!(lint.len(), 1, "{lint:?}");
+    assert_eq!(lint[0].0, sp("big.md"));
+    assert!(
+        lint[0]
+            .1
+            .contains("only the first 8 MiB of its 11 MiB are indexed"),
+        "{lint:?}"
+    );
+}
