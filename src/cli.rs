@@ -528,9 +528,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             limit,
         } => {
             let session = session(&at.target(None)?, None)?;
-            let Response::Hits { hits } = session.call(Request::Search { query, limit })? else {
+            let Response::Hits { hits, warnings } =
+                session.call(Request::Search { query, limit })?
+            else {
                 bail!("unexpected answer to a search");
             };
+            for warning in &warnings {
+                eprintln!("warning: {warning}");
+            }
             for (rank, hit) in hits.iter().enumerate() {
                 if json {
                     let line = serde_json::json!({

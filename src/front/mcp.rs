@@ -442,27 +442,29 @@ impl Tools<'_> {
     fn search(&self) -> Outcome {
         let query = self.string("query")?;
         let limit = self.limit(20)?;
-        let Response::Hits { hits } = self.ask(Request::Search { query, limit })? else {
+        let Response::Hits { hits, warnings } = self.ask(Request::Search { query, limit })? else {
             return Err(unexpected());
         };
-        let text = if hits.is_empty() {
-            "no results".to_string()
-        } else {
-            hits.iter()
-                .enumerate()
-                .map(|(i, h)| {
-                    format!(
-                        "{}. {} ({}, score {:.2})\n   {}\n",
-                        i + 1,
-                        h.title,
-                        h.path,
-                        h.score,
-                        h.snippet
-                    )
-                })
-                .collect()
-        };
-        Ok((json!({"results": hits}), text))
+        let notes: String = warnings.iter().map(|w| format!("note: {w}\n")).collect();
+        let text = notes
+            + &if hits.is_empty() {
+                "no results".to_string()
+            } else {
+                hits.iter()
+                    .enumerate()
+                    .map(|(i, h)| {
+                        format!(
+                            "{}. {} ({}, score {:.2})\n   {}\n",
+                            i + 1,
+                            h.title,
+                            h.path,
+                            h.score,
+                            h.snippet
+                        )
+                    })
+                    .collect()
+            };
+        Ok((json!({"results": hits, "warnings": warnings}), text))
     }
 
     fn read(&self) -> Outcome {

@@ -306,6 +306,26 @@ fn rewrite_field<'q>(
     }
 }
 
+/// Most results a query may ask for with `limit:N`.
+pub const MAX_LIMIT: usize = 1000;
+
+/// Splits `limit:N` out of a query: the rest of the query, and N (between
+/// 1 and [`MAX_LIMIT`]) if the query gives one.
+pub fn take_limit(query: &str) -> (String, Option<usize>) {
+    let mut limit = None;
+    let mut rest = Vec::new();
+    for word in query.split_whitespace() {
+        match word
+            .strip_prefix("limit:")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            Some(n) => limit = Some(n.clamp(1, MAX_LIMIT)),
+            None => rest.push(word),
+        }
+    }
+    (rest.join(" "), limit)
+}
+
 fn query_text_for_log(query: &dyn Query) -> String {
     format!("{query:?}").chars().take(200).collect()
 }

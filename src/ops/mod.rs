@@ -127,9 +127,13 @@ impl Operations {
             Request::Read { path } => Response::Text {
                 text: self.read(&path)?,
             },
-            Request::Search { query, limit } => Response::Hits {
-                hits: self.search(&query, limit)?,
-            },
+            Request::Search { query, limit } => {
+                let (query, in_query) = crate::index::take_limit(&query);
+                Response::Hits {
+                    hits: self.search(&query, in_query.unwrap_or(limit))?,
+                    warnings: self.index.query_warnings(&query),
+                }
+            }
             Request::Create {
                 path,
                 content,

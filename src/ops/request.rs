@@ -244,6 +244,10 @@ pub enum Response {
     Hits {
         /// The hits.
         hits: Vec<SearchHit>,
+        /// How the query was read, where its author should know: fields
+        /// it does not have, values that are not dates.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        warnings: Vec<String>,
     },
     /// A memory that now exists at `path`.
     Memory {

@@ -25,7 +25,7 @@ use crate::store::StorePath;
 /// Results listed in a search folder unless the query asks for more.
 pub const DEFAULT_SEARCH_LIMIT: usize = 50;
 /// The most results a query may ask for with `limit:N`.
-pub const MAX_SEARCH_LIMIT: usize = 1000;
+pub const MAX_SEARCH_LIMIT: usize = crate::index::MAX_LIMIT;
 /// Entries in `recent/`.
 pub const RECENT_LIMIT: usize = 50;
 
@@ -197,18 +197,8 @@ fn name_str(name: &OsStr) -> Option<String> {
 
 /// Splits `limit:N` out of a query; the rest is the query text.
 pub fn split_limit(query: &str) -> (String, usize) {
-    let mut limit = DEFAULT_SEARCH_LIMIT;
-    let mut rest = Vec::new();
-    for word in query.split_whitespace() {
-        match word
-            .strip_prefix("limit:")
-            .and_then(|n| n.parse::<usize>().ok())
-        {
-            Some(n) => limit = n.clamp(1, MAX_SEARCH_LIMIT),
-            None => rest.push(word),
-        }
-    }
-    (rest.join(" "), limit)
+    let (text, limit) = crate::index::take_limit(query);
+    (text, limit.unwrap_or(DEFAULT_SEARCH_LIMIT))
 }
 
 /// Names each path by its file name, adding ` (2)`, ` (3)` before the
@@ -450,6 +440,9 @@ impl Views {
     fn summary(&self, query: &str) -> String {
         let (text, limit) = split_limit(query);
         let mut out = format!("# Search: {text}\n\n");
+        for warning in self.index.query_warnings(&text) {
+            out.push_str(&format!("> Note: {warning}.\n\n"));
+        }
         match self.index.search(&text, limit) {
             Ok(hits) if hits.is_empty() => out.push_str("No memories matched.\n"),
             Ok(hits) => {
