@@ -14,6 +14,6 @@ pub fn lower_priority() {
         libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) != 0
     };
     if failed {
-        log::debug!("cannot lower the priority of a background thread");
+        tracing::debug!("cannot lower the priority of a background thread");
     }
 }

@@ -20,6 +20,10 @@ use crate::ops::{Request, Response};
 #[derive(Debug, Parser)]
 #[command(name = "mnemofs", version, about)]
 struct Cli {
+    /// Log more: -v for what the daemon and the index do, -vv for details
+    /// (MNEMOFS_LOG, as in RUST_LOG, overrides both).
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,9 +34,13 @@ enum Command {
     Mount {
         /// Where the store appears (an existing, empty directory).
         mountpoint: PathBuf,
-        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store].
+        /// The backing directory [default: $XDG_DATA_HOME/mnemofs/store,
+        /// made on first use].
         #[arg(long)]
         store: Option<PathBuf>,
+        /// Make the --store directory if it does not exist.
+        #[arg(long)]
+        create: bool,
         /// Where derived state lives [default: $XDG_STATE_HOME/mnemofs/<store>].
         #[arg(long)]
         state_dir: Option<PathBuf>,
@@ -99,6 +107,9 @@ enum Command {
         target: Option<PathBuf>,
         #[command(flatten)]
         at: StoreArgs,
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Rebuild the search index from the store.
     Reindex {
@@ -387,18 +398,27 @@ fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
 }
 
 /// Creates the store directory (0700) if needed and returns its real path.
-fn resolve_store(store: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    let store = match store {
-        Some(s) => absolute(&s)?,
-        None => daemon::default_store_dir(),
+/// The store to mount: `--store`, which must exist unless `create`, or
+/// the default store, made on first use.
+fn resolve_store(store: Option<PathBuf>, create: bool) -> anyhow::Result<PathBuf> {
+    let (store, named) = match store {
+        Some(s) => (absolute(&s)?, true),
+        None => (daemon::default_store_dir(), false),
     };
     if !store.exists() {
+        if named && !create {
+            bail!(
+                "store {} does not exist; pass --create to make it",
+                store.display()
+            );
+        }
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&store)
             .with_context(|| format!("cannot create store {}", store.display()))?;
+        eprintln!("mnemofs: created the store {}", store.display());
     }
     let store = std::fs::canonicalize(&store)
         .with_context(|| format!("cannot open store {}", store.display()))?;
@@ -430,9 +450,10 @@ fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
 
 fn resolve_store_and_state(
     store: Option<PathBuf>,
+    create: bool,
     state_dir: Option<PathBuf>,
 ) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let store = resolve_store(store)?;
+    let store = resolve_store(store, create)?;
     let state_dir = match state_dir {
         Some(dir) => absolute(&dir)?,
         None => daemon::default_state_dir(&store),
@@ -445,6 +466,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mount {
             mountpoint,
             store,
+            create,
             state_dir,
             foreground,
             threads,
@@ -459,7 +481,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if !(0.0..=3600.0).contains(&cache_ttl) {
                 bail!("--cache-ttl must be between 0 and 3600 seconds");
             }
-            let (store, state_dir) = resolve_store_and_state(store, state_dir)?;
+            if max_file_size == 0 {
+                bail!("--max-file-size must be more than 0 (e.g. 64MiB)");
+            }
+            // Checked before anything is made on disk.
+            let settings = load_config(config.as_deref())?;
+            let (store, state_dir) = resolve_store_and_state(store, create, state_dir)?;
             let mountpoint = absolute(&mountpoint)?;
             if mountpoint.starts_with(&store) {
                 bail!(
@@ -481,7 +508,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     passthrough: !no_passthrough,
                 },
                 views_hidden: views == ViewsMode::Hidden,
-                config: load_config(config.as_deref())?,
+                config: settings,
                 organizer: !no_organizer,
             };
             daemon::mount(&config)
@@ -566,8 +593,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Dream { level, at, config } => {
+            let progress = crate::progress::Progress::start("opening the store", "items");
             let session = session(&at.target(None)?, config.as_deref())?;
-            let Response::Report { report } = session.call(Request::Dream { level })? else {
+            progress.say(&format!("dreaming (level {level})"));
+            let answer = session.call(Request::Dream { level });
+            progress.finish();
+            let Response::Report { report } = answer? else {
                 bail!("unexpected answer to dream");
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
@@ -576,12 +607,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Status { target, at } => {
-            let session = session(&at.target(target)?, None)?;
-            let Response::Status { status } = session.call(Request::Status)? else {
-                bail!("unexpected answer to status");
-            };
-            println!("{}", serde_json::to_string_pretty(&status)?);
+        Command::Status { target, at, json } => {
+            let target = at.target(target)?;
+            let found = daemon::find(&target)?;
+            let session = session(&target, None)?;
+            let overview = daemon::status::Overview::gather(&target, &found, &session)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&overview)?);
+            } else {
+                let now_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                print!("{}", overview.render(now_ms));
+            }
             Ok(())
         }
         Command::Tool { at } => {
@@ -598,7 +636,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 let current = match open.take() {
                     Some(current) => current,
                     None => self::session(&target, None).map_err(|e| {
-                        log::error!("mcp: cannot open the store: {e:#}");
+                        tracing::error!("mcp: cannot open the store: {e:#}");
                         crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
                     })?,
                 };
@@ -608,30 +646,92 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Brief { at, cwd, format } => brief(at, cwd, format),
         Command::Checkpoint { at } => checkpoint(at),
-        Command::Reindex { at } => {
-            let session = session(&at.target(None)?, None)?;
-            let Response::Reindexed { files } = session.call(Request::Reindex)? else {
-                bail!("unexpected answer to reindex");
-            };
-            let by = if session.through_daemon() {
-                "the daemon"
-            } else {
-                "this command"
-            };
-            println!("indexed {files} files ({by})");
-            Ok(())
+        Command::Reindex { at } => reindex(at),
+    }
+}
+
+/// `mnemofs reindex`, with a progress bar on a terminal: the rebuild's
+/// progress is read from `status` on a second connection (or, without a
+/// daemon, from the same operations on another thread).
+fn reindex(at: StoreArgs) -> anyhow::Result<()> {
+    let target = at.target(None)?;
+    let mut progress = crate::progress::Progress::start("opening the index", "files");
+    let session = session(&target, None)?;
+    progress.say("reindexing");
+    let poller = if progress.is_drawn() && session.through_daemon() {
+        Some(self::session(&target, None)?)
+    } else {
+        None
+    };
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let answer = std::thread::scope(|scope| {
+        if progress.is_drawn() {
+            let poller = poller.as_ref().unwrap_or(&session);
+            let (progress, finished) = (&mut progress, &finished);
+            scope.spawn(move || {
+                while !finished.load(std::sync::atomic::Ordering::Acquire) {
+                    if let Ok(Response::Status { status }) = poller.call(Request::Status)
+                        && let Some(r) = status.rebuilding
+                    {
+                        progress.set(r.done, r.total);
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
         }
+        let answer = session.call(Request::Reindex);
+        finished.store(true, std::sync::atomic::Ordering::Release);
+        answer
+    });
+    progress.finish();
+    let Response::Reindexed { files } = answer? else {
+        bail!("unexpected answer to reindex");
+    };
+    let by = if session.through_daemon() {
+        "the daemon"
+    } else {
+        "this command"
+    };
+    println!("indexed {files} files ({by})");
+    Ok(())
+}
+
+/// The log filter: `MNEMOFS_LOG` if set, else by `-v`. A daemon logs its
+/// own INFO lines (to its log file, or the journal under systemd); a
+/// command run at a terminal shows only warnings unless asked.
+fn log_filter(daemon: bool, verbose: u8) -> tracing_subscriber::EnvFilter {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("MNEMOFS_LOG") {
+        return filter;
+    }
+    let level = match (daemon, verbose) {
+        (_, 2..) => "debug",
+        (true, _) | (false, 1) => "info",
+        (false, 0) => "warn",
+    };
+    tracing_subscriber::EnvFilter::new(format!("warn,fuser=error,mnemofs={level}"))
+}
+
+/// Sends logs to stderr: the terminal, the daemon's log file (its stderr
+/// is the file), or the journal under systemd, which stamps lines itself.
+fn init_logs(daemon: bool, verbose: u8) {
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(log_filter(daemon, verbose))
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let result = if std::env::var_os("JOURNAL_STREAM").is_some() {
+        builder.without_time().try_init()
+    } else {
+        builder.try_init()
+    };
+    if let Err(e) = result {
+        eprintln!("mnemofs: cannot set up logging: {e}");
     }
 }
 
 /// Entry point: parses arguments, runs, prints the whole error chain.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    env_logger::Builder::from_env(
-        env_logger::Env::default().filter_or("MNEMOFS_LOG", "warn,fuser=error,mnemofs=info"),
-    )
-    .format_timestamp_millis()
-    .init();
+    init_logs(matches!(cli.command, Command::Mount { .. }), cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

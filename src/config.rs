@@ -46,12 +46,12 @@ use crate::memory::duration::{HumanDuration, serde_duration};
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file exists (or was named explicitly) but could not be read.
-    #[error("cannot read config {path}: {source}")]
+    #[error("cannot read config {path}: {error}")]
     Read {
         /// The config file.
         path: PathBuf,
         /// What the OS said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The file is not valid YAML, or a value has the wrong type or form.
     /// The message names the key and the line.
@@ -414,9 +414,9 @@ impl Config {
     pub fn load(path: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
         let (text, origin) = match path {
             Some(p) => (
-                std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                std::fs::read_to_string(p).map_err(|error| ConfigError::Read {
                     path: p.to_owned(),
-                    source,
+                    error,
                 })?,
                 Some(p.to_owned()),
             ),
@@ -424,7 +424,7 @@ impl Config {
                 Some(p) => match std::fs::read_to_string(&p) {
                     Ok(text) => (text, Some(p)),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
-                    Err(source) => return Err(ConfigError::Read { path: p, source }),
+                    Err(error) => return Err(ConfigError::Read { path: p, error }),
                 },
                 None => (String::new(), None),
             },

@@ -16,6 +16,7 @@ pub mod fs;
 pub mod index;
 pub mod memory;
 pub mod ops;
+pub mod progress;
 pub mod store;
 pub mod tasks;
 pub mod views;

@@ -239,7 +239,9 @@ fn without_fuse_dream_search_status_and_reindex_work_and_match_a_daemon() {
     args.extend::<[&OsStr; 2]>(["深色".as_ref(), "--json".as_ref()]);
     let hits = ok_stdout(&without_fuse(&args), "Chinese search without FUSE");
     assert!(hits.contains("preferences/zh.md"), "{hits}");
-    let status = json(&without_fuse(&at("status")), "status without FUSE");
+    let mut args = at("status");
+    args.push("--json".as_ref());
+    let status = json(&without_fuse(&args), "status without FUSE");
     assert_eq!(status["served_by"], "local", "{status:#}");
     assert!(status["tasks"]["dream-3"].is_object(), "{status:#}");
     let said = ok_stdout(&without_fuse(&at("reindex")), "reindex without FUSE");

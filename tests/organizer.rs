@@ -1041,6 +1041,7 @@ fn dream_level_3_extracts_reminders_in_english_and_chinese_once_and_status_repor
         Some(&o.m),
         &[
             "status".as_ref(),
+            "--json".as_ref(),
             "--store".as_ref(),
             o.store.as_os_str(),
             "--state-dir".as_ref(),
@@ -1334,7 +1335,7 @@ fn dream_given_only_the_store_reaches_a_daemon_with_its_own_state_dir_and_classi
 
     // status says who answered, given the store or the mountpoint.
     for target in [o.store.as_os_str(), o.mnt.as_os_str()] {
-        let out = cli(Some(&o.m), &["status".as_ref(), target]);
+        let out = cli(Some(&o.m), &["status".as_ref(), "--json".as_ref(), target]);
         let status = json_of(&out, "mnemofs status");
         assert_eq!(status["served_by"], "daemon", "{status:#}");
         assert_eq!(
@@ -1394,7 +1395,9 @@ fn without_a_daemon_status_says_it_worked_on_the_store_and_the_skipped_items_say
                 .is_some_and(|r| r.contains("no category"))),
         "{report:#}"
     );
-    let status = json_of(&cli(None, &common("status")), "status without a daemon");
+    let mut args = common("status");
+    args.push("--json".as_ref());
+    let status = json_of(&cli(None, &args), "status without a daemon");
     assert_eq!(status["served_by"], "local", "{status:#}");
     assert!(status["pid"].is_null(), "{status:#}");
     assert!(status["tasks"]["dream-1"].is_object(), "{status:#}");

@@ -87,7 +87,7 @@ fn accept(listener: &UnixListener, ops: &Arc<Operations>, stop: &AtomicBool) {
         let stream = match stream {
             Ok(s) => s,
             Err(e) => {
-                log::warn!("control socket: {e}");
+                tracing::warn!("control socket: {e}");
                 std::thread::sleep(Duration::from_millis(100));
                 continue;
             }
@@ -101,12 +101,12 @@ fn accept(listener: &UnixListener, ops: &Arc<Operations>, stop: &AtomicBool) {
             .name("mnemofs-client".into())
             .spawn(move || {
                 if let Err(e) = serve_connection(stream, &ops) {
-                    log::debug!("control connection ended: {e}");
+                    tracing::debug!("control connection ended: {e}");
                 }
                 done.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
-            log::warn!("cannot serve a control connection: {e}");
+            tracing::warn!("cannot serve a control connection: {e}");
             active.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -151,9 +151,9 @@ fn answer(line: &[u8], ops: &Operations) -> Reply {
         Ok(response) => Reply::Ok(response),
         Err(e) => {
             if e.is_routine() {
-                log::debug!("request failed: {e}");
+                tracing::debug!("request failed: {e}");
             } else {
-                log::warn!("request failed: {e}");
+                tracing::warn!("request failed: {e}");
             }
             Reply::Error(WireError::from(&e))
         }

@@ -282,7 +282,7 @@ fn index(state_dir: &Path) -> Finding {
 }
 
 /// Whether a mount's daemon answers: `Some(false)` for a dead one.
-fn answers(mountpoint: &Path) -> Option<bool> {
+pub(super) fn answers(mountpoint: &Path) -> Option<bool> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let path = mountpoint.to_path_buf();
     let spawned = std::thread::Builder::new()

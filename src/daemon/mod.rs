@@ -18,6 +18,7 @@ mod lock;
 mod mountpoint;
 mod paths;
 pub mod registry;
+pub mod status;
 
 pub use client::{Found, Session, Target, find};
 pub use lock::StoreLock;
@@ -118,7 +119,7 @@ fn daemonize(config: &MountConfig, lock: StoreLock) -> anyhow::Result<()> {
             match serve(config, lock, Some(ready)) {
                 Ok(()) => std::process::exit(0),
                 Err(e) => {
-                    log::error!("{e:#}");
+                    tracing::error!("{e:#}");
                     std::process::exit(1);
                 }
             }
@@ -345,7 +346,7 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
         socket: control.path().to_path_buf(),
     });
     if let Err(e) = &registration {
-        log::warn!(
+        tracing::warn!(
             "cannot register in {} ({e}); commands need --state-dir {} to find this daemon",
             registry::dir().display(),
             config.state_dir.display()
@@ -353,7 +354,7 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     }
     let signals =
         SignalListener::start(unmounter, config.mountpoint.clone(), mounted.index.clone())?;
-    log::info!(
+    tracing::info!(
         "mounted {} at {}",
         config.store.display(),
         config.mountpoint.display()
@@ -379,9 +380,9 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     drop(tasks);
     index.shutdown();
     if let Some(Err(e)) = fs.counters().map(|c| c.flush()) {
-        log::warn!("cannot save the access counters: {e}");
+        tracing::warn!("cannot save the access counters: {e}");
     }
-    log::info!("unmounted {}", config.mountpoint.display());
+    tracing::info!("unmounted {}", config.mountpoint.display());
     result.context("the FUSE session ended with an error")
 }
 
@@ -400,7 +401,7 @@ fn notify_systemd_ready() {
     };
     let sent = address.and_then(|a| UnixDatagram::unbound()?.send_to_addr(b"READY=1", &a));
     if let Err(e) = sent {
-        log::warn!("cannot notify systemd at {}: {e}", socket.to_string_lossy());
+        tracing::warn!("cannot notify systemd at {}: {e}", socket.to_string_lossy());
     }
 }
 
@@ -435,22 +436,22 @@ impl SignalListener {
                             let spawned = std::thread::Builder::new()
                                 .name("mnemofs-reindex".into())
                                 .spawn(move || match index.rebuild() {
-                                    Ok(n) => log::info!("rebuilt the index: {n} files"),
-                                    Err(e) => log::error!("rebuilding the index failed: {e}"),
+                                    Ok(n) => tracing::info!("rebuilt the index: {n} files"),
+                                    Err(e) => tracing::error!("rebuilding the index failed: {e}"),
                                 });
                             if let Err(e) = spawned {
-                                log::error!("cannot start the rebuild: {e}");
+                                tracing::error!("cannot start the rebuild: {e}");
                             }
                         }
                         other => break other,
                     }
                 };
                 if let Some(signal) = signal {
-                    log::info!("signal {signal}: unmounting {}", mountpoint.display());
+                    tracing::info!("signal {signal}: unmounting {}", mountpoint.display());
                     if let Err(e) = unmounter.unmount() {
-                        log::warn!("unmount failed ({e}); detaching lazily");
+                        tracing::warn!("unmount failed ({e}); detaching lazily");
                         if let Err(e) = mountpoint::unmount(&mountpoint, true) {
-                            log::error!("lazy unmount failed: {e:#}");
+                            tracing::error!("lazy unmount failed: {e:#}");
                         }
                     }
                 }

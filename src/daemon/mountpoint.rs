@@ -19,7 +19,7 @@ pub(crate) fn prepare(mountpoint: &Path) -> anyhow::Result<()> {
     let probe = std::fs::metadata(mountpoint).and_then(|_| std::fs::read_dir(mountpoint).map(drop));
     match probe {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
-            log::warn!(
+            tracing::warn!(
                 "{} is a stale mount left by a dead daemon; detaching it",
                 mountpoint.display()
             );
@@ -142,7 +142,55 @@ pub fn unmount(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
     if last_error.is_empty() {
         last_error = "fusermount3 not found (apt-get install fuse3)".into();
     }
+    let holders = holders(&target);
+    if !lazy && !holders.is_empty() {
+        bail!(
+            "cannot unmount {}: it is in use by {}; close them, or detach it now with mnemofs unmount --lazy {}",
+            mountpoint.display(),
+            holders.join(", "),
+            mountpoint.display()
+        );
+    }
     bail!("cannot unmount {}: {last_error}", mountpoint.display())
+}
+
+/// Processes that hold something under `mountpoint` (their working
+/// folder, root, an open file or a mapping), as `pid 12 (vim)`. Read from
+/// `/proc` by link text only, so a hung mount cannot hang the listing.
+fn holders(mountpoint: &Path) -> Vec<String> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let own = std::process::id();
+    let under = |link: &Path| std::fs::read_link(link).is_ok_and(|t| t.starts_with(mountpoint));
+    let mut out = Vec::new();
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let dir = entry.path();
+        let holds = under(&dir.join("cwd"))
+            || under(&dir.join("root"))
+            || std::fs::read_dir(dir.join("fd"))
+                .is_ok_and(|fds| fds.flatten().any(|fd| under(&fd.path())))
+            || std::fs::read_to_string(dir.join("maps")).is_ok_and(|maps| {
+                maps.lines()
+                    .filter_map(|l| l.split_whitespace().nth(5))
+                    .any(|p| Path::new(p).starts_with(mountpoint))
+            });
+        if holds {
+            let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+            out.push(format!("pid {pid} ({})", name.trim()));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

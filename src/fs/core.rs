@@ -204,7 +204,7 @@ impl StoreFs {
         let on = granted && self.options.passthrough;
         self.passthrough
             .store(on, std::sync::atomic::Ordering::Relaxed);
-        log::info!("passthrough reads: {}", if on { "on" } else { "off" });
+        tracing::info!("passthrough reads: {}", if on { "on" } else { "off" });
     }
 
     fn passthrough_on(&self) -> bool {
@@ -246,7 +246,7 @@ impl StoreFs {
             .passthrough
             .swap(false, std::sync::atomic::Ordering::Relaxed)
         {
-            log::warn!("passthrough reads unavailable ({err}); reading through the daemon");
+            tracing::warn!("passthrough reads unavailable ({err}); reading through the daemon");
         }
     }
 
@@ -890,7 +890,7 @@ impl StoreFs {
                     Ok(n) => written += n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) if written > 0 => {
-                        log::debug!("short write after {written} bytes: {e}");
+                        tracing::debug!("short write after {written} bytes: {e}");
                         break;
                     }
                     Err(e) => return Err(e.into()),

@@ -37,9 +37,9 @@ const GENERATION: Generation = Generation(0);
 
 fn errno(op: &str, err: &FsError) -> Errno {
     if err.is_routine() {
-        log::debug!("{op}: {err}");
+        tracing::debug!("{op}: {err}");
     } else {
-        log::warn!("{op}: {err}");
+        tracing::warn!("{op}: {err}");
     }
     Errno::from_i32(err.errno())
 }
@@ -123,7 +123,7 @@ impl Filesystem for FuseAdapter {
             InitFlags::FUSE_CACHE_SYMLINKS,
         ] {
             if config.add_capabilities(flag).is_err() {
-                log::debug!("kernel lacks capability {flag:?}");
+                tracing::debug!("kernel lacks capability {flag:?}");
             }
         }
         let _ = config.set_max_readahead(1024 * 1024);

@@ -97,7 +97,9 @@ fn run(
         let batch = match watcher.next_batch(Duration::from_millis(50)) {
             Ok(batch) => batch,
             Err(e) => {
-                log::error!("the store watcher failed, changes behind the mount go unseen: {e}");
+                tracing::error!(
+                    "the store watcher failed, changes behind the mount go unseen: {e}"
+                );
                 return;
             }
         };
@@ -124,7 +126,7 @@ fn run(
             if let Err(e) = result
                 && e.raw_os_error() != Some(libc::ENOENT)
             {
-                log::debug!("invalidate {inval:?}: {e}");
+                tracing::debug!("invalidate {inval:?}: {e}");
             }
         }
     }
@@ -137,7 +139,7 @@ fn invalidate_views(fs: &StoreFs, notifier: &Notifier) {
         if let Err(e) = notifier.inval_entry(INodeNo(parent), &name)
             && e.raw_os_error() != Some(libc::ENOENT)
         {
-            log::debug!("invalidate view entry {name:?}: {e}");
+            tracing::debug!("invalidate view entry {name:?}: {e}");
         }
     }
 }

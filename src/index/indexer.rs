@@ -165,7 +165,7 @@ fn load_mirror(core: &Core) -> BTreeMap<Vec<u8>, FileState> {
             ff.u64(names::SIZE),
             ff.i64(names::MTIME),
         ) else {
-            log::warn!("index segment without path/size/mtime columns; skipped");
+            tracing::warn!("index segment without path/size/mtime columns; skipped");
             continue;
         };
         let mut by_ord = Vec::with_capacity(paths.num_terms());
@@ -176,7 +176,7 @@ fn load_mirror(core: &Core) -> BTreeMap<Vec<u8>, FileState> {
                 }
             }
             Err(e) => {
-                log::warn!("cannot read the path column of a segment: {e}");
+                tracing::warn!("cannot read the path column of a segment: {e}");
                 continue;
             }
         }
@@ -398,7 +398,7 @@ impl Indexer {
                         document::build(fields, path, *state, &bytes)
                     }));
                     let doc = built.unwrap_or_else(|_| {
-                        log::error!("indexing {path} panicked; indexed as binary");
+                        tracing::error!("indexing {path} panicked; indexed as binary");
                         document::build(fields, path, *state, b"\0")
                     });
                     let searchable = !is_skipped(fields, &doc);
@@ -408,7 +408,7 @@ impl Indexer {
                 Err(e) => {
                     // Unreadable (permissions): index nothing, but remember
                     // the state so it is not retried on every start.
-                    log::warn!("cannot read {path} for indexing: {e}");
+                    tracing::warn!("cannot read {path} for indexing: {e}");
                     let mut doc = TantivyDocument::new();
                     doc.add_bytes(fields.path, &key);
                     doc.add_u64(fields.size, state.size);
@@ -432,7 +432,7 @@ impl Indexer {
             Change::Upsert(state, doc, _) => {
                 self.writer.delete_term(term);
                 if let Err(e) = self.writer.add_document(*doc) {
-                    log::error!(
+                    tracing::error!(
                         "cannot add {} to the index: {e}",
                         String::from_utf8_lossy(&key)
                     );
@@ -456,15 +456,15 @@ impl Indexer {
             match self.writer.commit() {
                 Ok(_) => {
                     if let Err(e) = self.core.reader.reload() {
-                        log::error!("cannot reload the index reader: {e}");
+                        tracing::error!("cannot reload the index reader: {e}");
                     }
                     self.core.generation.fetch_add(1, Ordering::AcqRel);
                     self.core.last_commit.store(unix_ms(), Ordering::Release);
                 }
                 Err(e) => {
-                    log::error!("index commit failed, rolling back and reconciling: {e}");
+                    tracing::error!("index commit failed, rolling back and reconciling: {e}");
                     if let Err(e) = self.writer.rollback() {
-                        log::error!("index rollback failed: {e}");
+                        tracing::error!("index rollback failed: {e}");
                     }
                     self.mirror = load_mirror(&self.core);
                     self.bulk.push_back(Bulk::Path(StorePath::root()));
@@ -506,7 +506,11 @@ impl Indexer {
         self.processed_seq = self.live_max_seq;
         let files = walk(&self.store, &StorePath::root());
         let total = files.len();
-        log::info!("rebuilding the index: {total} files");
+        tracing::info!("rebuilding the index: {total} files");
+        self.core.update_progress(|p| {
+            p.rebuild_done = 0;
+            p.rebuild_total = total as u64;
+        });
         let mut searchable = 0;
         let mut last_log = Instant::now();
         for (done, chunk) in (1..).zip(files.chunks(REBUILD_CHUNK)) {
@@ -517,15 +521,20 @@ impl Indexer {
                 self.apply(key, change);
             }
             let done = (done * REBUILD_CHUNK).min(total);
+            self.core.update_progress(|p| p.rebuild_done = done as u64);
             if last_log.elapsed() >= Duration::from_secs(2) || done == total {
                 let rate = done as f64 / start.elapsed().as_secs_f64().max(1e-3);
-                log::info!("indexed {done}/{total} files ({rate:.0} files/s)");
+                tracing::info!("indexed {done}/{total} files ({rate:.0} files/s)");
                 last_log = Instant::now();
             }
         }
         self.mark_dirty(true);
         self.commit();
-        log::info!(
+        self.core.update_progress(|p| {
+            p.rebuild_done = 0;
+            p.rebuild_total = 0;
+        });
+        tracing::info!(
             "index rebuilt: {searchable} documents in {:.1}s",
             start.elapsed().as_secs_f64()
         );
@@ -543,7 +552,7 @@ impl Indexer {
             .name("mnemofs-reconcile".into())
             .spawn(move || reconcile(&store, snapshot, &bulk_tx, &core));
         if let Err(e) = spawned {
-            log::error!("cannot start the index reconcile: {e}");
+            tracing::error!("cannot start the index reconcile: {e}");
             self.core.update_progress(|p| p.reconciling = false);
         }
     }
@@ -580,7 +589,7 @@ fn reconcile(
         }
     }
     let _ = bulk_tx.send(Bulk::ReconcileDone);
-    log::info!(
+    tracing::info!(
         "index reconcile: {scanned} files scanned in {:.2}s, {changed} to reindex, {removed} removed",
         start.elapsed().as_secs_f64()
     );
@@ -654,7 +663,7 @@ fn plan(store: &Store, mirror: &BTreeMap<Vec<u8>, FileState>, path: &StorePath) 
         }
         Ok(_) => plan.delete = keys_at_or_below(mirror, key),
         Err(e) if is_gone(&e) => plan.delete = keys_at_or_below(mirror, key),
-        Err(e) => log::warn!("cannot check {path} for indexing: {e}"),
+        Err(e) => tracing::warn!("cannot check {path} for indexing: {e}"),
     }
     plan
 }
@@ -785,13 +794,13 @@ pub(crate) fn walk(store: &Store, dir: &StorePath) -> Vec<(StorePath, FileState)
                                     found.push((child, FileState::of(&st)));
                                 }
                                 Ok(_) => {}
-                                Err(e) => log::debug!("cannot stat {child}: {e}"),
+                                Err(e) => tracing::debug!("cannot stat {child}: {e}"),
                             },
                             FileKind::Symlink | FileKind::Special => {}
                         }
                     }
                 }
-                Err(e) => log::debug!("cannot list {d}: {e}"),
+                Err(e) => tracing::debug!("cannot list {d}: {e}"),
             }
             let mut s = shared.lock();
             s.stack.extend(subdirs);

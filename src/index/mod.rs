@@ -65,12 +65,12 @@ pub enum IndexError {
     #[error("no index in {0}")]
     Missing(PathBuf),
     /// The index directory could not be created or cleaned.
-    #[error("cannot prepare index directory {path}: {source}")]
+    #[error("cannot prepare index directory {path}: {error}")]
     Directory {
         /// The directory concerned.
         path: PathBuf,
         /// What the system said.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The index was opened read-only and cannot be written.
     #[error("the index is open read-only")]
@@ -112,6 +112,8 @@ pub struct IndexStatus {
     pub last_commit: i64,
     /// See [`Index::generation`].
     pub generation: u64,
+    /// Files read and to read, while a rebuild runs.
+    pub rebuilding: Option<(u64, u64)>,
 }
 
 /// What `wait_idle` waits on; guarded by `Core::progress`.
@@ -125,6 +127,10 @@ struct Progress {
     bulk_pending: u64,
     /// The indexer thread has ended.
     stopped: bool,
+    /// Files read so far by a running rebuild, and how many it will read
+    /// (0 when none runs).
+    rebuild_done: u64,
+    rebuild_total: u64,
 }
 
 /// State shared by the handles and the indexer thread.
@@ -177,7 +183,7 @@ impl Inner {
         if let Some(thread) = self.thread.lock().take()
             && thread.join().is_err()
         {
-            log::error!("the indexer thread panicked");
+            tracing::error!("the indexer thread panicked");
         }
     }
 }
@@ -225,12 +231,12 @@ fn remove_old_versions(state_dir: &Path) {
             .strip_prefix('v')
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
         if is_version && name != current {
-            log::info!(
+            tracing::info!(
                 "removing index of an older schema: {}",
                 entry.path().display()
             );
             if let Err(e) = std::fs::remove_dir_all(entry.path()) {
-                log::warn!("cannot remove {}: {e}", entry.path().display());
+                tracing::warn!("cannot remove {}: {e}", entry.path().display());
             }
         }
     }
@@ -244,9 +250,9 @@ impl Index {
     /// writer lock.
     pub fn open(state_dir: &Path, store: Arc<Store>) -> Result<Index, IndexError> {
         let dir = index_dir(state_dir);
-        std::fs::create_dir_all(&dir).map_err(|source| IndexError::Directory {
+        std::fs::create_dir_all(&dir).map_err(|error| IndexError::Directory {
             path: dir.clone(),
-            source,
+            error,
         })?;
         let (schema, _) = schema::build();
         let open = || -> Result<tantivy::Index, TantivyError> {
@@ -258,12 +264,14 @@ impl Index {
             Ok(index) => index,
             Err(TantivyError::SchemaError(message)) => {
                 // Same version, different schema: only during development.
-                log::warn!("index schema changed without a version bump ({message}); rebuilding");
+                tracing::warn!(
+                    "index schema changed without a version bump ({message}); rebuilding"
+                );
                 std::fs::remove_dir_all(&dir)
                     .and_then(|()| std::fs::create_dir_all(&dir))
-                    .map_err(|source| IndexError::Directory {
+                    .map_err(|error| IndexError::Directory {
                         path: dir.clone(),
-                        source,
+                        error,
                     })?;
                 open()?
             }
@@ -378,7 +386,7 @@ impl Index {
             .send(indexer::Live::Paths(seq, paths.to_vec()))
             .is_err()
         {
-            log::debug!("indexer stopped; dropped {} changes", paths.len());
+            tracing::debug!("indexer stopped; dropped {} changes", paths.len());
         }
     }
 
@@ -441,6 +449,7 @@ impl Index {
         let p = core.progress.lock();
         let pending_changes = notified.saturating_sub(p.committed_seq) + p.bulk_pending;
         let reconciling = p.reconciling;
+        let rebuilding = (p.rebuild_total > 0).then_some((p.rebuild_done, p.rebuild_total));
         drop(p);
         IndexStatus {
             documents: self.documents(),
@@ -448,6 +457,7 @@ impl Index {
             reconciling,
             last_commit: core.last_commit.load(Ordering::Acquire),
             generation: self.generation(),
+            rebuilding,
         }
     }
 

@@ -405,7 +405,7 @@ impl Index {
                 Some(g)
             }
             Err(e) => {
-                log::debug!("no snippets for {}: {e}", query_text_for_log(&*query));
+                tracing::debug!("no snippets for {}: {e}", query_text_for_log(&*query));
                 None
             }
         };
@@ -459,7 +459,7 @@ impl Index {
         if errors.is_empty() {
             return (Some(parsed), warnings);
         }
-        log::debug!(
+        tracing::debug!(
             "query {text:?} is not valid syntax ({:?}); searching its words",
             errors.first()
         );
@@ -532,7 +532,7 @@ impl Index {
                     Ok(())
                 })();
                 if let Err(e) = result {
-                    log::warn!("cannot expand {prefix}*: {e}");
+                    tracing::warn!("cannot expand {prefix}*: {e}");
                 }
             }
         }
@@ -616,7 +616,7 @@ impl Index {
         match self.try_paths_matching(&searcher, query) {
             Ok(paths) => paths,
             Err(e) => {
-                log::warn!("index lookup failed: {e}");
+                tracing::warn!("index lookup failed: {e}");
                 Vec::new()
             }
         }
@@ -656,7 +656,7 @@ impl Index {
                     Ok(())
                 });
             if let Err(e) = complete {
-                log::warn!("cannot read paths of a segment: {e}");
+                tracing::warn!("cannot read paths of a segment: {e}");
             }
         }
         paths.sort();
@@ -695,7 +695,7 @@ impl Index {
                         .filter_map(|v| v.as_str())
                         .map(str::to_owned),
                 ),
-                Err(e) => log::warn!("cannot read a link target: {e}"),
+                Err(e) => tracing::warn!("cannot read a link target: {e}"),
             }
         }
         let clauses: Vec<(Occur, Box<dyn Query>)> = keys
@@ -780,7 +780,7 @@ impl Index {
                 Ok(())
             })();
             if let Err(e) = result {
-                log::warn!("cannot list index terms: {e}");
+                tracing::warn!("cannot list index terms: {e}");
             }
         }
         out.into_iter().filter(|t| !t.is_empty()).collect()
@@ -816,7 +816,7 @@ impl Index {
         let top = match searcher.search(&self.term_query(f.kind, KIND_MEMORY), &collector) {
             Ok(top) => top,
             Err(e) => {
-                log::warn!("recent: {e}");
+                tracing::warn!("recent: {e}");
                 return Vec::new();
             }
         };
@@ -861,7 +861,7 @@ impl Index {
         {
             Ok(a) => a,
             Err(e) => {
-                log::warn!("lint: {e}");
+                tracing::warn!("lint: {e}");
                 return Vec::new();
             }
         };

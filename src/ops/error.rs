@@ -119,12 +119,12 @@ pub enum Error {
     #[error("{}", .0.message)]
     Remote(super::WireError),
     /// The store refused; carries the kernel's errno.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path as the caller gave it.
         path: String,
         /// What the kernel said.
-        source: io::Error,
+        error: io::Error,
     },
 }
 
@@ -178,7 +178,7 @@ impl Error {
             Error::Unavailable(_) => libc::ENOTSUP,
             Error::Index(_) => libc::EIO,
             Error::Remote(e) => e.errno,
-            Error::Io { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            Error::Io { error, .. } => error.raw_os_error().unwrap_or(libc::EIO),
         }
     }
 
@@ -202,7 +202,7 @@ impl Error {
             Error::Unavailable(_) => rpc::UNAVAILABLE,
             Error::Index(_) => rpc::INTERNAL,
             Error::Remote(e) => e.code,
-            Error::Io { source, .. } => match source.raw_os_error() {
+            Error::Io { error, .. } => match error.raw_os_error() {
                 Some(libc::ENOENT) => rpc::NOT_FOUND,
                 Some(libc::EEXIST) => rpc::EXISTS,
                 Some(libc::EROFS) => rpc::READ_ONLY,
@@ -264,7 +264,10 @@ impl Error {
             Some(libc::EISDIR) => Error::IsFolder { path },
             Some(libc::ENOTDIR) => Error::NotFolder { path },
             Some(libc::EFBIG) => Error::TooBig { path, limit: 0 },
-            _ => Error::Io { path, source },
+            _ => Error::Io {
+                path,
+                error: source,
+            },
         }
     }
 

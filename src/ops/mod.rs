@@ -120,6 +120,7 @@ impl Operations {
 
     /// Runs one request.
     pub fn handle(&self, request: Request) -> Result<Response> {
+        let _span = tracing::debug_span!("request", op = %request::OpName(&request)).entered();
         Ok(match request {
             Request::List { path, depth } => Response::Entries {
                 entries: self.list(&path, depth)?,
@@ -868,6 +869,9 @@ impl Operations {
             pending_changes: s.pending_changes,
             reconciling: s.reconciling,
             last_commit_ms: s.last_commit,
+            rebuilding: s
+                .rebuilding
+                .map(|(done, total)| request::Rebuilding { done, total }),
             organizer: self.organizer.is_some(),
             tasks: self
                 .organizer

@@ -57,6 +57,36 @@ pub struct Skipped {
 }
 
 impl Report {
+    /// The non-zero counts in a few words: `3 organized, 1 merged`, or
+    /// `nothing to do`; errors counted last.
+    pub fn summary(&self) -> String {
+        let counts = [
+            (self.normalized, "normalized"),
+            (self.organized, "organized"),
+            (self.expired, "expired"),
+            (self.decayed, "decayed"),
+            (self.merged, "merged"),
+            (self.links_redirected, "links redirected"),
+            (self.links_resolved, "links resolved"),
+            (self.links_unresolved, "links unresolved"),
+            (self.reminders, "reminders"),
+            (self.malformed, "malformed"),
+            (self.retried, "retried"),
+            (self.skipped.len(), "skipped"),
+            (self.errors.len(), "errors"),
+        ];
+        let words: Vec<String> = counts
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+        if words.is_empty() {
+            "nothing to do".to_owned()
+        } else {
+            words.join(", ")
+        }
+    }
+
     /// Adds another run's counts and lists to this one.
     pub fn add(&mut self, other: Report) {
         self.normalized += other.normalized;

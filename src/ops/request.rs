@@ -11,6 +11,27 @@ use serde::{Deserialize, Serialize};
 
 use super::{Brief, Checkpoint, MemoryFilter, MemorySummary, MemoryText, Report};
 
+/// A request's operation, as logs name it (`search`, `read_memory`...).
+pub(crate) struct OpName<'a>(pub(crate) &'a Request);
+
+impl std::fmt::Display for OpName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let debug = format!("{:?}", self.0);
+        let name = debug.split([' ', '{', '(']).next().unwrap_or_default();
+        for (i, c) in name.char_indices() {
+            if c.is_ascii_uppercase() {
+                if i > 0 {
+                    f.write_str("_")?;
+                }
+                write!(f, "{}", c.to_ascii_lowercase())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One operation, with its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
@@ -370,10 +391,22 @@ pub struct Status {
     pub reconciling: bool,
     /// Unix milliseconds of the last index commit, 0 if none yet.
     pub last_commit_ms: i64,
+    /// While the index is rebuilt: files read so far, and in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuilding: Option<Rebuilding>,
     /// True when an organizer runs here.
     pub organizer: bool,
     /// The last report of each task.
     pub tasks: HashMap<String, Report>,
+}
+
+/// How far a rebuild of the index has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rebuilding {
+    /// Files read.
+    pub done: u64,
+    /// Files to read.
+    pub total: u64,
 }
 
 /// A failed request, as it crosses the socket.

@@ -156,7 +156,7 @@ impl CounterStore {
                 Entries::new()
             }
         };
-        log::debug!(
+        tracing::debug!(
             "counters: loaded {} entries from {}",
             entries.len(),
             state_file.display()
@@ -215,7 +215,7 @@ impl CounterStore {
         let from_key = key_of(from);
         let to_key = key_of(to);
         if from_key.is_empty() || to_key.is_empty() {
-            log::debug!("counters: ignoring rename involving the root ({from} -> {to})");
+            tracing::debug!("counters: ignoring rename involving the root ({from} -> {to})");
             return;
         }
         if from_key == to_key {
@@ -580,7 +580,7 @@ fn decode(bytes: &[u8]) -> Result<Entries, String> {
         }
     }
     if skipped > 0 {
-        log::warn!("counters: skipped {skipped} unusable values in the state file");
+        tracing::warn!("counters: skipped {skipped} unusable values in the state file");
     }
     Ok(entries)
 }
@@ -617,7 +617,7 @@ fn hex_decode(text: &str) -> Option<Vec<u8>> {
 /// one, so it can still be inspected.
 fn move_aside(state_file: &Path, reason: &str) {
     let Some(name) = state_file.file_name() else {
-        log::warn!(
+        tracing::warn!(
             "counters: state file {} {reason}; starting empty",
             state_file.display()
         );
@@ -637,12 +637,12 @@ fn move_aside(state_file: &Path, reason: &str) {
             continue;
         }
         match fs::rename(state_file, &aside) {
-            Ok(()) => log::warn!(
+            Ok(()) => tracing::warn!(
                 "counters: state file {} {reason}; moved it to {} and starting empty",
                 state_file.display(),
                 aside.display()
             ),
-            Err(err) => log::warn!(
+            Err(err) => tracing::warn!(
                 "counters: state file {} {reason}; could not move it aside ({err}), \
                  starting empty and it will be replaced at the next flush",
                 state_file.display()
@@ -650,7 +650,7 @@ fn move_aside(state_file: &Path, reason: &str) {
         }
         return;
     }
-    log::warn!(
+    tracing::warn!(
         "counters: state file {} {reason}; too many earlier copies to move it aside, \
          starting empty",
         state_file.display()
@@ -685,7 +685,7 @@ fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
     // Makes the rename itself durable. Some filesystems refuse to fsync a
     // directory; the data is already in place, so that is not an error.
     if let Err(err) = fs::File::open(dir).and_then(|d| d.sync_all()) {
-        log::debug!("counters: fsync of {} failed: {err}", dir.display());
+        tracing::debug!("counters: fsync of {} failed: {err}", dir.display());
     }
     Ok(())
 }

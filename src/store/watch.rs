@@ -187,7 +187,7 @@ impl StoreWatcher {
         self.buffer = buffer;
         result?;
         if overflowed {
-            log::warn!(
+            tracing::warn!(
                 "the store watcher's queue overflowed; rescanning the whole store \
                  (raise fs.inotify.max_queued_events if this repeats)"
             );
@@ -198,7 +198,7 @@ impl StoreWatcher {
             // Whatever was created inside before the watch existed is
             // reported too.
             if let Err(e) = self.watch_tree(&dir, Some(&mut changed)) {
-                log::debug!("cannot watch new folder {dir}: {e}");
+                tracing::debug!("cannot watch new folder {dir}: {e}");
             }
         }
         Ok(changed)
@@ -233,14 +233,14 @@ impl StoreWatcher {
                 Ok(()) => {}
                 Err(e) if dir == *top => return Err(e),
                 Err(e) => {
-                    log::debug!("cannot watch {dir}: {e}");
+                    tracing::debug!("cannot watch {dir}: {e}");
                     continue;
                 }
             }
             let entries = match self.store.read_dir(&dir) {
                 Ok(entries) => entries,
                 Err(e) => {
-                    log::debug!("cannot list {dir}: {e}");
+                    tracing::debug!("cannot list {dir}: {e}");
                     continue;
                 }
             };
@@ -274,7 +274,7 @@ impl StoreWatcher {
             let e = io::Error::last_os_error();
             if e.raw_os_error() == Some(libc::ENOSPC) && !self.warned_limit {
                 self.warned_limit = true;
-                log::warn!(
+                tracing::warn!(
                     "out of inotify watches: changes made behind the mount below {dir} \
                      will not be noticed (raise fs.inotify.max_user_watches)"
                 );

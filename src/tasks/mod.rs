@@ -169,9 +169,9 @@ fn notify_desktop(method: NotificationMethod, title: &str) {
     {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            log::debug!("no {} for reminder notifications", command.0)
+            tracing::debug!("no {} for reminder notifications", command.0)
         }
-        Err(e) => log::warn!("reminder notification failed: {e}"),
+        Err(e) => tracing::warn!("reminder notification failed: {e}"),
     }
 }
 
@@ -230,7 +230,7 @@ impl Runner {
             if let Err(e) =
                 std::fs::write(&tmp, snapshot).and_then(|()| std::fs::rename(&tmp, file))
             {
-                log::debug!("cannot record task reports: {e}");
+                tracing::debug!("cannot record task reports: {e}");
             }
         }
         report
@@ -260,6 +260,7 @@ impl Runner {
     /// those past their quiet period.
     fn dream(&mut self, level: u8, asked: bool) -> Report {
         let level = level.clamp(1, 3);
+        let _span = tracing::info_span!("dream", level, asked).entered();
         let mut report = Report {
             level,
             ..Report::default()
@@ -284,7 +285,7 @@ impl Runner {
             report.add(self.organizing.reminders());
             self.announce_due();
         }
-        log::info!(
+        tracing::info!(
             "dream level {level}: {} organized, {} expired, {} decayed, {} merged, {} reminders",
             report.organized,
             report.expired,
@@ -326,7 +327,7 @@ impl ops::Organizer for OneShot {
         let mut runner = self.runner.lock();
         let report = runner.dream(level, true);
         if let Some(Err(e)) = runner.organizing.counters.as_ref().map(|c| c.flush()) {
-            log::warn!("cannot save the access counters: {e}");
+            tracing::warn!("cannot save the access counters: {e}");
         }
         Ok(report)
     }
@@ -434,7 +435,7 @@ impl Worker {
         crate::background::lower_priority();
         let start = self.runner.organizing.normalize_all();
         if start.normalized > 0 || !start.errors.is_empty() {
-            log::info!(
+            tracing::info!(
                 "start-up normalization: {} memories updated",
                 start.normalized
             );

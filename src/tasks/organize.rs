@@ -136,7 +136,7 @@ impl Organizing {
     /// Saves the counters if they changed (never from a FUSE handler).
     pub(crate) fn flush_counters(&self) {
         if let Some(Err(e)) = self.counters.as_ref().map(|c| c.flush()) {
-            log::warn!("cannot save the access counters: {e}");
+            tracing::warn!("cannot save the access counters: {e}");
         }
     }
 
@@ -179,7 +179,7 @@ impl Organizing {
         match plan {
             Plan::Complete => Outcome::Done,
             Plan::Malformed(reason) => {
-                log::debug!("not normalizing {path}: {reason}");
+                tracing::debug!("not normalizing {path}: {reason}");
                 report.malformed += 1;
                 Outcome::Done
             }

@@ -288,7 +288,7 @@ impl Views {
                 let paths: Vec<StorePath> = match self.index.search_paths(&text, limit) {
                     Ok(paths) => paths,
                     Err(e) => {
-                        log::warn!("search {query:?}: {e}");
+                        tracing::warn!("search {query:?}: {e}");
                         Vec::new()
                     }
                 };

@@ -1,0 +1,157 @@
+//! `mnemofs status`: who serves a store, where its files are, and how its
+//! index and organizer are doing; as text for a person, or one JSON
+//! object (`--json`) for a program.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{Found, Session, Target, default_state_dir};
+use crate::ops::{self, Request, Response};
+
+/// What `status` reports: the operations' own status plus what only the
+/// command can see (the registry, the state dir, other mounts).
+#[derive(Debug, Serialize)]
+pub struct Overview {
+    /// The operations' status (served by, writer, index, tasks).
+    #[serde(flatten)]
+    pub status: ops::Status,
+    /// Where the store is mounted, when a daemon mounts it.
+    pub mountpoint: Option<String>,
+    /// The state dir in use.
+    pub state_dir: String,
+    /// The daemon's log file, when there is one.
+    pub log_file: Option<String>,
+    /// The daemon's control socket.
+    pub control_socket: Option<String>,
+    /// mnemofs mounts whose daemon has died.
+    pub stale_mounts: Vec<String>,
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+impl Overview {
+    /// Asks `session` for its status and adds what the registry and the
+    /// mount table say.
+    pub fn gather(target: &Target, found: &Found, session: &Session) -> anyhow::Result<Overview> {
+        let Response::Status { status } = session.call(Request::Status)? else {
+            anyhow::bail!("unexpected answer to status");
+        };
+        let daemon = found.daemon.as_ref().filter(|_| session.through_daemon());
+        let state_dir = match (daemon, &target.state_dir) {
+            (Some(entry), _) => entry.state_dir.clone(),
+            (None, Some(dir)) => dir.clone(),
+            (None, None) => default_state_dir(&found.store),
+        };
+        let log = state_dir.join("mnemofs.log");
+        let stale_mounts = super::registry::mnemofs_mounts()
+            .into_iter()
+            .filter(|m| super::doctor::answers(m) == Some(false))
+            .map(|m| shown(&m))
+            .collect();
+        Ok(Overview {
+            status,
+            mountpoint: daemon.and_then(|e| e.mountpoint.as_deref()).map(shown),
+            state_dir: shown(&state_dir),
+            log_file: log.is_file().then(|| shown(&log)),
+            control_socket: daemon.map(|e| shown(&e.socket)),
+            stale_mounts,
+        })
+    }
+
+    /// The overview as aligned lines.
+    pub fn render(&self, now_ms: i64) -> String {
+        let s = &self.status;
+        let mut lines: Vec<(&str, String)> = vec![("store", s.store.clone())];
+        let served = match (s.served_by.as_str(), s.pid, &self.mountpoint) {
+            ("daemon", Some(pid), Some(m)) => format!("a daemon (pid {pid}), mounted at {m}"),
+            ("daemon", Some(pid), None) => format!("a daemon (pid {pid}), not mounted"),
+            ("daemon", None, _) => "a daemon".to_owned(),
+            _ => "no daemon: this command opened the store itself".to_owned(),
+        };
+        lines.push(("served by", served));
+        lines.push(("state dir", self.state_dir.clone()));
+        if let Some(log) = &self.log_file {
+            lines.push(("log file", log.clone()));
+        }
+        if let Some(socket) = &self.control_socket {
+            lines.push(("control", socket.clone()));
+        }
+        let freshness = if let Some(r) = s.rebuilding {
+            format!("rebuilding, {} of {} files read", r.done, r.total)
+        } else if s.reconciling {
+            "catching up with changes made while nothing watched".to_owned()
+        } else if s.pending_changes > 0 {
+            format!("{} changes not yet searchable", s.pending_changes)
+        } else {
+            "every change searchable".to_owned()
+        };
+        let committed = if s.last_commit_ms > 0 {
+            format!(
+                "; last commit {} ago",
+                ago((now_ms - s.last_commit_ms).max(0) / 1000)
+            )
+        } else {
+            String::new()
+        };
+        lines.push((
+            "index",
+            format!("{} documents, {freshness}{committed}", s.documents),
+        ));
+        let mut tasks: Vec<_> = s.tasks.iter().collect();
+        tasks.sort_by_key(|(_, r)| std::cmp::Reverse(r.finished_at));
+        let organizer = if !s.organizer {
+            "not running here".to_owned()
+        } else if let Some((name, report)) = tasks.first() {
+            format!(
+                "last run {name} {} ago: {}",
+                ago((now_ms / 1000 - report.finished_at).max(0)),
+                report.summary()
+            )
+        } else {
+            "no run yet".to_owned()
+        };
+        lines.push(("organizer", organizer));
+        lines.push((
+            "stale mounts",
+            if self.stale_mounts.is_empty() {
+                "none".to_owned()
+            } else {
+                format!(
+                    "{} (their daemon died: mnemofs unmount --lazy <mountpoint>)",
+                    self.stale_mounts.join(", ")
+                )
+            },
+        ));
+        let width = lines.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        lines
+            .into_iter()
+            .map(|(k, v)| format!("{k:<width$}  {v}\n"))
+            .collect()
+    }
+}
+
+/// Seconds as a person says them: `42 s`, `5 min`, `3 h`, `2 days`.
+fn ago(secs: i64) -> String {
+    match secs {
+        ..60 => format!("{secs} s"),
+        60..3600 => format!("{} min", secs / 60),
+        3600..86_400 => format!("{} h", secs / 3600),
+        _ => format!("{} days", secs / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_as_people_say_them() {
+        assert_eq!(ago(5), "5 s");
+        assert_eq!(ago(300), "5 min");
+        assert_eq!(ago(7200), "2 h");
+        assert_eq!(ago(3 * 86_400), "3 days");
+    }
+}

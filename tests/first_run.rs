@@ -1,0 +1,214 @@
+//! What a user meets in the first minutes at a shell: a readable
+//! `status`, read-only commands that create nothing, `mount` that asks
+//! before making a store, quiet offline commands, a busy `unmount` that
+//! names who holds the mount, and one clear sentence for a bad option.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::{Mount, bin, run_with_timeout};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Runs `mnemofs args` with its XDG folders inside `home`, so defaults
+/// land where the test can see them.
+fn mnemofs(home: &Path, args: &[&str]) -> Output {
+    run_with_timeout(
+        Command::new(bin())
+            .args(args)
+            .env("XDG_STATE_HOME", home.join("state"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_RUNTIME_DIR", home.join("run"))
+            .env_remove("MNEMOFS_LOG"),
+        TIMEOUT,
+    )
+    .expect("mnemofs timed out")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn tree(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            out.push(path.strip_prefix(root).unwrap().display().to_string());
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn status_reads_as_text_and_as_json() {
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("notes");
+    fs::create_dir(&store).unwrap();
+    fs::write(store.join("a.md"), "# A\nhello\n").unwrap();
+    let store = store.to_str().unwrap();
+
+    let out = mnemofs(home.path(), &["status", "--store", store]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for label in [
+        "store",
+        "served by",
+        "state dir",
+        "index",
+        "organizer",
+        "stale mounts",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(label)),
+            "no `{label}` line:\n{text}"
+        );
+    }
+    assert!(text.contains("1 documents"), "{text}");
+    assert!(text.contains("no daemon"), "{text}");
+    assert!(!text.trim_start().starts_with('{'), "{text}");
+
+    let out = mnemofs(home.path(), &["status", "--json", "--store", store]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(status["served_by"], "local", "{status:#}");
+    assert_eq!(status["documents"], 1, "{status:#}");
+    assert!(status["state_dir"].as_str().is_some(), "{status:#}");
+    assert!(status["stale_mounts"].is_array(), "{status:#}");
+}
+
+#[test]
+fn read_only_commands_on_a_missing_store_fail_and_create_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = home.path().join("no-such-store");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        vec!["search", "x", "--store", missing],
+        vec!["status", "--store", missing],
+        vec!["status", missing],
+    ] {
+        let out = mnemofs(home.path(), &args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr(&out).contains("no-such-store"), "{}", stderr(&out));
+        assert_eq!(
+            tree(home.path()),
+            Vec::<String>::new(),
+            "{args:?} made files"
+        );
+    }
+}
+
+#[test]
+fn mount_asks_before_making_a_named_store_and_checks_options_first() {
+    let home = tempfile::tempdir().unwrap();
+    let mnt = home.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let (mnt, missing) = (mnt.to_str().unwrap(), home.path().join("new-store"));
+    let missing = missing.to_str().unwrap();
+
+    let out = mnemofs(home.path(), &["mount", mnt, "--store", missing]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("pass --create"), "{}", stderr(&out));
+
+    let out = mnemofs(
+        home.path(),
+        &[
+            "mount",
+            mnt,
+            "--store",
+            missing,
+            "--create",
+            "--max-file-size",
+            "0",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--max-file-size must be more than 0"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = mnemofs(
+        home.path(),
+        &[
+            "mount",
+            mnt,
+            "--store",
+            missing,
+            "--create",
+            "--config",
+            "/no/such/config.yaml",
+        ],
+    );
+    assert!(!out.status.success());
+    let said = stderr(&out);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert_eq!(said.matches("No such file").count(), 1, "{said}");
+    assert_eq!(tree(home.path()), ["mnt"], "a refused mount made files");
+
+    let out = mnemofs(home.path(), &["mount", mnt, "--store", missing, "--create"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("created the store"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(Path::new(missing).is_dir());
+    let out = mnemofs(home.path(), &["unmount", mnt]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn offline_commands_are_quiet_unless_asked() {
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("notes");
+    fs::create_dir(&store).unwrap();
+    fs::write(store.join("a.md"), "# A\nhello\n").unwrap();
+    let store = store.to_str().unwrap();
+    let out = mnemofs(home.path(), &["search", "hello", "--store", store]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "an offline search logged");
+    let out = mnemofs(home.path(), &["-v", "search", "hello", "--store", store]);
+    assert!(
+        stderr(&out).contains("INFO"),
+        "-v showed nothing: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn unmount_of_a_busy_mount_names_the_holders() {
+    let mut m = Mount::start();
+    let mut holder = Command::new("sleep")
+        .arg("600")
+        .current_dir(&m.mnt)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("sleep");
+    let out = run_with_timeout(Command::new(bin()).arg("unmount").arg(&m.mnt), TIMEOUT)
+        .expect("unmount timed out");
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(!out.status.success(), "a busy mount was unmounted");
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!("pid {} (sleep)", holder.id())),
+        "{said}"
+    );
+    assert!(said.contains("--lazy"), "{said}");
+    m.stop();
+}
