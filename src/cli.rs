@@ -179,15 +179,22 @@ enum Command {
         #[arg(long)]
         dir: Option<PathBuf>,
     },
-    /// Install the systemd user unit that mounts ~/memories at login,
-    /// and enable it.
+    /// Install the service that mounts ~/memories at login (a systemd
+    /// user unit; a launchd LaunchAgent on macOS), and enable it.
     Install {
-        /// Print the unit instead of writing it.
+        /// Print the service file instead of writing it.
         #[arg(long)]
         dry_run: bool,
+        /// The service manager [default: systemd on Linux, launchd on macOS].
+        #[arg(long, value_enum)]
+        manager: Option<daemon::install::Manager>,
     },
-    /// Stop, disable and remove the systemd user unit.
-    Uninstall,
+    /// Stop, disable and remove the service that mounts at login.
+    Uninstall {
+        /// The service manager [default: systemd on Linux, launchd on macOS].
+        #[arg(long, value_enum)]
+        manager: Option<daemon::install::Manager>,
+    },
     /// Unmount a mnemofs mount.
     Unmount {
         /// The mountpoint.
@@ -545,8 +552,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .context("cannot print the man page"),
         Command::Man { dir: Some(dir) } => clap_mangen::generate_to(Cli::command(), &dir)
             .with_context(|| format!("cannot write the man pages into {}", dir.display())),
-        Command::Install { dry_run } => daemon::install::install(dry_run),
-        Command::Uninstall => daemon::install::uninstall(),
+        Command::Install { dry_run, manager } => daemon::install::install(
+            manager.unwrap_or_else(daemon::install::Manager::native),
+            dry_run,
+        ),
+        Command::Uninstall { manager } => {
+            daemon::install::uninstall(manager.unwrap_or_else(daemon::install::Manager::native))
+        }
         Command::Unmount { mountpoint, lazy } => daemon::unmount(&absolute(&mountpoint)?, lazy),
         Command::Search {
             query,

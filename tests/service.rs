@@ -335,6 +335,55 @@ fn install_without_a_user_session_writes_the_unit_and_says_what_to_run() {
 }
 
 #[test]
+fn the_launch_agent_is_a_valid_plist_with_the_real_paths() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = mnemofs_without_session(
+        tmp.path(),
+        &["install", "--dry-run", "--manager", "launchd"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let plist = tmp.path().join("agent.plist");
+    fs::write(&plist, &out.stdout).expect("write plist");
+    // plistlib is Python's reader of Apple property lists, as launchd reads them.
+    let read = run(Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import json, plistlib, sys; print(json.dumps(plistlib.load(open(sys.argv[1], 'rb'))))",
+        )
+        .arg(&plist));
+    assert!(read.status.success(), "plistlib: {}", text(&read));
+    let agent: serde_json::Value = serde_json::from_slice(&read.stdout).expect("JSON");
+    let home = tmp.path().display().to_string();
+    assert_eq!(agent["Label"], "com.mnemofs.mount");
+    assert_eq!(
+        agent["ProgramArguments"],
+        serde_json::json!([bin(), "mount", format!("{home}/memories"), "--foreground"])
+    );
+    assert_eq!(agent["RunAtLoad"], true);
+    assert_eq!(agent["KeepAlive"]["SuccessfulExit"], false);
+    assert_eq!(
+        agent["StandardErrorPath"],
+        format!("{home}/Library/Logs/mnemofs.log")
+    );
+
+    // Without launchctl (this is Linux) the file is written, one line says
+    // what to run, and uninstall removes it.
+    let path = tmp
+        .path()
+        .join("Library/LaunchAgents/com.mnemofs.mount.plist");
+    let out = mnemofs_without_session(tmp.path(), &["install", "--manager", "launchd"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        fs::read(&path).expect("the agent was written"),
+        fs::read(&plist).unwrap()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("launchctl bootstrap gui/"));
+    let out = mnemofs_without_session(tmp.path(), &["uninstall", "--manager", "launchd"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!path.exists(), "uninstall left {}", path.display());
+}
+
+#[test]
 fn foreground_mount_notifies_readiness_and_exits_cleanly_on_sigterm() {
     if !Path::new("/dev/fuse").exists() {
         eprintln!("skipped: /dev/fuse does not exist");

@@ -1,11 +1,13 @@
-//! `mnemofs install` and `uninstall`: the systemd user unit that mounts
-//! ~/memories at login.
+//! `mnemofs install` and `uninstall`: the service that mounts ~/memories
+//! at login: a systemd user unit on Linux, a launchd LaunchAgent on macOS.
 //!
 //! The unit is `systemd/mnemofs.service` with `@BINARY@` replaced by the
 //! running binary's path, so the unit starts exactly the mnemofs that
 //! installed it. Without `systemctl` or a user session (a container, an
 //! ssh login without lingering) the file is still written and one line
-//! says what to run; that is not an error.
+//! says what to run; that is not an error. The LaunchAgent is
+//! `launchd/com.mnemofs.mount.plist` with `@BINARY@` and `@HOME@` filled
+//! in the same way.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,53 @@ fn systemd_quote(word: &str) -> String {
     }
 }
 
+/// The LaunchAgent template; `@BINARY@` and `@HOME@` are filled in.
+const PLIST_TEMPLATE: &str = include_str!("../../launchd/com.mnemofs.mount.plist");
+/// The LaunchAgent's label, which is also its file name's stem.
+pub const AGENT_LABEL: &str = "com.mnemofs.mount";
+
+/// The service manager that starts mnemofs at login.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Manager {
+    /// A systemd user unit (Linux).
+    Systemd,
+    /// A launchd LaunchAgent (macOS).
+    Launchd,
+}
+
+impl Manager {
+    /// This platform's own.
+    pub fn native() -> Manager {
+        if cfg!(target_os = "macos") {
+            Manager::Launchd
+        } else {
+            Manager::Systemd
+        }
+    }
+}
+
+/// The LaunchAgent with the binary and the home folder filled in.
+pub fn render_plist(binary: &Path, home: &Path) -> String {
+    PLIST_TEMPLATE
+        .replace("@BINARY@", &xml_escape(&binary.to_string_lossy()))
+        .replace("@HOME@", &xml_escape(&home.to_string_lossy()))
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Where the LaunchAgent goes: `~/Library/LaunchAgents/com.mnemofs.mount.plist`.
+pub fn plist_path() -> PathBuf {
+    super::paths::home()
+        .join("Library")
+        .join("LaunchAgents")
+        .join(format!("{AGENT_LABEL}.plist"))
+}
+
 /// Where the user unit goes: `$XDG_CONFIG_HOME/systemd/user/mnemofs.service`.
 pub fn unit_path() -> PathBuf {
     super::paths::config_home()
@@ -45,22 +94,47 @@ pub fn unit_path() -> PathBuf {
         .join(UNIT_NAME)
 }
 
-/// Writes the unit and enables it (`--dry-run` prints it instead).
-pub fn install(dry_run: bool) -> anyhow::Result<()> {
+/// Writes `text` to `path` through a temporary file beside it.
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = path.parent().expect("a service file's path has a parent");
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let temp = path.with_extension("tmp");
+    std::fs::write(&temp, text)
+        .and_then(|()| std::fs::rename(&temp, path))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+/// Writes the service file and enables it (`--dry-run` prints it instead).
+pub fn install(manager: Manager, dry_run: bool) -> anyhow::Result<()> {
     let binary = std::env::current_exe().context("cannot find the mnemofs binary's path")?;
+    if manager == Manager::Launchd {
+        let plist = render_plist(&binary, &super::paths::home());
+        if dry_run {
+            print!("{plist}");
+            return Ok(());
+        }
+        let path = plist_path();
+        write_file(&path, &plist)?;
+        let loaded = launchctl(&["bootstrap", &gui_domain(), &path.to_string_lossy()]);
+        match loaded {
+            Ok(()) => println!("loaded {AGENT_LABEL}: the store is mounted at ~/memories"),
+            Err(why) => println!(
+                "{why}; at the next login it loads, or run: launchctl bootstrap {} {}",
+                gui_domain(),
+                path.display()
+            ),
+        }
+        return Ok(());
+    }
     let unit = render_unit(&binary);
     if dry_run {
         print!("{unit}");
         return Ok(());
     }
     let path = unit_path();
-    let dir = path.parent().expect("the unit path has a parent");
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let temp = path.with_extension("service.tmp");
-    std::fs::write(&temp, &unit)
-        .and_then(|()| std::fs::rename(&temp, &path))
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", path.display());
+    write_file(&path, &unit)?;
     let enabled =
         systemctl(&["daemon-reload"]).and_then(|()| systemctl(&["enable", "--now", UNIT_NAME]));
     match enabled {
@@ -72,8 +146,29 @@ pub fn install(dry_run: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Stops, disables and removes the unit.
-pub fn uninstall() -> anyhow::Result<()> {
+/// Stops, disables and removes the unit (or unloads and removes the
+/// LaunchAgent).
+pub fn uninstall(manager: Manager) -> anyhow::Result<()> {
+    if manager == Manager::Launchd {
+        let path = plist_path();
+        if !path.exists() {
+            println!(
+                "{AGENT_LABEL} is not installed ({} does not exist)",
+                path.display()
+            );
+            return Ok(());
+        }
+        let unloaded = launchctl(&["bootout", &format!("{}/{AGENT_LABEL}", gui_domain())]);
+        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        println!("removed {}", path.display());
+        if let Err(why) = unloaded {
+            println!(
+                "{why}; if it still runs, run: launchctl bootout {}/{AGENT_LABEL}",
+                gui_domain()
+            );
+        }
+        return Ok(());
+    }
     let path = unit_path();
     if !path.exists() {
         println!(
@@ -122,6 +217,29 @@ fn systemctl(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The launchd domain of the user's login session.
+fn gui_domain() -> String {
+    // SAFETY: getuid has no preconditions.
+    format!("gui/{}", unsafe { libc::getuid() })
+}
+
+/// Runs `launchctl ARGS`; the error says why in a few words.
+fn launchctl(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("launchctl").args(args).output().map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound {
+            "launchctl is not installed (it comes with macOS)".to_owned()
+        } else {
+            format!("cannot run launchctl: {e}")
+        }
+    })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let said = String::from_utf8_lossy(&out.stderr);
+        Err(format!("launchctl failed ({})", said.trim()))
+    }
+}
+
 fn describe_spawn_error(e: &io::Error) -> String {
     if e.kind() == io::ErrorKind::NotFound {
         "systemctl is not installed".into()
@@ -154,5 +272,23 @@ mod tests {
         let unit = render_unit(Path::new("/usr/local/bin/mnemofs"));
         assert!(unit.contains("ExecStop=/usr/local/bin/mnemofs unmount %h/memories"));
         assert!(!unit.contains("@BINARY@"));
+    }
+
+    #[test]
+    fn the_launch_agent_names_the_binary_and_home() {
+        let plist = render_plist(Path::new("/Users/a&b/bin/mnemofs"), Path::new("/Users/a&b"));
+        assert!(
+            plist.contains("<string>/Users/a&amp;b/bin/mnemofs</string>"),
+            "{plist}"
+        );
+        assert!(
+            plist.contains("<string>/Users/a&amp;b/memories</string>"),
+            "{plist}"
+        );
+        assert!(
+            plist.contains("/Users/a&amp;b/Library/Logs/mnemofs.log"),
+            "{plist}"
+        );
+        assert!(!plist.contains('@'), "{plist}");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-fn home() -> PathBuf {
+pub(super) fn home() -> PathBuf {
     std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
 }
 
