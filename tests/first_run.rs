@@ -212,3 +212,51 @@ fn unmount_of_a_busy_mount_names_the_holders() {
     assert!(said.contains("--lazy"), "{said}");
     m.stop();
 }
+
+#[test]
+fn a_mount_refused_by_a_command_holding_the_store_names_that_command() {
+    use std::io::{BufRead, BufReader, Write};
+    let home = tempfile::tempdir().unwrap();
+    let (store, mnt, state) = (
+        home.path().join("store"),
+        home.path().join("mnt"),
+        home.path().join("state"),
+    );
+    fs::create_dir(&store).unwrap();
+    fs::create_dir(&mnt).unwrap();
+    let mut tool = Command::new(bin())
+        .arg("tool")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("mnemofs tool");
+    let mut stdin = tool.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"command": "view", "path": "/memories"}}"#).unwrap();
+    let mut line = String::new();
+    BufReader::new(tool.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("an answer");
+    assert!(line.contains("\"is_error\":false"), "{line}");
+
+    let out = mnemofs(
+        home.path(),
+        &[
+            "mount",
+            mnt.to_str().unwrap(),
+            "--store",
+            store.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    drop(stdin);
+    let _ = tool.wait();
+    assert!(!out.status.success(), "mounted a store in use");
+    let said = stderr(&out);
+    assert!(said.contains("in use by `mnemofs tool"), "{said}");
+    assert!(said.contains(&format!("(pid {})", tool.id())), "{said}");
+}

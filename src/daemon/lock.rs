@@ -39,13 +39,22 @@ impl StoreLock {
                 return Err(err).context("cannot lock the store");
             }
             if start.elapsed() > super::LOCK_WAIT {
-                let holder = holder_pid(store, state_dir)
-                    .map(|pid| format!(" (pid {pid})"))
-                    .unwrap_or_default();
-                bail!(
-                    "store {} is already mounted by another mnemofs daemon{holder}",
-                    store.display()
-                );
+                let holder = holder_pid(store, state_dir);
+                let command = holder.and_then(command_of).unwrap_or_default();
+                match holder {
+                    Some(pid) if !command.is_empty() && !command.starts_with("mount") => bail!(
+                        "store {} is in use by `mnemofs {command}` (pid {pid}), which opened it without a daemon; stop it and mount again (with a mount running, such commands go through it)",
+                        store.display()
+                    ),
+                    Some(pid) => bail!(
+                        "store {} is already mounted by another mnemofs daemon (pid {pid})",
+                        store.display()
+                    ),
+                    None => bail!(
+                        "store {} is already mounted by another mnemofs daemon",
+                        store.display()
+                    ),
+                }
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
@@ -82,6 +91,27 @@ pub(crate) fn holder_pid(store: &Path, state_dir: &Path) -> Option<u32> {
         .and_then(|s| s.trim().parse().ok())
         .filter(|pid| alive(*pid))
         .or_else(|| lock_holder(std::fs::metadata(store).ok()?.ino()).filter(|pid| alive(*pid)))
+}
+
+/// The mnemofs subcommand a process runs (`tool --store x`), from its
+/// command line; `None` if it is not readable.
+fn command_of(pid: u32) -> Option<String> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .skip(1)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let first = args.iter().position(|a| !a.starts_with('-'))?;
+    Some(
+        args[first..]
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 /// The daemon's pid file, in its state dir.
