@@ -188,8 +188,10 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
     figure(&mut bench, &|b| sequential_read(b))?;
     figure(&mut bench, &|b| Ok(vec![stat_walk(b)?]))?;
     figure(&mut bench, &|b| Ok(vec![stat_known_paths(b)?]))?;
-    figure(&mut bench, &|b| Ok(vec![cat_notes(b)?]))?;
-    figure(&mut bench, &|b| Ok(vec![open_close_notes(b)?]))?;
+    let (floor_mount, floor) = floor_notes(&bench)?;
+    figure(&mut bench, &|b| cat_notes(b, &floor))?;
+    figure(&mut bench, &|b| open_close_notes(b, &floor))?;
+    drop(floor_mount);
     figure(&mut bench, &|b| create_small_files(b))?;
     bench.observations.push(format!(
         "daemon CPU time per figure (all passes incl. warm-up): {}",
@@ -392,7 +394,7 @@ fn stat_known_paths(b: &Bench) -> io::Result<Row> {
 
 /// Info next to figure 4: open and close every note without reading, to
 /// tell the per-open cost apart from the read.
-fn open_close_notes(b: &Bench) -> io::Result<Row> {
+fn open_close_notes(b: &mut Bench, floor: &Path) -> io::Result<Vec<Row>> {
     let open_all = |root: &Path| -> io::Result<f64> {
         let (t, r) = time(|| {
             b.notes
@@ -404,20 +406,74 @@ fn open_close_notes(b: &Bench) -> io::Result<Row> {
     };
     open_all(&b.ws.store)?;
     open_all(&b.ws.mnt)?;
+    open_all(floor)?;
     let mut r = row(
         format!("open+close {} notes, warm", b.notes.len()),
         Measure::Rate("file"),
         Target::Info,
     );
+    let mut on_floor = Vec::new();
+    let mut cpu = 0.0;
     for _ in 0..b.cfg.reps {
         r.native.push(open_all(&b.ws.store)?);
+        let before = b.daemon.cpu_seconds();
         r.mount.push(open_all(&b.ws.mnt)?);
+        cpu += cpu_since(b, before);
+        on_floor.push(open_all(floor)?);
     }
-    Ok(r)
+    let opens = (b.cfg.reps * b.notes.len()) as f64;
+    b.observations.push(format!(
+        "open+close: daemon CPU {:.0} µs per open",
+        cpu / opens * 1e6
+    ));
+    Ok(with_floor(b, r, on_floor, "open+close"))
+}
+
+/// Daemon CPU seconds since `before` (0 where /proc cannot tell).
+fn cpu_since(b: &Bench, before: Option<f64>) -> f64 {
+    match (before, b.daemon.cpu_seconds()) {
+        (Some(a), Some(z)) => z - a,
+        _ => 0.0,
+    }
+}
+
+/// `r` and a second row with the FUSE floor's rates for the same work,
+/// compared with the same native passes; notes the ratio.
+fn with_floor(b: &mut Bench, r: Row, on_floor: Vec<f64>, what: &str) -> Vec<Row> {
+    let mut floor = row(
+        "  same on the FUSE floor (nullfs)".to_string(),
+        r.measure,
+        Target::Info,
+    );
+    floor.mount = on_floor;
+    floor.native = r.native.clone();
+    if !r.mount.is_empty() && !floor.mount.is_empty() {
+        // Rates: the time taken is the inverse.
+        b.observations.push(format!(
+            "{what}: mnemofs took {:.2}x the time of the FUSE floor",
+            floor.mount_value() / r.mount_value()
+        ));
+    }
+    vec![r, floor]
+}
+
+/// The notes again on the FUSE floor (same paths and sizes; the floor
+/// keeps no data), for the read figures' floor rows. Unmounts on drop.
+fn floor_notes(b: &Bench) -> io::Result<(NullMount, PathBuf)> {
+    let mount = NullMount::start(&b.ws.floor)?;
+    let root = b.ws.floor.join("notes");
+    for p in &b.notes {
+        let to = root.join(p);
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        fs::write(&to, fs::read(b.ws.store.join(p))?)?;
+    }
+    Ok((mount, root))
 }
 
 /// Figure 4: read every note whole, warm (one untimed pass first).
-fn cat_notes(b: &Bench) -> io::Result<Row> {
+fn cat_notes(b: &mut Bench, floor: &Path) -> io::Result<Vec<Row>> {
     let cat_all = |root: &Path| -> io::Result<(f64, u64)> {
         let (t, r) = time(|| {
             b.notes.iter().try_fold(0u64, |sum, p| {
@@ -428,9 +484,11 @@ fn cat_notes(b: &Bench) -> io::Result<Row> {
     };
     let (_, native_bytes) = cat_all(&b.ws.store)?;
     let (_, mount_bytes) = cat_all(&b.ws.mnt)?;
-    if native_bytes != mount_bytes {
+    let (_, floor_bytes) = cat_all(floor)?;
+    if native_bytes != mount_bytes || native_bytes != floor_bytes {
         return Err(invalid(format!(
-            "cat read {mount_bytes} bytes through the mount, {native_bytes} natively"
+            "cat read {mount_bytes} bytes through the mount, {floor_bytes} on the floor, \
+             {native_bytes} natively"
         )));
     }
     let mut r = row(
@@ -438,11 +496,21 @@ fn cat_notes(b: &Bench) -> io::Result<Row> {
         Measure::Rate("file"),
         Target::Info,
     );
+    let mut on_floor = Vec::new();
+    let mut cpu = 0.0;
     for _ in 0..b.cfg.reps {
         r.native.push(cat_all(&b.ws.store)?.0);
+        let before = b.daemon.cpu_seconds();
         r.mount.push(cat_all(&b.ws.mnt)?.0);
+        cpu += cpu_since(b, before);
+        on_floor.push(cat_all(floor)?.0);
     }
-    Ok(r)
+    let files = (b.cfg.reps * b.notes.len()) as f64;
+    b.observations.push(format!(
+        "cat: daemon CPU {:.0} µs per file read whole",
+        cpu / files * 1e6
+    ));
+    Ok(with_floor(b, r, on_floor, "cat"))
 }
 
 /// Creates the note dirs under `base` and writes every file; the timed part.

@@ -1,5 +1,7 @@
 //! The FUSE floor: an in-memory filesystem that keeps names and sizes and
-//! throws the data away, mounted with mnemofs's own options.
+//! throws the data away, mounted with mnemofs's own options. Reads return
+//! zeros up to the file's size, from memory, so opening and reading a file
+//! costs only the kernel round trips.
 //!
 //! Creating a file through any FUSE mount costs the same kernel round trips
 //! (a lookup of the new name, the create, each write, then a release), and
@@ -20,9 +22,12 @@ use super::{READY_TIMEOUT, is_mounted, stop_server};
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate, ReplyEmpty, ReplyEntry, ReplyWrite,
-    Request, SessionACL, WriteFlags,
+    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyWrite, Request, SessionACL, WriteFlags,
 };
+
+/// What reads return: more than the kernel asks for at once.
+static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
 
 /// Same attribute and entry lifetime as mnemofs's default.
 const TTL: Duration = Duration::from_secs(1);
@@ -175,6 +180,38 @@ impl Filesystem for NullFs {
             a.size = a.size.max(offset + data.len() as u64);
         }
         reply.written(data.len() as u32);
+    }
+
+    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        // As mnemofs's opens of an unchanged file: keep the page cache.
+        let open = if flags.0 & libc::O_ACCMODE == libc::O_WRONLY {
+            FopenFlags::FOPEN_DIRECT_IO
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
+        };
+        reply.opened(FileHandle(0), open);
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let Ok(tree) = self.tree.lock() else {
+            return reply.error(Errno::EIO);
+        };
+        let Some(a) = tree.nodes.get(&ino.0) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let len = a.size.saturating_sub(offset).min(u64::from(size)) as usize;
+        drop(tree);
+        reply.data(&ZEROS[..len.min(ZEROS.len())]);
     }
 
     fn flush(
