@@ -94,6 +94,15 @@ pub fn unit_path() -> PathBuf {
         .join(UNIT_NAME)
 }
 
+/// Whether `binary` lies in a cargo build folder (`target/debug`,
+/// `target/release`, ...).
+fn in_build_dir(binary: &Path) -> bool {
+    let parts: Vec<_> = binary.components().map(|c| c.as_os_str()).collect();
+    parts
+        .windows(2)
+        .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"))
+}
+
 /// Writes `text` to `path` through a temporary file beside it.
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     let dir = path.parent().expect("a service file's path has a parent");
@@ -109,6 +118,12 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
 /// Writes the service file and enables it (`--dry-run` prints it instead).
 pub fn install(manager: Manager, dry_run: bool) -> anyhow::Result<()> {
     let binary = std::env::current_exe().context("cannot find the mnemofs binary's path")?;
+    if in_build_dir(&binary) && !dry_run {
+        eprintln!(
+            "mnemofs: warning: the service will run {}, a build in a cargo target folder that the next build or `cargo clean` replaces; run `cargo install --path .` and then `mnemofs install` from ~/.cargo/bin",
+            binary.display()
+        );
+    }
     if manager == Manager::Launchd {
         let plist = render_plist(&binary, &super::paths::home());
         if dry_run {
@@ -272,6 +287,14 @@ mod tests {
         let unit = render_unit(Path::new("/usr/local/bin/mnemofs"));
         assert!(unit.contains("ExecStop=/usr/local/bin/mnemofs unmount %h/memories"));
         assert!(!unit.contains("@BINARY@"));
+    }
+
+    #[test]
+    fn builds_in_a_target_folder_are_recognized() {
+        assert!(in_build_dir(Path::new("/src/mnemofs/target/debug/mnemofs")));
+        assert!(in_build_dir(Path::new("/x/target/release/mnemofs")));
+        assert!(!in_build_dir(Path::new("/home/a/.cargo/bin/mnemofs")));
+        assert!(!in_build_dir(Path::new("/usr/local/bin/mnemofs")));
     }
 
     #[test]

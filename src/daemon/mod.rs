@@ -448,7 +448,11 @@ impl SignalListener {
                 };
                 if let Some(signal) = signal {
                     tracing::info!("signal {signal}: unmounting {}", mountpoint.display());
-                    if let Err(e) = unmounter.unmount() {
+                    // Someone else may have unmounted it meanwhile: then
+                    // there is nothing left to detach.
+                    if let Err(e) = unmounter.unmount()
+                        && mountpoint::is_mounted(&mountpoint)
+                    {
                         tracing::warn!("unmount failed ({e}); detaching lazily");
                         if let Err(e) = mountpoint::unmount(&mountpoint, true) {
                             tracing::error!("lazy unmount failed: {e:#}");
