@@ -2,7 +2,8 @@
 //!
 //! Each handler converts its arguments, calls the core, and replies or maps
 //! the error. No domain logic lives here. Errors are logged at debug when
-//! routine (ENOENT and friends) and at warn otherwise.
+//! routine (ENOENT and friends) and at warn otherwise, inside a debug span
+//! that names the operation and its inode.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -135,14 +136,17 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let _span = tracing::debug_span!("fuse", op = "lookup", parent = parent.0).entered();
         self.reply_entry("lookup", self.fs.lookup(parent.0, name), reply);
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        let _span = tracing::debug_span!("fuse", op = "forget", ino = ino.0).entered();
         self.fs.forget(ino.0, nlookup);
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let _span = tracing::debug_span!("fuse", op = "getattr", ino = ino.0).entered();
         match self.fs.getattr(ino.0, fh.map(|f| f.0)) {
             Ok(attr) => reply.attr(&self.fs.options().ttl, &attr),
             Err(e) => reply.error(errno("getattr", &e)),
@@ -167,6 +171,7 @@ impl Filesystem for FuseAdapter {
         _flags: Option<BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "setattr", ino = ino.0).entered();
         let changes = AttrChanges {
             mode,
             uid,
@@ -183,6 +188,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let _span = tracing::debug_span!("fuse", op = "readlink", ino = ino.0).entered();
         match self.fs.readlink(ino.0) {
             Ok(target) => reply.data(&target),
             Err(e) => reply.error(errno("readlink", &e)),
@@ -211,6 +217,7 @@ impl Filesystem for FuseAdapter {
         _umask: u32,
         reply: ReplyEntry,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "mkdir", parent = parent.0).entered();
         self.reply_entry(
             "mkdir",
             self.fs.mkdir(parent.0, name, mode, who(req)),
@@ -219,10 +226,12 @@ impl Filesystem for FuseAdapter {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _span = tracing::debug_span!("fuse", op = "unlink", parent = parent.0).entered();
         Self::reply_empty("unlink", self.fs.unlink(parent.0, name), reply);
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _span = tracing::debug_span!("fuse", op = "rmdir", parent = parent.0).entered();
         Self::reply_empty("rmdir", self.fs.rmdir(parent.0, name), reply);
     }
 
@@ -234,6 +243,7 @@ impl Filesystem for FuseAdapter {
         target: &Path,
         reply: ReplyEntry,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "symlink", parent = parent.0).entered();
         let result = self.fs.symlink(parent.0, link_name, target, who(req));
         self.reply_entry("symlink", result, reply);
     }
@@ -248,6 +258,7 @@ impl Filesystem for FuseAdapter {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "rename", parent = parent.0).entered();
         let result = self
             .fs
             .rename(parent.0, name, newparent.0, newname, flags.bits());
@@ -262,10 +273,12 @@ impl Filesystem for FuseAdapter {
         _newname: &OsStr,
         reply: ReplyEntry,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "link").entered();
         self.reply_entry("link", self.fs.link(), reply);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let _span = tracing::debug_span!("fuse", op = "open", ino = ino.0).entered();
         match self.fs.open(ino.0, flags.0, req.pid()) {
             Ok(opened) if opened.passthrough => {
                 let fh = FileHandle(opened.fh);
@@ -296,6 +309,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "read").entered();
         match self.fs.read(fh.0, offset, size) {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno("read", &e)),
@@ -314,6 +328,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "write").entered();
         if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID)
             && let Err(e) = self.fs.drop_setid_bits(fh.0, who(req), req.pid())
         {
@@ -334,6 +349,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "flush").entered();
         // Every write already reached the backing file, so there is nothing
         // to flush. ENOSYS tells the kernel to stop sending FLUSH on every
         // close(2), saving a round trip per file.
@@ -350,6 +366,7 @@ impl Filesystem for FuseAdapter {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "release").entered();
         Self::reply_empty("release", self.fs.release(fh.0), reply);
     }
 
@@ -361,10 +378,12 @@ impl Filesystem for FuseAdapter {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "fsync").entered();
         Self::reply_empty("fsync", self.fs.fsync(fh.0, datasync), reply);
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let _span = tracing::debug_span!("fuse", op = "opendir", ino = ino.0).entered();
         match self.fs.opendir(ino.0) {
             // Real folders: the kernel may keep the listing and serve the
             // next readdir itself; it drops it when the folder changes
@@ -386,6 +405,7 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "readdir", ino = ino.0).entered();
         let result = self.fs.readdir(ino.0, fh.0, offset, false, &mut |item| {
             reply.add(INodeNo(item.ino), item.next_offset, item.kind, item.name)
         });
@@ -403,6 +423,7 @@ impl Filesystem for FuseAdapter {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "readdirplus", ino = ino.0).entered();
         let ttl = self.fs.options().ttl;
         let result = self.fs.readdir(ino.0, fh.0, offset, true, &mut |item| {
             let Some(attr) = item.attr else { return false };
@@ -429,6 +450,7 @@ impl Filesystem for FuseAdapter {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "releasedir").entered();
         Self::reply_empty("releasedir", self.fs.releasedir(fh.0), reply);
     }
 
@@ -440,10 +462,12 @@ impl Filesystem for FuseAdapter {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "fsyncdir", ino = ino.0).entered();
         Self::reply_empty("fsyncdir", self.fs.fsyncdir(ino.0), reply);
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let _span = tracing::debug_span!("fuse", op = "statfs").entered();
         match self.fs.statfs() {
             Ok(st) => reply.statfs(
                 st.f_blocks,
@@ -469,6 +493,7 @@ impl Filesystem for FuseAdapter {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "setxattr", ino = ino.0).entered();
         Self::reply_empty(
             "setxattr",
             self.fs.setxattr(ino.0, name, value, flags),
@@ -477,18 +502,22 @@ impl Filesystem for FuseAdapter {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let _span = tracing::debug_span!("fuse", op = "getxattr", ino = ino.0).entered();
         Self::reply_xattr("getxattr", self.fs.getxattr(ino.0, name), size, reply);
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let _span = tracing::debug_span!("fuse", op = "listxattr", ino = ino.0).entered();
         Self::reply_xattr("listxattr", self.fs.listxattr(ino.0), size, reply);
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let _span = tracing::debug_span!("fuse", op = "removexattr", ino = ino.0).entered();
         Self::reply_empty("removexattr", self.fs.removexattr(ino.0, name), reply);
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+        let _span = tracing::debug_span!("fuse", op = "access", ino = ino.0).entered();
         Self::reply_empty("access", self.fs.access(ino.0), reply);
     }
 
@@ -502,6 +531,7 @@ impl Filesystem for FuseAdapter {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "create", parent = parent.0).entered();
         match self.fs.create(parent.0, name, mode, flags, who(req)) {
             Ok((entry, opened)) => reply.created(
                 &self.fs.options().ttl,
@@ -524,6 +554,7 @@ impl Filesystem for FuseAdapter {
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "fallocate").entered();
         Self::reply_empty(
             "fallocate",
             self.fs.fallocate(fh.0, offset, length, mode),
@@ -540,6 +571,7 @@ impl Filesystem for FuseAdapter {
         whence: i32,
         reply: ReplyLseek,
     ) {
+        let _span = tracing::debug_span!("fuse", op = "lseek").entered();
         match self.fs.lseek(fh.0, offset, whence) {
             Ok(pos) => reply.offset(pos),
             Err(e) => reply.error(errno("lseek", &e)),
