@@ -82,10 +82,7 @@ impl StoreLock {
 /// file comes first: in daemon mode the lock was taken before forking, so
 /// /proc/locks names the parent that has since exited.
 pub(crate) fn holder_pid(store: &Path, state_dir: &Path) -> Option<u32> {
-    let alive = |pid: u32| {
-        // SAFETY: signal 0 only checks that the process exists.
-        unsafe { libc::kill(pid as i32, 0) == 0 }
-    };
+    let alive = super::registry::alive;
     std::fs::read_to_string(state_dir.join(PID_FILE))
         .ok()
         .and_then(|s| s.trim().parse().ok())

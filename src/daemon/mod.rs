@@ -96,8 +96,10 @@ fn daemonize(config: &MountConfig, lock: StoreLock) -> anyhow::Result<()> {
         .open(&log_path)
         .with_context(|| format!("cannot open log file {}", log_path.display()))?;
     let (read_end, write_end) = pipe()?;
+    // The pid file is written by the child, not locked by `daemonize`: the
+    // store lock already keeps a second daemon out, and a lock on the pid
+    // file held by a daemon still exiting would refuse a new mount.
     let outcome = daemonize::Daemonize::new()
-        .pid_file(config.state_dir.join(lock::PID_FILE))
         .working_directory("/")
         .umask(0o077)
         .stdout(log.try_clone()?)
@@ -112,6 +114,13 @@ fn daemonize(config: &MountConfig, lock: StoreLock) -> anyhow::Result<()> {
         daemonize::Outcome::Child(result) => {
             drop(read_end);
             let mut ready = File::from(write_end);
+            let result = result.map_err(|e| e.to_string()).and_then(|_| {
+                std::fs::write(
+                    config.state_dir.join(lock::PID_FILE),
+                    format!("{}\n", std::process::id()),
+                )
+                .map_err(|e| format!("cannot write the pid file: {e}"))
+            });
             if let Err(e) = result {
                 let _ = writeln!(ready, "cannot start the daemon: {e}");
                 std::process::exit(1);

@@ -9,6 +9,7 @@ use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 
@@ -116,12 +117,55 @@ pub fn unmount(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
     if !is_mounted(&target) {
         bail!("{} is not mounted", mountpoint.display());
     }
+    // Known before the mount goes away: the daemon to wait for.
+    let daemon = super::registry::by_mountpoint(&target).map(|e| e.pid);
+    let unmounted = || {
+        if lazy {
+            Ok(())
+        } else {
+            wait_for_exit(daemon, mountpoint)
+        }
+    };
+    // The daemon's own organizer writes through the mount for a moment at
+    // a time, which makes the kernel answer EBUSY: a busy mount that nobody
+    // else holds is tried again for a while.
+    let deadline = Instant::now() + BUSY_WAIT;
+    loop {
+        let last_error = match detach(&target, lazy) {
+            Ok(()) => return unmounted(),
+            Err(e) => e,
+        };
+        let others: Vec<String> = holders(&target)
+            .into_iter()
+            .filter(|(pid, _)| Some(*pid) != daemon)
+            .map(|(_, who)| who)
+            .collect();
+        if !others.is_empty() {
+            bail!(
+                "cannot unmount {}: it is in use by {}; close them, or detach it now with mnemofs unmount --lazy {}",
+                mountpoint.display(),
+                others.join(", "),
+                mountpoint.display()
+            );
+        }
+        if !last_error.to_ascii_lowercase().contains("busy") || Instant::now() > deadline {
+            bail!("cannot unmount {}: {last_error}", mountpoint.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// How long a mount that only its own daemon keeps busy is tried again.
+const BUSY_WAIT: Duration = Duration::from_secs(10);
+
+/// One attempt: fusermount3 (or fusermount), then umount2 as root.
+fn detach(target: &Path, lazy: bool) -> Result<(), String> {
     let mut last_error = String::new();
     for tool in ["fusermount3", "fusermount"] {
         let mut cmd = Command::new(tool);
         cmd.arg(if lazy { "-uz" } else { "-u" })
             .arg("--")
-            .arg(&target);
+            .arg(target);
         match cmd.output() {
             Ok(out) if out.status.success() => return Ok(()),
             Ok(out) => last_error = String::from_utf8_lossy(&out.stderr).trim().to_string(),
@@ -131,7 +175,7 @@ pub fn unmount(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        let c = std::ffi::CString::new(target.as_os_str().as_bytes())?;
+        let c = std::ffi::CString::new(target.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
         let flags = if lazy { libc::MNT_DETACH } else { 0 };
         // SAFETY: NUL-terminated path.
         if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
@@ -142,22 +186,43 @@ pub fn unmount(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
     if last_error.is_empty() {
         last_error = "fusermount3 not found (apt-get install fuse3)".into();
     }
-    let holders = holders(&target);
-    if !lazy && !holders.is_empty() {
-        bail!(
-            "cannot unmount {}: it is in use by {}; close them, or detach it now with mnemofs unmount --lazy {}",
-            mountpoint.display(),
-            holders.join(", "),
-            mountpoint.display()
-        );
+    Err(last_error)
+}
+
+/// How long `unmount` waits for the daemon to save its index and exit.
+const EXIT_WAIT: Duration = Duration::from_secs(120);
+
+/// Waits until the daemon that served the mount has exited (its index
+/// committed, its store lock released), so that a mount right after
+/// `unmount` always works.
+fn wait_for_exit(pid: Option<u32>, mountpoint: &Path) -> anyhow::Result<()> {
+    let Some(pid) = pid else {
+        return Ok(());
+    };
+    let alive = || super::registry::alive(pid);
+    let start = Instant::now();
+    let mut said = false;
+    while alive() {
+        if start.elapsed() > EXIT_WAIT {
+            bail!(
+                "{} is unmounted, but its daemon (pid {pid}) has not exited after {} s; see its log",
+                mountpoint.display(),
+                EXIT_WAIT.as_secs()
+            );
+        }
+        if !said && start.elapsed() > Duration::from_secs(2) {
+            eprintln!("mnemofs: waiting for the daemon (pid {pid}) to save its index");
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
-    bail!("cannot unmount {}: {last_error}", mountpoint.display())
+    Ok(())
 }
 
 /// Processes that hold something under `mountpoint` (their working
 /// folder, root, an open file or a mapping), as `pid 12 (vim)`. Read from
 /// `/proc` by link text only, so a hung mount cannot hang the listing.
-fn holders(mountpoint: &Path) -> Vec<String> {
+fn holders(mountpoint: &Path) -> Vec<(u32, String)> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -187,7 +252,7 @@ fn holders(mountpoint: &Path) -> Vec<String> {
             });
         if holds {
             let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-            out.push(format!("pid {pid} ({})", name.trim()));
+            out.push((pid, format!("pid {pid} ({})", name.trim())));
         }
     }
     out

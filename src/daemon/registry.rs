@@ -40,9 +40,17 @@ fn file_for(store: &Path) -> PathBuf {
     dir().join(format!("{}.json", super::paths::store_key(store)))
 }
 
-fn alive(pid: u32) -> bool {
+/// Whether process `pid` runs. A zombie has exited: its parent (a test, a
+/// supervisor) has yet to reap it.
+pub(crate) fn alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
+    let exists = unsafe { libc::kill(pid as i32, 0) == 0 };
+    exists
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|state| state.trim_start().starts_with('Z'))
+        })
 }
 
 /// The daemon's entry while it serves; removed on drop.

@@ -14,6 +14,12 @@
 //! caller retries later. Moves use `RENAME_NOREPLACE`, so they never
 //! overwrite anything.
 //!
+//! Each change first pins the mount: it opens the mountpoint (`O_PATH`),
+//! checks that a FUSE filesystem is what it opened, and works through that
+//! descriptor (`/proc/self/fd/N/...`). A change that runs while the mount
+//! is being unmounted then either keeps the mount busy until it is done
+//! or fails; it never lands in the bare folder beneath the mountpoint.
+//!
 //! Every step through the mount is a FUSE round trip, so what needs no
 //! kernel event is done on the store directly (the stat for a file's mode,
 //! the compare of its bytes), folders are made only when a rename or
@@ -80,9 +86,38 @@ impl MountWriter {
         }
     }
 
-    /// The path of a store path on the mount.
-    fn on_mount(&self, path: &StorePath) -> PathBuf {
-        self.mountpoint.join(path.as_path())
+    /// Pins the mount for one change; fails if no FUSE filesystem is
+    /// mounted at the mountpoint any more.
+    fn pin(&self) -> io::Result<Pinned> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let c = std::ffi::CString::new(self.mountpoint.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: NUL-terminated path.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just opened and is owned only here.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: zeroed statfs is a valid out-parameter.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor and out-parameter.
+        if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if st.f_type as i64 != FUSE_SUPER_MAGIC {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("the mount at {} is gone", self.mountpoint.display()),
+            ));
+        }
+        let root = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        Ok(Pinned { _fd: fd, root })
     }
 
     /// Writes `content` to a new temp file beside `target` with `mode`.
@@ -114,12 +149,30 @@ impl MountWriter {
 
 use std::os::unix::fs::DirBuilderExt;
 
+/// `statfs.f_type` of a FUSE filesystem.
+const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
+
+/// The mount, held open for one change.
+struct Pinned {
+    _fd: std::os::fd::OwnedFd,
+    /// The mount's root through the descriptor.
+    root: PathBuf,
+}
+
+impl Pinned {
+    /// The path of a store path on the pinned mount.
+    fn on_mount(&self, path: &StorePath) -> PathBuf {
+        self.root.join(path.as_path())
+    }
+}
+
 impl Writer for MountWriter {
     fn replace(&self, path: &StorePath, expected: &[u8], new: &[u8]) -> io::Result<Outcome> {
         if self.is_busy(path) {
             return Ok(Outcome::Busy);
         }
-        let target = self.on_mount(path);
+        let mount = self.pin()?;
+        let target = mount.on_mount(path);
         let mode = match self.fs.store().stat(path) {
             Ok(st) if st.kind == FileKind::File => st.mode & 0o7777,
             Ok(_) => return Ok(Outcome::Busy),
@@ -148,7 +201,8 @@ impl Writer for MountWriter {
     }
 
     fn write(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
-        let target = self.on_mount(path);
+        let mount = self.pin()?;
+        let target = mount.on_mount(path);
         // A file replaced keeps its mode; anything else (a symlink: 0777)
         // is replaced by a private file.
         let mode = match self.fs.store().stat(path) {
@@ -162,7 +216,8 @@ impl Writer for MountWriter {
     }
 
     fn create(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
-        let target = self.on_mount(path);
+        let mount = self.pin()?;
+        let target = mount.on_mount(path);
         let tmp = with_parent(&target, || self.write_temp(&target, content, NEW_FILE_MODE))?;
         rename_noreplace(&tmp, &target).inspect_err(|_| {
             let _ = fs::remove_file(&tmp);
@@ -173,7 +228,8 @@ impl Writer for MountWriter {
         if self.is_busy(from) {
             return Ok(Outcome::Busy);
         }
-        let (source, target) = (self.on_mount(from), self.on_mount(to));
+        let mount = self.pin()?;
+        let (source, target) = (mount.on_mount(from), mount.on_mount(to));
         if self.fs.store().stat(from).is_err() {
             // A missing source would read as a missing folder below.
             return Err(io::Error::from_raw_os_error(libc::ENOENT));
@@ -183,11 +239,11 @@ impl Writer for MountWriter {
     }
 
     fn remove_file(&self, path: &StorePath) -> io::Result<()> {
-        fs::remove_file(self.on_mount(path))
+        fs::remove_file(self.pin()?.on_mount(path))
     }
 
     fn remove_folder(&self, path: &StorePath) -> io::Result<()> {
-        fs::remove_dir(self.on_mount(path))
+        fs::remove_dir(self.pin()?.on_mount(path))
     }
 
     fn is_busy(&self, path: &StorePath) -> bool {
