@@ -272,12 +272,14 @@ fn open_local(
     config: &Config,
     catch_up: CatchUp,
 ) -> anyhow::Result<(Operations, Index)> {
-    std::fs::create_dir_all(state_dir)
-        .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
     let store = Arc::new(
         Store::open(store_dir)
             .with_context(|| format!("cannot open store {}", store_dir.display()))?,
     );
+    std::fs::create_dir_all(state_dir)
+        .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
+    // Under the store lock: no write of ours is in flight.
+    store.remove_temp_files();
     let index =
         Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
     match catch_up {

@@ -227,6 +227,11 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         Store::open(&config.store)
             .with_context(|| format!("cannot open store {}", config.store.display()))?,
     );
+    // The store lock is held: no write of ours is in flight.
+    let swept = store.remove_temp_files();
+    if swept > 0 {
+        tracing::info!("removed {swept} temp files left by an interrupted write");
+    }
     let index = Index::open(&config.state_dir, Arc::clone(&store))
         .context("cannot open the search index")?;
     let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));

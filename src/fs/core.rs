@@ -29,7 +29,7 @@ use super::inodes::{InodeTable, ROOT};
 use super::viewnodes::{ViewTable, is_virtual};
 use crate::ops::WriteEvent;
 use crate::store::counters::CounterStore;
-use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec};
+use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec, is_temp_name};
 use crate::views::{ViewEntry, ViewRoot, Views};
 
 /// How long a writer waits for a background replace of its file.
@@ -165,6 +165,12 @@ pub struct StoreFs {
     /// Events waiting for [`StoreFs::deliver_events`]: a request handler
     /// never wakes a background thread itself.
     pending_events: Mutex<Vec<WriteEvent>>,
+}
+
+/// Whether `pid` (a kernel request's thread id) is a thread of this
+/// process.
+fn is_own_thread(pid: u32) -> bool {
+    pid == std::process::id() || Path::new(&format!("/proc/self/task/{pid}")).exists()
 }
 
 impl StoreFs {
@@ -387,6 +393,15 @@ impl StoreFs {
         Ok(())
     }
 
+    /// [`StoreFs::lookup`] for the kernel: a temp file of a write in
+    /// flight exists only for the daemon's own threads, which write it.
+    pub fn lookup_for(&self, parent: u64, name: &OsStr, pid: u32) -> FsResult<Entry> {
+        if is_temp_name(name) && !is_own_thread(pid) {
+            return Err(FsError::from_errno(libc::ENOENT));
+        }
+        self.lookup(parent, name)
+    }
+
     /// Looks a name up and counts a kernel lookup on the result.
     pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<Entry> {
         if let Some(views) = &self.views {
@@ -547,7 +562,17 @@ impl StoreFs {
     pub fn rmdir(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         self.check_mutable(parent, name, false)?;
         let path = self.child_path(parent, name)?;
-        self.store.rmdir(&path)?;
+        match self.store.rmdir(&path) {
+            // A folder that looks empty may hold temp files a failed write
+            // left behind: they go with it.
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => {
+                if self.store.remove_temp_files_in(&path)? == 0 {
+                    return Err(e.into());
+                }
+                self.store.rmdir(&path)?;
+            }
+            other => other?,
+        }
         self.inodes.lock().detach(parent, name);
         Ok(())
     }
@@ -1053,6 +1078,8 @@ impl StoreFs {
                 Some(entries) if offset != 0 => Arc::clone(entries),
                 _ => {
                     let mut fresh = self.store.read_dir(&path)?;
+                    // Temp files of writes in flight are never listed.
+                    fresh.retain(|e| !is_temp_name(&e.name));
                     if ino == ROOT && self.views.is_some() {
                         // Real entries under reserved names are shadowed by the views.
                         fresh.retain(|e| ViewRoot::from_name(&e.name).is_none());

@@ -135,9 +135,13 @@ impl Filesystem for FuseAdapter {
         Ok(())
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let _span = tracing::debug_span!("fuse", op = "lookup", parent = parent.0).entered();
-        self.reply_entry("lookup", self.fs.lookup(parent.0, name), reply);
+        self.reply_entry(
+            "lookup",
+            self.fs.lookup_for(parent.0, name, req.pid()),
+            reply,
+        );
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

@@ -179,6 +179,45 @@ impl Store {
         Ok(())
     }
 
+    /// Removes every temp file mnemofs left in the store (a crash between
+    /// writing one and renaming it); returns how many. Run at start-up,
+    /// before anything writes.
+    pub fn remove_temp_files(&self) -> usize {
+        let mut removed = 0;
+        let mut folders = vec![StorePath::root()];
+        while let Some(folder) = folders.pop() {
+            let Ok(entries) = self.read_dir(&folder) else {
+                continue;
+            };
+            for entry in entries {
+                let Some(path) = folder.join(&entry.name) else {
+                    continue;
+                };
+                if entry.kind == FileKind::Directory {
+                    folders.push(path);
+                } else if is_temp_name(&entry.name) && self.unlink(&path).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
+    /// Removes the temp files in `folder` (not below it); returns how many.
+    pub fn remove_temp_files_in(&self, folder: &StorePath) -> io::Result<usize> {
+        let mut removed = 0;
+        for entry in self.read_dir(folder)? {
+            if entry.kind != FileKind::Directory
+                && is_temp_name(&entry.name)
+                && let Some(path) = folder.join(&entry.name)
+                && self.unlink(&path).is_ok()
+            {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Removes an empty directory.
     pub fn rmdir(&self, path: &StorePath) -> io::Result<()> {
         let (dir, name) = self.parent_and_name(path)?;
@@ -445,6 +484,11 @@ impl Store {
 
 /// The prefix of the temp files atomic writes make beside their target.
 pub const TEMP_PREFIX: &str = ".mnemofs-tmp-";
+
+/// Whether `name` is one of mnemofs's temp files.
+pub fn is_temp_name(name: &OsStr) -> bool {
+    name.as_bytes().starts_with(TEMP_PREFIX.as_bytes())
+}
 
 /// Writes `bytes` to a new temp file in `dir` with exactly `mode` (the
 /// umask does not apply), fsynced; returns its name.
