@@ -395,8 +395,19 @@ impl Index {
     /// Ranked full-text search. Never fails on query syntax: an invalid
     /// query is searched as plain words; an empty one has no hits.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, IndexError> {
+        self.search_hiding(query, limit, &[])
+    }
+
+    /// Like [`search`](Self::search), leaving out the memories whose
+    /// `scope` is one of `hidden` (as [`scopes`](Self::scopes) names them).
+    pub fn search_hiding(
+        &self,
+        query: &str,
+        limit: usize,
+        hidden: &[String],
+    ) -> Result<Vec<Hit>, IndexError> {
         let f = self.inner.core.fields;
-        let Some((searcher, query, top)) = self.ranked(query, limit)? else {
+        let Some((searcher, query, top)) = self.ranked(query, limit, hidden)? else {
             return Ok(Vec::new());
         };
         let snippets = match SnippetGenerator::create(&searcher, &*query, f.body) {
@@ -549,6 +560,7 @@ impl Index {
         &self,
         query: &str,
         limit: usize,
+        hidden_scopes: &[String],
     ) -> Result<Option<(Searcher, Box<dyn Query>, Vec<(f32, DocAddress)>)>, IndexError> {
         let text = query.trim();
         if text.is_empty() || limit == 0 {
@@ -564,13 +576,17 @@ impl Index {
         if limit == 0 {
             return Ok(None);
         }
-        let filtered = BooleanQuery::new(vec![
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
             (Occur::Must, query.box_clone()),
             (
                 Occur::MustNot,
                 Box::new(self.term_query(f.kind, KIND_SKIPPED)),
             ),
-        ]);
+        ];
+        for scope in hidden_scopes {
+            clauses.push((Occur::MustNot, Box::new(self.term_query(f.scope, scope))));
+        }
+        let filtered = BooleanQuery::new(clauses);
         let top = searcher.search(&filtered, &TopDocs::with_limit(limit))?;
         Ok(Some((searcher, query, top)))
     }
@@ -578,7 +594,7 @@ impl Index {
     /// The paths [`Index::search`] would return, in rank order, without
     /// loading documents or making snippets (for directory listings).
     pub fn search_paths(&self, query: &str, limit: usize) -> Result<Vec<StorePath>, IndexError> {
-        let Some((searcher, _, top)) = self.ranked(query, limit)? else {
+        let Some((searcher, _, top)) = self.ranked(query, limit, &[])? else {
             return Ok(Vec::new());
         };
         let mut out = Vec::with_capacity(top.len());
@@ -732,6 +748,18 @@ impl Index {
     /// Every tag some memory has, sorted.
     pub fn tags(&self) -> Vec<String> {
         self.live_terms(self.inner.core.fields.tag)
+    }
+
+    /// Every `scope` some memory has, sorted, as the index keeps them
+    /// (lowercase).
+    pub fn scopes(&self) -> Vec<String> {
+        self.live_terms(self.inner.core.fields.scope)
+    }
+
+    /// Memories whose frontmatter `scope` is `scope` (any case).
+    pub fn by_scope(&self, scope: &str) -> Vec<StorePath> {
+        let f = self.inner.core.fields;
+        self.paths_matching(&self.term_query(f.scope, &scope.trim().to_lowercase()))
     }
 
     /// Every `type` some memory has, sorted.

@@ -174,6 +174,50 @@ pub fn add_to_list_field(
     key: &str,
     values: &[String],
 ) -> Result<Option<String>, EditError> {
+    edit_list_field(text, key, &|current| {
+        let mut merged = current.to_vec();
+        for v in values {
+            if !merged.contains(v) {
+                merged.push(v.clone());
+            }
+        }
+        merged
+    })
+}
+
+/// Removes from the list field `key` every entry `unwanted` says so of,
+/// keeping the others in order and the line flow-style as
+/// [`add_to_list_field`] writes it. `Ok(None)`: nothing was removed (the
+/// field may be absent).
+pub fn remove_from_list_field(
+    text: &str,
+    key: &str,
+    unwanted: impl Fn(&str) -> bool,
+) -> Result<Option<String>, EditError> {
+    if !is_plain_key(key) {
+        return Err(EditError::InvalidKey(key.to_owned()));
+    }
+    let present = match locate(text) {
+        Located::Found(block) => {
+            parse_yaml(block.yaml)?.contains_key(Value::String(key.to_owned()))
+        }
+        Located::Absent { .. } => false,
+        Located::Unclosed { .. } => return Err(EditError::UnclosedFrontmatter),
+    };
+    if !present {
+        return Ok(None);
+    }
+    edit_list_field(text, key, &|current| {
+        current.iter().filter(|v| !unwanted(v)).cloned().collect()
+    })
+}
+
+/// Sets the list field `key` to what `edit` makes of its entries.
+fn edit_list_field(
+    text: &str,
+    key: &str,
+    edit: &dyn Fn(&[String]) -> Vec<String>,
+) -> Result<Option<String>, EditError> {
     if !is_plain_key(key) {
         return Err(EditError::InvalidKey(key.to_owned()));
     }
@@ -195,12 +239,7 @@ pub fn add_to_list_field(
         Some(Value::String(s)) => vec![s.clone()],
         Some(_) => return Err(EditError::WouldChangeMeaning),
     };
-    let mut merged = current.clone();
-    for v in values {
-        if !merged.contains(v) {
-            merged.push(v.clone());
-        }
-    }
+    let merged = edit(&current);
     if merged == current {
         return Ok(None);
     }
@@ -218,7 +257,7 @@ pub fn add_to_list_field(
         _ => {
             let placeholder = add_missing_fields(text, &[(key, String::new())])?
                 .ok_or(EditError::WouldChangeMeaning)?;
-            return add_to_list_field(&placeholder, key, values);
+            return edit_list_field(&placeholder, key, &|_| merged.clone());
         }
     };
     let yaml_start = block.close_line_start - block.yaml.len();

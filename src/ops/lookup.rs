@@ -25,6 +25,10 @@ pub struct MemoryText {
     pub frontmatter: serde_json::Value,
     /// The body: everything after the frontmatter block.
     pub content: String,
+    /// Its version (the hash of its bytes): give it back as
+    /// `expected_version` so that a write fails if the memory changed
+    /// since.
+    pub version: String,
 }
 
 /// One memory in a list.
@@ -83,7 +87,7 @@ impl Operations {
     /// Reads the memory `reference` names, split into frontmatter and body.
     pub fn read_memory_text(&self, reference: &str) -> Result<MemoryText> {
         let path = self.resolve(reference)?;
-        let (_, _, text) = self.read_memory(&path)?;
+        let (_, bytes, text) = self.read_memory(&path)?;
         let parsed = memory::parse(&stem(&path), &text);
         let frontmatter = serde_json::to_value(&parsed.frontmatter)
             .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
@@ -92,6 +96,7 @@ impl Operations {
             id: parsed.frontmatter.id.clone(),
             frontmatter,
             content: parsed.body(&text).to_string(),
+            version: super::version_of(&bytes),
         })
     }
 
@@ -107,7 +112,14 @@ impl Operations {
 
     /// The `limit` most recently changed memories, newest first.
     pub fn recent(&self, limit: usize) -> Vec<MemorySummary> {
-        let recent = self.index.recent(limit);
+        // Memories the session may not see are dropped below: ask for
+        // enough to fill the list anyway.
+        let hidden = if self.scope.is_some() {
+            self.hidden_paths().len()
+        } else {
+            0
+        };
+        let recent = self.index.recent(limit.saturating_add(hidden));
         self.summaries(recent.into_iter().map(|(p, t)| (p, Some(t))), limit)
     }
 

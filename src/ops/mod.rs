@@ -15,20 +15,24 @@
 mod brief;
 mod checkpoint;
 mod error;
+mod graph;
 mod lookup;
 mod report;
 mod request;
+mod scope;
 mod writer;
 
 pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
 pub use checkpoint::Checkpoint;
 pub use error::{Error, Result, rpc};
+pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
     Counting, Detail, Entry, EntryKind, Failure, NewMemory, Reply, Request, Response, SearchHit,
     Status, WireError,
 };
+pub use scope::{Scope, version_of};
 pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEvent, Writer};
 
 use std::ffi::OsStr;
@@ -53,7 +57,10 @@ pub enum ServedBy {
     Local,
 }
 
-/// The operations on one store.
+/// The operations on one store, for one session (see
+/// [`scoped`](Operations::scoped) and [`expecting`](Operations::expecting):
+/// a clone is cheap).
+#[derive(Clone)]
 pub struct Operations {
     store: Arc<Store>,
     index: Index,
@@ -62,6 +69,10 @@ pub struct Operations {
     organizer: Option<Arc<dyn Organizer>>,
     served_by: ServedBy,
     max_file_size: u64,
+    /// Which memories this session sees (`None`: all).
+    scope: Option<Scope>,
+    /// The version the memory a write changes must still have.
+    expected_version: Option<String>,
 }
 
 impl std::fmt::Debug for Operations {
@@ -103,6 +114,8 @@ impl Operations {
             organizer: None,
             served_by,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            scope: None,
+            expected_version: None,
         }
     }
 
@@ -228,6 +241,28 @@ impl Operations {
             Request::Memories(filter) => Response::Memories {
                 memories: self.memories(&filter)?,
             },
+            Request::Unlink { from, to } => {
+                let (path, removed) = self.unlink(&from, &to)?;
+                Response::Unlinked {
+                    path: path.to_string(),
+                    removed,
+                }
+            }
+            Request::Context {
+                reference,
+                depth,
+                limit,
+            } => Response::Context {
+                context: self.context(&reference, depth, limit)?,
+            },
+            Request::Scoped { scope, request } => {
+                let scope = match scope.as_deref().map(str::trim) {
+                    None | Some("") => None,
+                    Some(s) => Some(Scope::parse(s)?),
+                };
+                self.scoped(scope).handle(*request)?
+            }
+            Request::Expecting { version, request } => self.expecting(version).handle(*request)?,
             Request::Checked { request } => Response::Checked {
                 result: self
                     .handle(*request)
@@ -269,6 +304,9 @@ impl Operations {
                 ViewEntry::File(_, file) if last => return Ok(Target::ViewFile(file)),
                 ViewEntry::Link(_, target) if last => {
                     let to = resolve_link(&walked, &target).ok_or_else(not_found)?;
+                    if self.hides(&to) {
+                        return Err(not_found());
+                    }
                     return Ok(Target::ViewLink(to, target));
                 }
                 ViewEntry::File(..) | ViewEntry::Link(..) => {
@@ -297,6 +335,23 @@ impl Operations {
         }
     }
 
+    /// Refuses, in a scoped session, the generated files that list
+    /// memories of every scope.
+    fn check_view_file(&self, file: &ViewFile, path: &str) -> Result<()> {
+        let lists_memories = match file {
+            ViewFile::SearchSummary(_) | ViewFile::Lint | ViewFile::Pending | ViewFile::Brief => {
+                true
+            }
+            ViewFile::Guide(_) | ViewFile::Status | ViewFile::AgentGuide => false,
+        };
+        if lists_memories && self.scope.is_some() {
+            return Err(Error::Unavailable(format!(
+                "{path} lists memories of every scope; a scoped session reads the folder or searches instead"
+            )));
+        }
+        Ok(())
+    }
+
     /// Lists a folder, `depth` levels deep (at least 1). Dot-names and the
     /// writers' temp files are left out, and so are the views at the root
     /// (they resolve by path). A view's own folders are not descended.
@@ -311,14 +366,25 @@ impl Operations {
                 let mut out = Vec::new();
                 self.list_real(&dir, depth, &mut out)
                     .map_err(|e| Error::io(path, e))?;
+                if self.scope.is_some() {
+                    let hidden = self.hidden_paths();
+                    out.retain(|e| !hidden.contains(&e.path));
+                }
                 Ok(out)
             }
             Target::ViewFolder(dir) => {
                 let base = Path::new(path);
+                let hidden = self.hidden_paths();
+                let visible = |entry: &ViewEntry| match entry {
+                    ViewEntry::Link(_, target) if !hidden.is_empty() => resolve_link(base, target)
+                        .is_none_or(|to| !hidden.contains(&to.to_string())),
+                    _ => true,
+                };
                 Ok(self
                     .views
                     .list(&dir)
                     .into_iter()
+                    .filter(visible)
                     .map(|entry| {
                         let child = base.join(entry.name()).to_string_lossy().into_owned();
                         match entry {
@@ -387,6 +453,7 @@ impl Operations {
     pub fn read(&self, path: &str) -> Result<String> {
         let real = match self.target(path)? {
             Target::ViewFile(file) => {
+                self.check_view_file(&file, path)?;
                 return String::from_utf8(self.views.read(&file))
                     .map_err(|_| Error::NotText { path: path.into() });
             }
@@ -408,6 +475,9 @@ impl Operations {
         Ok(match self.target(path)? {
             Target::Real(real) => {
                 let st = self.store.stat(&real).map_err(|e| Error::io(path, e))?;
+                if st.kind == FileKind::File {
+                    self.check_visible(&real, path)?;
+                }
                 let kind = self
                     .entry_kind(&real, st.kind)
                     .map_err(|e| Error::io(path, e))?;
@@ -472,6 +542,9 @@ impl Operations {
         let bytes = self.store.read(&real).map_err(|e| Error::io(shown, e))?;
         let text =
             String::from_utf8(bytes.clone()).map_err(|_| Error::NotText { path: shown.into() })?;
+        if self.hides_text(&text) {
+            return Err(Error::NotFound { path: shown.into() });
+        }
         Ok((real, bytes, text))
     }
 
@@ -483,7 +556,7 @@ impl Operations {
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         let hits = self
             .index
-            .search(query, limit)
+            .search_hiding(query, limit, &self.hidden_scopes())
             .map_err(|e| Error::Index(e.to_string()))?;
         Ok(hits
             .into_iter()
@@ -520,13 +593,19 @@ impl Operations {
                 why: "the name is reserved for mnemofs's temp files",
             });
         }
+        let content = &self.with_session_scope(&real, content)?;
+        if self.expected_version.is_some() {
+            // Only over the memory as the caller last read it.
+            let (real, bytes, _) = self.read_text(&real, path)?;
+            return self.rewrite(path, &real, &bytes, content);
+        }
         let written = if overwrite {
-            if self
-                .store
-                .stat(&real)
-                .is_ok_and(|st| st.kind == FileKind::Directory)
-            {
-                return Err(Error::IsFolder { path: path.into() });
+            match self.store.stat(&real) {
+                Ok(st) if st.kind == FileKind::Directory => {
+                    return Err(Error::IsFolder { path: path.into() });
+                }
+                Ok(_) if self.hides(&real) => return Err(Error::Exists { path: path.into() }),
+                _ => {}
             }
             self.writer.write(&real, content.as_bytes())
         } else {
@@ -537,6 +616,7 @@ impl Operations {
 
     /// Replaces the text of a file, compare-and-swap against `bytes`.
     fn rewrite(&self, path: &str, real: &StorePath, bytes: &[u8], new: &str) -> Result<()> {
+        self.check_version(path, bytes)?;
         self.check_size(path, new.len())?;
         match self.writer.replace(real, bytes, new.as_bytes()) {
             Ok(Outcome::Done) => Ok(()),
@@ -652,7 +732,8 @@ impl Operations {
                 "cannot move {from} into itself"
             )));
         }
-        self.store.stat(&source).map_err(|e| Error::io(from, e))?;
+        let st = self.store.stat(&source).map_err(|e| Error::io(from, e))?;
+        self.check_unchanged(&source, st.kind, from)?;
         match self.writer.move_to(&source, &target) {
             Ok(Outcome::Done) => Ok(()),
             Ok(Outcome::Busy) => Err(Error::Conflict { path: from.into() }),
@@ -667,12 +748,32 @@ impl Operations {
     pub fn delete(&self, path: &str) -> Result<()> {
         let real = self.writable(path)?;
         let st = self.store.stat(&real).map_err(|e| Error::io(path, e))?;
+        self.check_unchanged(&real, st.kind, path)?;
         let removed = if st.kind == FileKind::Directory {
             self.remove_tree(&real)
         } else {
             self.writer.remove_file(&real)
         };
         removed.map_err(|e| Error::io(path, e))
+    }
+
+    /// Before a move or a delete: the session must see what it changes,
+    /// and a file must still be at the expected version.
+    fn check_unchanged(&self, real: &StorePath, kind: FileKind, shown: &str) -> Result<()> {
+        if kind == FileKind::Directory {
+            if self.expected_version.is_some() {
+                return Err(Error::InvalidInput(format!(
+                    "{shown} is a folder; only a memory has a version"
+                )));
+            }
+            return self.check_folder_visible(real, shown);
+        }
+        self.check_visible(real, shown)?;
+        if self.expected_version.is_some() {
+            let (_, bytes, _) = self.read_text(real, shown)?;
+            self.check_version(shown, &bytes)?;
+        }
+        Ok(())
     }
 
     fn remove_tree(&self, dir: &StorePath) -> std::io::Result<()> {
@@ -698,6 +799,7 @@ impl Operations {
             ),
             None => None,
         };
+        let scope = self.scope_for_new(new.scope.as_deref())?;
         let title = new
             .title
             .clone()
@@ -720,7 +822,7 @@ impl Operations {
         if let Some(c) = category {
             field("category", c.as_str());
         }
-        if let Some(scope) = &new.scope {
+        if let Some(scope) = &scope {
             field("scope", scope);
         }
         if let Some(source) = &new.source {
@@ -747,8 +849,14 @@ impl Operations {
         let path = match &new.path {
             Some(p) => {
                 let path = self.writable(p)?;
-                self.create(&path.to_string(), &text, false)?;
+                let replace = self.expected_version.is_some();
+                self.create(&path.to_string(), &text, replace)?;
                 path
+            }
+            None if self.expected_version.is_some() => {
+                return Err(Error::InvalidInput(
+                    "an expected version needs the path of the memory to replace".into(),
+                ));
             }
             None => {
                 let folder = match category {
@@ -789,12 +897,16 @@ impl Operations {
             && !path.is_root()
             && self.store.stat(&path).is_ok()
         {
+            self.check_visible(&path, reference)?;
             return Ok(path);
         }
-        if let Some(path) = self.index.by_id(reference) {
+        if let Some(path) = self.index.by_id(reference)
+            && !self.hides(&path)
+        {
             return Ok(path);
         }
         let mut found = self.index.resolve(reference);
+        found.retain(|p| !self.hides(p));
         found.sort();
         found.dedup();
         match found.len() {
@@ -824,6 +936,7 @@ impl Operations {
                 ))
             })?;
         let (real, bytes, text) = self.read_memory(&source)?;
+        self.check_version(&source.to_string(), &bytes)?;
         match memory::add_to_list_field(&text, "links", &[id]) {
             Ok(Some(new)) => self.rewrite(&source.to_string(), &real, &bytes, &new)?,
             Ok(None) => {}

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Brief, Checkpoint, MemoryFilter, MemorySummary, MemoryText, Report};
+use super::{Brief, Checkpoint, MemoryContext, MemoryFilter, MemorySummary, MemoryText, Report};
 
 /// A request's operation, as logs name it (`search`, `read_memory`...).
 pub(crate) struct OpName<'a>(pub(crate) &'a Request);
@@ -183,6 +183,45 @@ pub enum Request {
     /// The memories in a folder, category, tag or type (every filter
     /// given must match), by path.
     Memories(MemoryFilter),
+    /// Takes away the link between two memories recorded in `links:`,
+    /// both ways.
+    Unlink {
+        /// One memory (a reference).
+        from: String,
+        /// The other (a reference).
+        to: String,
+    },
+    /// A memory with those linked to or from it, `depth` hops out.
+    Context {
+        /// The memory (a reference).
+        reference: String,
+        /// How many hops (1 to 5).
+        #[serde(default = "one")]
+        depth: usize,
+        /// Most related memories.
+        #[serde(default = "twenty")]
+        limit: usize,
+    },
+    /// Runs `request` for a session in `scope` (`global` or
+    /// `agent:NAME`): it sees only global memories and the scope's own, and
+    /// an agent's writes get its scope. No scope: sees everything.
+    Scoped {
+        /// The session's scope.
+        #[serde(default)]
+        scope: Option<String>,
+        /// The request to run.
+        request: Box<Request>,
+    },
+    /// Runs `request`, a write, only if the memory it changes is still at
+    /// `version` (as `read_memory` gave it); else it fails with a conflict
+    /// and writes nothing.
+    Expecting {
+        /// The version.
+        #[serde(default)]
+        version: Option<String>,
+        /// The request to run.
+        request: Box<Request>,
+    },
     /// Runs `request` and answers with its outcome, a failure included, as
     /// data: for front ends that word each failure themselves, since an
     /// error that crosses the socket otherwise keeps only its sentence.
@@ -320,6 +359,18 @@ pub enum Response {
     Memories {
         /// The memories.
         memories: Vec<MemorySummary>,
+    },
+    /// A link taken away (or none there).
+    Unlinked {
+        /// The memory the link was taken from.
+        path: String,
+        /// True if `links:` had an entry to remove.
+        removed: bool,
+    },
+    /// A memory and the memories around it.
+    Context {
+        /// The memory and its neighbours.
+        context: MemoryContext,
     },
     /// The outcome of a [`Request::Checked`].
     Checked {

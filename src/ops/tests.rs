@@ -445,3 +445,304 @@ fn insert_in_body_counts_lines_below_the_frontmatter() {
         .expect("no frontmatter");
     assert_eq!(f.text("plain.md"), "zero\none\n");
 }
+
+/// Four memories: one without scope, one global, one per agent. Each
+/// links to the unscoped one.
+fn scoped_fixture() -> Fixture {
+    let f = Fixture::new();
+    f.seed_indexed(&[
+        ("plain.md", "---\nid: p-1\ntitle: Plain\n---\nshared note\n"),
+        (
+            "global.md",
+            "---\nid: g-1\ntitle: Global\nscope: global\n---\nshared note, see [[Plain]]\n",
+        ),
+        (
+            "alice.md",
+            "---\nid: a-1\ntitle: Alice\nscope: agent:alice\n---\nalice note, see [[Plain]]\n",
+        ),
+        (
+            "bob/secret.md",
+            "---\nid: b-1\ntitle: Secret\nscope: agent:Bob\n---\nbob note, see [[Plain]]\n",
+        ),
+    ]);
+    f
+}
+
+fn scope(text: &str) -> Option<Scope> {
+    Some(Scope::parse(text).expect("scope"))
+}
+
+fn summary_paths(list: &[MemorySummary]) -> Vec<&str> {
+    list.iter().map(|m| m.path.as_str()).collect()
+}
+
+#[test]
+fn an_agent_sees_global_memories_and_its_own_never_another_agents() {
+    let f = scoped_fixture();
+    let alice = f.ops.scoped(scope("agent:alice"));
+    for visible in ["plain.md", "global.md", "alice.md"] {
+        alice.read(visible).expect(visible);
+    }
+    let hidden = |e: Result<_>| matches!(e, Err(Error::NotFound { .. }));
+    assert!(hidden(alice.read("bob/secret.md").map(drop)));
+    assert!(hidden(alice.stat("bob/secret.md").map(drop)));
+    assert!(hidden(alice.read_memory_text("Secret").map(drop)));
+    assert!(hidden(alice.read_memory_text("b-1").map(drop)));
+    assert!(hidden(alice.resolve("bob/secret.md").map(drop)));
+    assert!(hidden(alice.delete("bob/secret.md")));
+    assert!(hidden(alice.rename("bob/secret.md", "mine.md")));
+    assert!(hidden(
+        alice.str_replace("bob/secret.md", "bob", "eve").map(drop)
+    ));
+    assert!(hidden(alice.link("alice.md", "Secret").map(drop)));
+    assert!(f.text("bob/secret.md").contains("bob note"), "untouched");
+
+    let listed = alice.list("", 2).expect("list");
+    assert_eq!(
+        paths_of(&listed),
+        ["alice.md", "bob", "global.md", "plain.md"],
+        "the folder shows, not what it holds"
+    );
+    let hits = alice.search("note", 20).expect("search");
+    let mut found: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+    found.sort();
+    assert_eq!(found, ["alice.md", "global.md", "plain.md"]);
+    assert_eq!(
+        summary_paths(&alice.backlinks("Plain", 50).expect("backlinks")),
+        ["alice.md", "global.md"]
+    );
+    let mut recent = summary_paths(&alice.recent(10))
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    recent.sort();
+    assert_eq!(recent, ["alice.md", "global.md", "plain.md"]);
+    assert_eq!(
+        summary_paths(&alice.memories(&MemoryFilter::default()).expect("all")),
+        ["alice.md", "global.md", "plain.md"]
+    );
+    let around = alice.context("Plain", 1, 20).expect("context");
+    let mut related: Vec<&str> = around.related.iter().map(|r| r.path.as_str()).collect();
+    related.sort();
+    assert_eq!(related, ["alice.md", "global.md"]);
+
+    // Views: the link to the hidden memory is gone, and so is its target.
+    let view = alice.list("search/bob", 1).expect("search view");
+    assert!(
+        view.iter()
+            .all(|e| !matches!(e.kind, EntryKind::Link { .. })),
+        "{view:?}"
+    );
+    assert!(hidden(alice.read("by-id/b-1.md").map(drop)));
+    assert!(matches!(
+        alice.read("search/bob/summary.md"),
+        Err(Error::Unavailable(_))
+    ));
+    assert!(matches!(alice.delete("bob"), Err(Error::InvalidInput(_))));
+
+    // The whole store for an unscoped session; only global ones for `global`.
+    assert_eq!(f.ops.search("note", 20).expect("all").len(), 4);
+    let global = f.ops.scoped(scope("global"));
+    let mut seen: Vec<String> = global
+        .search("note", 20)
+        .expect("global")
+        .into_iter()
+        .map(|h| h.path)
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["global.md", "plain.md"]);
+    assert!(hidden(global.read("alice.md").map(drop)));
+}
+
+fn paths_of(entries: &[Entry]) -> Vec<&str> {
+    entries.iter().map(|e| e.path.as_str()).collect()
+}
+
+#[test]
+fn an_agents_writes_get_its_scope_and_never_another_agents() {
+    let f = scoped_fixture();
+    let alice = f.ops.scoped(scope("Agent:Alice"));
+    let (path, _) = alice
+        .write_memory(&NewMemory {
+            content: "likes tea\n".into(),
+            ..NewMemory::default()
+        })
+        .expect("write");
+    assert!(f.text(&path.to_string()).contains("\nscope: agent:alice\n"));
+    let (path, _) = alice
+        .write_memory(&NewMemory {
+            content: "everyone's\n".into(),
+            scope: Some("global".into()),
+            ..NewMemory::default()
+        })
+        .expect("global write");
+    assert!(f.text(&path.to_string()).contains("\nscope: global\n"));
+    assert!(matches!(
+        alice.write_memory(&NewMemory {
+            content: "sneaky\n".into(),
+            scope: Some("agent:bob".into()),
+            ..NewMemory::default()
+        }),
+        Err(Error::InvalidInput(_))
+    ));
+    // Files made whole (the memory tool's create) get it too, markdown only.
+    alice
+        .create("notes/tool.md", "# Tool\nbody\n", false)
+        .expect("md");
+    assert_eq!(
+        f.text("notes/tool.md"),
+        "---\nscope: agent:alice\n---\n# Tool\nbody\n"
+    );
+    alice
+        .create("notes/data.json", "{}\n", false)
+        .expect("json");
+    assert_eq!(f.text("notes/data.json"), "{}\n");
+    assert!(matches!(
+        alice.create("bob/secret.md", "mine now\n", true),
+        Err(Error::Exists { .. })
+    ));
+    // Through a request, as front ends send it.
+    let answer = f.ops.handle(Request::Scoped {
+        scope: Some("agent:alice".into()),
+        request: Box::new(Request::Read {
+            path: "bob/secret.md".into(),
+        }),
+    });
+    assert!(matches!(answer, Err(Error::NotFound { .. })));
+    let answer = f.ops.handle(Request::Scoped {
+        scope: Some("alice".into()),
+        request: Box::new(Request::Status),
+    });
+    assert!(matches!(answer, Err(Error::InvalidInput(_))));
+}
+
+#[test]
+fn a_write_expecting_an_old_version_is_a_conflict_and_writes_nothing() {
+    let f = Fixture::new();
+    f.seed_indexed(&[
+        ("a.md", "---\nid: a-1\ntitle: Alpha\n---\none\n"),
+        ("b.md", "---\nid: b-1\ntitle: Beta\n---\ntwo\n"),
+    ]);
+    let read = f.ops.read_memory_text("a-1").expect("read");
+    assert_eq!(read.version, version_of(f.text("a.md").as_bytes()));
+    let stale = f.ops.expecting(Some(read.version.clone()));
+    stale
+        .str_replace("a.md", "one", "uno")
+        .expect("still current");
+    let before = f.text("a.md");
+    let conflict = |e: Result<()>| matches!(e, Err(Error::Conflict { .. }));
+    assert!(conflict(stale.str_replace("a.md", "uno", "eins").map(drop)));
+    assert!(conflict(stale.insert_in_body("a.md", 0, "zero").map(drop)));
+    assert!(conflict(stale.link("a.md", "b.md").map(drop)));
+    assert!(conflict(stale.unlink("a.md", "b.md").map(drop)));
+    assert!(conflict(stale.rename("a.md", "c.md")));
+    assert!(conflict(stale.delete("a.md")));
+    assert!(conflict(stale.create("a.md", "new\n", true)));
+    assert_eq!(f.text("a.md"), before, "nothing written");
+
+    let current = f.ops.read_memory_text("a.md").expect("again").version;
+    let answer = f.ops.handle(Request::Expecting {
+        version: Some(current),
+        request: Box::new(Request::WriteMemory(NewMemory {
+            content: "replaced\n".into(),
+            path: Some("a.md".into()),
+            title: Some("Alpha".into()),
+            ..NewMemory::default()
+        })),
+    });
+    assert!(matches!(answer, Ok(Response::Memory { .. })), "{answer:?}");
+    assert!(f.text("a.md").ends_with("---\nreplaced\n"));
+    assert!(matches!(
+        f.ops
+            .expecting(Some("fnv1a64:0".into()))
+            .write_memory(&NewMemory {
+                content: "x".into(),
+                ..NewMemory::default()
+            }),
+        Err(Error::InvalidInput(_))
+    ));
+}
+
+#[test]
+fn unlink_takes_the_recorded_link_away_both_ways_and_keeps_body_links() {
+    let f = Fixture::new();
+    f.seed_indexed(&[
+        (
+            "a.md",
+            "---\nid: a-1\ntitle: Alpha\nlinks: [b-1, c-1]\n---\nSee [[Beta]].\n",
+        ),
+        (
+            "b.md",
+            "---\nid: b-1\ntitle: Beta\nlinks: ['[[Alpha]]']\n---\nx\n",
+        ),
+        ("c.md", "---\nid: c-1\ntitle: Gamma\n---\ny\n"),
+    ]);
+    let (path, removed) = f.ops.unlink("Alpha", "b-1").expect("unlink");
+    assert_eq!((path.to_string().as_str(), removed), ("a.md", true));
+    assert_eq!(
+        f.text("a.md"),
+        "---\nid: a-1\ntitle: Alpha\nlinks: [c-1]\n---\nSee [[Beta]].\n"
+    );
+    assert_eq!(
+        f.text("b.md"),
+        "---\nid: b-1\ntitle: Beta\nlinks: []\n---\nx\n"
+    );
+    let (_, removed) = f.ops.unlink("a.md", "b.md").expect("again");
+    assert!(!removed, "nothing left to take away");
+    // What link records, unlink takes away; here a's entry for c goes too.
+    f.ops.link("c.md", "a.md").expect("link");
+    let answer = f.ops.handle(Request::Unlink {
+        from: "c.md".into(),
+        to: "a.md".into(),
+    });
+    assert_eq!(
+        answer.expect("request"),
+        Response::Unlinked {
+            path: "c.md".into(),
+            removed: true
+        }
+    );
+    assert!(f.text("c.md").contains("links: []\n"));
+    assert!(f.text("a.md").contains("links: []\n"));
+}
+
+#[test]
+fn context_walks_links_both_ways_as_many_hops_as_asked() {
+    let f = Fixture::new();
+    f.seed_indexed(&[
+        ("a.md", "---\nid: a-1\ntitle: Alpha\n---\nSee [[Beta]].\n"),
+        ("b.md", "---\nid: b-1\ntitle: Beta\nlinks: [c-1]\n---\nx\n"),
+        ("c.md", "---\nid: c-1\ntitle: Gamma\n---\ny\n"),
+        ("d.md", "# Delta\n\n- relates_to [[Alpha]]\n"),
+        ("e.md", "# Epsilon\n\nalone\n"),
+    ]);
+    let one = f.ops.context("Alpha", 1, 20).expect("depth 1");
+    assert_eq!(one.memory.path, "a.md");
+    let found: Vec<(&str, usize, Direction, &str)> = one
+        .related
+        .iter()
+        .map(|r| (r.path.as_str(), r.depth, r.direction, r.via.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("b.md", 1, Direction::Outgoing, "a.md"),
+            ("d.md", 1, Direction::Incoming, "a.md"),
+        ]
+    );
+    let two = f.ops.context("a-1", 2, 20).expect("depth 2");
+    let last = two.related.last().expect("c");
+    assert_eq!(
+        (last.path.as_str(), last.depth, last.via.as_str()),
+        ("c.md", 2, "b.md")
+    );
+    assert_eq!(last.title, "Gamma");
+    assert_eq!(
+        f.ops.context("Alpha", 3, 1).expect("limit").related.len(),
+        1
+    );
+    assert!(matches!(
+        f.ops.context("Omega", 1, 20),
+        Err(Error::NotFound { .. })
+    ));
+}
