@@ -146,6 +146,10 @@ enum Command {
     Tool {
         #[command(flatten)]
         at: StoreArgs,
+        /// Act as this agent (agent:NAME): see global memories and its own,
+        /// and give new memories its scope.
+        #[arg(long, value_parser = parse_scope)]
+        scope: Option<crate::ops::Scope>,
     },
     /// Serve the store over the Model Context Protocol on stdin and stdout
     /// (for Claude Code, Claude Desktop and other MCP clients): tools to
@@ -154,6 +158,10 @@ enum Command {
     Mcp {
         #[command(flatten)]
         at: StoreArgs,
+        /// Act as this agent (agent:NAME): see global memories and its own,
+        /// and give new memories its scope.
+        #[arg(long, value_parser = parse_scope)]
+        scope: Option<crate::ops::Scope>,
     },
     /// Check what mounting needs (FUSE, fusermount3, the store, the state
     /// dir, the index, stale mounts, the service unit, the config) and say
@@ -634,16 +642,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Tool { at } => {
+        Command::Tool { at, scope } => {
             let session = session(&at.target(None)?, None)?;
             let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
-            crate::front::tool::serve(stdin, stdout, |request| session.call(request))
+            let call = crate::front::in_scope(scope, |request| session.call(request));
+            crate::front::tool::serve(stdin, stdout, call)
                 .context("the memory tool's input or output failed")
         }
-        Command::Mcp { at } => {
+        Command::Mcp { at, scope } => {
             let target = at.target(None)?;
             let session = parking_lot::Mutex::new(None);
-            crate::front::mcp::serve(move |request| {
+            crate::front::mcp::serve(crate::front::in_scope(scope, move |request| {
                 let mut open = session.lock();
                 let current = match open.take() {
                     Some(current) => current,
@@ -653,13 +662,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     })?,
                 };
                 open.insert(current).call(request)
-            })
+            }))
             .context("the MCP server's input or output failed")
         }
         Command::Brief { at, cwd, format } => brief(at, cwd, format),
         Command::Checkpoint { at } => checkpoint(at),
         Command::Reindex { at } => reindex(at),
     }
+}
+
+fn parse_scope(text: &str) -> Result<crate::ops::Scope, String> {
+    crate::ops::Scope::parse(text).map_err(|e| e.to_string())
 }
 
 /// `mnemofs reindex`, with a progress bar on a terminal: the rebuild's

@@ -103,6 +103,7 @@ fn initialize_is_answered_before_the_index_exists() {
         assert_eq!(answer["result"]["serverInfo"]["name"], "mnemofs");
         assert!(answer["result"]["capabilities"]["tools"].is_object());
         assert!(answer["result"]["capabilities"]["prompts"].is_object());
+        assert!(answer["result"]["capabilities"]["resources"].is_object());
         assert!(
             !state_made,
             "initialize alone must not open the store or build its index"

@@ -76,3 +76,112 @@ fn tool_goes_through_a_running_daemon_and_answers_as_the_reference_on_its_mount(
         .expect("by-id through the mount");
     assert_eq!(by_id, ada);
 }
+
+/// Runs `mnemofs tool` on `store` with `args`, feeding `input`; returns
+/// each answer line's `content` and `is_error`.
+fn tool_session(store: &Path, state: &Path, args: &[&str], input: &str) -> Vec<(String, bool)> {
+    use std::io::Write;
+    let mut child = Command::new(bin())
+        .arg("tool")
+        .arg("--store")
+        .arg(store)
+        .arg("--state-dir")
+        .arg(state)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mnemofs tool");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("send the commands");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(Duration::from_secs(300))
+        .expect("mnemofs tool answers in time")
+        .expect("mnemofs tool ran");
+    assert!(out.status.success(), "mnemofs tool failed: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| {
+            let answer: serde_json::Value = serde_json::from_str(line).expect("a JSON answer");
+            (
+                answer["content"].as_str().unwrap_or_default().to_string(),
+                answer["is_error"] == true,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn tool_in_an_agents_scope_sees_global_memories_and_its_own() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    fs::create_dir(&store).expect("store");
+    fs::write(store.join("shared.md"), "# Shared\n").expect("seed");
+    fs::write(
+        store.join("alice.md"),
+        "---\nscope: agent:alice\n---\nmine\n",
+    )
+    .expect("seed");
+    fs::write(store.join("bob.md"), "---\nscope: agent:bob\n---\nsecret\n").expect("seed");
+    let commands = [
+        r#"{"command": "view", "path": "/memories"}"#,
+        r#"{"command": "view", "path": "/memories/bob.md"}"#,
+        r#"{"command": "str_replace", "path": "/memories/bob.md", "old_str": "secret", "new_str": "mine"}"#,
+        r#"{"command": "create", "path": "/memories/new.md", "file_text": "hello\n"}"#,
+        r#"{"command": "view", "path": "/memories/alice.md"}"#,
+    ]
+    .join("\n");
+    let answers = tool_session(&store, &state, &["--scope", "agent:alice"], &commands);
+    assert_eq!(answers.len(), 5, "{answers:?}");
+    let (listing, _) = &answers[0];
+    assert!(
+        listing.contains("/memories/alice.md") && listing.contains("/memories/shared.md"),
+        "{listing}"
+    );
+    assert!(!listing.contains("bob.md"), "{listing}");
+    for (answer, is_error) in &answers[1..3] {
+        assert!(*is_error, "{answer}");
+        assert!(
+            answer.contains("/memories/bob.md does not exist"),
+            "as if it were not there: {answer}"
+        );
+    }
+    assert!(!answers[3].1 && !answers[4].1, "{answers:?}");
+    assert_eq!(
+        fs::read_to_string(store.join("new.md")).expect("created"),
+        "---\nscope: agent:alice\n---\nhello\n"
+    );
+    assert_eq!(
+        fs::read_to_string(store.join("bob.md")).expect("bob's"),
+        "---\nscope: agent:bob\n---\nsecret\n"
+    );
+    // Unscoped, the same tool sees Bob's memory.
+    let answers = tool_session(
+        &store,
+        &state,
+        &[],
+        r#"{"command": "view", "path": "/memories"}"#,
+    );
+    assert!(answers[0].0.contains("bob.md"), "{answers:?}");
+    // A scope that is not one is refused before anything runs.
+    let out = Command::new(bin())
+        .args(["tool", "--scope", "bob"])
+        .arg("--store")
+        .arg(&store)
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("agent:NAME"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

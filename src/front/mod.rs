@@ -9,3 +9,20 @@
 
 pub mod mcp;
 pub mod tool;
+pub mod tools;
+
+use crate::ops::{self, Request, Response, Scope};
+
+/// A runner whose every request runs in `scope` (none: as `call` runs it).
+pub fn in_scope(
+    scope: Option<Scope>,
+    call: impl Fn(Request) -> ops::Result<Response>,
+) -> impl Fn(Request) -> ops::Result<Response> {
+    move |request| match &scope {
+        Some(scope) => call(Request::Scoped {
+            scope: Some(scope.to_string()),
+            request: Box::new(request),
+        }),
+        None => call(request),
+    }
+}

@@ -166,9 +166,9 @@ pub fn set_fields(text: &str, fields: &[(&str, String)]) -> Result<Option<String
 }
 
 /// Adds `values` to the list field `key` (creating it), keeping the
-/// entries it has. The field is written as one flow-style line
-/// (`links: [a, b]`); a field written as a block list is refused with
-/// [`EditError::WouldChangeMeaning`] rather than reformatted.
+/// entries it has. A new or flow-style field is written as one line
+/// (`links: [a, b]`); a block list stays one, its new entries added below
+/// the others in the same indentation.
 pub fn add_to_list_field(
     text: &str,
     key: &str,
@@ -263,17 +263,40 @@ fn edit_list_field(
     let yaml_start = block.close_line_start - block.yaml.len();
     let mut replaced = String::with_capacity(block.yaml.len() + flow.len());
     let mut done = false;
-    for line in block.yaml.split_inclusive('\n') {
+    let mut lines = block.yaml.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
         let is_key_line = !done
             && line
                 .strip_prefix(key)
                 .is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':'));
-        if is_key_line {
-            let eol = &line[line.trim_end_matches(['\r', '\n']).len()..];
-            replaced.push_str(&format!("{key}: {flow}{eol}"));
-            done = true;
-        } else {
+        if !is_key_line {
             replaced.push_str(line);
+            continue;
+        }
+        done = true;
+        let eol = &line[line.trim_end_matches(['\r', '\n']).len()..];
+        let value = line[..line.len() - eol.len()]
+            .split_once(':')
+            .map_or("", |(_, v)| v.trim());
+        if !value.is_empty() || !lines.peek().is_some_and(|l| is_block_item(l)) {
+            replaced.push_str(&format!("{key}: {flow}{eol}"));
+            continue;
+        }
+        // A block list stays one: its lines are kept, those of removed
+        // entries dropped, and new entries added in its indentation.
+        replaced.push_str(line);
+        let mut indent = "";
+        let mut kept: Vec<String> = Vec::new();
+        while let Some(item) = lines.next_if(|l| is_block_item(l)) {
+            indent = &item[..item.len() - item.trim_start().len()];
+            let value = block_item_value(item)?;
+            if merged.contains(&value) && !kept.contains(&value) {
+                replaced.push_str(item);
+                kept.push(value);
+            }
+        }
+        for value in merged.iter().filter(|v| !kept.contains(v)) {
+            replaced.push_str(&format!("{indent}- {}{eol}", yaml_scalar(value)));
         }
     }
     let reread = parse_yaml(&replaced).map_err(|_| EditError::WouldChangeMeaning)?;
@@ -293,6 +316,24 @@ fn edit_list_field(
         &text[..yaml_start],
         &text[block.close_line_start..]
     )))
+}
+
+/// True for a line of a block sequence (`  - item`).
+fn is_block_item(line: &str) -> bool {
+    let item = line.trim_start();
+    item.starts_with("- ") || item.trim_end() == "-"
+}
+
+/// The string a block sequence's line holds.
+fn block_item_value(line: &str) -> Result<String, EditError> {
+    let parsed = parse_yaml(&format!("v:\n{line}")).map_err(|_| EditError::WouldChangeMeaning)?;
+    match parsed.get(Value::String("v".into())) {
+        Some(Value::Sequence(items)) => match items.as_slice() {
+            [Value::String(s)] => Ok(s.clone()),
+            _ => Err(EditError::WouldChangeMeaning),
+        },
+        _ => Err(EditError::WouldChangeMeaning),
+    }
 }
 
 /// Replaces the value on the single top-level line `key: ...`.
@@ -468,9 +509,29 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(none, "---\nlinks: [id-1]\n---\nx\n");
-        let block = "---\nlinks:\n  - a\n---\n";
+        let block = "---\nlinks:\n  - a\n# kept\n---\n";
         assert_eq!(
-            add_to_list_field(block, "links", &["b".into()]),
+            add_to_list_field(block, "links", &["b c".into()]).unwrap(),
+            Some("---\nlinks:\n  - a\n  - b c\n# kept\n---\n".into())
+        );
+    }
+
+    #[test]
+    fn list_fields_shrink_in_place() {
+        let flow = "---\nlinks: [a, b, a]\n---\nbody\n";
+        let out = remove_from_list_field(flow, "links", |v| v == "a").unwrap();
+        assert_eq!(out.as_deref(), Some("---\nlinks: [b]\n---\nbody\n"));
+        let block = "---\ntags:\n- x\n- 'y'\ntitle: T\n---\n";
+        let out = remove_from_list_field(block, "tags", |v| v == "y").unwrap();
+        assert_eq!(out.as_deref(), Some("---\ntags:\n- x\ntitle: T\n---\n"));
+        assert_eq!(
+            remove_from_list_field(block, "tags", |v| v == "z"),
+            Ok(None)
+        );
+        assert_eq!(remove_from_list_field(block, "links", |_| true), Ok(None));
+        let nested = "---\ntags:\n  - - x\n---\n";
+        assert_eq!(
+            remove_from_list_field(nested, "tags", |_| true),
             Err(EditError::WouldChangeMeaning)
         );
     }

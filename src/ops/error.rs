@@ -139,6 +139,12 @@ fn join(lines: &[usize]) -> String {
 /// JSON-RPC error codes. The standard ones, and the server range
 /// (-32000 to -32099) for what the standard does not name.
 pub mod rpc {
+    /// The line is not JSON.
+    pub const PARSE_ERROR: i32 = -32700;
+    /// The JSON is not a JSON-RPC request.
+    pub const INVALID_REQUEST: i32 = -32600;
+    /// No such method (or tool).
+    pub const METHOD_NOT_FOUND: i32 = -32601;
     /// The request's parameters are invalid.
     pub const INVALID_PARAMS: i32 = -32602;
     /// The server failed.

@@ -248,6 +248,17 @@ impl Operations {
                     removed,
                 }
             }
+            Request::Tag { reference, tags } => {
+                let path = self.tag(&reference, &tags)?;
+                let id = self
+                    .read_memory(&path)
+                    .ok()
+                    .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id);
+                Response::Memory {
+                    path: path.to_string(),
+                    id,
+                }
+            }
             Request::Context {
                 reference,
                 depth,
@@ -260,7 +271,16 @@ impl Operations {
                     None | Some("") => None,
                     Some(s) => Some(Scope::parse(s)?),
                 };
-                self.scoped(scope).handle(*request)?
+                match (&self.scope, scope) {
+                    (Some(current), Some(asked)) if *current != asked => {
+                        return Err(Error::InvalidInput(format!(
+                            "this session is in scope {current}; it cannot act in {asked}"
+                        )));
+                    }
+                    // A scoped session stays scoped.
+                    (Some(_), _) | (None, None) => self.handle(*request)?,
+                    (None, asked) => self.scoped(asked).handle(*request)?,
+                }
             }
             Request::Expecting { version, request } => self.expecting(version).handle(*request)?,
             Request::Checked { request } => Response::Checked {
@@ -943,6 +963,28 @@ impl Operations {
             Err(e) => return Err(Error::InvalidInput(format!("{source}: {e}"))),
         }
         Ok(source)
+    }
+
+    /// Adds `tags` to the `tags:` of the memory `reference` names (a
+    /// leading `#` dropped, those it has kept). Returns its path.
+    pub fn tag(&self, reference: &str, tags: &[String]) -> Result<StorePath> {
+        let tags: Vec<String> = tags
+            .iter()
+            .map(|t| t.trim().trim_start_matches('#').to_string())
+            .filter(|t| !t.is_empty())
+            .collect();
+        if tags.is_empty() {
+            return Err(Error::InvalidInput("no tag to add".into()));
+        }
+        let path = self.resolve(reference)?;
+        let (real, bytes, text) = self.read_memory(&path)?;
+        self.check_version(&path.to_string(), &bytes)?;
+        match memory::add_to_list_field(&text, "tags", &tags) {
+            Ok(Some(new)) => self.rewrite(&path.to_string(), &real, &bytes, &new)?,
+            Ok(None) => {}
+            Err(e) => return Err(Error::InvalidInput(format!("{path}: {e}"))),
+        }
+        Ok(path)
     }
 
     /// Runs the organizer now.

@@ -191,6 +191,13 @@ pub enum Request {
         /// The other (a reference).
         to: String,
     },
+    /// Adds tags to a memory's `tags:`.
+    Tag {
+        /// The memory (a reference).
+        reference: String,
+        /// The tags (a leading `#` is dropped).
+        tags: Vec<String>,
+    },
     /// A memory with those linked to or from it, `depth` hops out.
     Context {
         /// The memory (a reference).

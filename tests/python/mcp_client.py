@@ -5,9 +5,11 @@ Usage: mcp_client.py MNEMOFS STORE STATE_DIR
 Starts `MNEMOFS mcp --store STORE --state-dir STATE_DIR` over stdio,
 initializes, lists the tools and the prompt, calls every tool and checks
 what comes back: a write is found by search and read back, an edit
-changes it, the memory tool views it, bad input is an isError result in
-one sentence, and the server keeps answering after it. Prints each check
-and exits 1 at the first mismatch.
+changes it, the memory tool views it, a stale expected_version is a
+conflict, memories are resources by id, bad input is an isError result in
+one sentence, and the server keeps answering after it. Then a second
+server with --scope agent:alice sees global memories and Alice's, never
+Bob's. Prints each check and exits 1 at the first mismatch.
 """
 
 import asyncio
@@ -18,7 +20,8 @@ from mcp.client.stdio import stdio_client
 
 TOOLS = {
     "memory", "search", "read", "write", "edit", "move", "delete", "link",
-    "dream", "status", "brief", "backlinks", "recent", "list",
+    "unlink", "tag", "context", "dream", "status", "brief", "backlinks",
+    "recent", "list",
 }
 
 
@@ -90,6 +93,16 @@ async def drive(binary, store, state):
     params = StdioServerParameters(
         command=binary, args=["mcp", "--store", store, "--state-dir", state]
     )
+    await drive_all_tools(params)
+    scoped = StdioServerParameters(
+        command=binary,
+        args=["mcp", "--store", store, "--state-dir", state, "--scope", "agent:alice"],
+    )
+    await drive_scoped(scoped)
+    print("all checks passed")
+
+
+async def drive_all_tools(params):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
@@ -158,6 +171,73 @@ async def drive(binary, store, state):
             memory, _ = await c.ok("read", {"ref": "notes/bowl.md"})
             check(mid in memory["frontmatter"].get("links", []), "link recorded the id in links:")
 
+            async def around():
+                data, text = await c.ok("context", {"ref": mid, "depth": 1})
+                return [r["path"] for r in data["related"]] == ["notes/bowl.md"] and (data, text)
+            data, text = await eventually("context lists the linking memory", around)
+            check(data["memory"]["path"] == path and data["related"][0]["direction"] == "incoming"
+                  and data["related"][0]["depth"] == 1, f"context says how it is linked ({data['related']})")
+            check("notes/bowl.md" in text, "context's text names the related memory")
+            data, _ = await c.ok("context", {"ref": "notes/bowl.md"})
+            check([r["path"] for r in data["related"]] == [path]
+                  and data["related"][0]["direction"] == "outgoing", "context follows outgoing links")
+            await c.fails("context", {"ref": mid, "depth": 9}, "depth")
+
+            unlinked, _ = await c.ok("unlink", {"from": "notes/bowl.md", "to": mid})
+            check(unlinked["removed"] is True, "unlink took the link away")
+            memory, _ = await c.ok("read", {"ref": "notes/bowl.md"})
+            check(mid not in (memory["frontmatter"].get("links") or []), "unlink emptied links:")
+            check(memory["content"] == "See [[Kiwi taste]].\n", "unlink left the body's link alone")
+            unlinked, text = await c.ok("unlink", {"from": "notes/bowl.md", "to": mid})
+            check(unlinked["removed"] is False and "no link" in text, "unlinking twice says there was none")
+            await c.ok("link", {"from": "notes/bowl.md", "to": mid})
+
+            # expected_version: a write over a memory changed since is refused.
+            memory, _ = await c.ok("read", {"ref": mid})
+            version = memory["version"]
+            check(version.startswith("fnv1a64:"), f"read gives a version ({version})")
+            await c.ok("edit", {"ref": mid, "insert_line": 1, "insert_text": "Sweet.",
+                                "expected_version": version})
+            before, _ = await c.ok("read", {"ref": mid})
+            check(before["version"] != version, "an edit changes the version")
+            for tool, args in [
+                ("edit", {"ref": mid, "old_str": "Sweet.", "new_str": "Sour."}),
+                ("edit", {"ref": mid, "insert_line": 0, "insert_text": "x"}),
+                ("tag", {"ref": mid, "tags": ["green"]}),
+                ("link", {"from": mid, "to": "notes/bowl.md"}),
+                ("unlink", {"from": mid, "to": "notes/bowl.md"}),
+                ("move", {"ref": mid, "to": "knowledge/elsewhere.md"}),
+                ("delete", {"ref": mid}),
+                ("write", {"content": "over\n", "path": path}),
+            ]:
+                await c.fails(tool, dict(args, expected_version=version), "changed")
+            after, _ = await c.ok("read", {"ref": mid})
+            check(after == before, "a stale expected_version wrote nothing")
+            await c.ok("edit", {"ref": mid, "old_str": "Sweet.", "new_str": "Sour.",
+                                "expected_version": before["version"]})
+            tagged, _ = await c.ok("tag", {"ref": mid, "tags": ["green", "#fruit"]})
+            memory, _ = await c.ok("read", {"ref": mid})
+            check(memory["frontmatter"]["tags"] == ["fruit", "green"], f"tag added a tag ({memory['frontmatter']})")
+            await c.ok("edit", {"ref": mid, "old_str": "Sour.\n", "new_str": ""})
+
+            # Memories are resources by id.
+            async def listed_resources():
+                resources = (await session.list_resources()).resources
+                return {str(r.uri) for r in resources} >= {f"mnemofs://memory/{mid}"} and resources
+            resources = await eventually("resources list the memories", listed_resources)
+            mine = next(r for r in resources if str(r.uri) == f"mnemofs://memory/{mid}")
+            check(mine.name == "Kiwi taste", f"a resource is named by its title ({mine})")
+            contents = (await session.read_resource(f"mnemofs://memory/{mid}")).contents
+            check(len(contents) == 1 and contents[0].text.startswith("---\n")
+                  and "strawberry" in contents[0].text, "a resource reads as the whole file")
+            templates = (await session.list_resource_templates()).resource_templates
+            check([t.uri_template for t in templates] == ["mnemofs://memory/{id}"], "the resource template is listed")
+            try:
+                await session.read_resource("mnemofs://memory/no-such-id")
+                check(False, "an unknown resource is an error")
+            except Exception as e:
+                check("no memory" in str(e), f"an unknown resource is an error ({e})")
+
             async def backlinked():
                 data, _ = await c.ok("backlinks", {"ref": mid})
                 return [m["path"] for m in data["memories"]] == ["notes/bowl.md"]
@@ -213,7 +293,47 @@ async def drive(binary, store, state):
             await c.fails("read", {"ref": "notes/kiwi.md"}, "no memory is named")
             data, _ = await c.ok("status", {})
             check(data["served_by"] == "local", "the server still answers after bad input")
-    print("all checks passed")
+
+            # Memories of two agents, for the scoped session below.
+            await c.ok("write", {"content": "Alice's plan: plums.\n", "title": "Alice plan",
+                                 "scope": "agent:alice", "path": "agents/alice.md"})
+            await c.ok("write", {"content": "Bob's plan: plums.\n", "title": "Bob plan",
+                                 "scope": "agent:bob", "path": "agents/bob.md"})
+            await c.ok("write", {"content": "Everyone's plan: plums.\n", "title": "Shared plan",
+                                 "path": "agents/shared.md"})
+
+            async def all_plans():
+                data, _ = await c.ok("search", {"query": "plums"})
+                return len(data["results"]) == 3
+            await eventually("an unscoped session finds every plan", all_plans)
+            data, _ = await c.ok("search", {"query": "plums", "scope": "agent:bob"})
+            check(sorted(h["path"] for h in data["results"]) == ["agents/bob.md", "agents/shared.md"],
+                  "a call's scope argument hides other agents' memories")
+
+
+async def drive_scoped(params):
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            c = Client(session)
+            data, _ = await c.ok("search", {"query": "plums"})
+            paths = sorted(h["path"] for h in data["results"])
+            check(paths == ["agents/alice.md", "agents/shared.md"], f"alice finds hers and the shared plan ({paths})")
+            await c.fails("read", {"ref": "agents/bob.md"}, "no memory is named")
+            await c.fails("read", {"ref": "Bob plan"}, "no memory is named")
+            await c.fails("delete", {"ref": "agents/bob.md"}, "no memory is named")
+            data, _ = await c.ok("list", {"path": "agents"})
+            check(sorted(m["path"] for m in data["memories"]) == ["agents/alice.md", "agents/shared.md"],
+                  "list hides bob's memory")
+            await c.fails("search", {"query": "plums", "scope": "agent:bob"}, "scope")
+            written, _ = await c.ok("write", {"content": "Alice again.\n", "title": "Alice two"})
+            memory, _ = await c.ok("read", {"ref": written["path"]})
+            check(memory["frontmatter"].get("scope") == "agent:alice", "alice's writes get her scope")
+            await c.fails("write", {"content": "x\n", "scope": "agent:bob"}, "agent:bob")
+            result, _, text = await c.call("memory", {"command": "view", "path": "/memories/agents"})
+            check("bob.md" not in text and "alice.md" in text, f"the memory tool's view hides bob's file ({text!r})")
+            resources = (await session.list_resources()).resources
+            check(all("Bob" not in r.name for r in resources), "resources hide bob's memory")
 
 
 def main():

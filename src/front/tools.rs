@@ -1,0 +1,1135 @@
+//! The tools an agent calls: one table, spoken by two protocols (MCP in
+//! [`mcp`](super::mcp), JSON-RPC on a Unix socket in the daemon).
+//!
+//! Each tool is a translation: its arguments become one or a few
+//! [`Request`]s (a `ref` is first resolved with [`Request::Resolve`], so
+//! an id, a path, a title or an alias all work and an ambiguous one is
+//! refused with its candidates), and the answer comes back as a structured
+//! value plus a short text for models that read only text. A failure is
+//! one sentence with a JSON-RPC code: `-32602` for arguments that do not
+//! fit the schema, the operations layer's own code otherwise. The `memory`
+//! tool is Anthropic's `memory_20250818` and answers exactly as `mnemofs
+//! tool` does (the same translation, [`tool::answer`]).
+//!
+//! Two arguments mean the same to every tool: `scope` runs the call in a
+//! session of that scope (an agent sees global memories and its own; a
+//! session already scoped cannot leave its scope), and `expected_version`
+//! makes a writing tool fail with a conflict, writing nothing, if the
+//! memory changed since `read` gave that version.
+//!
+//! memory-cli's tool names (`memory_write`, `memory_search`, ...) are
+//! [`ALIASES`]: each rewrites its arguments into one of the tools here.
+
+use serde_json::{Map, Value, json};
+
+use super::tool;
+use crate::ops::{self, MemoryFilter, NewMemory, Request, Response, rpc};
+
+/// A tool's arguments: a JSON object.
+pub type Args = Map<String, Value>;
+
+/// What runs the operations: a session's `call`.
+pub type Runner = dyn Fn(Request) -> ops::Result<Response> + Send + Sync;
+
+/// A runner borrowed for one call.
+type Call<'a> = dyn Fn(Request) -> ops::Result<Response> + 'a;
+
+/// A tool: its name, what it does, its input schema.
+#[derive(Debug)]
+pub struct ToolSpec {
+    /// The name a call uses.
+    pub name: &'static str,
+    /// What it does, for the model.
+    pub description: &'static str,
+    schema: fn() -> Args,
+}
+
+impl ToolSpec {
+    /// Its arguments' JSON schema (an object).
+    pub fn input_schema(&self) -> Args {
+        (self.schema)()
+    }
+}
+
+/// A tool's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The result as data (MCP's `structuredContent`).
+    pub structured: Value,
+    /// A short rendering for models that read only text.
+    pub text: String,
+    /// True for the `memory` tool's error answers, which are results
+    /// (as its reference handler gives them), not failures.
+    pub is_error: bool,
+}
+
+/// Why a tool call failed: a sentence and a JSON-RPC code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fail {
+    /// The JSON-RPC error code.
+    pub code: i32,
+    /// One sentence.
+    pub message: String,
+}
+
+impl Fail {
+    /// Arguments that do not fit the tool.
+    pub fn invalid(message: impl Into<String>) -> Fail {
+        Fail {
+            code: rpc::INVALID_PARAMS,
+            message: message.into(),
+        }
+    }
+
+    fn internal(message: impl Into<String>) -> Fail {
+        Fail {
+            code: rpc::INTERNAL,
+            message: message.into(),
+        }
+    }
+
+    fn from_ops(e: &ops::Error) -> Fail {
+        Fail {
+            code: e.rpc_code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The tools.
+pub const TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "memory",
+        description: "Anthropic's memory tool (memory_20250818) on this store; /memories is the store root. \
+                      Commands: view, create, str_replace, insert, delete, rename.",
+        schema: memory_schema,
+    },
+    ToolSpec {
+        name: "search",
+        description: "Full-text search over memories, best first. Query language: words, \"phrases\", \
+                      tag:x, category:x, type:x, status:x, scope:x, created:>2026-01-01.",
+        schema: || {
+            object(
+                json!({
+                    "query": string("The query."),
+                    "limit": integer("Most results (default 20)."),
+                    "scope": scope(),
+                }),
+                &["query"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "read",
+        description: "Reads one memory: its frontmatter, its body and its version.",
+        schema: || object(json!({"ref": reference(), "scope": scope()}), &["ref"]),
+    },
+    ToolSpec {
+        name: "write",
+        description: "Writes a new memory with frontmatter. Without a path it goes to <category>/<slug>.md, \
+                      or inbox/ without a category. With a path and expected_version it replaces the memory there.",
+        schema: || {
+            object(
+                json!({
+                    "content": string("The markdown body."),
+                    "path": string("Where it goes, relative to the store (optional)."),
+                    "title": string("title: (default: its first words)."),
+                    "category": string("category: soul, character, people, project, date, knowledge, feedback, preferences, decisions, lessons, habits, skills, inbox or reminders."),
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "tags:"},
+                    "type": string("type: memory, session, decision, task, ..."),
+                    "scope": string("scope: global or agent:NAME (default: the session's)."),
+                    "source": string("source: who wrote it."),
+                    "expected_version": expected_version(),
+                }),
+                &["content"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "edit",
+        description: "Edits a memory: replaces old_str (which must occur exactly once) by new_str, \
+                      or inserts insert_text after line insert_line of the body (0: at the top).",
+        schema: || {
+            object(
+                json!({
+                    "ref": reference(),
+                    "old_str": string("The text to replace."),
+                    "new_str": string("What replaces it."),
+                    "insert_line": integer("The line of the body (the content `read` shows) after which to insert; 0: at the top, just below the frontmatter."),
+                    "insert_text": string("The text to insert."),
+                    "expected_version": expected_version(),
+                }),
+                &["ref"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "move",
+        description: "Moves or renames a memory; never replaces an existing file. The id is kept.",
+        schema: || {
+            object(
+                json!({
+                    "ref": reference(),
+                    "to": string("The new path, relative to the store."),
+                    "expected_version": expected_version(),
+                }),
+                &["ref", "to"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "delete",
+        description: "Deletes a memory (a daemon keeps its previous content for `mnemofs restore`).",
+        schema: || {
+            object(
+                json!({"ref": reference(), "expected_version": expected_version()}),
+                &["ref"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "link",
+        description: "Records in memory `from`'s links: that it links to memory `to` (by id).",
+        schema: || {
+            object(
+                json!({"from": reference(), "to": reference(), "expected_version": expected_version()}),
+                &["from", "to"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "unlink",
+        description: "Takes away the link recorded in links: between two memories, both ways \
+                      (links written in the body stay).",
+        schema: || {
+            object(
+                json!({"from": reference(), "to": reference(), "expected_version": expected_version()}),
+                &["from", "to"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "tag",
+        description: "Adds tags to a memory's tags:.",
+        schema: || {
+            object(
+                json!({
+                    "ref": reference(),
+                    "tags": {"type": "array", "items": {"type": "string"}, "description": "The tags to add."},
+                    "expected_version": expected_version(),
+                }),
+                &["ref", "tags"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "context",
+        description: "A memory with the memories linked to or from it, `depth` hops out: \
+                      what to read around it.",
+        schema: || {
+            object(
+                json!({
+                    "ref": reference(),
+                    "depth": {"type": "integer", "minimum": 1, "maximum": ops::MAX_CONTEXT_DEPTH, "description": "Hops out (default 1)."},
+                    "limit": integer("Most related memories (default 20)."),
+                    "scope": scope(),
+                }),
+                &["ref"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "dream",
+        description: "Runs the organizer now: 1 sorts the inbox and archives what expired; \
+                      2 also merges duplicates and resolves links; 3 also extracts reminders.",
+        schema: || {
+            object(
+                json!({"level": {"type": "integer", "minimum": 1, "maximum": 3, "description": "1, 2 or 3 (default 1)."}}),
+                &[],
+            )
+        },
+    },
+    ToolSpec {
+        name: "status",
+        description: "Who serves the store and how its index and background tasks are doing.",
+        schema: || object(json!({}), &[]),
+    },
+    ToolSpec {
+        name: "brief",
+        description: "The session brief: active tasks, open decisions, where the last sessions left off, \
+                      reminders due soon, recent activity.",
+        schema: || {
+            object(
+                json!({"cwd": string("The session's working directory (optional).")}),
+                &[],
+            )
+        },
+    },
+    ToolSpec {
+        name: "backlinks",
+        description: "The memories that link to a memory.",
+        schema: || {
+            object(
+                json!({"ref": reference(), "limit": integer("Most results (default 50)."), "scope": scope()}),
+                &["ref"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "recent",
+        description: "The most recently changed memories, newest first.",
+        schema: || {
+            object(
+                json!({"limit": integer("Most results (default 20)."), "scope": scope()}),
+                &[],
+            )
+        },
+    },
+    ToolSpec {
+        name: "list",
+        description: "Lists memories by path, filtered by folder, category, tag and type (all given must match).",
+        schema: || {
+            object(
+                json!({
+                    "path": string("Only memories in this folder."),
+                    "category": string("Only this category."),
+                    "tag": string("Only this tag."),
+                    "type": string("Only this type."),
+                    "limit": integer("Most results (default 50)."),
+                    "scope": scope(),
+                }),
+                &[],
+            )
+        },
+    },
+];
+
+/// The tool named `name`.
+pub fn find(name: &str) -> Option<&'static ToolSpec> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+/// memory-cli's name for a tool, and how its arguments become ours.
+#[derive(Debug)]
+pub struct Alias {
+    /// memory-cli's name.
+    pub name: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    schema: fn() -> Args,
+    translate: fn(&Args) -> Result<(&'static str, Args), Fail>,
+}
+
+impl Alias {
+    /// Its arguments' JSON schema (an object), as memory-cli names them.
+    pub fn input_schema(&self) -> Args {
+        (self.schema)()
+    }
+}
+
+/// memory-cli's seven tools.
+pub const ALIASES: &[Alias] = &[
+    Alias {
+        name: "memory_write",
+        description: "memory-cli's write: a new memory (see `write`).",
+        schema: || {
+            object(
+                json!({
+                    "content": string("The body."),
+                    "category": string("Its category."),
+                    "tags": {"description": "A list, or a comma-separated string."},
+                    "scope": string("global or agent:NAME."),
+                    "source": string("Who wrote it."),
+                }),
+                &["content"],
+            )
+        },
+        translate: |args| {
+            let mut out = args.clone();
+            if let Some(tags) = args.get("tags") {
+                out.insert("tags".into(), Value::from(tag_list(tags)?));
+            }
+            Ok(("write", out))
+        },
+    },
+    Alias {
+        name: "memory_read",
+        description: "memory-cli's read: one memory by id (see `read`).",
+        schema: || object(json!({"id": string("The memory's id.")}), &["id"]),
+        translate: |args| Ok(("read", renamed(args, "id", "ref"))),
+    },
+    Alias {
+        name: "memory_delete",
+        description: "memory-cli's delete: one memory by id (see `delete`).",
+        schema: || object(json!({"id": string("The memory's id.")}), &["id"]),
+        translate: |args| Ok(("delete", renamed(args, "id", "ref"))),
+    },
+    Alias {
+        name: "memory_list",
+        description: "memory-cli's list: memories by filters (see `list`; phase and source filter through search).",
+        schema: filter_schema,
+        translate: |args| {
+            let needs_search = ["phase", "source"]
+                .iter()
+                .any(|k| args.get(*k).is_some_and(|v| !v.is_null()));
+            if !needs_search {
+                let mut out = args.clone();
+                if let Some(tags) = out.remove("tags") {
+                    let tags = tag_list(&tags)?;
+                    if let Some(first) = tags.first() {
+                        out.insert("tag".into(), first.clone().into());
+                    }
+                }
+                return Ok(("list", out));
+            }
+            let query = with_filters("", args)?;
+            let mut out = keep(args, &["limit", "scope"]);
+            out.insert("query".into(), query.into());
+            Ok(("search", out))
+        },
+    },
+    Alias {
+        name: "memory_search",
+        description: "memory-cli's search: a query and filters (see `search`).",
+        schema: search_filter_schema,
+        translate: search_alias,
+    },
+    Alias {
+        name: "memory_smart_search",
+        description: "memory-cli's smart search: ranked full-text search here (see `search`).",
+        schema: search_filter_schema,
+        translate: search_alias,
+    },
+    Alias {
+        name: "memory_tag",
+        description: "memory-cli's tag: adds tags to a memory by id (see `tag`).",
+        schema: || {
+            object(
+                json!({"id": string("The memory's id."), "tags": {"description": "A list, or a comma-separated string."}}),
+                &["id", "tags"],
+            )
+        },
+        translate: |args| {
+            let mut out = renamed(args, "id", "ref");
+            let tags = tag_list(args.get("tags").unwrap_or(&Value::Null))?;
+            out.insert("tags".into(), Value::from(tags));
+            Ok(("tag", out))
+        },
+    },
+];
+
+/// The alias named `name`.
+pub fn find_alias(name: &str) -> Option<&'static Alias> {
+    ALIASES.iter().find(|a| a.name == name)
+}
+
+fn search_alias(args: &Args) -> Result<(&'static str, Args), Fail> {
+    let query = match args.get("query") {
+        Some(Value::String(q)) => q.clone(),
+        None | Some(Value::Null) => return Err(Fail::invalid("missing argument `query`")),
+        Some(other) => {
+            return Err(Fail::invalid(format!(
+                "`query` must be a string, not {}",
+                kind(other)
+            )));
+        }
+    };
+    let mut out = keep(args, &["limit", "scope"]);
+    out.insert("query".into(), with_filters(&query, args)?.into());
+    Ok(("search", out))
+}
+
+/// `query` narrowed by memory-cli's filters, in the query language.
+fn with_filters(query: &str, args: &Args) -> Result<String, Fail> {
+    let mut parts: Vec<String> = Vec::new();
+    if !query.trim().is_empty() {
+        parts.push(format!("({query})"));
+    }
+    let text = |key: &str| -> Result<Option<String>, Fail> {
+        match args.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().replace('"', ""))),
+            Some(other) => Err(Fail::invalid(format!(
+                "`{key}` must be a string, not {}",
+                kind(other)
+            ))),
+        }
+    };
+    for tag in tag_list(args.get("tags").unwrap_or(&Value::Null))? {
+        parts.push(format!("tag:\"{}\"", tag.replace('"', "")));
+    }
+    if let Some(tag) = text("tag")? {
+        parts.push(format!("tag:\"{tag}\""));
+    }
+    for (key, field) in [
+        ("category", "category"),
+        ("phase", "phase"),
+        ("source", "source"),
+        ("type", "type"),
+    ] {
+        if let Some(value) = text(key)? {
+            parts.push(format!("{field}:\"{value}\""));
+        }
+    }
+    if let Some(from) = text("from")? {
+        parts.push(format!("created:>={from}"));
+    }
+    if let Some(to) = text("to")? {
+        parts.push(format!("created:<={to}"));
+    }
+    if parts.is_empty() {
+        return Err(Fail::invalid("give a query or at least one filter"));
+    }
+    Ok(parts.join(" AND "))
+}
+
+/// Tags given as a list or as one comma-separated string.
+fn tag_list(value: &Value) -> Result<Vec<String>, Fail> {
+    let tags = match value {
+        Value::Null => Vec::new(),
+        Value::String(s) => s.split(',').map(str::to_string).collect(),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(Fail::invalid(format!(
+                    "`tags` must hold strings, not {}",
+                    kind(other)
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        other => {
+            return Err(Fail::invalid(format!(
+                "`tags` must be a list or a comma-separated string, not {}",
+                kind(other)
+            )));
+        }
+    };
+    Ok(tags
+        .into_iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect())
+}
+
+fn renamed(args: &Args, from: &str, to: &str) -> Args {
+    let mut out = args.clone();
+    if let Some(value) = out.remove(from) {
+        out.insert(to.into(), value);
+    }
+    out
+}
+
+fn keep(args: &Args, keys: &[&str]) -> Args {
+    args.iter()
+        .filter(|(k, _)| keys.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn filter_schema() -> Args {
+    object(
+        json!({
+            "category": string("Only this category."),
+            "tags": {"description": "Only memories with these tags: a list, or a comma-separated string."},
+            "tag": string("Only this tag."),
+            "type": string("Only this type."),
+            "phase": string("inbox, organized or archived."),
+            "source": string("Only memories from this source."),
+            "path": string("Only memories in this folder."),
+            "scope": scope(),
+            "limit": integer("Most results."),
+        }),
+        &[],
+    )
+}
+
+fn search_filter_schema() -> Args {
+    let mut schema = filter_schema();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert("query".into(), string("The query."));
+        properties.insert("from".into(), string("Created on or after (YYYY-MM-DD)."));
+        properties.insert("to".into(), string("Created on or before (YYYY-MM-DD)."));
+        properties.remove("path");
+    }
+    schema.insert("required".into(), json!(["query"]));
+    schema
+}
+
+/// Runs the tool `name` (or memory-cli's alias of one) with `args`.
+pub fn call(call: &Call<'_>, name: &str, args: &Args) -> Result<Answer, Fail> {
+    let (name, args) = match find_alias(name) {
+        Some(alias) => {
+            let (name, args) = (alias.translate)(args)?;
+            (name, std::borrow::Cow::Owned(args))
+        }
+        None => (name, std::borrow::Cow::Borrowed(args)),
+    };
+    if find(name).is_none() {
+        return Err(Fail {
+            code: rpc::METHOD_NOT_FOUND,
+            message: format!("there is no tool named {name:?}"),
+        });
+    }
+    let scope = match args.get("scope") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.trim().is_empty() => None,
+        Some(Value::String(s)) => Some(s.trim().to_string()),
+        Some(other) => {
+            return Err(Fail::invalid(format!(
+                "`scope` must be a string, not {}",
+                kind(other)
+            )));
+        }
+    };
+    let scoped;
+    let call: &Call<'_> = match scope {
+        Some(scope) => {
+            scoped = move |request: Request| {
+                call(Request::Scoped {
+                    scope: Some(scope.clone()),
+                    request: Box::new(request),
+                })
+            };
+            &scoped
+        }
+        None => call,
+    };
+    if name == "memory" {
+        let mut input = args.into_owned();
+        input.remove("scope");
+        let answer = tool::answer(Value::Object(input), call);
+        return Ok(Answer {
+            structured: json!({"content": answer.content, "is_error": answer.is_error}),
+            text: answer.content,
+            is_error: answer.is_error,
+        });
+    }
+    let (structured, text) = Tools { call, args: &args }.run(name)?;
+    Ok(Answer {
+        structured,
+        text,
+        is_error: false,
+    })
+}
+
+/// A tool's answer: the structured result and its short text.
+type Outcome = Result<(Value, String), Fail>;
+
+/// The tools other than `memory`, over one call's arguments.
+struct Tools<'a> {
+    call: &'a Call<'a>,
+    args: &'a Args,
+}
+
+impl Tools<'_> {
+    fn run(&self, name: &str) -> Outcome {
+        match name {
+            "search" => self.search(),
+            "read" => self.read(),
+            "write" => self.write(),
+            "edit" => self.edit(),
+            "move" => self.move_to(),
+            "delete" => self.delete(),
+            "link" => self.link(),
+            "unlink" => self.unlink(),
+            "tag" => self.tag(),
+            "context" => self.context(),
+            "dream" => self.dream(),
+            "status" => self.status(),
+            "brief" => self.brief(),
+            "backlinks" => {
+                let reference = self.string("ref")?;
+                let limit = self.limit(50)?;
+                let request = Request::Backlinks {
+                    reference: reference.clone(),
+                    limit,
+                };
+                let answer = self.ask_about(&reference, request)?;
+                self.memories(answer, "no memory links to it")
+            }
+            "recent" => {
+                let limit = self.limit(20)?;
+                let answer = self.ask(Request::Recent { limit })?;
+                self.memories(answer, "no memories yet")
+            }
+            "list" => {
+                let filter = MemoryFilter {
+                    path: self.optional_string("path")?,
+                    category: self.optional_string("category")?,
+                    tag: self.optional_string("tag")?,
+                    kind: self.optional_string("type")?,
+                    limit: self.limit(50)?,
+                };
+                let answer = self.ask(Request::Memories(filter))?;
+                self.memories(answer, "no memory matches")
+            }
+            _ => Err(Fail {
+                code: rpc::METHOD_NOT_FOUND,
+                message: format!("there is no tool named {name:?}"),
+            }),
+        }
+    }
+
+    fn search(&self) -> Outcome {
+        let query = self.string("query")?;
+        let limit = self.limit(20)?;
+        let Response::Hits { hits, warnings } = self.ask(Request::Search { query, limit })? else {
+            return Err(unexpected());
+        };
+        let notes: String = warnings.iter().map(|w| format!("note: {w}\n")).collect();
+        let text = notes
+            + &if hits.is_empty() {
+                "no results".to_string()
+            } else {
+                hits.iter()
+                    .enumerate()
+                    .map(|(i, h)| {
+                        format!(
+                            "{}. {} ({}, score {:.2})\n   {}\n",
+                            i + 1,
+                            h.title,
+                            h.path,
+                            h.score,
+                            h.snippet
+                        )
+                    })
+                    .collect()
+            };
+        Ok((json!({"results": hits, "warnings": warnings}), text))
+    }
+
+    fn read(&self) -> Outcome {
+        let reference = self.string("ref")?;
+        let request = Request::ReadMemory {
+            reference: reference.clone(),
+        };
+        let Response::MemoryText { memory } = self.ask_about(&reference, request)? else {
+            return Err(unexpected());
+        };
+        let text = format!(
+            "{} (version {})\n\n{}",
+            memory.path, memory.version, memory.content
+        );
+        let value = serde_json::to_value(&memory).map_err(|e| Fail::internal(e.to_string()))?;
+        Ok((value, text))
+    }
+
+    fn write(&self) -> Outcome {
+        let memory = NewMemory {
+            content: self.string("content")?,
+            path: self.optional_string("path")?,
+            title: self.optional_string("title")?,
+            category: self.optional_string("category")?,
+            tags: self.strings("tags")?,
+            scope: self.optional_string("scope")?,
+            source: self.optional_string("source")?,
+            kind: self.optional_string("type")?,
+        };
+        let Response::Memory { path, id } = self.ask_write(Request::WriteMemory(memory))? else {
+            return Err(unexpected());
+        };
+        Ok(written("wrote", path, id))
+    }
+
+    fn edit(&self) -> Outcome {
+        let (path, id) = self.resolve("ref")?;
+        let replace = (self.args.get("old_str"), self.args.get("new_str"));
+        let insert = (self.args.get("insert_line"), self.args.get("insert_text"));
+        let request = match (replace, insert) {
+            ((Some(_), Some(_)), (None, None)) => Request::Replace {
+                path: path.clone(),
+                old: self.string("old_str")?,
+                new: self.string("new_str")?,
+                counting: ops::Counting::Overlapping,
+            },
+            ((None, None), (Some(_), Some(_))) => Request::InsertInBody {
+                path: path.clone(),
+                line: self.integer("insert_line")?,
+                text: self.string("insert_text")?,
+            },
+            _ => {
+                return Err(Fail::invalid(
+                    "give either old_str and new_str, or insert_line and insert_text",
+                ));
+            }
+        };
+        self.ask_write(request)?;
+        Ok(written("edited", path, id))
+    }
+
+    fn move_to(&self) -> Outcome {
+        let (from, id) = self.resolve("ref")?;
+        let to = self.string("to")?;
+        self.ask_write(Request::Rename {
+            from: from.clone(),
+            to: to.clone(),
+        })?;
+        Ok((
+            json!({"id": id, "path": to, "from": from}),
+            format!("moved {from} to {to}"),
+        ))
+    }
+
+    fn delete(&self) -> Outcome {
+        let (path, id) = self.resolve("ref")?;
+        self.ask_write(Request::Delete { path: path.clone() })?;
+        Ok((
+            json!({"id": id, "path": path, "deleted": true}),
+            format!("deleted {path}"),
+        ))
+    }
+
+    fn link(&self) -> Outcome {
+        let (from, _) = self.resolve("from")?;
+        let (to, to_id) = self.resolve("to")?;
+        self.ask_write(Request::Link {
+            from: from.clone(),
+            to: to.clone(),
+        })?;
+        Ok((
+            json!({"from": from, "to": to, "to_id": to_id}),
+            format!("{from} now links to {to}"),
+        ))
+    }
+
+    fn unlink(&self) -> Outcome {
+        let (from, _) = self.resolve("from")?;
+        let (to, _) = self.resolve("to")?;
+        let Response::Unlinked { removed, .. } = self.ask_write(Request::Unlink {
+            from: from.clone(),
+            to: to.clone(),
+        })?
+        else {
+            return Err(unexpected());
+        };
+        let text = if removed {
+            format!("{from} and {to} no longer link in links:")
+        } else {
+            format!("{from} and {to} had no link in links:")
+        };
+        Ok((json!({"from": from, "to": to, "removed": removed}), text))
+    }
+
+    fn tag(&self) -> Outcome {
+        let (path, id) = self.resolve("ref")?;
+        let tags = self.strings("tags")?;
+        self.ask_write(Request::Tag {
+            reference: path.clone(),
+            tags: tags.clone(),
+        })?;
+        let text = format!("tagged {path}: {}", tags.join(", "));
+        Ok((json!({"id": id, "path": path, "tags": tags}), text))
+    }
+
+    fn context(&self) -> Outcome {
+        let reference = self.string("ref")?;
+        let depth = match self.args.get("depth") {
+            None | Some(Value::Null) => 1,
+            Some(_) => usize::try_from(self.integer("depth")?)
+                .ok()
+                .filter(|d| (1..=ops::MAX_CONTEXT_DEPTH).contains(d))
+                .ok_or_else(|| {
+                    Fail::invalid(format!("`depth` must be 1 to {}", ops::MAX_CONTEXT_DEPTH))
+                })?,
+        };
+        let limit = self.limit(20)?;
+        let request = Request::Context {
+            reference: reference.clone(),
+            depth,
+            limit,
+        };
+        let Response::Context { context } = self.ask_about(&reference, request)? else {
+            return Err(unexpected());
+        };
+        let mut text = format!("{}\n\n{}", context.memory.path, context.memory.content);
+        if context.related.is_empty() {
+            text.push_str("\nno linked memories\n");
+        } else {
+            text.push_str("\nlinked:\n");
+            for r in &context.related {
+                let arrow = match r.direction {
+                    ops::Direction::Outgoing => "->",
+                    ops::Direction::Incoming => "<-",
+                };
+                text.push_str(&format!(
+                    "{}{} {} ({}) {arrow} {}\n",
+                    "  ".repeat(r.depth - 1),
+                    r.depth,
+                    r.title,
+                    r.path,
+                    r.via
+                ));
+            }
+        }
+        let value = serde_json::to_value(&context).map_err(|e| Fail::internal(e.to_string()))?;
+        Ok((value, text))
+    }
+
+    fn dream(&self) -> Outcome {
+        let level = match self.args.get("level") {
+            None | Some(Value::Null) => 1,
+            Some(_) => u8::try_from(self.integer("level")?)
+                .map_err(|_| Fail::invalid("dream level must be 1, 2 or 3"))?,
+        };
+        let Response::Report { report } = self.ask(Request::Dream { level })? else {
+            return Err(unexpected());
+        };
+        let value = serde_json::to_value(&report).map_err(|e| Fail::internal(e.to_string()))?;
+        let text = format!(
+            "dream level {}: {} organized, {} expired, {} decayed, {} merged, {} links resolved, {} reminders",
+            report.level,
+            report.organized,
+            report.expired,
+            report.decayed,
+            report.merged,
+            report.links_resolved,
+            report.reminders
+        );
+        Ok((value, text))
+    }
+
+    fn status(&self) -> Outcome {
+        let Response::Status { status } = self.ask(Request::Status)? else {
+            return Err(unexpected());
+        };
+        let value = serde_json::to_value(&status).map_err(|e| Fail::internal(e.to_string()))?;
+        let text = format!(
+            "served by {} ({}); {} documents, {} changes pending{}",
+            status.served_by,
+            status.writer,
+            status.documents,
+            status.pending_changes,
+            if status.reconciling {
+                ", reconciling"
+            } else {
+                ""
+            }
+        );
+        Ok((value, text))
+    }
+
+    fn brief(&self) -> Outcome {
+        let cwd = self.optional_string("cwd")?;
+        let Response::Brief { brief } = self.ask(Request::Brief { cwd })? else {
+            return Err(unexpected());
+        };
+        let text = brief.to_text();
+        Ok((json!({"text": text, "brief": brief}), text))
+    }
+
+    fn memories(&self, answer: Response, empty: &str) -> Outcome {
+        let Response::Memories { memories } = answer else {
+            return Err(unexpected());
+        };
+        let text = if memories.is_empty() {
+            empty.to_string()
+        } else {
+            memories
+                .iter()
+                .map(|m| format!("{} ({})\n", m.title, m.path))
+                .collect()
+        };
+        Ok((json!({"memories": memories}), text))
+    }
+
+    /// The path and id of the memory the argument `key` names.
+    fn resolve(&self, key: &str) -> Result<(String, Option<String>), Fail> {
+        let reference = self.string(key)?;
+        let request = Request::Resolve {
+            reference: reference.clone(),
+        };
+        let Response::Memory { path, id } = self.ask_about(&reference, request)? else {
+            return Err(unexpected());
+        };
+        // A path may name a folder; every tool that takes a ref means one memory.
+        match self.ask(Request::Stat { path: path.clone() })? {
+            Response::Entry { entry } if entry.kind == ops::EntryKind::Folder => {
+                Err(Fail::invalid(format!(
+                    "{path} is a folder, not a memory; name one memory by id, path, title or alias"
+                )))
+            }
+            _ => Ok((path, id)),
+        }
+    }
+
+    /// Runs a request about the memory `reference` names; a reference
+    /// that names nothing is said so.
+    fn ask_about(&self, reference: &str, request: Request) -> Result<Response, Fail> {
+        (self.call)(request).map_err(|e| {
+            if e.errno() == libc::ENOENT {
+                Fail {
+                    code: rpc::NOT_FOUND,
+                    message: format!(
+                        "no memory is named {reference:?} (by id, path, title or alias)"
+                    ),
+                }
+            } else {
+                Fail::from_ops(&e)
+            }
+        })
+    }
+
+    fn ask(&self, request: Request) -> Result<Response, Fail> {
+        (self.call)(request).map_err(|e| Fail::from_ops(&e))
+    }
+
+    /// Runs a write, compared first with `expected_version` if given.
+    fn ask_write(&self, request: Request) -> Result<Response, Fail> {
+        match self.optional_string("expected_version")? {
+            Some(version) => self.ask(Request::Expecting {
+                version: Some(version),
+                request: Box::new(request),
+            }),
+            None => self.ask(request),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<String, Fail> {
+        self.optional_string(key)?
+            .ok_or_else(|| Fail::invalid(format!("missing argument `{key}`")))
+    }
+
+    fn optional_string(&self, key: &str) -> Result<Option<String>, Fail> {
+        match self.args.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(Fail::invalid(format!(
+                "`{key}` must be a string, not {}",
+                kind(other)
+            ))),
+        }
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, Fail> {
+        match self.args.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(Fail::invalid(format!(
+                        "`{key}` must hold strings, not {}",
+                        kind(other)
+                    ))),
+                })
+                .collect(),
+            Some(other) => Err(Fail::invalid(format!(
+                "`{key}` must be a list of strings, not {}",
+                kind(other)
+            ))),
+        }
+    }
+
+    fn integer(&self, key: &str) -> Result<i64, Fail> {
+        match self.args.get(key) {
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .ok_or_else(|| Fail::invalid(format!("`{key}` must be a whole number"))),
+            None | Some(Value::Null) => Err(Fail::invalid(format!("missing argument `{key}`"))),
+            Some(other) => Err(Fail::invalid(format!(
+                "`{key}` must be an integer, not {}",
+                kind(other)
+            ))),
+        }
+    }
+
+    fn limit(&self, default: usize) -> Result<usize, Fail> {
+        match self.args.get("limit") {
+            None | Some(Value::Null) => Ok(default),
+            Some(_) => usize::try_from(self.integer("limit")?)
+                .map_err(|_| Fail::invalid("`limit` must not be negative")),
+        }
+    }
+}
+
+fn written(verb: &str, path: String, id: Option<String>) -> (Value, String) {
+    let text = format!("{verb} {path}");
+    (json!({"id": id, "path": path}), text)
+}
+
+fn unexpected() -> Fail {
+    Fail::internal("the store gave an unexpected answer")
+}
+
+/// A JSON value's type, as a schema names it.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn object(properties: Value, required: &[&str]) -> Args {
+    let mut schema = Args::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), properties);
+    schema.insert("required".into(), json!(required));
+    schema
+}
+
+fn string(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+fn integer(description: &str) -> Value {
+    json!({"type": "integer", "description": description})
+}
+
+fn reference() -> Value {
+    string("The memory: its id, its path relative to the store, its title or an alias.")
+}
+
+fn scope() -> Value {
+    string(
+        "Run as a session of this scope: agent:NAME sees global memories and its own, global only the global ones.",
+    )
+}
+
+fn expected_version() -> Value {
+    string(
+        "The version `read` gave: if the memory changed since, nothing is written and the call fails with a conflict.",
+    )
+}
+
+/// `memory_20250818`'s input, as Anthropic's SDK declares it.
+fn memory_schema() -> Args {
+    object(
+        json!({
+            "command": {"type": "string", "enum": ["view", "create", "str_replace", "insert", "delete", "rename"]},
+            "path": string("A path under /memories."),
+            "view_range": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+            "file_text": string("create: the file's content."),
+            "old_str": string("str_replace: the text to replace."),
+            "new_str": string("str_replace: what replaces it."),
+            "insert_line": integer("insert: the line after which to insert."),
+            "insert_text": string("insert: the text."),
+            "old_path": string("rename: where it is."),
+            "new_path": string("rename: where it goes."),
+        }),
+        &["command"],
+    )
+}
+
+/// The tools as data (for a socket's `tools/list`): name, description and
+/// input schema of each tool, then of each of memory-cli's names.
+pub fn listing(with_aliases: bool) -> Vec<Value> {
+    let tools = TOOLS
+        .iter()
+        .map(|t| (t.name, t.description, t.input_schema()));
+    let aliases = ALIASES
+        .iter()
+        .filter(|_| with_aliases)
+        .map(|a| (a.name, a.description, a.input_schema()));
+    tools
+        .chain(aliases)
+        .map(|(name, description, schema)| {
+            json!({"name": name, "description": description, "inputSchema": schema})
+        })
+        .collect()
+}
