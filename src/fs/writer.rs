@@ -173,30 +173,54 @@ impl Writer for MountWriter {
         }
         let mount = self.pin()?;
         let target = mount.on_mount(path);
-        let mode = match self.fs.store().stat(path) {
-            Ok(st) if st.kind == FileKind::File => st.mode & 0o7777,
+        let before = match self.fs.store().stat(path) {
+            Ok(st) if st.kind == FileKind::File => st,
             Ok(_) => return Ok(Outcome::Busy),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Outcome::Busy),
             Err(e) => return Err(e),
         };
+        let mode = before.mode & 0o7777;
         let tmp = self.write_temp(&target, new, mode)?;
         // From here until the rename, writers opening the file wait.
         let Some(guard) = self.fs.begin_replace(path) else {
             let _ = fs::remove_file(&tmp);
             return Ok(Outcome::Busy);
         };
-        let unchanged = self.fs.store().read(path).is_ok_and(|now| now == expected);
+        let store = self.fs.store();
+        let unchanged = store.stat(path).is_ok_and(|st| st.ino == before.ino)
+            && store.read(path).is_ok_and(|now| now == expected);
         if !unchanged {
             drop(guard);
             let _ = fs::remove_file(&tmp);
             return Ok(Outcome::Busy);
         }
-        let renamed = fs::rename(&tmp, &target);
+        // An exchange, not a rename: it never creates `target`, so a file
+        // unlinked or renamed since the compare is not brought back.
+        let exchanged = renameat2(&tmp, &target, libc::RENAME_EXCHANGE);
         drop(guard);
-        if let Err(e) = renamed {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
+        match exchanged {
+            Ok(()) => {}
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return if e.kind() == io::ErrorKind::NotFound {
+                    Ok(Outcome::Busy)
+                } else {
+                    Err(e)
+                };
+            }
         }
+        // `tmp` now names the file that was at `target`: if another file
+        // took the name just before the exchange, it gets its name back.
+        let tmp_in_store = path.parent().and_then(|dir| dir.join(tmp.file_name()?));
+        let swapped_out = tmp_in_store
+            .and_then(|p| store.stat(&p).ok())
+            .map(|st| st.ino);
+        if swapped_out != Some(before.ino) {
+            renameat2(&tmp, &target, libc::RENAME_EXCHANGE)?;
+            let _ = fs::remove_file(&tmp);
+            return Ok(Outcome::Busy);
+        }
+        fs::remove_file(&tmp)?;
         Ok(Outcome::Done)
     }
 
@@ -261,6 +285,10 @@ impl Writer for MountWriter {
 }
 
 fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    renameat2(from, to, libc::RENAME_NOREPLACE)
+}
+
+fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
     let c = |p: &Path| {
         std::ffi::CString::new(p.as_os_str().as_bytes())
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
@@ -274,7 +302,7 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
             from.as_ptr(),
             libc::AT_FDCWD,
             to.as_ptr(),
-            libc::RENAME_NOREPLACE,
+            flags,
         )
     };
     if ret < 0 {

@@ -448,7 +448,7 @@ impl Store {
             Ok(buf == expected)
         })();
         match unchanged {
-            Ok(true) => finish_temp(&dir, &tmp, &name, 0).map(|()| true),
+            Ok(true) => exchange_temp(&dir, &tmp, &name, before.ino),
             other => {
                 // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
                 unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
@@ -517,6 +517,46 @@ fn write_temp(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
 
 /// Renames the temp file onto `name` (removing it if that fails) and
 /// fsyncs the directory.
+/// Puts the temp file `tmp` in place of `name` only if `name` is still the
+/// inode `ino`: an exchange (`RENAME_EXCHANGE`) never creates `name`, so a
+/// file unlinked or renamed meanwhile is not brought back; if another file
+/// took the name meanwhile, the exchange is undone. The old file, now
+/// under the temp name, is removed. Returns whether the new content is in
+/// place.
+fn exchange_temp(dir: &OwnedFd, tmp: &CString, name: &CString, ino: u64) -> io::Result<bool> {
+    let unlink_tmp = || {
+        // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+    };
+    match sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, libc::RENAME_EXCHANGE) {
+        Ok(()) => {}
+        Err(e) => {
+            unlink_tmp();
+            return match e.raw_os_error() {
+                Some(libc::ENOENT) => Ok(false),
+                _ => Err(e),
+            };
+        }
+    }
+    let swapped_out = sys::fstatat_nofollow(dir.as_fd(), tmp).map(|st| st.ino);
+    if swapped_out.as_ref().ok() != Some(&ino) {
+        // Someone put another file at `name` just before the exchange:
+        // give it its name back.
+        sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, libc::RENAME_EXCHANGE)?;
+        unlink_tmp();
+        return Ok(false);
+    }
+    unlink_tmp();
+    let dir_file = sys::openat(
+        dir.as_fd(),
+        c".",
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        0,
+    )?;
+    File::from(dir_file).sync_all()?;
+    Ok(true)
+}
+
 fn finish_temp(dir: &OwnedFd, tmp: &CString, name: &CString, flags: u32) -> io::Result<()> {
     if let Err(e) = sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, flags) {
         // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
@@ -602,5 +642,60 @@ mod tests {
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].kind, FileKind::Directory);
         assert_eq!(entries[1].kind, FileKind::File);
+    }
+
+    /// The temp file, the name and the folder of a replace about to finish.
+    fn staged(dir: &std::path::Path, store: &Store) -> (OwnedFd, CString, CString, u64) {
+        std::fs::write(dir.join("f.md"), "old").unwrap();
+        let (fd, name) = store
+            .parent_and_name(&StorePath::new("f.md").unwrap())
+            .unwrap();
+        let ino = sys::fstatat_nofollow(fd.as_fd(), &name).unwrap().ino;
+        let tmp = write_temp(&fd, b"new", 0o644).unwrap();
+        (fd, tmp, name, ino)
+    }
+
+    fn names(dir: &std::path::Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_replace_never_brings_back_a_file_unlinked_after_the_compare() {
+        let (dir, store) = store();
+        let (fd, tmp, name, ino) = staged(dir.path(), &store);
+        std::fs::remove_file(dir.path().join("f.md")).unwrap();
+        assert!(!exchange_temp(&fd, &tmp, &name, ino).unwrap());
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+    }
+
+    #[test]
+    fn a_replace_gives_the_name_back_to_a_file_put_there_after_the_compare() {
+        let (dir, store) = store();
+        let (fd, tmp, name, ino) = staged(dir.path(), &store);
+        std::fs::write(dir.path().join("other"), "an editor's save").unwrap();
+        std::fs::rename(dir.path().join("other"), dir.path().join("f.md")).unwrap();
+        assert!(!exchange_temp(&fd, &tmp, &name, ino).unwrap());
+        assert_eq!(names(dir.path()), ["f.md"]);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.md")).unwrap(),
+            "an editor's save"
+        );
+    }
+
+    #[test]
+    fn a_replace_of_an_unchanged_file_swaps_in_the_new_content() {
+        let (dir, store) = store();
+        let (fd, tmp, name, ino) = staged(dir.path(), &store);
+        assert!(exchange_temp(&fd, &tmp, &name, ino).unwrap());
+        assert_eq!(names(dir.path()), ["f.md"]);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.md")).unwrap(),
+            "new"
+        );
     }
 }
