@@ -45,8 +45,18 @@ fn ids(root: &Path) -> BTreeMap<String, Option<String>> {
 
 #[test]
 fn a_background_rewrite_never_recreates_a_renamed_or_unlinked_file() {
+    // A quiet period of 0 leaves the normalizer's own 1.5 s debounce.
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("config.yaml");
+    fs::write(
+        &config,
+        "organizer: { interval: 1h, quiet_period: 0s, grace_period: 1h }\n\
+         dream: { idle_after: 0s }\nnotifications: { method: none }\n",
+    )
+    .unwrap();
     let mut m = Mount::with_options(MountOptions {
         organizer: true,
+        extra_args: vec!["--config".into(), config.display().to_string()],
         ..Default::default()
     });
     let n = trials();

@@ -29,7 +29,7 @@
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -149,6 +149,33 @@ impl MountWriter {
 
 use std::os::unix::fs::DirBuilderExt;
 
+/// A folder on the mount, held open (`O_PATH`) and reached through its
+/// descriptor, so that it is the same folder whatever it is renamed to.
+struct Folder {
+    _fd: std::os::fd::OwnedFd,
+    path: PathBuf,
+}
+
+fn open_folder(path: &Path) -> io::Result<Folder> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned only here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    Ok(Folder { _fd: fd, path })
+}
+
 /// `statfs.f_type` of a FUSE filesystem.
 const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 
@@ -172,7 +199,22 @@ impl Writer for MountWriter {
             return Ok(Outcome::Busy);
         }
         let mount = self.pin()?;
-        let target = mount.on_mount(path);
+        // Everything below goes through the target's folder, held open: if
+        // the folder is renamed meanwhile, the temp file is still found
+        // (and removed), and the file is replaced where it is now.
+        let Some(name) = path.file_name() else {
+            return Ok(Outcome::Busy);
+        };
+        let folder =
+            match open_folder(&mount.on_mount(&path.parent().unwrap_or_else(StorePath::root))) {
+                Ok(folder) => folder,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Outcome::Busy),
+                Err(e) => return Err(e),
+            };
+        let target = folder.path.join(name);
+        let Ok(seen) = fs::symlink_metadata(&target) else {
+            return Ok(Outcome::Busy);
+        };
         let before = match self.fs.store().stat(path) {
             Ok(st) if st.kind == FileKind::File => st,
             Ok(_) => return Ok(Outcome::Busy),
@@ -211,11 +253,8 @@ impl Writer for MountWriter {
         }
         // `tmp` now names the file that was at `target`: if another file
         // took the name just before the exchange, it gets its name back.
-        let tmp_in_store = path.parent().and_then(|dir| dir.join(tmp.file_name()?));
-        let swapped_out = tmp_in_store
-            .and_then(|p| store.stat(&p).ok())
-            .map(|st| st.ino);
-        if swapped_out != Some(before.ino) {
+        let swapped_out = fs::symlink_metadata(&tmp).map(|st| st.ino()).ok();
+        if swapped_out != Some(seen.ino()) {
             renameat2(&tmp, &target, libc::RENAME_EXCHANGE)?;
             let _ = fs::remove_file(&tmp);
             return Ok(Outcome::Busy);

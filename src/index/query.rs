@@ -827,6 +827,17 @@ impl Index {
             .next()
     }
 
+    /// Every document whose `id` is `id` (more than one when a memory was
+    /// copied), sorted.
+    pub fn paths_with_id(&self, id: &str) -> Vec<StorePath> {
+        let f = self.inner.core.fields;
+        let id = id.trim().to_lowercase();
+        if id.is_empty() {
+            return Vec::new();
+        }
+        self.paths_matching(&self.term_query(f.id, &id))
+    }
+
     /// The `limit` most recently changed memories, newest first, with the
     /// later of their `updated` time and mtime (unix seconds).
     pub fn recent(&self, limit: usize) -> Vec<(StorePath, i64)> {
@@ -905,8 +916,54 @@ impl Index {
                 out.push((path.clone(), message.to_owned()));
             }
         }
+        for (id, paths) in self.duplicate_ids() {
+            for path in &paths {
+                let others: Vec<String> = paths
+                    .iter()
+                    .filter(|p| *p != path)
+                    .map(ToString::to_string)
+                    .collect();
+                out.push((
+                    path.clone(),
+                    format!(
+                        "id {id} is also the id of {}: a copy gets a new id when it is next written",
+                        others.join(", ")
+                    ),
+                ));
+            }
+        }
         out.sort();
         out
+    }
+
+    /// Ids that more than one document has (a memory copied with `cp`),
+    /// with their paths.
+    pub fn duplicate_ids(&self) -> Vec<(String, Vec<StorePath>)> {
+        let f = self.inner.core.fields;
+        let searcher = self.searcher();
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for segment in searcher.segment_readers() {
+            let Ok(inverted) = segment.inverted_index(f.id) else {
+                continue;
+            };
+            let Ok(mut stream) = inverted.terms().stream() else {
+                continue;
+            };
+            while stream.advance() {
+                if let Ok(id) = std::str::from_utf8(stream.key()) {
+                    *counts.entry(id.to_owned()).or_default() += u64::from(stream.value().doc_freq);
+                }
+            }
+        }
+        // Term counts include deleted documents: confirm with live ones.
+        counts
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .filter_map(|(id, _)| {
+                let paths = self.paths_with_id(&id);
+                (paths.len() > 1).then_some((id, paths))
+            })
+            .collect()
     }
 }
 

@@ -909,3 +909,28 @@ fn a_file_cut_for_the_index_says_so_in_lint() {
         "{lint:?}"
     );
 }
+
+#[test]
+fn copies_sharing_an_id_are_reported_in_lint() {
+    let fx = Fixture::new();
+    let text = "---\nid: same-id-1\n---\n# A\n";
+    fx.write("a.md", text);
+    fx.write("b.md", text);
+    fx.write("c.md", "---\nid: other\n---\n# C\n");
+    fx.sync();
+    assert_eq!(
+        fx.index.duplicate_ids(),
+        [("same-id-1".to_owned(), paths(&["a.md", "b.md"]))]
+    );
+    let lint: Vec<_> = fx
+        .index
+        .lint()
+        .into_iter()
+        .filter(|(_, m)| m.contains("is also the id of"))
+        .collect();
+    assert_eq!(lint.len(), 2, "{lint:?}");
+    assert!(lint[0].1.contains("also the id of b.md"), "{lint:?}");
+    fx.remove("b.md");
+    fx.sync();
+    assert!(fx.index.duplicate_ids().is_empty());
+}

@@ -338,7 +338,10 @@ impl ops::Organizer for OneShot {
 }
 
 enum Message {
+    /// A change the store watcher saw (made behind the mount, or a move).
     Changed(StorePath),
+    /// A writer closed a file it wrote through the mount.
+    Written(StorePath),
     Dream(u8, Sender<Report>),
     Stop,
 }
@@ -372,6 +375,7 @@ impl Tasks {
             inbox_due: Some(Instant::now()),
             last_change: Instant::now(),
             idle_done: false,
+            started: now_unix(),
         };
         let thread = std::thread::Builder::new()
             .name("mnemofs-organizer".into())
@@ -428,15 +432,20 @@ struct Worker {
     last_change: Instant,
     /// True once the idle dream ran since the last change.
     idle_done: bool,
+    /// Unix seconds when the daemon started: files changed since then
+    /// were touched; older ones are left as they are.
+    started: i64,
 }
 
 impl Worker {
     fn run(mut self, rx: &Receiver<Message>, events: &Receiver<WriteEvent>) {
         crate::background::lower_priority();
-        let start = self.runner.organizing.normalize_all();
+        // Only the inbox: a vault's other notes are left as they are until
+        // someone writes them through the mount.
+        let start = self.runner.organizing.normalize_inbox();
         if start.normalized > 0 || !start.errors.is_empty() {
             tracing::info!(
-                "start-up normalization: {} memories updated",
+                "start-up normalization of the inbox: {} memories updated",
                 start.normalized
             );
         }
@@ -455,7 +464,7 @@ impl Worker {
                 recv(events) -> e => match e {
                     Ok(WriteEvent::Closed(path)) => {
                         self.runner.organizing.record_write(&path);
-                        Ok(Message::Changed(path))
+                        Ok(Message::Written(path))
                     }
                     Err(_) => {
                         // The writer is gone; stop listening to it.
@@ -466,12 +475,23 @@ impl Worker {
                 default(timeout) => Err(RecvTimeoutError::Timeout),
             };
             match message {
-                Ok(Message::Changed(path)) => {
+                Ok(Message::Changed(path))
+                    if !normalize::in_inbox(&path) && !self.touched_since_start(&path) =>
+                {
+                    // Moved here, but not written since the daemon started
+                    // (an existing note): the normalizer leaves it alone.
+                    self.last_change = Instant::now();
+                    self.idle_done = false;
+                }
+                Ok(Message::Changed(path) | Message::Written(path)) => {
                     self.last_change = Instant::now();
                     self.idle_done = false;
                     if normalize::is_memory_path(&path) {
                         let now = Instant::now();
-                        self.pending.insert(path.clone(), now + settings.debounce);
+                        // Rewritten only once writes have stopped for the
+                        // quiet period, as an editor autosaving would.
+                        let quiet = settings.debounce.max(settings.quiet_period);
+                        self.pending.insert(path.clone(), now + quiet);
                         if normalize::in_inbox(&path) {
                             let due = now + settings.quiet_period;
                             self.inbox_due = Some(self.inbox_due.map_or(due, |d| d.min(due)));
@@ -505,6 +525,17 @@ impl Worker {
                 self.runner.dream(settings.idle_level, false);
             }
         }
+    }
+
+    /// Whether `path` was written since the daemon started (a file written
+    /// through the mount and then moved, or its folder renamed, shows up
+    /// at its new path only as a change the watcher saw).
+    fn touched_since_start(&self, path: &StorePath) -> bool {
+        self.runner
+            .organizing
+            .store
+            .stat(path)
+            .is_ok_and(|st| st.mtime.sec >= self.started)
     }
 
     fn normalize_due(&mut self) {

@@ -147,9 +147,10 @@ impl Organizing {
     }
 
     /// Normalizes every memory (start-up).
-    pub(crate) fn normalize_all(&self) -> Report {
+    pub(crate) fn normalize_inbox(&self) -> Report {
         let mut report = Report::default();
-        for (path, _) in self.memories_under(&StorePath::root()) {
+        let inbox = StorePath::new("inbox").expect("a valid path");
+        for (path, _) in self.memories_under(&inbox) {
             if self.normalize_one(&path, &mut report) == Outcome::Busy {
                 report.retried += 1;
             }
@@ -171,6 +172,23 @@ impl Organizing {
         let Some((bytes, text)) = self.read_text(path) else {
             return Outcome::Done;
         };
+        if text.trim().is_empty() {
+            // A new, empty file: someone is about to type into it.
+            return Outcome::Done;
+        }
+        if let Some(new) = self.renewed_id_of_a_copy(path, &st, &text) {
+            return match self.writer.replace(path, &bytes, new.as_bytes()) {
+                Ok(Outcome::Done) => {
+                    report.normalized += 1;
+                    Outcome::Done
+                }
+                Ok(Outcome::Busy) => Outcome::Busy,
+                Err(e) => {
+                    report.errors.push(format!("normalize {path}: {e}"));
+                    Outcome::Done
+                }
+            };
+        }
         let classify = |title: &str, body: &str| (self.classify)(title, body);
         let mut plan = normalize::plan(path, &text, st.mtime.sec, &classify);
         if self.config.frontmatter.write_counters {
@@ -195,6 +213,28 @@ impl Organizing {
                 }
             },
         }
+    }
+
+    /// `text` with a fresh id when `path` is a copy of another memory
+    /// (`cp a.md b.md`): another file has the same id and is older (changed
+    /// status earlier), so this one, the copy, gets a new id.
+    fn renewed_id_of_a_copy(&self, path: &StorePath, st: &Stat, text: &str) -> Option<String> {
+        let id = memory::parse("", text).frontmatter.id?;
+        let older_twin = self.index.paths_with_id(&id).into_iter().any(|other| {
+            other != *path
+                && self.store.stat(&other).is_ok_and(|o| {
+                    (o.ctime.sec, o.ctime.nsec) < (st.ctime.sec, st.ctime.nsec)
+                        && self.read_text(&other).is_some_and(|(_, t)| {
+                            memory::parse("", &t).frontmatter.id.as_deref() == Some(id.as_str())
+                        })
+                })
+        });
+        if !older_twin {
+            return None;
+        }
+        let fresh = uuid::Uuid::new_v4().to_string();
+        tracing::info!("{path} is a copy of a memory with id {id}: it gets the id {fresh}");
+        memory::set_fields(text, &[("id", fresh)]).ok().flatten()
     }
 
     /// Adds the volatile counters to the frontmatter (the opt-in mode for
