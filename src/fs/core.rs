@@ -10,7 +10,7 @@
 //! unrelated requests.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -165,6 +165,19 @@ pub struct StoreFs {
     /// Events waiting for [`StoreFs::deliver_events`]: a request handler
     /// never wakes a background thread itself.
     pending_events: Mutex<Vec<WriteEvent>>,
+}
+
+/// Most symlinks followed while checking where one leads (the kernel's
+/// own limit).
+const MAX_LINKS: u32 = 40;
+
+/// Why a symlink's walk ended early.
+#[derive(Debug, PartialEq, Eq)]
+enum Walk {
+    /// A step climbs above the store's root.
+    LeavesStore,
+    /// The kernel would stop here (too many links, an unreadable one).
+    Stops,
 }
 
 /// Whether `pid` (a kernel request's thread id) is a thread of this
@@ -534,7 +547,62 @@ impl StoreFs {
         if is_virtual(ino) {
             return self.view_table()?.readlink(ino);
         }
-        Ok(self.store.readlink(&self.path_of(ino)?)?)
+        let path = self.path_of(ino)?;
+        let text = self.store.readlink(&path)?;
+        // Checked where the link is now, as the kernel will follow it: a
+        // link made safe may have been moved, or lead through other links
+        // (`esc/l/..` where `l` is `..`), out of the store.
+        let folder: Vec<OsString> = path
+            .parent()
+            .map(|p| p.as_path().iter().map(OsStr::to_os_string).collect())
+            .unwrap_or_default();
+        let mut budget = MAX_LINKS;
+        let walked = self.resolve_inside(folder, Path::new(OsStr::from_bytes(&text)), &mut budget);
+        if walked == Err(Walk::LeavesStore) {
+            tracing::warn!("{path}: refusing a symlink that leads out of the store");
+            return Err(FsError::from_errno(libc::EACCES));
+        }
+        Ok(text)
+    }
+
+    /// Where `target` (a symlink's text, read in `folder`) leads, the
+    /// kernel's way: each component in turn, `..` from where the walk is,
+    /// and symlinks on the way followed. A missing component is passed
+    /// over (the kernel's walk would stop there, so this is the cautious
+    /// reading).
+    fn resolve_inside(
+        &self,
+        folder: Vec<OsString>,
+        target: &Path,
+        budget: &mut u32,
+    ) -> Result<Vec<OsString>, Walk> {
+        let mut at = folder;
+        for component in target.components() {
+            match component {
+                Component::RootDir | Component::Prefix(_) => return Err(Walk::LeavesStore),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    at.pop().ok_or(Walk::LeavesStore)?;
+                }
+                Component::Normal(name) => {
+                    at.push(name.to_os_string());
+                    let path = StorePath::from_components(at.iter().cloned()).ok_or(Walk::Stops)?;
+                    if self
+                        .store
+                        .stat(&path)
+                        .is_ok_and(|st| st.kind == FileKind::Symlink)
+                    {
+                        // The kernel gives up with ELOOP here too.
+                        *budget = budget.checked_sub(1).ok_or(Walk::Stops)?;
+                        let text = self.store.readlink(&path).map_err(|_| Walk::Stops)?;
+                        at.pop();
+                        at =
+                            self.resolve_inside(at, Path::new(OsStr::from_bytes(&text)), budget)?;
+                    }
+                }
+            }
+        }
+        Ok(at)
     }
 
     /// Creates a directory.
