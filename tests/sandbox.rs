@@ -197,7 +197,10 @@ fn planted_symlinks_are_shown_as_links_and_never_followed_by_the_daemon() {
             sys::readlink(&p),
             &[libc::EACCES],
         );
-        assert!(fs::read(&p).is_err(), "{name} was followed out of the store");
+        assert!(
+            fs::read(&p).is_err(),
+            "{name} was followed out of the store"
+        );
         assert_errno_in(
             &format!("open {name} O_NOFOLLOW"),
             sys::open(&p, libc::O_RDONLY | libc::O_NOFOLLOW, 0),

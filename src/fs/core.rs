@@ -475,6 +475,32 @@ impl StoreFs {
         }
     }
 
+    /// An open file handle of `ino` (`fh` if it is one), for calls on an
+    /// inode whose name is gone.
+    fn unlinked_open(&self, ino: u64, fh: Option<u64>) -> Option<Arc<Handle>> {
+        fh.and_then(|fh| self.handles.get(fh))
+            .filter(|h| matches!(h.as_ref(), Handle::File(f) if f.ino == ino))
+            .or_else(|| self.handles.any_file_for(ino))
+    }
+
+    /// Runs `on_path` on the inode's path, or, if it was unlinked while
+    /// open, `on_open` on an open descriptor of it.
+    fn by_path_or_open<T>(
+        &self,
+        ino: u64,
+        on_path: impl FnOnce(&StorePath) -> std::io::Result<T>,
+        on_open: impl FnOnce(&std::fs::File) -> std::io::Result<T>,
+    ) -> FsResult<T> {
+        match self.path_of(ino) {
+            Ok(path) => Ok(on_path(&path)?),
+            Err(FsError::Unlinked) => match self.unlinked_open(ino, None).as_deref() {
+                Some(Handle::File(file)) => Ok(on_open(&file.file)?),
+                _ => Err(FsError::Unlinked),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
     fn stat_ino(&self, ino: u64, fh: Option<u64>) -> FsResult<Stat> {
         if let Some(handle) = fh.and_then(|fh| self.handles.get(fh))
             && let Handle::File(file) = handle.as_ref()
@@ -511,6 +537,30 @@ impl StoreFs {
             .is_some_and(|size| size > self.options.max_file_size)
         {
             return Err(FsError::TooBig(self.options.max_file_size));
+        }
+        if matches!(path, Err(FsError::Unlinked))
+            && let Some(handle) = self.unlinked_open(ino, changes.fh)
+            && let Handle::File(file) = handle.as_ref()
+        {
+            // Unlinked while open: as on ext4, the descriptor still works.
+            use crate::store::open_file;
+            if let Some(mode) = changes.mode {
+                open_file::set_mode(&file.file, mode & 0o7777)?;
+            }
+            if changes.uid.is_some() || changes.gid.is_some() {
+                open_file::set_owner(
+                    &file.file,
+                    changes.uid.unwrap_or(u32::MAX),
+                    changes.gid.unwrap_or(u32::MAX),
+                )?;
+            }
+            if let Some(size) = changes.size {
+                file.file.set_len(size)?;
+            }
+            if changes.atime.is_some() || changes.mtime.is_some() {
+                open_file::set_times(&file.file, changes.atime, changes.mtime)?;
+            }
+            return self.getattr(ino, changes.fh);
         }
         if let Some(mode) = changes.mode {
             self.store
@@ -1357,7 +1407,11 @@ impl StoreFs {
                 .xattr(&path, field)
                 .ok_or(FsError::from_errno(libc::ENODATA));
         }
-        Ok(self.store.get_xattr(&self.path_of(ino)?, name)?)
+        self.by_path_or_open(
+            ino,
+            |path| self.store.get_xattr(path, name),
+            |file| crate::store::open_file::get_xattr(file, name),
+        )
     }
 
     /// Sets an extended attribute.
@@ -1370,9 +1424,11 @@ impl StoreFs {
                 "user.mnemofs.* attributes are kept by the daemon",
             ));
         }
-        Ok(self
-            .store
-            .set_xattr(&self.path_of(ino)?, name, value, flags)?)
+        self.by_path_or_open(
+            ino,
+            |path| self.store.set_xattr(path, name, value, flags),
+            |file| crate::store::open_file::set_xattr(file, name, value, flags),
+        )
     }
 
     /// Lists extended attribute names, NUL-separated.
@@ -1382,7 +1438,11 @@ impl StoreFs {
         }
         // The user.mnemofs.* counters are readable by name but not listed,
         // so listings (and tools that copy every attribute) match the store.
-        Ok(self.store.list_xattr(&self.path_of(ino)?)?)
+        self.by_path_or_open(
+            ino,
+            |path| self.store.list_xattr(path),
+            |file| crate::store::open_file::list_xattr(file),
+        )
     }
 
     /// Removes an extended attribute.
@@ -1395,7 +1455,11 @@ impl StoreFs {
                 "user.mnemofs.* attributes are kept by the daemon",
             ));
         }
-        Ok(self.store.remove_xattr(&self.path_of(ino)?, name)?)
+        self.by_path_or_open(
+            ino,
+            |path| self.store.remove_xattr(path, name),
+            |file| crate::store::open_file::remove_xattr(file, name),
+        )
     }
 
     /// access(2): the kernel checks permissions itself (default_permissions),

@@ -482,6 +482,60 @@ impl Store {
     }
 }
 
+/// Metadata calls on an open file's descriptor, for a file unlinked while
+/// open (whose name is gone): as `fchmod`, `fchown`, `futimens` and the
+/// `f*xattr` calls on ext4.
+pub mod open_file {
+    use std::ffi::OsStr;
+    use std::io;
+    use std::os::fd::{AsFd, AsRawFd};
+
+    use super::{TimeSpec, cstr, cvt, sys};
+
+    /// fchmod.
+    pub fn set_mode(fd: impl AsFd, mode: u32) -> io::Result<()> {
+        // SAFETY: valid descriptor.
+        cvt(unsafe { libc::fchmod(fd.as_fd().as_raw_fd(), mode as libc::mode_t) }).map(drop)
+    }
+
+    /// fchown; `u32::MAX` leaves a field.
+    pub fn set_owner(fd: impl AsFd, uid: u32, gid: u32) -> io::Result<()> {
+        // SAFETY: valid descriptor.
+        cvt(unsafe { libc::fchown(fd.as_fd().as_raw_fd(), uid, gid) }).map(drop)
+    }
+
+    /// futimens.
+    pub fn set_times(
+        fd: impl AsFd,
+        atime: Option<TimeSpec>,
+        mtime: Option<TimeSpec>,
+    ) -> io::Result<()> {
+        let times = [sys::timespec(atime), sys::timespec(mtime)];
+        // SAFETY: valid descriptor and a two-element array.
+        cvt(unsafe { libc::futimens(fd.as_fd().as_raw_fd(), times.as_ptr()) }).map(drop)
+    }
+
+    /// fgetxattr.
+    pub fn get_xattr(fd: impl AsFd, name: &OsStr) -> io::Result<Vec<u8>> {
+        sys::get_xattr(fd.as_fd(), &cstr(name)?)
+    }
+
+    /// fsetxattr.
+    pub fn set_xattr(fd: impl AsFd, name: &OsStr, value: &[u8], flags: i32) -> io::Result<()> {
+        sys::set_xattr(fd.as_fd(), &cstr(name)?, value, flags)
+    }
+
+    /// flistxattr.
+    pub fn list_xattr(fd: impl AsFd) -> io::Result<Vec<u8>> {
+        sys::list_xattr(fd.as_fd())
+    }
+
+    /// fremovexattr.
+    pub fn remove_xattr(fd: impl AsFd, name: &OsStr) -> io::Result<()> {
+        sys::remove_xattr(fd.as_fd(), &cstr(name)?)
+    }
+}
+
 /// The prefix of the temp files atomic writes make beside their target.
 pub const TEMP_PREFIX: &str = ".mnemofs-tmp-";
 
