@@ -585,7 +585,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             for (rank, hit) in hits.iter().enumerate() {
                 if json {
-                    let line = serde_json::json!({
+                    let mut line = serde_json::json!({
                         "rank": rank + 1,
                         "path": hit.path,
                         "title": hit.title,
@@ -593,6 +593,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         "id": hit.id,
                         "snippet": hit.snippet,
                     });
+                    if let Some(bytes) = &hit.path_bytes {
+                        // Exact, for a name that is not UTF-8.
+                        line["path_bytes"] = serde_json::json!(bytes);
+                    }
                     println!("{line}");
                 } else {
                     println!(

@@ -84,3 +84,42 @@ fn the_cli_reads_queries_as_the_views_do() {
     let out = search(&store, &state, "zephyr");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
+
+#[test]
+fn names_that_are_not_utf8_are_printed_escaped_and_given_exactly_in_json() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let state = dir.path().join("state");
+    fs::create_dir_all(&store).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9 notes.md");
+    fs::write(store.join(name), "# Cafe\nespresso\n").unwrap();
+
+    let out = search(&store, &state, "espresso");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hit: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(hit["path"], "caf\\xe9 notes.md");
+    let bytes: Vec<u8> = serde_json::from_value(hit["path_bytes"].clone()).unwrap();
+    assert_eq!(bytes, b"caf\xe9 notes.md");
+    assert!(store.join(std::ffi::OsStr::from_bytes(&bytes)).exists());
+
+    let text = run_with_timeout(
+        Command::new(bin())
+            .args(["search", "espresso", "--store"])
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state),
+        TIMEOUT,
+    )
+    .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("(caf\\xe9 notes.md)"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+}

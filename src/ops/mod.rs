@@ -581,7 +581,8 @@ impl Operations {
         Ok(hits
             .into_iter()
             .map(|h| SearchHit {
-                path: h.path.to_string(),
+                path: h.path.escaped(),
+                path_bytes: h.path.non_utf8_bytes(),
                 title: h.title,
                 score: h.score,
                 snippet: h.snippet,

@@ -417,8 +417,11 @@ pub enum EntryKind {
 /// One search result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
-    /// Relative to the store root.
+    /// Relative to the store root; bytes that are not UTF-8 as `\xNN`.
     pub path: String,
+    /// The path's exact bytes, when they are not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<Vec<u8>>,
     /// The memory's title.
     pub title: String,
     /// BM25 relevance; higher is better.

@@ -93,6 +93,29 @@ impl StorePath {
     }
 }
 
+impl StorePath {
+    /// The path as text that names it exactly: bytes that are not UTF-8
+    /// are written `\xNN`, as `ls -b` does (so the printed path can be
+    /// typed back); valid text is unchanged.
+    pub fn escaped(&self) -> String {
+        let mut out = String::new();
+        for chunk in self.0.as_os_str().as_encoded_bytes().utf8_chunks() {
+            out.push_str(chunk.valid());
+            for byte in chunk.invalid() {
+                out.push_str(&format!("\\x{byte:02x}"));
+            }
+        }
+        out
+    }
+
+    /// The path's bytes when they are not UTF-8 (for JSON, which cannot
+    /// hold them as text).
+    pub fn non_utf8_bytes(&self) -> Option<Vec<u8>> {
+        let bytes = self.0.as_os_str().as_encoded_bytes();
+        std::str::from_utf8(bytes).is_err().then(|| bytes.to_vec())
+    }
+}
+
 impl std::fmt::Display for StorePath {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.is_root() {
