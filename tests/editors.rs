@@ -120,3 +120,28 @@ fn a_copied_memory_gets_an_id_of_its_own() {
     );
     m.stop();
 }
+
+#[test]
+fn status_counts_the_organizers_backlog() {
+    let (mut m, _config) = mount(Vec::new());
+    for i in 0..20 {
+        fs::write(m.m(format!("note-{i}.md")), format!("# Note {i}\n")).unwrap();
+    }
+    let queue = || {
+        let out = std::process::Command::new(common::bin())
+            .args(["status", "--json"])
+            .arg(&m.mnt)
+            .output()
+            .unwrap();
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        status["organizer_queue"].as_u64().unwrap()
+    };
+    // Within the 5 s quiet period nothing has been normalized yet.
+    assert!(queue() > 0, "a backlog of 20 writes does not show");
+    assert!(
+        poll_until(WAIT, || queue() == 0),
+        "the backlog never drained"
+    );
+    m.stop();
+}

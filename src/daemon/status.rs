@@ -102,16 +102,20 @@ impl Overview {
         ));
         let mut tasks: Vec<_> = s.tasks.iter().collect();
         tasks.sort_by_key(|(_, r)| std::cmp::Reverse(r.finished_at));
+        let queue = match s.organizer_queue {
+            0 => String::new(),
+            n => format!("{n} changes queued; "),
+        };
         let organizer = if !s.organizer {
             "not running here".to_owned()
         } else if let Some((name, report)) = tasks.first() {
             format!(
-                "last run {name} {} ago: {}",
+                "{queue}last run {name} {} ago: {}",
                 ago((now_ms / 1000 - report.finished_at).max(0)),
                 report.summary()
             )
         } else {
-            "no run yet".to_owned()
+            format!("{queue}no run yet")
         };
         lines.push(("organizer", organizer));
         lines.push((

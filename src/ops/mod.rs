@@ -1029,6 +1029,7 @@ impl Operations {
                 .rebuilding
                 .map(|(done, total)| request::Rebuilding { done, total }),
             organizer: self.organizer.is_some(),
+            organizer_queue: self.organizer.as_ref().map_or(0, |o| o.queue()),
             tasks: self
                 .organizer
                 .as_ref()

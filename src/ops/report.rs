@@ -113,4 +113,10 @@ pub trait Organizer: Send + Sync {
 
     /// The last report of each task ("normalize", "dream-1", ...).
     fn last_reports(&self) -> HashMap<String, Report>;
+
+    /// Changes waiting for the organizer: files to normalize and changes
+    /// it has not taken yet.
+    fn queue(&self) -> usize {
+        0
+    }
 }

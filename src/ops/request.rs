@@ -457,6 +457,10 @@ pub struct Status {
     pub rebuilding: Option<Rebuilding>,
     /// True when an organizer runs here.
     pub organizer: bool,
+    /// Changes waiting for the organizer (files to normalize, changes not
+    /// taken yet): a backlog `pending_changes` does not show.
+    #[serde(default)]
+    pub organizer_queue: usize,
     /// The last report of each task.
     pub tasks: HashMap<String, Report>,
 }

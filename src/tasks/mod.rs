@@ -24,6 +24,7 @@ pub mod organize;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -349,6 +350,10 @@ enum Message {
 /// The running background tasks of a daemon.
 pub struct Tasks {
     tx: Sender<Message>,
+    /// Files the worker has yet to normalize (it keeps this up to date).
+    queued: Arc<AtomicUsize>,
+    /// The writer's closes, to count those not yet taken.
+    closes: Receiver<WriteEvent>,
     thread: Option<JoinHandle<()>>,
     last: Arc<Mutex<HashMap<String, Report>>>,
 }
@@ -363,14 +368,17 @@ impl std::fmt::Debug for Tasks {
 pub const DREAM_TIMEOUT: Duration = Duration::from_secs(1800);
 
 impl Tasks {
-    /// Starts the organizer thread; it first normalizes every memory.
+    /// Starts the organizer thread; it first normalizes the inbox.
     /// `events` are the writer's (closes of written files).
     pub fn start(setup: Setup, events: Receiver<WriteEvent>) -> std::io::Result<Tasks> {
         let (tx, rx) = crossbeam_channel::unbounded();
         let runner = Runner::new(setup);
         let last = Arc::clone(&runner.last);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let closes = events.clone();
         let worker = Worker {
             runner,
+            queued: Arc::clone(&queued),
             pending: HashMap::new(),
             inbox_due: Some(Instant::now()),
             last_change: Instant::now(),
@@ -382,6 +390,8 @@ impl Tasks {
             .spawn(move || worker.run(&rx, &events))?;
         Ok(Tasks {
             tx,
+            queued,
+            closes,
             thread: Some(thread),
             last,
         })
@@ -412,6 +422,10 @@ impl ops::Organizer for Tasks {
     fn last_reports(&self) -> HashMap<String, Report> {
         self.last.lock().clone()
     }
+
+    fn queue(&self) -> usize {
+        self.queued.load(Ordering::Relaxed) + self.tx.len() + self.closes.len()
+    }
 }
 
 impl Drop for Tasks {
@@ -425,6 +439,8 @@ impl Drop for Tasks {
 
 struct Worker {
     runner: Runner,
+    /// Shared with [`Tasks`]: how many files wait to be normalized.
+    queued: Arc<AtomicUsize>,
     /// Memories to normalize, with the time they become due.
     pending: HashMap<StorePath, Instant>,
     /// When the next inbox item passes its quiet period, if one waits.
@@ -454,6 +470,7 @@ impl Worker {
         let mut next_tick = Instant::now() + settings.interval;
         let mut events = events.clone();
         loop {
+            self.queued.store(self.pending.len(), Ordering::Relaxed);
             let wake = [self.pending.values().min().copied(), self.inbox_due]
                 .into_iter()
                 .flatten()
