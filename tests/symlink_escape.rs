@@ -277,3 +277,37 @@ proptest! {
         prop_assert!(escape.is_none(), "{} leads out after {ops:?}", escape.unwrap_or_default());
     }
 }
+
+#[test]
+fn a_folder_swapped_for_a_symlink_behind_the_mount_never_gives_eio() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("f.md"), "outside\n").unwrap();
+    let mut m = Mount::start();
+    fs::create_dir(m.m("d")).unwrap();
+    fs::write(m.m("d/f.md"), "inside\n").unwrap();
+    assert_eq!(fs::read_to_string(m.m("d/f.md")).unwrap(), "inside\n");
+    fs::rename(m.s("d"), m.s("d2")).unwrap();
+    symlink(outside.path(), m.s("d")).unwrap();
+    let start = std::time::Instant::now();
+    // Across the attribute and entry lifetime (1 s) and beyond.
+    while start.elapsed() < std::time::Duration::from_secs(3) {
+        for result in [
+            fs::read_dir(m.m("d")).map(drop),
+            fs::read_to_string(m.m("d/f.md")).map(drop),
+            fs::write(m.m("d/new.md"), "x").map(drop),
+        ] {
+            if let Err(e) = result {
+                let errno = e.raw_os_error();
+                assert!(
+                    [Some(libc::ELOOP), Some(libc::ENOENT), Some(libc::EACCES)].contains(&errno),
+                    "{e}"
+                );
+            } else {
+                panic!("reached the folder the symlink names");
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!outside.path().join("new.md").exists());
+    m.stop();
+}

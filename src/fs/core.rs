@@ -1160,8 +1160,12 @@ impl StoreFs {
         }
         let path = self.path_of(ino)?;
         let st = self.store.stat(&path)?;
-        if st.kind != FileKind::Directory {
-            return Err(FsError::from_errno(libc::ENOTDIR));
+        match st.kind {
+            FileKind::Directory => {}
+            // The folder was swapped for a symlink behind the mount; the
+            // kernel's cached inode is still a folder. As promised: ELOOP.
+            FileKind::Symlink => return Err(FsError::from_errno(libc::ELOOP)),
+            _ => return Err(FsError::from_errno(libc::ENOTDIR)),
         }
         Ok(self.handles.insert(Handle::Dir(DirHandle {
             ino,
