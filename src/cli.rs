@@ -73,6 +73,23 @@ enum Command {
         #[arg(long)]
         no_passthrough: bool,
     },
+    /// Serve the store without mounting it: the organizer, and the
+    /// sockets that commands and agents use (JSON-RPC for agents; its path
+    /// is in `mnemofs status --json`, key `socket`). Stays in the
+    /// foreground until SIGINT or SIGTERM.
+    Serve {
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Make the --store directory if it does not exist.
+        #[arg(long)]
+        create: bool,
+        /// Configuration file [default: ~/.config/mnemofs/config.yaml].
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Serve the files only: no background normalizing or organizing.
+        #[arg(long)]
+        no_organizer: bool,
+    },
     /// Search the store's memories (works with or without a running daemon).
     Search {
         /// The query: words, "phrases", tag:x, category:x, type:x, created:>2026-01-01.
@@ -528,6 +545,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             daemon::mount(&config)
         }
+        Command::Serve {
+            at,
+            create,
+            config,
+            no_organizer,
+        } => {
+            let settings = load_config(config.as_deref())?;
+            let (store, state_dir) = resolve_store_and_state(at.store, create, at.state_dir)?;
+            daemon::serve::serve(&daemon::serve::ServeConfig {
+                store,
+                state_dir,
+                config: settings,
+                organizer: !no_organizer,
+            })
+        }
         Command::Doctor { at, config } => {
             // Looks only: unlike the other commands, creates no store.
             let store = match at.store {
@@ -760,7 +792,10 @@ fn init_logs(daemon: bool, verbose: u8) {
 /// Entry point: parses arguments, runs, prints the whole error chain.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logs(matches!(cli.command, Command::Mount { .. }), cli.verbose);
+    init_logs(
+        matches!(cli.command, Command::Mount { .. } | Command::Serve { .. }),
+        cli.verbose,
+    );
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,4 +1,5 @@
-//! The daemon's control socket: `<state-dir>/control.sock`.
+//! The daemon's control socket: `<state-dir>/control.sock`, private to
+//! mnemofs's own commands (agents use the public socket, [`super::socket`]).
 //!
 //! Commands run by the user who started the daemon talk to it here: one
 //! JSON [`Request`] per line, one JSON [`Reply`] line each, as many as they
@@ -9,16 +10,11 @@
 //! dropped daemon.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
-use anyhow::Context;
-
+use super::socket::{Listener, WhenFull};
 use crate::ops::{self, Operations, Reply, Request, Response, WireError};
 
 /// The socket's file name in the state dir.
@@ -32,83 +28,25 @@ const MAX_CONNECTIONS: usize = 64;
 
 /// The listening side, in the daemon.
 pub(crate) struct ControlServer {
-    path: PathBuf,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    listener: Listener,
 }
 
 impl ControlServer {
     /// Listens on the state dir's socket, replacing a stale one.
     pub(crate) fn start(state_dir: &Path, ops: Arc<Operations>) -> anyhow::Result<Self> {
-        let path = state_dir.join(SOCKET);
-        // We hold the store lock, so a socket file left here is stale.
-        let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path)
-            .with_context(|| format!("cannot listen on {}", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = Arc::clone(&stop);
-            std::thread::Builder::new()
-                .name("mnemofs-control".into())
-                .spawn(move || accept(&listener, &ops, &stop))?
-        };
-        Ok(ControlServer {
-            path,
-            stop,
-            thread: Some(thread),
-        })
+        let listener = Listener::start(
+            state_dir.join(SOCKET),
+            "control",
+            MAX_CONNECTIONS,
+            WhenFull::Wait,
+            move |stream| serve_connection(stream, &ops),
+        )?;
+        Ok(ControlServer { listener })
     }
 
     /// The socket's path.
     pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for ControlServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Wake the blocking accept.
-        let _ = UnixStream::connect(&self.path);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn accept(listener: &UnixListener, ops: &Arc<Operations>, stop: &AtomicBool) {
-    let active = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        if stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("control socket: {e}");
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-        };
-        while active.load(Ordering::Acquire) >= MAX_CONNECTIONS {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        active.fetch_add(1, Ordering::AcqRel);
-        let (ops, done) = (Arc::clone(ops), Arc::clone(&active));
-        let spawned = std::thread::Builder::new()
-            .name("mnemofs-client".into())
-            .spawn(move || {
-                if let Err(e) = serve_connection(stream, &ops) {
-                    tracing::debug!("control connection ended: {e}");
-                }
-                done.fetch_sub(1, Ordering::AcqRel);
-            });
-        if let Err(e) = spawned {
-            tracing::warn!("cannot serve a control connection: {e}");
-            active.fetch_sub(1, Ordering::AcqRel);
-        }
+        self.listener.path()
     }
 }
 
@@ -227,6 +165,7 @@ mod tests {
     use crate::store::Store;
     use crate::views::Views;
     use std::collections::HashMap;
+    use std::time::Duration;
 
     /// An organizer whose dream runs until the test lets it finish.
     struct Blocking {

@@ -18,6 +18,8 @@ mod lock;
 mod mountpoint;
 mod paths;
 pub mod registry;
+pub mod serve;
+pub mod socket;
 pub mod status;
 
 pub use client::{Found, Session, Target, find};
@@ -352,12 +354,17 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     let unmounter = mounted.session.unmount_callable();
     let serving = start_serving(config, &mounted)?;
     let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
+    // The mount works without its public socket; agents are told why not.
+    let rpc = socket::RpcServer::start(&config.store, Arc::clone(&serving.ops))
+        .inspect_err(|e| tracing::warn!("no public socket: {e:#}"))
+        .ok();
     let registration = registry::Registration::register(&registry::Entry {
         store: config.store.clone(),
         state_dir: config.state_dir.clone(),
         mountpoint: Some(config.mountpoint.clone()),
         pid: std::process::id(),
         socket: control.path().to_path_buf(),
+        rpc_socket: rpc.as_ref().map(|r| r.path().to_path_buf()),
     });
     if let Err(e) = &registration {
         tracing::warn!(
@@ -383,6 +390,7 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     let result = session.run();
     signals.stop();
     drop(registration);
+    drop(rpc);
     drop(control);
     let Serving {
         ops,

@@ -2,8 +2,8 @@
 //!
 //! A running daemon writes one small JSON file, named after its store, into
 //! `$XDG_RUNTIME_DIR/mnemofs/` (or, where that is unset, the `run/` folder
-//! beside the default state dirs): its store, state dir, mountpoint, pid
-//! and control socket. So `mnemofs dream --store S` reaches the daemon
+//! beside the default state dirs): its store, state dir, mountpoint, pid,
+//! control socket and public socket (which listens in the same folder). So `mnemofs dream --store S` reaches the daemon
 //! serving S whatever `--state-dir` it was started with, and a mountpoint
 //! can be given wherever a store is. An entry whose process is gone is
 //! stale and ignored (and removed when seen).
@@ -26,6 +26,9 @@ pub struct Entry {
     pub pid: u32,
     /// Its control socket.
     pub socket: PathBuf,
+    /// Its public JSON-RPC socket, when it listens on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_socket: Option<PathBuf>,
 }
 
 /// The registry's folder.

@@ -24,6 +24,8 @@ pub struct Overview {
     pub log_file: Option<String>,
     /// The daemon's control socket.
     pub control_socket: Option<String>,
+    /// The daemon's public socket (JSON-RPC for agents).
+    pub socket: Option<String>,
     /// mnemofs mounts whose daemon has died.
     pub stale_mounts: Vec<String>,
 }
@@ -57,6 +59,7 @@ impl Overview {
             state_dir: shown(&state_dir),
             log_file: log.is_file().then(|| shown(&log)),
             control_socket: daemon.map(|e| shown(&e.socket)),
+            socket: daemon.and_then(|e| e.rpc_socket.as_deref()).map(shown),
             stale_mounts,
         })
     }
@@ -78,6 +81,9 @@ impl Overview {
         }
         if let Some(socket) = &self.control_socket {
             lines.push(("control", socket.clone()));
+        }
+        if let Some(socket) = &self.socket {
+            lines.push(("socket", socket.clone()));
         }
         let freshness = if let Some(r) = s.rebuilding {
             format!("rebuilding, {} of {} files read", r.done, r.total)
