@@ -280,14 +280,19 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "The most recently changed memories, newest first.",
         schema: || {
             object(
-                json!({"limit": integer("Most results (default 20)."), "scope": scope()}),
+                json!({
+                    "limit": integer("Most results (default 20)."),
+                    "since": string("Only those changed since: a date (2026-01-31), a timestamp, or a duration back from now (7d, 12h)."),
+                    "type": string("Only this type."),
+                    "scope": scope(),
+                }),
                 &[],
             )
         },
     },
     ToolSpec {
         name: "list",
-        description: "Lists memories by path, filtered by folder, category, tag and type (all given must match).",
+        description: "Lists memories by path, filtered by folder, category, tag, type, phase and source (all given must match).",
         schema: || {
             object(
                 json!({
@@ -295,6 +300,8 @@ pub const TOOLS: &[ToolSpec] = &[
                     "category": string("Only this category."),
                     "tag": string("Only this tag."),
                     "type": string("Only this type."),
+                    "phase": string("Only this phase: inbox, organized or archived."),
+                    "source": string("Only memories from this source."),
                     "limit": integer("Most results (default 50)."),
                     "scope": scope(),
                 }),
@@ -366,26 +373,21 @@ pub const ALIASES: &[Alias] = &[
     },
     Alias {
         name: "memory_list",
-        description: "memory-cli's list: memories by filters (see `list`; phase and source filter through search).",
+        description: "memory-cli's list: memories by filters (see `list`; with several tags, through search).",
         schema: filter_schema,
         translate: |args| {
-            let needs_search = ["phase", "source"]
-                .iter()
-                .any(|k| args.get(*k).is_some_and(|v| !v.is_null()));
-            if !needs_search {
-                let mut out = args.clone();
-                if let Some(tags) = out.remove("tags") {
-                    let tags = tag_list(&tags)?;
-                    if let Some(first) = tags.first() {
-                        out.insert("tag".into(), first.clone().into());
-                    }
-                }
-                return Ok(("list", out));
+            let tags = tag_list(args.get("tags").unwrap_or(&Value::Null))?;
+            if tags.len() > 1 {
+                let mut out = keep(args, &["limit", "scope"]);
+                out.insert("query".into(), with_filters("", args)?.into());
+                return Ok(("search", out));
             }
-            let query = with_filters("", args)?;
-            let mut out = keep(args, &["limit", "scope"]);
-            out.insert("query".into(), query.into());
-            Ok(("search", out))
+            let mut out = args.clone();
+            out.remove("tags");
+            if let Some(tag) = tags.into_iter().next() {
+                out.insert("tag".into(), tag.into());
+            }
+            Ok(("list", out))
         },
     },
     Alias {
@@ -651,7 +653,11 @@ impl Tools<'_> {
             }
             "recent" => {
                 let limit = self.limit(20)?;
-                let answer = self.ask(Request::Recent { limit })?;
+                let answer = self.ask(Request::Recent {
+                    limit,
+                    since: self.optional_string("since")?,
+                    kind: self.optional_string("type")?,
+                })?;
                 self.memories(answer, "no memories yet")
             }
             "list" => {
@@ -660,6 +666,8 @@ impl Tools<'_> {
                     category: self.optional_string("category")?,
                     tag: self.optional_string("tag")?,
                     kind: self.optional_string("type")?,
+                    phase: self.optional_string("phase")?,
+                    source: self.optional_string("source")?,
                     limit: self.limit(50)?,
                 };
                 let answer = self.ask(Request::Memories(filter))?;

@@ -62,6 +62,12 @@ pub struct MemoryFilter {
     /// Only memories with this frontmatter `type`.
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
+    /// Only memories in this `phase` (inbox, organized, archived).
+    #[serde(default)]
+    pub phase: Option<String>,
+    /// Only memories with this frontmatter `source`.
+    #[serde(default)]
+    pub source: Option<String>,
     /// Most memories listed.
     #[serde(default = "fifty")]
     pub limit: usize,
@@ -74,6 +80,8 @@ impl Default for MemoryFilter {
             category: None,
             tag: None,
             kind: None,
+            phase: None,
+            source: None,
             limit: fifty(),
         }
     }
@@ -123,6 +131,45 @@ impl Operations {
         self.summaries(recent.into_iter().map(|(p, t)| (p, Some(t))), limit)
     }
 
+    /// Like [`recent`](Self::recent), only memories changed at or after
+    /// `since` (a date, a timestamp, or a duration back from now such as
+    /// `7d`) and of `type` `kind`.
+    pub fn recent_filtered(
+        &self,
+        limit: usize,
+        since: Option<&str>,
+        kind: Option<&str>,
+    ) -> Result<Vec<MemorySummary>> {
+        let since = since.map(str::trim).filter(|s| !s.is_empty());
+        let kind = kind.map(str::trim).filter(|k| !k.is_empty());
+        if since.is_none() && kind.is_none() {
+            return Ok(self.recent(limit));
+        }
+        let since = match since {
+            None => i64::MIN,
+            Some(text) => match memory::parse_timestamp(text) {
+                Some(at) => at,
+                None => {
+                    let back = memory::duration::parse_duration(text).map_err(|_| {
+                        Error::InvalidInput(format!(
+                            "since {text:?} is neither a date (2026-01-31) nor a duration (7d, 12h)"
+                        ))
+                    })?;
+                    super::now_unix().saturating_sub(back.as_secs() as i64)
+                }
+            },
+        };
+        let typed: Option<std::collections::HashSet<StorePath>> =
+            kind.map(|k| self.index.by_type(k).into_iter().collect());
+        let recent = self
+            .index
+            .recent(usize::MAX)
+            .into_iter()
+            .take_while(|(_, changed)| *changed >= since)
+            .filter(|(p, _)| typed.as_ref().is_none_or(|t| t.contains(p)));
+        Ok(self.summaries(recent.map(|(p, t)| (p, Some(t))), limit))
+    }
+
     /// The memories matching every filter in `filter`, by path.
     pub fn memories(&self, filter: &MemoryFilter) -> Result<Vec<MemorySummary>> {
         let folder = match filter.path.as_deref().map(str::trim) {
@@ -145,6 +192,16 @@ impl Operations {
         }
         if let Some(kind) = &filter.kind {
             sets.push(self.index.by_type(kind));
+        }
+        for (field, value) in [("phase", &filter.phase), ("source", &filter.source)] {
+            if let Some(value) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+                let query = format!("{field}:\"{}\"", value.replace('"', ""));
+                sets.push(
+                    self.index
+                        .search_paths(&query, usize::MAX)
+                        .map_err(|e| Error::Index(e.to_string()))?,
+                );
+            }
         }
         let mut paths = match sets.pop() {
             Some(first) => first

@@ -235,8 +235,8 @@ impl Operations {
             Request::Backlinks { reference, limit } => Response::Memories {
                 memories: self.backlinks(&reference, limit)?,
             },
-            Request::Recent { limit } => Response::Memories {
-                memories: self.recent(limit),
+            Request::Recent { limit, since, kind } => Response::Memories {
+                memories: self.recent_filtered(limit, since.as_deref(), kind.as_deref())?,
             },
             Request::Memories(filter) => Response::Memories {
                 memories: self.memories(&filter)?,
@@ -1136,7 +1136,7 @@ fn slug(title: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
-fn now_unix() -> i64 {
+pub(crate) fn now_unix() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)

@@ -179,6 +179,13 @@ pub enum Request {
         /// Most memories listed.
         #[serde(default = "twenty")]
         limit: usize,
+        /// Only those changed at or after this: a date, a timestamp, or a
+        /// duration back from now (`7d`).
+        #[serde(default)]
+        since: Option<String>,
+        /// Only those of this `type`.
+        #[serde(default, rename = "type")]
+        kind: Option<String>,
     },
     /// The memories in a folder, category, tag or type (every filter
     /// given must match), by path.

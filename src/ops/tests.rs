@@ -411,7 +411,11 @@ fn recent_lists_the_latest_changed_first_and_requests_reach_them() {
     assert_eq!(paths, ["new.md", "old.md"]);
     assert_eq!(recent[0].title, "New one");
     assert!(recent[0].changed.is_some());
-    let Ok(Response::Memories { memories }) = f.ops.handle(Request::Recent { limit: 1 }) else {
+    let Ok(Response::Memories { memories }) = f.ops.handle(Request::Recent {
+        limit: 1,
+        since: None,
+        kind: None,
+    }) else {
         panic!("recent over a request");
     };
     assert_eq!(memories.len(), 1);
@@ -744,5 +748,58 @@ fn context_walks_links_both_ways_as_many_hops_as_asked() {
     assert!(matches!(
         f.ops.context("Omega", 1, 20),
         Err(Error::NotFound { .. })
+    ));
+}
+
+#[test]
+fn lists_filter_by_phase_and_source_and_recent_by_time_and_type() {
+    let f = Fixture::new();
+    f.seed_indexed(&[
+        (
+            "inbox/a.md",
+            "---\nphase: inbox\nsource: cli\ntype: task\n---\na\n",
+        ),
+        (
+            "notes/b.md",
+            "---\nphase: organized\nsource: claude\ntype: task\n---\nb\n",
+        ),
+        ("notes/c.md", "---\nphase: organized\nsource: cli\n---\nc\n"),
+    ]);
+    let list = |filter: MemoryFilter| {
+        f.ops
+            .memories(&filter)
+            .expect("list")
+            .into_iter()
+            .map(|m| m.path)
+            .collect::<Vec<_>>()
+    };
+    let cli = MemoryFilter {
+        source: Some("cli".into()),
+        ..MemoryFilter::default()
+    };
+    assert_eq!(list(cli.clone()), ["inbox/a.md", "notes/c.md"]);
+    let organized_cli = MemoryFilter {
+        phase: Some("organized".into()),
+        ..cli
+    };
+    assert_eq!(list(organized_cli), ["notes/c.md"]);
+
+    let recent = |since: Option<&str>, kind: Option<&str>| {
+        let mut paths: Vec<String> = f
+            .ops
+            .recent_filtered(10, since, kind)
+            .expect("recent")
+            .into_iter()
+            .map(|m| m.path)
+            .collect();
+        paths.sort();
+        paths
+    };
+    assert_eq!(recent(None, Some("task")), ["inbox/a.md", "notes/b.md"]);
+    assert_eq!(recent(Some("1h"), None).len(), 3, "changed just now");
+    assert!(recent(Some("2999-01-01"), None).is_empty());
+    assert!(matches!(
+        f.ops.recent_filtered(10, Some("soon"), None),
+        Err(Error::InvalidInput(_))
     ));
 }

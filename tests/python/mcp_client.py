@@ -254,6 +254,11 @@ async def drive_all_tools(params):
                 data, _ = await c.ok("recent", {"limit": 10})
                 return {m["path"] for m in data["memories"]} == {path, "notes/bowl.md"}
             await eventually("recent lists both memories", recent)
+            data, _ = await c.ok("recent", {"type": "memory", "since": "1d"})
+            check([m["path"] for m in data["memories"]] == [path], "recent filters by type and time")
+            data, _ = await c.ok("list", {"phase": "organized"})
+            check(path in [m["path"] for m in data["memories"]], "list filters by phase")
+            await c.fails("recent", {"since": "someday"}, "since")
 
             moved, _ = await c.ok("move", {"ref": "notes/bowl.md", "to": "notes/fruit-bowl.md"})
             check(moved["path"] == "notes/fruit-bowl.md", "move answers the new path")
