@@ -26,6 +26,7 @@ fn mount(seed: Vec<(String, Vec<u8>)>) -> (Mount, tempfile::TempDir) {
         organizer: true,
         seed,
         extra_args: vec!["--config".into(), config.display().to_string()],
+        before_start: None,
     });
     (m, dir)
 }

@@ -252,6 +252,7 @@ fn without_fuse_dream_search_status_and_reindex_work_and_match_a_daemon() {
         extra_args: vec!["--config".into(), config.display().to_string()],
         seed: Vec::new(),
         organizer: true,
+        before_start: None,
     });
     seed_into_mount(&m);
     let out = run_with_timeout(

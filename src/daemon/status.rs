@@ -85,7 +85,12 @@ impl Overview {
         if let Some(socket) = &self.socket {
             lines.push(("socket", socket.clone()));
         }
-        let freshness = if let Some(r) = s.rebuilding {
+        let freshness = if let Some(why) = &s.index_failing {
+            format!(
+                "INDEXING IS FAILING ({why}); {} changes not yet searchable, retried on its own",
+                s.pending_changes
+            )
+        } else if let Some(r) = s.rebuilding {
             format!("rebuilding, {} of {} files read", r.done, r.total)
         } else if s.reconciling {
             "catching up with changes made while nothing watched".to_owned()

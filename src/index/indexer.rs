@@ -455,6 +455,7 @@ impl Indexer {
         if self.writer_changed {
             match self.writer.commit() {
                 Ok(_) => {
+                    self.core.update_progress(|p| p.failing = None);
                     if let Err(e) = self.core.reader.reload() {
                         tracing::error!("cannot reload the index reader: {e}");
                     }
@@ -463,9 +464,14 @@ impl Indexer {
                 }
                 Err(e) => {
                     tracing::error!("index commit failed, rolling back and reconciling: {e}");
+                    let why = e.to_string();
+                    self.core.update_progress(|p| p.failing = Some(why));
                     if let Err(e) = self.writer.rollback() {
                         tracing::error!("index rollback failed: {e}");
                     }
+                    // A full disk fails every commit until space is back:
+                    // try again at a walking pace, not in a tight loop.
+                    std::thread::sleep(COMMIT_RETRY);
                     self.mirror = load_mirror(&self.core);
                     self.bulk.push_back(Bulk::Path(StorePath::root()));
                     self.core.update_progress(|p| p.bulk_pending += 1);
@@ -605,6 +611,9 @@ struct Plan {
 /// A file modified this recently may have changed again within the same
 /// mtime tick without changing size, so a notification re-reads it.
 const RACY_NS: i64 = 2_000_000_000;
+
+/// The pause after a failed commit before the work is tried again.
+const COMMIT_RETRY: Duration = Duration::from_secs(2);
 
 /// Whether the index's copy of a file with `state` may be stale although
 /// the state matches (git's "racy clean" problem).

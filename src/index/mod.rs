@@ -114,6 +114,9 @@ pub struct IndexStatus {
     pub generation: u64,
     /// Files read and to read, while a rebuild runs.
     pub rebuilding: Option<(u64, u64)>,
+    /// Why indexing is failing (the last commit's error), until a commit
+    /// succeeds again.
+    pub failing: Option<String>,
 }
 
 /// What `wait_idle` waits on; guarded by `Core::progress`.
@@ -127,6 +130,8 @@ struct Progress {
     bulk_pending: u64,
     /// The indexer thread has ended.
     stopped: bool,
+    /// Why the last commit failed, until one succeeds.
+    failing: Option<String>,
     /// Files read so far by a running rebuild, and how many it will read
     /// (0 when none runs).
     rebuild_done: u64,
@@ -450,6 +455,7 @@ impl Index {
         let pending_changes = notified.saturating_sub(p.committed_seq) + p.bulk_pending;
         let reconciling = p.reconciling;
         let rebuilding = (p.rebuild_total > 0).then_some((p.rebuild_done, p.rebuild_total));
+        let failing = p.failing.clone();
         drop(p);
         IndexStatus {
             documents: self.documents(),
@@ -458,6 +464,7 @@ impl Index {
             last_commit: core.last_commit.load(Ordering::Acquire),
             generation: self.generation(),
             rebuilding,
+            failing,
         }
     }
 

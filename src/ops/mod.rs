@@ -1025,6 +1025,7 @@ impl Operations {
             pending_changes: s.pending_changes,
             reconciling: s.reconciling,
             last_commit_ms: s.last_commit,
+            index_failing: s.failing.clone(),
             rebuilding: s
                 .rebuilding
                 .map(|(done, total)| request::Rebuilding { done, total }),

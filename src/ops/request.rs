@@ -459,6 +459,10 @@ pub struct Status {
     pub reconciling: bool,
     /// Unix milliseconds of the last index commit, 0 if none yet.
     pub last_commit_ms: i64,
+    /// Why indexing is failing (say, the state dir's disk is full), until
+    /// it works again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_failing: Option<String>,
     /// While the index is rebuilt: files read so far, and in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuilding: Option<Rebuilding>,

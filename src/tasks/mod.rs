@@ -380,6 +380,7 @@ impl Tasks {
             runner,
             queued: Arc::clone(&queued),
             pending: HashMap::new(),
+            retries: HashMap::new(),
             inbox_due: Some(Instant::now()),
             last_change: Instant::now(),
             idle_done: false,
@@ -443,6 +444,8 @@ struct Worker {
     queued: Arc<AtomicUsize>,
     /// Memories to normalize, with the time they become due.
     pending: HashMap<StorePath, Instant>,
+    /// How many times each put-off memory was tried (for the backoff).
+    retries: HashMap<StorePath, u32>,
     /// When the next inbox item passes its quiet period, if one waits.
     inbox_due: Option<Instant>,
     last_change: Instant,
@@ -570,10 +573,16 @@ impl Worker {
         for path in due {
             self.pending.remove(&path);
             match self.runner.organizing.normalize_one(&path, &mut report) {
-                Outcome::Done => {}
+                Outcome::Done => {
+                    self.retries.remove(&path);
+                }
                 Outcome::Busy => {
                     report.retried += 1;
-                    self.pending.insert(path, now + Duration::from_secs(2));
+                    // 2 s, then twice as long each time, up to about 2 min.
+                    let tries = self.retries.entry(path.clone()).or_insert(0);
+                    let pause = Duration::from_secs(2) * (1u32 << (*tries).min(6));
+                    *tries += 1;
+                    self.pending.insert(path, now + pause);
                 }
             }
         }

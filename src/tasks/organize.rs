@@ -207,6 +207,13 @@ impl Organizing {
                     Outcome::Done
                 }
                 Ok(Outcome::Busy) => Outcome::Busy,
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) => {
+                    // Tried again, with a growing pause, once space is back.
+                    report
+                        .errors
+                        .push(format!("normalize {path}: {e}; will retry"));
+                    Outcome::Busy
+                }
                 Err(e) => {
                     report.errors.push(format!("normalize {path}: {e}"));
                     Outcome::Done

@@ -331,6 +331,9 @@ pub struct MountOptions {
     /// Run the background organizer. Off by default: it rewrites `.md`
     /// files on purpose, which tests of plain filesystem behaviour must not see.
     pub organizer: bool,
+    /// Run before the daemon starts, with the store and the state dir
+    /// (say, to mount a small filesystem on the state dir).
+    pub before_start: Option<fn(&Path, &Path)>,
 }
 
 /// A live `mnemofs mount --foreground` on fresh temp dirs.
@@ -385,6 +388,9 @@ impl Mount {
                 fs::create_dir_all(parent).expect("seed dir");
             }
             fs::write(&p, data).expect("seed file");
+        }
+        if let Some(prepare) = opts.before_start {
+            prepare(&store, &state);
         }
         let mut m = Mount {
             log: root.join("daemon.log"),
