@@ -79,6 +79,7 @@ fn organized(yaml: &str, seed: &[(&str, &str, i64)]) -> Organized {
             .map(|(p, c, _)| (p.to_string(), c.as_bytes().to_vec()))
             .collect(),
         organizer: true,
+        before_start: None,
     });
     // Seeding happens before the mount, and ageing a file does not change
     // its content, so setting the mtime now is the same as before mounting
