@@ -10,11 +10,12 @@
 //! - `MNEMOFS_BENCH_NOTES` notes in the store (default 10000);
 //! - `MNEMOFS_BENCH_QUICK=1` smoke run: 1000 notes, 8 MiB file, 1 repetition;
 //! - `MNEMOFS_BENCH_REPS` repetitions per figure (default 5);
-//! - `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|all` which figure groups
-//!   run (default all): `mount` is this file's spine figures, `search` the
-//!   index figures of `mount/search.rs`, `dream` the organizer figures of
-//!   `mount/dream.rs`, `hooks` the brief and checkpoint of
-//!   `mount/hooks.rs`, each group on its own store and mount.
+//! - `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|all` which figure
+//!   groups run (default all): `mount` is this file's spine figures,
+//!   `search` the index figures of `mount/search.rs`, `dream` the organizer
+//!   figures of `mount/dream.rs`, `hooks` the brief and checkpoint of
+//!   `mount/hooks.rs`, `tools` the MCP server, `mnemofs tool` and the
+//!   socket of `mount/tools.rs`, each group on its own store and mount.
 //!
 //! Native and mount samples alternate within each repetition, so drift on a
 //! shared machine hits both sides alike. Each figure checks that the mount
@@ -32,6 +33,8 @@ mod dream;
 mod hooks;
 #[path = "mount/search.rs"]
 mod search;
+#[path = "mount/tools.rs"]
+mod tools;
 
 use std::error::Error;
 use std::fs;
@@ -122,6 +125,9 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     if cfg.only.hooks() {
         hooks::run(&cfg)?;
+    }
+    if cfg.only.tools() {
+        tools::run(&cfg)?;
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ pub struct Config {
 }
 
 /// The figure groups of the `mount` bench, chosen with
-/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|all` (default all).
+/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|all` (default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// The spine figures: the mount against its backing directory.
@@ -60,6 +60,8 @@ pub enum Selection {
     Dream,
     /// The agent-hook figures: brief and checkpoint as new processes.
     Hooks,
+    /// The agents' front ends: MCP, `mnemofs tool`, the socket.
+    Tools,
     /// Both, mount first.
     All,
 }
@@ -84,6 +86,11 @@ impl Selection {
     pub fn hooks(self) -> bool {
         matches!(self, Selection::Hooks | Selection::All)
     }
+
+    /// Whether the front-end figures run.
+    pub fn tools(self) -> bool {
+        matches!(self, Selection::Tools | Selection::All)
+    }
 }
 
 impl Config {
@@ -105,9 +112,10 @@ impl Config {
             Ok("search") => Selection::Search,
             Ok("dream") => Selection::Dream,
             Ok("hooks") => Selection::Hooks,
-            Ok(v) => {
-                panic!("MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, all")
-            }
+            Ok("tools") => Selection::Tools,
+            Ok(v) => panic!(
+                "MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, tools, all"
+            ),
         };
         Config {
             notes: parse("MNEMOFS_BENCH_NOTES").unwrap_or(notes),
