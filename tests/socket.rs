@@ -445,6 +445,30 @@ fn every_front_end_writes_through_the_serving_daemon() {
     assert_eq!(answer["is_error"], false, "{answer}");
 
     let mut c = served.client();
+    // A scope crosses the control socket with the request it wraps.
+    c.ok(
+        1,
+        "write",
+        json!({"content": "bob's", "path": "notes/bob.md", "scope": "agent:bob"}),
+    );
+    let mut tool = Command::new(bin())
+        .args(["tool", "--scope", "agent:alice", "--store"])
+        .arg(&served.store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn mnemofs tool --scope");
+    tool.stdin
+        .take()
+        .expect("stdin")
+        .write_all(br#"{"command": "view", "path": "/memories/notes/bob.md"}"#)
+        .expect("send");
+    let out = tool.wait_with_output().expect("mnemofs tool ran");
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("one answer");
+    assert_eq!(
+        answer["is_error"], true,
+        "alice cannot see bob's memory: {answer}"
+    );
     for (path, body) in [("notes/mcp.md", "via mcp"), ("notes/tool.md", "via tool")] {
         let read = c.ok(1, "read", json!({"ref": path}));
         assert!(
