@@ -128,6 +128,46 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the earlier versions of a memory, newest first: what deletes,
+    /// overwrites and truncations took away (kept 30 days by default).
+    History {
+        /// The memory: a path, id or title; for a deleted memory, the
+        /// path or id it had.
+        reference: String,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Bring back an earlier version of a memory (the newest kept unless
+    /// --version): over its content if it exists, else at the path it had.
+    /// What it replaces is kept in turn.
+    Restore {
+        /// The memory: a path, id or title; for a deleted memory, the
+        /// path or id it had.
+        #[arg(required_unless_present = "all_deleted")]
+        reference: Option<String>,
+        /// The version to bring back, as `mnemofs history` numbers them.
+        #[arg(long)]
+        version: Option<u64>,
+        /// Bring back every memory in the trash, each at the path it had.
+        #[arg(long, conflicts_with_all = ["reference", "version"])]
+        all_deleted: bool,
+        #[command(flatten)]
+        at: StoreArgs,
+    },
+    /// List the memories deleted and not back, newest first.
+    Trash {
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Print JSON lines instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Most memories to list.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
     /// Rebuild the search index from the store.
     Reindex {
         #[command(flatten)]
@@ -701,10 +741,75 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }))
             .context("the MCP server's input or output failed")
         }
+        Command::History {
+            reference,
+            at,
+            json,
+        } => {
+            let session = session(&at.target(None)?, None)?;
+            let Response::Versions { versions } = session.call(Request::History { reference })?
+            else {
+                bail!("unexpected answer to history");
+            };
+            print_versions(&versions, json)?;
+            if versions.is_empty() && !json {
+                eprintln!("no earlier version kept");
+            }
+            Ok(())
+        }
+        Command::Trash { at, json, limit } => {
+            let session = session(&at.target(None)?, None)?;
+            let Response::Versions { versions } = session.call(Request::Trash { limit })? else {
+                bail!("unexpected answer to trash");
+            };
+            print_versions(&versions, json)?;
+            if versions.is_empty() && !json {
+                eprintln!("the trash is empty");
+            }
+            Ok(())
+        }
+        Command::Restore {
+            reference,
+            version,
+            all_deleted,
+            at,
+        } => {
+            let session = session(&at.target(None)?, None)?;
+            let request = match reference {
+                Some(reference) if !all_deleted => Request::Restore { reference, version },
+                _ => Request::RestoreTrash,
+            };
+            let Response::Restored { restored } = session.call(request)? else {
+                bail!("unexpected answer to restore");
+            };
+            for r in &restored {
+                println!("restored version {} at {}", r.version, r.path);
+            }
+            if restored.is_empty() {
+                eprintln!("nothing to restore");
+            }
+            Ok(())
+        }
         Command::Brief { at, cwd, format } => brief(at, cwd, format),
         Command::Checkpoint { at } => checkpoint(at),
         Command::Reindex { at } => reindex(at),
     }
+}
+
+/// Prints kept versions as a table, or as JSON lines.
+fn print_versions(versions: &[crate::ops::VersionInfo], json: bool) -> anyhow::Result<()> {
+    for v in versions {
+        if json {
+            println!("{}", serde_json::to_string(v)?);
+        } else {
+            let title = v.title.as_deref().unwrap_or("");
+            println!(
+                "{:>6}  {}  {:<11}  {}  ({} bytes)  {title}",
+                v.version, v.at, v.why, v.path, v.size
+            );
+        }
+    }
+    Ok(())
 }
 
 fn parse_scope(text: &str) -> Result<crate::ops::Scope, String> {

@@ -96,6 +96,10 @@ pub struct Config {
     /// Extra classification rules.
     #[serde(deserialize_with = "null_as_default")]
     pub classification: ClassificationConfig,
+    /// How long and how much of what deletes and overwrites take away is
+    /// kept.
+    #[serde(deserialize_with = "null_as_default")]
+    pub history: HistoryConfig,
     /// [`Config::timezone`] resolved: a fixed offset as soon as it is
     /// parsed, a named or local zone by [`Config::load`]. UTC until then,
     /// and when the zone cannot be loaded.
@@ -113,6 +117,7 @@ impl Default for Config {
             timezone: TimeZoneSetting::default(),
             frontmatter: FrontmatterConfig::default(),
             classification: ClassificationConfig::default(),
+            history: HistoryConfig::default(),
             resolved_timezone: TimeZone::UTC,
         }
     }
@@ -252,6 +257,114 @@ pub struct ClassificationConfig {
     /// Rules added to the built-in ones.
     #[serde(deserialize_with = "null_as_default")]
     pub rules: Vec<Rule>,
+}
+
+/// `history:` settings: earlier versions kept in the state dir.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HistoryConfig {
+    /// How long a deleted or overwritten version is kept.
+    #[serde(with = "serde_duration")]
+    pub keep: Duration,
+    /// The most space kept versions take (`500MiB`, `2GiB`, or bytes); the
+    /// oldest go first.
+    #[serde(with = "serde_size")]
+    pub max_size: u64,
+    /// Versions of one file kept within this long of each other collapse
+    /// to the first and the latest; `0` keeps every version.
+    #[serde(with = "serde_duration")]
+    pub collapse: Duration,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        let defaults = crate::store::history::HistorySettings::default();
+        HistoryConfig {
+            keep: defaults.keep,
+            max_size: defaults.max_bytes,
+            collapse: defaults.collapse,
+        }
+    }
+}
+
+impl HistoryConfig {
+    /// The settings the history store takes.
+    pub fn settings(&self) -> crate::store::history::HistorySettings {
+        crate::store::history::HistorySettings {
+            keep: self.keep,
+            max_bytes: self.max_size,
+            collapse: self.collapse,
+        }
+    }
+}
+
+/// Sizes as `123`, `64KiB`, `500MiB`, `2GiB` (powers of 1024; `K`, `M`,
+/// `G`, `KB`... mean the same).
+pub mod serde_size {
+    use serde::de::{self, Deserializer, Visitor};
+    use serde::ser::Serializer;
+    use std::fmt;
+
+    /// Writes the size with the largest unit that divides it.
+    pub fn serialize<S: Serializer>(size: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = match *size {
+            0 => "0".to_string(),
+            n if n % (1 << 30) == 0 => format!("{}GiB", n >> 30),
+            n if n % (1 << 20) == 0 => format!("{}MiB", n >> 20),
+            n if n % (1 << 10) == 0 => format!("{}KiB", n >> 10),
+            n => n.to_string(),
+        };
+        serializer.serialize_str(&text)
+    }
+
+    /// Reads a size string or a number of bytes.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        deserializer.deserialize_any(SizeVisitor)
+    }
+
+    /// Parses a size string.
+    pub fn parse(text: &str) -> Result<u64, String> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (digits, unit) = text.split_at(split);
+        let n: u64 = digits
+            .parse()
+            .map_err(|_| format!("`{text}` is not a size such as 500MiB or 2GiB"))?;
+        let shift = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 0,
+            "k" | "kb" | "kib" => 10,
+            "m" | "mb" | "mib" => 20,
+            "g" | "gb" | "gib" => 30,
+            "t" | "tb" | "tib" => 40,
+            other => return Err(format!("unknown size unit `{other}` (use KiB, MiB or GiB)")),
+        };
+        n.checked_mul(1 << shift)
+            .ok_or_else(|| format!("size too large: `{text}`"))
+    }
+
+    struct SizeVisitor;
+
+    impl Visitor<'_> for SizeVisitor {
+        type Value = u64;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a size such as `500MiB`, `2GiB` or a number of bytes")
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::custom("sizes cannot be negative"))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+            parse(v).map_err(E::custom)
+        }
+    }
 }
 
 /// The `timezone:` value.
@@ -652,6 +765,28 @@ mod tests {
     }
 
     #[test]
+    fn history_keeps_thirty_days_and_reads_sizes() {
+        let c = Config::default();
+        assert_eq!(c.history.keep, Duration::from_secs(30 * 86_400));
+        assert_eq!(c.history.max_size, 1 << 30);
+        assert_eq!(c.history.collapse, Duration::from_secs(60));
+        let (c, warnings) = parse("history:\n  keep: 7d\n  max_size: 500MiB\n  collapse: 0\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.history.keep, Duration::from_secs(7 * 86_400));
+        assert_eq!(c.history.max_size, 500 << 20);
+        assert_eq!(c.history.collapse, Duration::ZERO);
+        let (c, _) = parse("history:\n  max_size: 4096\n");
+        assert_eq!(c.history.max_size, 4096);
+        let err = Config::from_yaml("history:\n  max_size: lots\n").unwrap_err();
+        assert!(err.to_string().contains("max_size"), "{err}");
+        let (_, warnings) = parse("history:\n  kep: 1d\n");
+        assert_eq!(
+            warnings,
+            ["unknown key history.kep (did you mean history.keep?)"]
+        );
+    }
+
+    #[test]
     fn defaults_are_what_a_new_user_gets() {
         let c = Config::default();
         assert_eq!(c.organizer.interval, Duration::from_secs(300));
@@ -754,7 +889,8 @@ classification:
                 "notifications",
                 "timezone",
                 "frontmatter",
-                "classification"
+                "classification",
+                "history"
             ]
         );
         // Serializing the defaults and reading them back is lossless and

@@ -1463,6 +1463,7 @@ fn organized_fixture() -> Fixture {
         config,
         outputs: f.views.task_outputs(),
         state_dir: None,
+        history: None,
     });
     let ops = Operations::new(
         Arc::clone(&f.store),

@@ -152,6 +152,7 @@ impl Fixture {
             config,
             outputs: outputs.clone(),
             state_dir,
+            history: None,
         });
         Fixture {
             root,

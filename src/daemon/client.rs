@@ -24,6 +24,7 @@ use crate::config::Config;
 use crate::index::Index;
 use crate::ops::{self, DirectWriter, Operations, Request, Response, ServedBy};
 use crate::store::counters::CounterStore;
+use crate::store::history::History;
 use crate::store::{Store, StorePath};
 use crate::tasks::{OneShot, Setup};
 use crate::views::Views;
@@ -294,8 +295,15 @@ fn open_local(
         }
     }
     let views = Views::new(index.clone());
-    let writer: Arc<dyn ops::Writer> =
-        Arc::new(DirectWriter::new(Arc::clone(&store)).with_index(index.clone()));
+    let history = Arc::new(
+        History::open(state_dir, config.history.settings())
+            .with_context(|| format!("cannot open the history in {}", state_dir.display()))?,
+    );
+    let writer: Arc<dyn ops::Writer> = Arc::new(
+        DirectWriter::new(Arc::clone(&store))
+            .with_index(index.clone())
+            .with_history(Arc::clone(&history)),
+    );
     let organizer = OneShot::new(Setup {
         writer: Arc::clone(&writer),
         store: Arc::clone(&store),
@@ -304,8 +312,10 @@ fn open_local(
         config: config.clone(),
         outputs: views.task_outputs(),
         state_dir: Some(state_dir.to_path_buf()),
+        history: Some(Arc::clone(&history)),
     });
     let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
-        .with_organizer(Arc::new(organizer));
+        .with_organizer(Arc::new(organizer))
+        .with_history(history);
     Ok((ops, index))
 }

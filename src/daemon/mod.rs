@@ -42,6 +42,7 @@ use crate::index::Index;
 use crate::ops::{Operations, ServedBy};
 use crate::store::Store;
 use crate::store::counters::CounterStore;
+use crate::store::history::History;
 use crate::tasks::{Setup, Tasks};
 use crate::views::Views;
 use client::COUNTERS_FILE;
@@ -237,11 +238,17 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     let index = Index::open(&config.state_dir, Arc::clone(&store))
         .context("cannot open the search index")?;
     let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
+    let history = Arc::new(
+        History::open(&config.state_dir, config.config.history.settings()).with_context(|| {
+            format!("cannot open the history in {}", config.state_dir.display())
+        })?,
+    );
     let views = Views::new(index.clone());
     let fs = Arc::new(
         StoreFs::new(Arc::clone(&store), config.fs.clone())?
             .with_views(views.clone(), config.views_hidden)?
-            .with_counters(counters),
+            .with_counters(counters)
+            .with_history(history),
     );
     let mut fuse_config = Config::default();
     fuse_config.mount_options = vec![
@@ -298,6 +305,7 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
                 config: config.config.clone(),
                 outputs: mounted.views.task_outputs(),
                 state_dir: Some(config.state_dir.clone()),
+                history: mounted.fs.history().cloned(),
             },
             events_rx,
         )?))
@@ -330,6 +338,9 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
         ServedBy::Daemon,
     )
     .with_max_file_size(config.fs.max_file_size);
+    if let Some(history) = mounted.fs.history() {
+        ops = ops.with_history(Arc::clone(history));
+    }
     if let Some(tasks) = &tasks {
         ops = ops.with_organizer(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>);
     }

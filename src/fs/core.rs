@@ -29,6 +29,7 @@ use super::inodes::{InodeTable, ROOT};
 use super::viewnodes::{ViewTable, is_virtual};
 use crate::ops::WriteEvent;
 use crate::store::counters::CounterStore;
+use crate::store::history::{History, Keep, Why};
 use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec, is_temp_name};
 use crate::views::{ViewEntry, ViewRoot, Views};
 
@@ -153,6 +154,8 @@ pub struct StoreFs {
     is_root: bool,
     events: std::sync::OnceLock<crossbeam_channel::Sender<WriteEvent>>,
     counters: Option<Arc<CounterStore>>,
+    /// Where deletes, overwrites and truncations keep what they take away.
+    history: Option<Arc<History>>,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
     /// Paths a background task is replacing right now.
     replacing: Mutex<std::collections::HashSet<StorePath>>,
@@ -198,6 +201,7 @@ impl StoreFs {
             views: None,
             events: std::sync::OnceLock::new(),
             counters: None,
+            history: None,
             redirects: Mutex::new(HashMap::new()),
             passthrough: std::sync::atomic::AtomicBool::new(false),
             replacing: Mutex::new(std::collections::HashSet::new()),
@@ -274,6 +278,39 @@ impl StoreFs {
     pub fn with_counters(mut self, counters: Arc<CounterStore>) -> StoreFs {
         self.counters = Some(counters);
         self
+    }
+
+    /// Keeps what deletes, overwrites and truncations through the mount
+    /// take away in `history`.
+    pub fn with_history(mut self, history: Arc<History>) -> StoreFs {
+        self.history = Some(history);
+        self
+    }
+
+    /// The history of earlier versions, when kept.
+    pub fn history(&self) -> Option<&Arc<History>> {
+        self.history.as_ref()
+    }
+
+    /// Keeps the file at `path` before a change takes its content away.
+    /// A failure is logged; the change goes ahead.
+    fn keep_previous(&self, path: &StorePath, why: Why, how: Keep) {
+        let Some(history) = &self.history else {
+            return;
+        };
+        if let Err(e) = history.keep(&self.store, path, why, how) {
+            tracing::warn!("cannot keep the previous version of {path}: {e}");
+        }
+    }
+
+    /// How to keep the file `name` in `parent` before its name goes: a
+    /// copy while a handle through the mount can still write its inode.
+    fn keep_how(&self, parent: u64, name: &OsStr) -> Keep {
+        let table = self.inodes.lock();
+        match table.child(parent, name).and_then(|ino| table.get(ino)) {
+            Some(node) if node.open_writers > 0 => Keep::Copy,
+            _ => Keep::LinkOrCopy,
+        }
     }
 
     /// The counters, when kept.
@@ -574,6 +611,12 @@ impl StoreFs {
             )?;
         }
         if let Some(size) = changes.size {
+            if size == 0
+                && let Ok(path) = &path
+            {
+                // A copy: the inode lives on, emptied.
+                self.keep_previous(path, Why::Truncated, Keep::Copy);
+            }
             let via_handle = changes.fh.and_then(|fh| self.handles.get(fh));
             match via_handle.as_deref() {
                 Some(Handle::File(file)) if file.writable => file.file.set_len(size)?,
@@ -668,6 +711,9 @@ impl StoreFs {
     pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         self.check_mutable(parent, name, false)?;
         let path = self.child_path(parent, name)?;
+        if !is_temp_name(name) {
+            self.keep_previous(&path, Why::Deleted, self.keep_how(parent, name));
+        }
         self.store.unlink(&path)?;
         self.inodes.lock().detach(parent, name);
         if let Some(counters) = &self.counters {
@@ -727,14 +773,34 @@ impl StoreFs {
         self.check_mutable(new_parent, new_name, true)?;
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
-        // Only the counters care whether a file is being replaced.
-        let replaces_file = self.counters.is_some()
-            && self
-                .store
-                .stat(&to)
-                .is_ok_and(|st| st.kind == FileKind::File);
-        self.store.rename(&from, &to, flags)?;
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        // Only the counters and the history care whether a file is being
+        // replaced.
+        let replaced = if (self.counters.is_some() || self.history.is_some())
+            && flags & libc::RENAME_NOREPLACE == 0
+        {
+            self.store
+                .stat(&to)
+                .ok()
+                .filter(|st| st.kind == FileKind::File)
+        } else {
+            None
+        };
+        let replaces_file = replaced.is_some();
+        if let Some(old) = replaced
+            && !is_temp_name(new_name)
+        {
+            if exchange {
+                // Both files live on, except in a background rewrite,
+                // which exchanges its temp file in and removes the old one.
+                if is_temp_name(name) {
+                    self.keep_previous(&to, Why::Overwritten, Keep::LinkOrCopy);
+                }
+            } else if self.store.stat(&from).is_ok_and(|st| st.ino != old.ino) {
+                self.keep_previous(&to, Why::Overwritten, self.keep_how(new_parent, new_name));
+            }
+        }
+        self.store.rename(&from, &to, flags)?;
         {
             let mut table = self.inodes.lock();
             if exchange {
@@ -862,6 +928,9 @@ impl StoreFs {
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
         if writable {
             let (ino, path) = self.announce_writer(ino)?;
+            if flags & libc::O_TRUNC != 0 {
+                self.keep_previous(&path, Why::Truncated, Keep::Copy);
+            }
             return match self.store.open_file(&path, flags, 0) {
                 Ok(file) => self.register_open(ino, file, None, flags, true),
                 Err(e) => {
@@ -966,6 +1035,11 @@ impl StoreFs {
         self.check_mutable(parent, name, true)?;
         let path = self.child_path(parent, name)?;
         let flags = Self::open_flags(flags) | libc::O_CREAT;
+        if flags & (libc::O_TRUNC | libc::O_EXCL) == libc::O_TRUNC {
+            // The kernel asks to create a name it believes free; one made
+            // behind the mount may be there after all.
+            self.keep_previous(&path, Why::Truncated, Keep::Copy);
+        }
         let file = self.store.open_file(&path, flags, mode & 0o7777)?;
         if self.is_root && (who.uid != 0 || who.gid != 0) {
             // SAFETY: valid descriptor; u32::MAX would leave ids unchanged.

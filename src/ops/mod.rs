@@ -20,6 +20,7 @@ mod lookup;
 mod report;
 mod request;
 mod scope;
+mod versions;
 mod writer;
 
 pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
@@ -29,8 +30,8 @@ pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
-    Counting, Detail, Entry, EntryKind, Failure, NewMemory, Reply, Request, Response, SearchHit,
-    Status, WireError,
+    Counting, Detail, Entry, EntryKind, Failure, NewMemory, Reply, Request, Response, Restored,
+    SearchHit, Status, VersionInfo, WireError,
 };
 pub use scope::{Scope, version_of};
 pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEvent, Writer};
@@ -73,6 +74,8 @@ pub struct Operations {
     scope: Option<Scope>,
     /// The version the memory a write changes must still have.
     expected_version: Option<String>,
+    /// Earlier versions kept by the writers.
+    history: Option<Arc<crate::store::history::History>>,
 }
 
 impl std::fmt::Debug for Operations {
@@ -116,7 +119,14 @@ impl Operations {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             scope: None,
             expected_version: None,
+            history: None,
         }
+    }
+
+    /// Lists and restores earlier versions from `history`.
+    pub fn with_history(mut self, history: Arc<crate::store::history::History>) -> Operations {
+        self.history = Some(history);
+        self
     }
 
     /// Lets `dream` run this organizer.
@@ -265,6 +275,18 @@ impl Operations {
                 limit,
             } => Response::Context {
                 context: self.context(&reference, depth, limit)?,
+            },
+            Request::History { reference } => Response::Versions {
+                versions: self.history(&reference)?,
+            },
+            Request::Trash { limit } => Response::Versions {
+                versions: self.trash(limit)?,
+            },
+            Request::Restore { reference, version } => Response::Restored {
+                restored: vec![self.restore(&reference, version)?],
+            },
+            Request::RestoreTrash => Response::Restored {
+                restored: self.restore_trash()?,
             },
             Request::Scoped { scope, request } => {
                 let scope = match scope.as_deref().map(str::trim) {

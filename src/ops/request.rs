@@ -216,6 +216,29 @@ pub enum Request {
         #[serde(default = "twenty")]
         limit: usize,
     },
+    /// The kept earlier versions of a memory, newest first: what deletes,
+    /// overwrites and truncations took away.
+    History {
+        /// The memory (a reference), or the path or id it had if it is gone.
+        reference: String,
+    },
+    /// Brings back an earlier version of a memory: over its content if it
+    /// exists, else at the path it had.
+    Restore {
+        /// The memory (a reference), or the path or id it had if it is gone.
+        reference: String,
+        /// The version (as `history` numbers them); the newest if none.
+        #[serde(default)]
+        version: Option<u64>,
+    },
+    /// The memories deleted and not back, newest first.
+    Trash {
+        /// Most memories listed.
+        #[serde(default = "super::lookup::fifty")]
+        limit: usize,
+    },
+    /// Brings back every memory in the trash at the path it had.
+    RestoreTrash,
     /// Runs `request` for a session in `scope` (`global` or
     /// `agent:NAME`): it sees only global memories and the scope's own, and
     /// an agent's writes get its scope. No scope: sees everything.
@@ -386,6 +409,16 @@ pub enum Response {
         /// The memory and its neighbours.
         context: MemoryContext,
     },
+    /// Kept versions, newest first.
+    Versions {
+        /// The versions.
+        versions: Vec<VersionInfo>,
+    },
+    /// Versions brought back.
+    Restored {
+        /// What was restored, and where.
+        restored: Vec<Restored>,
+    },
     /// The outcome of a [`Request::Checked`].
     Checked {
         /// The request's answer, or why it failed.
@@ -419,6 +452,34 @@ pub enum EntryKind {
     },
     /// A fifo, socket or device node.
     Special,
+}
+
+/// One kept version of a memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionInfo {
+    /// Its number: `restore --version N` brings it back.
+    pub version: u64,
+    /// Where the file was, relative to the store root.
+    pub path: String,
+    /// What took it away: `deleted`, `overwritten` or `truncated`.
+    pub why: String,
+    /// When, RFC 3339.
+    pub at: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The memory's id, if it had one.
+    pub id: Option<String>,
+    /// The memory's title, if it is a markdown memory.
+    pub title: Option<String>,
+}
+
+/// A version brought back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restored {
+    /// Where it is now, relative to the store root.
+    pub path: String,
+    /// The version restored.
+    pub version: u64,
 }
 
 /// One search result.

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::index::Index;
+use crate::store::history::{History, Keep, Why};
 use crate::store::{Store, StorePath};
 
 /// What happened to a change that may have to wait.
@@ -80,17 +81,40 @@ pub const NEW_FOLDER_MODE: u32 = 0o700;
 
 /// Writes straight on the store. Only for a caller that holds the store
 /// lock (no daemon serves it), so no mount handle can be writing. With no
-/// store watcher running, it tells the index what it changed itself.
+/// store watcher running, it tells the index what it changed itself, and
+/// keeps what a delete or an overwrite takes away in the history, as the
+/// mount does.
 #[derive(Debug, Clone)]
 pub struct DirectWriter {
     store: Arc<Store>,
     index: Option<Index>,
+    history: Option<Arc<History>>,
 }
 
 impl DirectWriter {
     /// Writes into `store`.
     pub fn new(store: Arc<Store>) -> DirectWriter {
-        DirectWriter { store, index: None }
+        DirectWriter {
+            store,
+            index: None,
+            history: None,
+        }
+    }
+
+    /// Keeps what deletes and overwrites take away in `history`.
+    pub fn with_history(mut self, history: Arc<History>) -> DirectWriter {
+        self.history = Some(history);
+        self
+    }
+
+    /// Keeps the file at `path` before it loses its content; a failure is
+    /// logged and the change goes ahead.
+    fn keep_previous(&self, path: &StorePath, why: Why) {
+        if let Some(history) = &self.history
+            && let Err(e) = history.keep(&self.store, path, why, Keep::LinkOrCopy)
+        {
+            tracing::warn!("cannot keep the previous version of {path}: {e}");
+        }
     }
 
     /// Tells `index` about every change.
@@ -117,6 +141,11 @@ impl DirectWriter {
 impl Writer for DirectWriter {
     fn replace(&self, path: &StorePath, expected: &[u8], new: &[u8]) -> io::Result<Outcome> {
         if self.store.replace_if_unchanged(path, expected, new)? {
+            if let Some(history) = &self.history
+                && let Err(e) = history.keep_bytes(path, expected, Why::Overwritten)
+            {
+                tracing::warn!("cannot keep the previous version of {path}: {e}");
+            }
             self.changed(&[path]);
             Ok(Outcome::Done)
         } else {
@@ -129,7 +158,10 @@ impl Writer for DirectWriter {
         // A file replaced keeps its mode; anything else (a symlink: 0777)
         // is replaced by a private file.
         let mode = match self.store.stat(path) {
-            Ok(st) if st.kind == crate::store::FileKind::File => st.mode & 0o7777,
+            Ok(st) if st.kind == crate::store::FileKind::File => {
+                self.keep_previous(path, Why::Overwritten);
+                st.mode & 0o7777
+            }
             _ => NEW_FILE_MODE,
         };
         self.store.write_atomic(path, content, mode)?;
@@ -152,6 +184,7 @@ impl Writer for DirectWriter {
     }
 
     fn remove_file(&self, path: &StorePath) -> io::Result<()> {
+        self.keep_previous(path, Why::Deleted);
         self.store.unlink(path)?;
         self.changed(&[path]);
         Ok(())

@@ -13,6 +13,7 @@
 //! the filesystem layer must hand exactly that errno back to its caller.
 
 pub mod counters;
+pub mod history;
 mod path;
 mod sys;
 pub mod watch;

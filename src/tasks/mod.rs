@@ -37,6 +37,7 @@ use crate::memory::{Category, classify};
 use crate::ops::{self, Outcome, WriteEvent, Writer};
 pub use crate::ops::{Report, Skipped};
 use crate::store::counters::CounterStore;
+use crate::store::history::History;
 use crate::store::{Store, StorePath};
 use crate::views::TaskOutputs;
 use organize::Organizing;
@@ -70,6 +71,9 @@ pub struct Setup {
     pub outputs: TaskOutputs,
     /// Where the last reports are saved for `status` (the state dir).
     pub state_dir: Option<PathBuf>,
+    /// Earlier versions kept by the writers: the organizer sweeps out
+    /// those past their time and over the size cap.
+    pub history: Option<Arc<History>>,
 }
 
 /// Timings and thresholds of the background tasks.
@@ -190,6 +194,7 @@ struct Runner {
     outputs: TaskOutputs,
     /// Due reminders already announced on the desktop.
     notified: HashSet<StorePath>,
+    history: Option<Arc<History>>,
 }
 
 impl Runner {
@@ -215,6 +220,7 @@ impl Runner {
             reports_file: setup.state_dir.map(|d| d.join(REPORTS_FILE)),
             outputs: setup.outputs,
             notified: HashSet::new(),
+            history: setup.history,
         }
     }
 
@@ -235,6 +241,18 @@ impl Runner {
             }
         }
         report
+    }
+
+    /// Drops kept versions past their time or over the size cap.
+    fn sweep_history(&self) {
+        let Some(history) = &self.history else {
+            return;
+        };
+        match history.sweep() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("history: {n} earlier versions expired or over the cap"),
+            Err(e) => tracing::warn!("history: cannot sweep: {e}"),
+        }
     }
 
     /// Refreshes `.mnemofs/pending.md` and announces newly due reminders.
@@ -268,6 +286,7 @@ impl Runner {
         };
         report.add(self.organizing.organize_inbox(asked).0);
         report.add(self.organizing.lifecycle());
+        self.sweep_history();
         if level >= 2 {
             // Duplicates and link targets are found through the index: let
             // it catch up with the moves and rewrites just made.

@@ -1,0 +1,818 @@
+//! Earlier versions of files: what a delete, an overwrite or a truncation
+//! took away, kept in the state dir so that it can be brought back.
+//!
+//! An agent cannot tell a search result from the memory it points at, and
+//! a handler that resolves symlinks before deleting removes the memory
+//! itself; a `clear_all_memory()` empties the store. Neither can be told
+//! from a deliberate `rm`, so every such loss is kept here for a while
+//! (`mnemofs history`, `restore`, `trash`).
+//!
+//! Layout, under `<state dir>/history/`:
+//! - `objects/<fnv1a64 hex>-<size>[-<n>]`: one file per distinct content.
+//!   When the file that loses its name is not shared (one link, no writer
+//!   through the mount) and the state dir is on the store's filesystem, the
+//!   object is a hard link of the old inode: no copy is made. Otherwise
+//!   (another filesystem, a truncation in place, a shared inode) the bytes
+//!   are copied. Equal content is stored once; two contents with the same
+//!   hash and size get different suffixes (the bytes are compared).
+//! - `versions.jsonl`: one line per kept version, appended; a later
+//!   `{"drop": n}` line takes version `n` back (a collapse). [`History::sweep`]
+//!   rewrites it compactly.
+//!
+//! Subtleties:
+//! - A version is kept *before* the change that loses it: a hard link
+//!   cannot be made of an inode that no longer has a name. If the change
+//!   then fails, the kept version merely equals the current content.
+//! - Bursts collapse: within one window (`collapse`, a minute by default,
+//!   counted from the first version kept in it) a path keeps at most two
+//!   versions, the first (what it was before the burst) and the latest
+//!   (the newest content lost). An editor saving every few seconds, or the
+//!   organizer rewriting what was just written, thus adds at most two
+//!   versions a minute, and the newest loss is always kept.
+//! - Restored content is always copied out of an object, never linked back
+//!   into the store, so editing a restored file can never change the kept
+//!   object.
+//! - Numbers (`n`) are never reused, so `restore --version N` means the
+//!   same version until it expires.
+//! - Nothing here is fatal: the log is derived state; a bad line is
+//!   skipped, and a failure to keep a version is logged and the change
+//!   goes ahead (refusing deletes because the state dir is full would be
+//!   worse).
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use super::counters::fnv1a64;
+use super::{Store, StorePath};
+
+/// The folder under the state dir.
+pub const HISTORY_DIR: &str = "history";
+const LOG_FILE: &str = "versions.jsonl";
+const OBJECTS_DIR: &str = "objects";
+/// Memories larger than this are not parsed for their id and title.
+const PARSE_LIMIT: usize = 1 << 20;
+
+/// How long and how much history is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistorySettings {
+    /// Versions older than this are dropped by the sweep.
+    pub keep: Duration,
+    /// The most bytes all kept contents may take; the oldest versions go
+    /// first. A single file larger than this is not kept.
+    pub max_bytes: u64,
+    /// Versions of one path kept within this window of each other collapse
+    /// (see the module documentation).
+    pub collapse: Duration,
+}
+
+impl Default for HistorySettings {
+    fn default() -> Self {
+        HistorySettings {
+            keep: Duration::from_secs(30 * 86_400),
+            max_bytes: 1 << 30,
+            collapse: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why a version was kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// The file was deleted.
+    Deleted,
+    /// Another file was renamed over it, or it was rewritten whole.
+    Overwritten,
+    /// It was truncated to zero bytes (an `O_TRUNC` open, `truncate`).
+    Truncated,
+}
+
+impl Why {
+    /// The word for listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Why::Deleted => "deleted",
+            Why::Overwritten => "overwritten",
+            Why::Truncated => "truncated",
+        }
+    }
+}
+
+/// How to keep the content of a file about to lose it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// A hard link of the inode when possible: the inode is about to lose
+    /// its only name (unlink, rename over it) and nobody can write it.
+    LinkOrCopy,
+    /// A copy of the bytes: the inode lives on and may change (a
+    /// truncation in place, a writer holding it open).
+    Copy,
+}
+
+/// One kept version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Version {
+    /// Its number, unique in this store's history and never reused.
+    pub n: u64,
+    /// Where the file was.
+    pub path: StorePath,
+    /// The memory's `id:`, if it had one.
+    pub id: Option<String>,
+    /// The memory's title, if it is a markdown memory.
+    pub title: Option<String>,
+    /// Why it was kept.
+    pub why: Why,
+    /// When (Unix seconds).
+    pub at: i64,
+    /// Size in bytes.
+    pub size: u64,
+    object: String,
+    /// Start of the collapse window this version belongs to.
+    window: i64,
+    /// Whether it is the first version of its window.
+    first: bool,
+}
+
+/// One line of the log.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Version {
+        n: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path_hex: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        why: Why,
+        at: i64,
+        size: u64,
+        object: String,
+        window: i64,
+        first: bool,
+    },
+    Drop {
+        drop: u64,
+    },
+}
+
+impl Version {
+    fn to_line(&self) -> Line {
+        let bytes = self.path.as_path().as_os_str().as_bytes();
+        let (path, path_hex) = match std::str::from_utf8(bytes) {
+            Ok(s) => (Some(s.to_owned()), None),
+            Err(_) => (
+                None,
+                Some(bytes.iter().map(|b| format!("{b:02x}")).collect()),
+            ),
+        };
+        Line::Version {
+            n: self.n,
+            path,
+            path_hex,
+            id: self.id.clone(),
+            title: self.title.clone(),
+            why: self.why,
+            at: self.at,
+            size: self.size,
+            object: self.object.clone(),
+            window: self.window,
+            first: self.first,
+        }
+    }
+}
+
+fn path_from(path: Option<String>, path_hex: Option<String>) -> Option<StorePath> {
+    match (path, path_hex) {
+        (Some(p), _) => StorePath::new(p),
+        (None, Some(hex)) => {
+            if hex.len() % 2 != 0 {
+                return None;
+            }
+            let bytes: Option<Vec<u8>> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+                .collect();
+            StorePath::new(std::ffi::OsStr::from_bytes(&bytes?))
+        }
+        (None, None) => None,
+    }
+}
+
+struct Log {
+    versions: Vec<Version>,
+    next: u64,
+    file: Option<File>,
+}
+
+/// The kept versions of one store.
+pub struct History {
+    dir: PathBuf,
+    settings: HistorySettings,
+    log: Mutex<Log>,
+}
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("History")
+            .field("dir", &self.dir)
+            .field("versions", &self.log.lock().versions.len())
+            .finish()
+    }
+}
+
+fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+fn private_dir(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
+
+impl History {
+    /// Opens (or starts) the history kept in `state_dir`.
+    pub fn open(state_dir: &Path, settings: HistorySettings) -> io::Result<History> {
+        let dir = state_dir.join(HISTORY_DIR);
+        private_dir(&dir.join(OBJECTS_DIR))?;
+        let versions = match fs::read(dir.join(LOG_FILE)) {
+            Ok(bytes) => parse_log(&bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let next = versions.iter().map(|v| v.n).max().unwrap_or(0) + 1;
+        Ok(History {
+            dir,
+            settings,
+            log: Mutex::new(Log {
+                versions,
+                next,
+                file: None,
+            }),
+        })
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> HistorySettings {
+        self.settings
+    }
+
+    /// Keeps the content of the regular file at `path` before it is lost
+    /// for `why`. Anything but a regular file, and a file over the size
+    /// cap, is left alone. Returns the version's number, if one was kept.
+    pub fn keep(
+        &self,
+        store: &Store,
+        path: &StorePath,
+        why: Why,
+        how: Keep,
+    ) -> io::Result<Option<u64>> {
+        let file = match store.open_file(path, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
+            Ok(file) => file,
+            // Nothing there, a symlink, or a special file: nothing to keep.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::ELOOP | libc::ENXIO | libc::EISDIR)
+                ) =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let st = super::fstat(&file)?;
+        if st.kind != super::FileKind::File || st.size > self.settings.max_bytes {
+            return Ok(None);
+        }
+        if st.size == 0 && why == Why::Truncated {
+            return Ok(None);
+        }
+        let mut bytes = Vec::with_capacity(st.size as usize);
+        (&file).read_to_end(&mut bytes)?;
+        let link_from = (how == Keep::LinkOrCopy && st.nlink == 1).then_some(&file);
+        self.keep_content(path, &bytes, why, link_from)
+    }
+
+    /// Keeps `bytes` as what `path` held before it was lost for `why`.
+    pub fn keep_bytes(&self, path: &StorePath, bytes: &[u8], why: Why) -> io::Result<Option<u64>> {
+        if bytes.len() as u64 > self.settings.max_bytes {
+            return Ok(None);
+        }
+        self.keep_content(path, bytes, why, None)
+    }
+
+    fn keep_content(
+        &self,
+        path: &StorePath,
+        bytes: &[u8],
+        why: Why,
+        link_from: Option<&File>,
+    ) -> io::Result<Option<u64>> {
+        let (id, title) = describe(path, bytes);
+        let now = now_unix();
+        let mut log = self.log.lock();
+        let last = log.versions.iter().rposition(|v| v.path == *path);
+        let object = self.store_object(bytes, link_from)?;
+        let collapse = self.settings.collapse.as_secs() as i64;
+        let (window, first, drop) = match last.map(|i| (i, &log.versions[i])) {
+            // The same content again: already kept.
+            Some((_, v))
+                if v.object == object && v.why == why && now - v.window < collapse.max(1) =>
+            {
+                return Ok(None);
+            }
+            Some((i, v)) if now - v.window < collapse => {
+                let drop = (!v.first).then_some(i);
+                (v.window, false, drop)
+            }
+            _ => (now, true, None),
+        };
+        let n = log.next;
+        log.next += 1;
+        let version = Version {
+            n,
+            path: path.clone(),
+            id,
+            title,
+            why,
+            at: now,
+            size: bytes.len() as u64,
+            object,
+            window,
+            first,
+        };
+        let mut lines = Vec::new();
+        if let Some(i) = drop {
+            let dropped = log.versions.remove(i);
+            lines.push(Line::Drop { drop: dropped.n });
+            if !log.versions.iter().any(|v| v.object == dropped.object)
+                && dropped.object != version.object
+            {
+                let _ = fs::remove_file(self.object_path(&dropped.object));
+            }
+        }
+        lines.push(version.to_line());
+        log.versions.push(version);
+        self.append(&mut log, &lines)?;
+        Ok(Some(n))
+    }
+
+    fn append(&self, log: &mut Log, lines: &[Line]) -> io::Result<()> {
+        let mut text = Vec::new();
+        for line in lines {
+            serde_json::to_writer(&mut text, line).map_err(io::Error::other)?;
+            text.push(b'\n');
+        }
+        if log.file.is_none() {
+            log.file = Some(
+                OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .open(self.dir.join(LOG_FILE))?,
+            );
+        }
+        match log.file.as_mut() {
+            Some(file) => file.write_all(&text),
+            None => Ok(()),
+        }
+    }
+
+    fn object_path(&self, object: &str) -> PathBuf {
+        self.dir.join(OBJECTS_DIR).join(object)
+    }
+
+    /// Stores `bytes` as an object (a hard link of `link_from` when it can)
+    /// and returns its name; equal content already stored is reused.
+    fn store_object(&self, bytes: &[u8], link_from: Option<&File>) -> io::Result<String> {
+        let base = format!("{:016x}-{}", fnv1a64(bytes), bytes.len());
+        for n in 1..100u32 {
+            let name = if n == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            };
+            let path = self.object_path(&name);
+            match fs::read(&path) {
+                Ok(existing) if existing == bytes => return Ok(name),
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            if let Some(file) = link_from
+                && link_fd(file, &path).is_ok()
+            {
+                return Ok(name);
+            }
+            write_object(&path, bytes)?;
+            return Ok(name);
+        }
+        Err(io::Error::other(format!(
+            "too many different contents share the hash {base}"
+        )))
+    }
+
+    /// Every kept version, oldest first.
+    pub fn versions(&self) -> Vec<Version> {
+        self.log.lock().versions.clone()
+    }
+
+    /// The versions of the file at `path`, or of the memory `id`, oldest
+    /// first.
+    pub fn versions_of(&self, path: Option<&StorePath>, id: Option<&str>) -> Vec<Version> {
+        self.log
+            .lock()
+            .versions
+            .iter()
+            .filter(|v| Some(&v.path) == path || (id.is_some() && v.id.as_deref() == id))
+            .cloned()
+            .collect()
+    }
+
+    /// The newest deleted version of each path, newest first (whether the
+    /// path is free again is for the caller to see).
+    pub fn deleted(&self) -> Vec<Version> {
+        let log = self.log.lock();
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for v in log.versions.iter().rev() {
+            if seen.insert(v.path.clone()) && v.why == Why::Deleted {
+                out.push(v.clone());
+            }
+        }
+        out
+    }
+
+    /// The bytes a version kept.
+    pub fn read(&self, version: &Version) -> io::Result<Vec<u8>> {
+        fs::read(self.object_path(&version.object))
+    }
+
+    /// Drops versions older than the settings keep them and, oldest first,
+    /// those over the size cap; removes the objects nothing refers to and
+    /// rewrites the log compactly. Returns how many versions were dropped.
+    pub fn sweep(&self) -> io::Result<usize> {
+        self.sweep_at(now_unix())
+    }
+
+    fn sweep_at(&self, now: i64) -> io::Result<usize> {
+        let mut log = self.log.lock();
+        let before = log.versions.len();
+        let keep = i64::try_from(self.settings.keep.as_secs()).unwrap_or(i64::MAX);
+        log.versions.retain(|v| now.saturating_sub(v.at) < keep);
+        let mut sizes: HashMap<&str, (u64, usize)> = HashMap::new();
+        for v in &log.versions {
+            sizes.entry(&v.object).or_insert((v.size, 0)).1 += 1;
+        }
+        let mut total: u64 = sizes.values().map(|(size, _)| size).sum();
+        let mut cut = 0;
+        while total > self.settings.max_bytes && cut < log.versions.len() {
+            let v = &log.versions[cut];
+            if let Some((size, refs)) = sizes.get_mut(v.object.as_str()) {
+                *refs -= 1;
+                if *refs == 0 {
+                    total -= *size;
+                }
+            }
+            cut += 1;
+        }
+        drop(sizes);
+        log.versions.drain(..cut);
+        let dropped = before - log.versions.len();
+        let live: HashSet<&str> = log.versions.iter().map(|v| v.object.as_str()).collect();
+        for entry in fs::read_dir(self.dir.join(OBJECTS_DIR))? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if !name.to_str().is_some_and(|n| live.contains(n)) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        let mut text = Vec::new();
+        for v in &log.versions {
+            serde_json::to_writer(&mut text, &v.to_line()).map_err(io::Error::other)?;
+            text.push(b'\n');
+        }
+        let tmp = self.dir.join(format!("{LOG_FILE}.tmp"));
+        write_object(&tmp, &text)?;
+        fs::rename(&tmp, self.dir.join(LOG_FILE))?;
+        log.file = None;
+        Ok(dropped)
+    }
+}
+
+/// The id and title of a markdown memory's content.
+fn describe(path: &StorePath, bytes: &[u8]) -> (Option<String>, Option<String>) {
+    let is_md = path
+        .as_path()
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+    if !is_md || bytes.len() > PARSE_LIMIT {
+        return (None, None);
+    }
+    let stem = path
+        .as_path()
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match crate::memory::parse_bytes(&stem, bytes) {
+        Some(memory) => (memory.frontmatter.id, Some(memory.title)),
+        None => (None, None),
+    }
+}
+
+fn parse_log(bytes: &[u8]) -> Vec<Version> {
+    let mut versions: Vec<Version> = Vec::new();
+    let mut bad = 0;
+    for line in bytes.split(|b| *b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Line>(line) {
+            Ok(Line::Version {
+                n,
+                path,
+                path_hex,
+                id,
+                title,
+                why,
+                at,
+                size,
+                object,
+                window,
+                first,
+            }) => match path_from(path, path_hex) {
+                Some(path) if !object.contains('/') => versions.push(Version {
+                    n,
+                    path,
+                    id,
+                    title,
+                    why,
+                    at,
+                    size,
+                    object,
+                    window,
+                    first,
+                }),
+                _ => bad += 1,
+            },
+            Ok(Line::Drop { drop }) => versions.retain(|v| v.n != drop),
+            Err(_) => bad += 1,
+        }
+    }
+    if bad > 0 {
+        tracing::warn!("history: skipped {bad} unreadable lines of the version log");
+    }
+    versions
+}
+
+/// A hard link of an open file at `to` (through `/proc/self/fd`, which
+/// needs no privilege for a file that still has a name).
+fn link_fd(file: &File, to: &Path) -> io::Result<()> {
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(io::Error::other)?;
+    let to = std::ffi::CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
+    // SAFETY: NUL-terminated paths.
+    let ret = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Writes a private file whole (a temp name, then a rename).
+fn write_object(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
+    let written = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        store: Store,
+        state: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let state = dir.path().join("state");
+        fs::create_dir_all(&root).unwrap();
+        let store = Store::open(&root).unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            store,
+            state,
+        }
+    }
+
+    fn p(s: &str) -> StorePath {
+        StorePath::new(s).unwrap()
+    }
+
+    fn settings(collapse: u64) -> HistorySettings {
+        HistorySettings {
+            collapse: Duration::from_secs(collapse),
+            ..HistorySettings::default()
+        }
+    }
+
+    #[test]
+    fn a_deleted_file_is_kept_as_a_hard_link_and_read_back() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(60)).unwrap();
+        fs::write(
+            f.root.join("a.md"),
+            "---\nid: abc\ntitle: Alpha\n---\nbody\n",
+        )
+        .unwrap();
+        let ino = fs::metadata(f.root.join("a.md")).unwrap().ino();
+        let n = h
+            .keep(&f.store, &p("a.md"), Why::Deleted, Keep::LinkOrCopy)
+            .unwrap()
+            .unwrap();
+        fs::remove_file(f.root.join("a.md")).unwrap();
+        let v = &h.versions_of(None, Some("abc"))[0];
+        assert_eq!(v.n, n);
+        assert_eq!(v.title.as_deref(), Some("Alpha"));
+        assert_eq!(
+            h.read(v).unwrap(),
+            b"---\nid: abc\ntitle: Alpha\n---\nbody\n"
+        );
+        let object = fs::metadata(h.object_path(&v.object)).unwrap();
+        assert_eq!(object.ino(), ino, "kept by a hard link, not a copy");
+        assert_eq!(h.deleted().len(), 1);
+        // The log survives a reopen.
+        drop(h);
+        let h = History::open(&f.state, settings(60)).unwrap();
+        assert_eq!(h.versions_of(Some(&p("a.md")), None).len(), 1);
+    }
+
+    #[test]
+    fn a_truncation_is_kept_as_a_copy() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(60)).unwrap();
+        fs::write(f.root.join("t.md"), "before").unwrap();
+        h.keep(&f.store, &p("t.md"), Why::Truncated, Keep::Copy)
+            .unwrap();
+        // Truncate in place and write again: the kept copy does not change.
+        let file = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(f.root.join("t.md"))
+            .unwrap();
+        (&file).write_all(b"after").unwrap();
+        let v = &h.versions()[0];
+        assert_eq!(h.read(v).unwrap(), b"before");
+    }
+
+    #[test]
+    fn equal_content_is_stored_once() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(0)).unwrap();
+        for name in ["a.md", "b.md"] {
+            fs::write(f.root.join(name), "same").unwrap();
+            h.keep(&f.store, &p(name), Why::Deleted, Keep::Copy)
+                .unwrap();
+        }
+        assert_eq!(h.versions().len(), 2);
+        let objects = fs::read_dir(f.state.join("history/objects"))
+            .unwrap()
+            .count();
+        assert_eq!(objects, 1);
+    }
+
+    #[test]
+    fn a_burst_keeps_its_first_and_its_latest_version() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(60)).unwrap();
+        for content in ["v1", "v2", "v3", "v4"] {
+            h.keep_bytes(&p("n.md"), content.as_bytes(), Why::Overwritten)
+                .unwrap();
+        }
+        let kept: Vec<Vec<u8>> = h.versions().iter().map(|v| h.read(v).unwrap()).collect();
+        assert_eq!(kept, [b"v1".to_vec(), b"v4".to_vec()]);
+        // The dropped versions' objects are gone too.
+        let objects = fs::read_dir(f.state.join("history/objects"))
+            .unwrap()
+            .count();
+        assert_eq!(objects, 2);
+        // Without collapsing, every version stays.
+        let g = History::open(&f.state.join("other"), settings(0)).unwrap();
+        for content in ["v1", "v2", "v3"] {
+            g.keep_bytes(&p("n.md"), content.as_bytes(), Why::Overwritten)
+                .unwrap();
+        }
+        assert_eq!(g.versions().len(), 3);
+        // The collapse survives a reopen.
+        drop(h);
+        let h = History::open(&f.state, settings(60)).unwrap();
+        assert_eq!(h.versions().len(), 2);
+    }
+
+    #[test]
+    fn the_sweep_expires_old_versions_and_enforces_the_cap() {
+        let f = fixture();
+        let h = History::open(
+            &f.state,
+            HistorySettings {
+                keep: Duration::from_secs(100),
+                max_bytes: 10,
+                collapse: Duration::ZERO,
+            },
+        )
+        .unwrap();
+        h.keep_bytes(&p("a.md"), b"aaaa", Why::Deleted).unwrap();
+        h.keep_bytes(&p("b.md"), b"bbbb", Why::Deleted).unwrap();
+        h.keep_bytes(&p("c.md"), b"cccc", Why::Deleted).unwrap();
+        // 12 bytes over a cap of 10: the oldest goes.
+        assert_eq!(h.sweep_at(now_unix()).unwrap(), 1);
+        let paths: Vec<String> = h.versions().iter().map(|v| v.path.to_string()).collect();
+        assert_eq!(paths, ["b.md", "c.md"]);
+        assert_eq!(
+            fs::read_dir(f.state.join("history/objects"))
+                .unwrap()
+                .count(),
+            2
+        );
+        // Past the keep time, everything goes.
+        assert_eq!(h.sweep_at(now_unix() + 1000).unwrap(), 2);
+        assert!(h.versions().is_empty());
+        drop(h);
+        let h = History::open(&f.state, HistorySettings::default()).unwrap();
+        assert!(h.versions().is_empty());
+        // Numbers are not reused after a sweep emptied the log.
+        let n = h.keep_bytes(&p("d.md"), b"d", Why::Deleted).unwrap();
+        assert!(n.is_some());
+    }
+
+    #[test]
+    fn a_bad_log_line_is_skipped() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(0)).unwrap();
+        h.keep_bytes(&p("a.md"), b"a", Why::Deleted).unwrap();
+        drop(h);
+        let log = f.state.join("history").join(LOG_FILE);
+        let mut text = fs::read(&log).unwrap();
+        text.extend_from_slice(b"{not json\n");
+        fs::write(&log, text).unwrap();
+        let h = History::open(&f.state, settings(0)).unwrap();
+        assert_eq!(h.versions().len(), 1);
+    }
+
+    #[test]
+    fn nothing_is_kept_of_what_is_not_a_regular_file() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(0)).unwrap();
+        std::os::unix::fs::symlink("x", f.root.join("l")).unwrap();
+        fs::create_dir(f.root.join("d")).unwrap();
+        for name in ["l", "d", "missing"] {
+            let kept = h
+                .keep(&f.store, &p(name), Why::Deleted, Keep::LinkOrCopy)
+                .unwrap();
+            assert_eq!(kept, None, "{name}");
+        }
+    }
+}
