@@ -24,6 +24,7 @@ use crate::index::Index;
 use crate::ops::{DirectWriter, Operations, ServedBy, Writer};
 use crate::store::Store;
 use crate::store::counters::CounterStore;
+use crate::store::history::History;
 use crate::store::watch::StoreWatcher;
 use crate::tasks::{Setup, Tasks};
 use crate::views::Views;
@@ -71,8 +72,16 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
         .context("cannot open the search index")?;
     let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
     let views = Views::new(index.clone());
-    let writer: Arc<dyn Writer> =
-        Arc::new(DirectWriter::new(Arc::clone(&store)).with_index(index.clone()));
+    let history = Arc::new(
+        History::open(&config.state_dir, config.config.history.settings()).with_context(|| {
+            format!("cannot open the history in {}", config.state_dir.display())
+        })?,
+    );
+    let writer: Arc<dyn Writer> = Arc::new(
+        DirectWriter::new(Arc::clone(&store))
+            .with_index(index.clone())
+            .with_history(Arc::clone(&history)),
+    );
     // The direct writer reports no closes; the organizer learns of every
     // change from the store watch below.
     let (_closes, closes_rx) = crossbeam_channel::unbounded();
@@ -86,6 +95,7 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
                 config: config.config.clone(),
                 outputs: views.task_outputs(),
                 state_dir: Some(config.state_dir.clone()),
+                history: Some(Arc::clone(&history)),
             },
             closes_rx,
         )?))
@@ -99,7 +109,8 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
         views.clone(),
         writer,
         ServedBy::Daemon,
-    );
+    )
+    .with_history(history);
     if let Some(tasks) = &tasks {
         ops = ops.with_organizer(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>);
     }
