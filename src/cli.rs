@@ -737,7 +737,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
                     })?,
                 };
-                open.insert(current).call(request)
+                let answer = current.call(request);
+                // A daemon that went away (restarted, unmounted) leaves this
+                // session useless: the next call opens a new one.
+                let lost = current.through_daemon()
+                    && matches!(answer, Err(crate::ops::Error::Unavailable(_)));
+                if !lost {
+                    *open = Some(current);
+                }
+                answer
             }))
             .context("the MCP server's input or output failed")
         }

@@ -94,13 +94,20 @@ impl Served {
     }
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
+impl Served {
+    /// Stops the daemon, keeping the store.
+    fn stop(&mut self) {
         signal(self.child.id(), libc::SIGTERM);
         if wait_timeout(&mut self.child, Duration::from_secs(30)).is_none() {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -537,5 +544,92 @@ fn the_mount_daemon_listens_too_and_writes_through_its_mount() {
             .unwrap_or_default()
             .contains(&m.mnt.display().to_string()),
         "the daemon writes through its mount: {status}"
+    );
+}
+
+/// A long-running `mnemofs mcp`, driven line by line.
+struct McpSession {
+    child: Child,
+    input: std::process::ChildStdin,
+    output: BufReader<std::process::ChildStdout>,
+    id: u64,
+}
+
+impl McpSession {
+    fn start(store: &Path) -> McpSession {
+        let mut child = Command::new(bin())
+            .args(["mcp", "--store"])
+            .arg(store)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn mnemofs mcp");
+        let input = child.stdin.take().expect("stdin");
+        let output = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut session = McpSession {
+            child,
+            input,
+            output,
+            id: 0,
+        };
+        session.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        writeln!(
+            session.input,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .expect("send");
+        session
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        writeln!(self.input, "{request}").expect("send");
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.output.read_line(&mut line).expect("read") > 0,
+                "mnemofs mcp exited"
+            );
+            let answer: Value = serde_json::from_str(&line).expect("JSON");
+            if answer["id"] == self.id {
+                return answer["result"].clone();
+            }
+        }
+    }
+
+    fn served_by(&mut self) -> Option<String> {
+        let result = self.request("tools/call", json!({"name": "status", "arguments": {}}));
+        result["structuredContent"]["served_by"]
+            .as_str()
+            .map(str::to_string)
+    }
+}
+
+impl Drop for McpSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_mcp_server_outlives_the_daemon_it_went_through() {
+    let mut served = Served::start();
+    let mut mcp = McpSession::start(&served.store);
+    assert_eq!(mcp.served_by().as_deref(), Some("daemon"));
+    served.stop();
+    // The call that finds the daemon gone fails; the next opens the store.
+    let after: Vec<Option<String>> = (0..2).map(|_| mcp.served_by()).collect();
+    assert_eq!(
+        after.last().cloned().flatten().as_deref(),
+        Some("local"),
+        "{after:?}"
     );
 }
