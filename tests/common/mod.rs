@@ -316,6 +316,17 @@ pub fn signal(pid: u32, sig: libc::c_int) {
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
+/// Whether a filesystem answers statfs at `path` (a dead FUSE daemon's
+/// mount does not).
+fn statfs_answers(path: &Path) -> bool {
+    let c = CString::new(path.as_os_str().as_bytes()).expect("a path without NUL");
+    // SAFETY: a NUL-terminated path and a zeroed out-parameter.
+    unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::statfs(c.as_ptr(), &mut st) == 0
+    }
+}
+
 /// A unique name for scratch entries inside one test process.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}{}", COUNTER.fetch_add(1, Ordering::SeqCst))
@@ -457,7 +468,10 @@ impl Mount {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if let Some(Ok(md)) = metadata_with_timeout(&self.mnt, left) {
                     let parent = fs::metadata(self.mnt.parent().expect("parent")).expect("stat");
-                    if md.dev() != parent.dev() {
+                    // A stale mount left by a killed daemon can still
+                    // answer stat from the kernel's attribute cache; statfs
+                    // always asks the daemon.
+                    if md.dev() != parent.dev() && statfs_answers(&self.mnt) {
                         return;
                     }
                 }
