@@ -1141,3 +1141,112 @@ pub fn listing(with_aliases: bool) -> Vec<Value> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Runs `name` with `args` on a runner that records each request and
+    /// answers the few kinds a translation needs.
+    fn requests(name: &str, args: Value) -> (Result<Answer, Fail>, Vec<Request>) {
+        let seen = Mutex::new(Vec::new());
+        let runner = |request: Request| {
+            seen.lock().expect("lock").push(request.clone());
+            let mut inner = &request;
+            while let Request::Scoped { request, .. } | Request::Expecting { request, .. } = inner {
+                inner = request;
+            }
+            Ok(match inner {
+                Request::Search { .. } => Response::Hits {
+                    hits: Vec::new(),
+                    warnings: Vec::new(),
+                },
+                Request::Resolve { reference } => Response::Memory {
+                    path: format!("{reference}.md"),
+                    id: Some(reference.clone()),
+                },
+                Request::Stat { path } => Response::Entry {
+                    entry: ops::Entry {
+                        path: path.clone(),
+                        kind: ops::EntryKind::File,
+                        size: 1,
+                    },
+                },
+                _ => Response::Memory {
+                    path: "x.md".into(),
+                    id: None,
+                },
+            })
+        };
+        let Value::Object(args) = args else {
+            panic!("arguments are an object");
+        };
+        let answer = call(&runner, name, &args);
+        (answer, seen.into_inner().expect("lock"))
+    }
+
+    #[test]
+    fn memory_cli_filters_become_the_query_language() {
+        let (answer, seen) = requests(
+            "memory_search",
+            json!({"query": "dark mode", "tags": "ui, theme", "category": "preferences",
+                   "from": "2026-01-01", "limit": 3}),
+        );
+        assert!(answer.is_ok(), "{answer:?}");
+        assert_eq!(
+            seen,
+            [Request::Search {
+                query: "(dark mode) AND tag:\"ui\" AND tag:\"theme\" AND category:\"preferences\" AND created:>=2026-01-01".into(),
+                limit: 3,
+            }]
+        );
+    }
+
+    #[test]
+    fn memory_cli_names_map_onto_the_tools() {
+        let (_, seen) = requests("memory_write", json!({"content": "x", "tags": "a, b,"}));
+        let [Request::WriteMemory(memory)] = seen.as_slice() else {
+            panic!("{seen:?}");
+        };
+        assert_eq!(memory.tags, ["a", "b"]);
+        let (_, seen) = requests("memory_tag", json!({"id": "k-1", "tags": ["c"]}));
+        assert_eq!(
+            seen.last(),
+            Some(&Request::Tag {
+                reference: "k-1.md".into(),
+                tags: vec!["c".into()],
+            })
+        );
+        let (_, seen) = requests("memory_list", json!({"tags": ["t"], "phase": "inbox"}));
+        let [Request::Memories(filter)] = seen.as_slice() else {
+            panic!("{seen:?}");
+        };
+        assert_eq!(
+            (filter.tag.as_deref(), filter.phase.as_deref()),
+            (Some("t"), Some("inbox"))
+        );
+    }
+
+    #[test]
+    fn scope_and_expected_version_wrap_the_requests() {
+        let (_, seen) = requests("search", json!({"query": "x", "scope": "agent:a"}));
+        assert!(
+            matches!(&seen[..], [Request::Scoped { scope: Some(s), .. }] if s == "agent:a"),
+            "{seen:?}"
+        );
+        let (_, seen) = requests("delete", json!({"ref": "k", "expected_version": "v1"}));
+        assert!(
+            matches!(seen.last(), Some(Request::Expecting { version: Some(v), request })
+                if v == "v1" && **request == Request::Delete { path: "k.md".into() }),
+            "{seen:?}"
+        );
+        let (answer, seen) = requests("nope", json!({}));
+        assert_eq!(
+            answer.map(drop).map_err(|f| f.code),
+            Err(rpc::METHOD_NOT_FOUND)
+        );
+        assert!(seen.is_empty());
+    }
+}
