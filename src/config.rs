@@ -267,7 +267,7 @@ pub struct HistoryConfig {
     #[serde(with = "serde_duration")]
     pub keep: Duration,
     /// The most space kept versions take (`500MiB`, `2GiB`, or bytes); the
-    /// oldest go first.
+    /// oldest go first. `0` keeps nothing.
     #[serde(with = "serde_size")]
     pub max_size: u64,
     /// Versions of one file kept within this long of each other collapse

@@ -49,7 +49,7 @@ pub struct Config {
 }
 
 /// The figure groups of the `mount` bench, chosen with
-/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|all` (default all).
+/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|all` (default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// The spine figures: the mount against its backing directory.
@@ -62,6 +62,8 @@ pub enum Selection {
     Hooks,
     /// The agents' front ends: MCP, `mnemofs tool`, the socket.
     Tools,
+    /// The cost of keeping earlier versions on save by rename.
+    History,
     /// Both, mount first.
     All,
 }
@@ -91,6 +93,11 @@ impl Selection {
     pub fn tools(self) -> bool {
         matches!(self, Selection::Tools | Selection::All)
     }
+
+    /// Whether the history figures run.
+    pub fn history(self) -> bool {
+        matches!(self, Selection::History | Selection::All)
+    }
 }
 
 impl Config {
@@ -113,8 +120,9 @@ impl Config {
             Ok("dream") => Selection::Dream,
             Ok("hooks") => Selection::Hooks,
             Ok("tools") => Selection::Tools,
+            Ok("history") => Selection::History,
             Ok(v) => panic!(
-                "MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, tools, all"
+                "MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, tools, history, all"
             ),
         };
         Config {

@@ -67,7 +67,8 @@ pub struct HistorySettings {
     /// Versions older than this are dropped by the sweep.
     pub keep: Duration,
     /// The most bytes all kept contents may take; the oldest versions go
-    /// first. A single file larger than this is not kept.
+    /// first. A single file larger than this is not kept, and `0` keeps
+    /// nothing.
     pub max_bytes: u64,
     /// Versions of one path kept within this window of each other collapse
     /// (see the module documentation).
@@ -284,6 +285,9 @@ impl History {
         why: Why,
         how: Keep,
     ) -> io::Result<Option<u64>> {
+        if self.settings.max_bytes == 0 {
+            return Ok(None);
+        }
         let file = match store.open_file(path, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
             Ok(file) => file,
             // Nothing there, a symlink, or a special file: nothing to keep.
@@ -312,7 +316,7 @@ impl History {
 
     /// Keeps `bytes` as what `path` held before it was lost for `why`.
     pub fn keep_bytes(&self, path: &StorePath, bytes: &[u8], why: Why) -> io::Result<Option<u64>> {
-        if bytes.len() as u64 > self.settings.max_bytes {
+        if bytes.len() as u64 > self.settings.max_bytes || self.settings.max_bytes == 0 {
             return Ok(None);
         }
         self.keep_content(path, bytes, why, None)
