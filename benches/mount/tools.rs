@@ -133,11 +133,14 @@ fn scan(store: &Path, word: &str) -> Result<usize> {
         .count())
 }
 
+/// Query words: the vocabulary's, without the connecting words the
+/// search figures also leave out.
 fn words(n: usize) -> Vec<&'static str> {
+    const CONNECTING: &[&str] = &["with", "after", "before", "because", "when"];
     VOCABULARY
         .iter()
         .copied()
-        .filter(|w| w.len() > 3)
+        .filter(|w| w.len() > 3 && !CONNECTING.contains(w))
         .take(n)
         .collect()
 }
