@@ -21,7 +21,8 @@
 pub mod normalize;
 pub mod organize;
 
-use std::collections::{HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -399,6 +400,7 @@ impl Tasks {
             runner,
             queued: Arc::clone(&queued),
             pending: HashMap::new(),
+            due_order: BinaryHeap::new(),
             retries: HashMap::new(),
             inbox_due: Some(Instant::now()),
             last_change: Instant::now(),
@@ -463,6 +465,9 @@ struct Worker {
     queued: Arc<AtomicUsize>,
     /// Memories to normalize, with the time they become due.
     pending: HashMap<StorePath, Instant>,
+    /// `pending` in time order, for the next due one in O(log n); an entry
+    /// whose time `pending` no longer holds is stale and skipped.
+    due_order: BinaryHeap<Reverse<(Instant, StorePath)>>,
     /// How many times each put-off memory was tried (for the backoff).
     retries: HashMap<StorePath, u32>,
     /// When the next inbox item passes its quiet period, if one waits.
@@ -493,7 +498,8 @@ impl Worker {
         let mut events = events.clone();
         loop {
             self.queued.store(self.pending.len(), Ordering::Relaxed);
-            let wake = [self.pending.values().min().copied(), self.inbox_due]
+            let next_due = self.due_order.peek().map(|Reverse((due, _))| *due);
+            let wake = [next_due, self.inbox_due]
                 .into_iter()
                 .flatten()
                 .fold(next_tick, Instant::min);
@@ -530,7 +536,7 @@ impl Worker {
                         // Rewritten only once writes have stopped for the
                         // quiet period, as an editor autosaving would.
                         let quiet = settings.debounce.max(settings.quiet_period);
-                        self.pending.insert(path.clone(), now + quiet);
+                        self.schedule(path.clone(), now + quiet);
                         if normalize::in_inbox(&path) {
                             let due = now + settings.quiet_period;
                             self.inbox_due = Some(self.inbox_due.map_or(due, |d| d.min(due)));
@@ -577,14 +583,25 @@ impl Worker {
             .is_ok_and(|st| st.mtime.sec >= self.started)
     }
 
+    /// Normalizes `path` at `due` (replacing an earlier time).
+    fn schedule(&mut self, path: StorePath, due: Instant) {
+        self.pending.insert(path.clone(), due);
+        self.due_order.push(Reverse((due, path)));
+    }
+
     fn normalize_due(&mut self) {
         let now = Instant::now();
-        let due: Vec<StorePath> = self
-            .pending
-            .iter()
-            .filter(|(_, t)| **t <= now)
-            .map(|(p, _)| p.clone())
-            .collect();
+        // In time order; entries whose time was replaced are skipped. Each
+        // costs O(log n), so a backlog of thousands stays cheap to serve.
+        let mut due = Vec::new();
+        while let Some(Reverse((at, _))) = self.due_order.peek()
+            && *at <= now
+        {
+            let Reverse((at, path)) = self.due_order.pop().expect("peeked");
+            if self.pending.get(&path) == Some(&at) {
+                due.push(path);
+            }
+        }
         if due.is_empty() {
             return;
         }
@@ -601,7 +618,7 @@ impl Worker {
                     let tries = self.retries.entry(path.clone()).or_insert(0);
                     let pause = Duration::from_secs(2) * (1u32 << (*tries).min(6));
                     *tries += 1;
-                    self.pending.insert(path, now + pause);
+                    self.schedule(path, now + pause);
                 }
             }
         }
