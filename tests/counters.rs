@@ -101,3 +101,107 @@ fn write_sessions_update_version_and_content_hash() {
     );
     assert!(getxattr(&note, "user.mnemofs.updated_at").is_ok_and(|t| t.ends_with('Z')));
 }
+
+/// `access_count` of `rel` on the mount (0 when none was recorded).
+fn access_count(m: &Mount, rel: &str) -> u64 {
+    match getxattr(&m.m(rel), "user.mnemofs.access_count") {
+        Ok(n) => n.parse().expect("a number"),
+        Err(libc::ENODATA) => 0,
+        Err(e) => panic!("getxattr {rel}: errno {e}"),
+    }
+}
+
+fn run_ok(cmd: &mut Command) {
+    let out = common::run_with_timeout(cmd, std::time::Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{cmd:?} timed out"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Walkers (grep -r, tar, find -exec cat, git add) read every memory and
+/// count nothing; a single cat, a read through `by-id/` and a read through
+/// `mnemofs tool` each count one.
+#[test]
+fn walks_of_the_tree_are_not_counted_but_single_reads_are() {
+    let notes = [
+        (
+            "notes/a.md",
+            "---\nid: aaaaaaaa-0000-4000-8000-000000000001\n---\nalpha walker\n",
+        ),
+        ("notes/b.md", "beta walker\n"),
+        ("notes/deep/c.md", "gamma walker\n"),
+        ("d.md", "delta walker\n"),
+    ];
+    let m = Mount::with_options(MountOptions {
+        seed: notes
+            .iter()
+            .map(|(p, c)| (p.to_string(), c.as_bytes().to_vec()))
+            .collect(),
+        ..Default::default()
+    });
+    let total = |m: &Mount| notes.iter().map(|(p, _)| access_count(m, p)).sum::<u64>();
+    run_ok(Command::new("grep").arg("-r").arg("walker").arg(&m.mnt));
+    assert_eq!(total(&m), 0, "grep -r was counted");
+    run_ok(
+        Command::new("tar")
+            .arg("cf")
+            .arg(m.plain.join("backup.tar"))
+            .arg("-C")
+            .arg(&m.mnt)
+            .arg("."),
+    );
+    assert_eq!(total(&m), 0, "tar was counted");
+    run_ok(
+        Command::new("find")
+            .arg(&m.mnt)
+            .args(["-name", "*.md", "-exec", "cat", "{}", ";"]),
+    );
+    assert_eq!(total(&m), 0, "find -exec cat was counted");
+    if common::have_program("git") {
+        let git = |args: &[&str]| {
+            run_ok(
+                Command::new("git")
+                    .arg("-C")
+                    .arg(&m.mnt)
+                    .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+                    .args(args),
+            )
+        };
+        git(&["init", "-q"]);
+        git(&["add", "-A"]);
+        assert_eq!(total(&m), 0, "git add was counted");
+    }
+    // Past the walks' window, so nothing is left of them.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    run_ok(Command::new("cat").arg(m.m("notes/b.md")));
+    assert_eq!(access_count(&m, "notes/b.md"), 1, "a single cat");
+    run_ok(Command::new("cat").arg(m.m("by-id/aaaaaaaa-0000-4000-8000-000000000001.md")));
+    assert_eq!(access_count(&m, "notes/a.md"), 1, "a read through by-id/");
+    let mut tool = Command::new(common::bin());
+    tool.arg("tool")
+        .arg("--store")
+        .arg(&m.store)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = tool.spawn().expect("mnemofs tool");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(stdin, r#"{{"command": "view", "path": "/memories/d.md"}}"#).expect("send");
+    }
+    let out = child.wait_with_output().expect("tool");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("delta walker"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        access_count(&m, "d.md"),
+        1,
+        "a read through the memory tool"
+    );
+    assert_eq!(access_count(&m, "notes/deep/c.md"), 0);
+}

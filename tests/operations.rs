@@ -1510,3 +1510,30 @@ fn reindex_counts_the_files_written_behind_the_operations() {
     );
     assert_eq!(f.ops.status().documents, 2);
 }
+
+#[test]
+fn reads_of_memories_are_counted_and_listings_are_not() {
+    let counters = Arc::new(mnemofs::store::counters::CounterStore::in_memory());
+    let root = tempfile::tempdir().expect("tempdir");
+    let shared = Arc::clone(&counters);
+    let f = Fixture::on(
+        root,
+        |direct| Arc::new(direct),
+        move |ops| ops.with_counters(shared),
+    );
+    f.seed("notes/a.md", "---\ntitle: Alpha\n---\nbody\n");
+    f.index
+        .notify_paths(&[StorePath::new("notes/a.md").expect("path")]);
+    f.settle();
+    let count = || {
+        counters
+            .get(&StorePath::new("notes/a.md").expect("path"))
+            .access_count
+    };
+    f.ops.list("notes", 2).expect("list");
+    f.ops.search("body", 10).expect("search");
+    assert_eq!(count(), 0, "listing and searching are not reads");
+    f.ops.read("notes/a.md").expect("read");
+    f.ops.read_memory_text("Alpha").expect("read by title");
+    assert_eq!(count(), 2);
+}

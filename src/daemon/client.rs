@@ -259,6 +259,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Way::Local { ops, .. } = &self.way {
+            ops.flush_counters();
+        }
         if let Way::Local { index, .. } | Way::ReadOnly { index, .. } = &self.way {
             index.shutdown();
         }
@@ -304,11 +307,12 @@ fn open_local(
             .with_index(index.clone())
             .with_history(Arc::clone(&history)),
     );
+    let counters = Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)));
     let organizer = OneShot::new(Setup {
         writer: Arc::clone(&writer),
         store: Arc::clone(&store),
         index: index.clone(),
-        counters: Some(Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)))),
+        counters: Some(Arc::clone(&counters)),
         config: config.clone(),
         outputs: views.task_outputs(),
         state_dir: Some(state_dir.to_path_buf()),
@@ -316,6 +320,7 @@ fn open_local(
     });
     let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
         .with_organizer(Arc::new(organizer))
-        .with_history(history);
+        .with_history(history)
+        .with_counters(counters);
     Ok((ops, index))
 }

@@ -341,6 +341,9 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
     if let Some(history) = mounted.fs.history() {
         ops = ops.with_history(Arc::clone(history));
     }
+    if let Some(counters) = mounted.fs.counters() {
+        ops = ops.with_counters(Arc::clone(counters));
+    }
     if let Some(tasks) = &tasks {
         ops = ops.with_organizer(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>);
     }

@@ -110,7 +110,8 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
         writer,
         ServedBy::Daemon,
     )
-    .with_history(history);
+    .with_history(history)
+    .with_counters(Arc::clone(&counters));
     if let Some(tasks) = &tasks {
         ops = ops.with_organizer(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>);
     }

@@ -156,6 +156,8 @@ pub struct StoreFs {
     counters: Option<Arc<CounterStore>>,
     /// Where deletes, overwrites and truncations keep what they take away.
     history: Option<Arc<History>>,
+    /// Recent listings of folders, to tell a walk's opens from recall.
+    walkers: super::walkers::Walkers,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
     /// Paths a background task is replacing right now.
     replacing: Mutex<std::collections::HashSet<StorePath>>,
@@ -202,6 +204,7 @@ impl StoreFs {
             events: std::sync::OnceLock::new(),
             counters: None,
             history: None,
+            walkers: Default::default(),
             redirects: Mutex::new(HashMap::new()),
             passthrough: std::sync::atomic::AtomicBool::new(false),
             replacing: Mutex::new(std::collections::HashSet::new()),
@@ -912,7 +915,8 @@ impl StoreFs {
     }
 
     /// Opens an existing file for the process `pid`. Opens for reading by
-    /// other processes than the daemon itself count as accesses.
+    /// other processes than the daemon itself count as accesses, unless
+    /// they are part of a walk of the file's folder.
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> FsResult<Opened> {
         if is_virtual(ino) {
             let content = self.view_table()?.open(ino, flags)?;
@@ -943,6 +947,7 @@ impl StoreFs {
         let file = self.store.open_file(&path, flags, 0)?;
         if pid != std::process::id()
             && let Some(counters) = &self.counters
+            && !self.is_walk(ino, pid)
         {
             counters.record_read_open(&path);
         }
@@ -1222,6 +1227,24 @@ impl StoreFs {
             }
             Ok(ret)
         })
+    }
+
+    /// Whether process `pid` opening `ino` is walking its folder (see
+    /// `walkers.rs`): such opens are not counted as accesses.
+    fn is_walk(&self, ino: u64, pid: u32) -> bool {
+        let parent = self.inodes.lock().parent_and_name(ino).map(|(p, _)| p);
+        parent.is_some_and(|dir| self.walkers.is_walk(dir, pid))
+    }
+
+    /// [`StoreFs::opendir`] for the kernel: a real folder listed by `pid`
+    /// is remembered for a moment, so the opens of a walk that follows are
+    /// not counted as accesses.
+    pub fn opendir_for(&self, ino: u64, pid: u32) -> FsResult<u64> {
+        let fh = self.opendir(ino)?;
+        if self.counters.is_some() && !is_virtual(ino) {
+            self.walkers.listed(ino, pid);
+        }
+        Ok(fh)
     }
 
     /// Opens a directory for listing.

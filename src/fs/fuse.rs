@@ -386,9 +386,9 @@ impl Filesystem for FuseAdapter {
         Self::reply_empty("fsync", self.fs.fsync(fh.0, datasync), reply);
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         let _span = tracing::debug_span!("fuse", op = "opendir", ino = ino.0).entered();
-        match self.fs.opendir(ino.0) {
+        match self.fs.opendir_for(ino.0, req.pid()) {
             // Real folders: the kernel may keep the listing and serve the
             // next readdir itself; it drops it when the folder changes
             // through the mount, and `invalidate` when it changes behind it.

@@ -13,6 +13,7 @@ mod handles;
 mod inodes;
 mod invalidate;
 mod viewnodes;
+mod walkers;
 mod writer;
 
 pub use self::core::{

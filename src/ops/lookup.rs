@@ -95,7 +95,8 @@ impl Operations {
     /// Reads the memory `reference` names, split into frontmatter and body.
     pub fn read_memory_text(&self, reference: &str) -> Result<MemoryText> {
         let path = self.resolve(reference)?;
-        let (_, bytes, text) = self.read_memory(&path)?;
+        let (real, bytes, text) = self.read_memory(&path)?;
+        self.count_read(&real);
         let parsed = memory::parse(&stem(&path), &text);
         let frontmatter = serde_json::to_value(&parsed.frontmatter)
             .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));

@@ -76,6 +76,8 @@ pub struct Operations {
     expected_version: Option<String>,
     /// Earlier versions kept by the writers.
     history: Option<Arc<crate::store::history::History>>,
+    /// Where a read of a memory is counted (`access_count`).
+    counters: Option<Arc<crate::store::counters::CounterStore>>,
 }
 
 impl std::fmt::Debug for Operations {
@@ -120,6 +122,34 @@ impl Operations {
             scope: None,
             expected_version: None,
             history: None,
+            counters: None,
+        }
+    }
+
+    /// Counts each memory a caller reads (`read`, `read_memory`) in
+    /// `counters`, as the mount counts an open that is not part of a walk.
+    pub fn with_counters(
+        mut self,
+        counters: Arc<crate::store::counters::CounterStore>,
+    ) -> Operations {
+        self.counters = Some(counters);
+        self
+    }
+
+    /// Saves the counters, where this process keeps them (a command
+    /// working on the store without a daemon).
+    pub fn flush_counters(&self) {
+        if let Some(counters) = &self.counters
+            && let Err(e) = counters.flush()
+        {
+            tracing::warn!("cannot save the access counters: {e}");
+        }
+    }
+
+    /// A caller read the memory at `path`.
+    fn count_read(&self, path: &StorePath) {
+        if let Some(counters) = &self.counters {
+            counters.record_read_open(path);
         }
     }
 
@@ -502,7 +532,9 @@ impl Operations {
             Target::ViewFolder(_) => return Err(Error::IsFolder { path: path.into() }),
             Target::ViewLink(to, _) | Target::Real(to) => to,
         };
-        self.read_text(&real, path).map(|(_, _, text)| text)
+        let (real, _, text) = self.read_text(&real, path)?;
+        self.count_read(&real);
+        Ok(text)
     }
 
     /// What is at `path`, without following a symlink there (`lstat`):

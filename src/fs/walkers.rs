@@ -1,0 +1,223 @@
+//! Which reads are recall and which are a walk of the tree.
+//!
+//! `access_count` should rise when an agent reads a memory, not when
+//! `grep -r`, tar, rsync, git or `find -exec cat` pass over it; decay and
+//! upgrade act on it. The rule (SEMANTICS.md, "Extended attributes"):
+//!
+//! > An open for reading is part of a walk when the process that opens the
+//! > file, its parent or its grandparent opened the file's folder for
+//! > listing less than two seconds before; each such open restarts those
+//! > two seconds for that lister and folder.
+//!
+//! A walker lists a folder and then opens what it found, at once; the
+//! parent covers `find -exec cat` (find lists, each cat it starts opens
+//! one file), the grandparent `find -exec sh -c 'cat ...'`. A memory opened
+//! by path, through `by-id/` or a search result (whose folder is a view,
+//! never the file's real folder) counts, and so does a `cat` after an `ls`
+//! in a shell (siblings, not ancestors).
+//!
+//! The kernel names the calling *thread* in each request, so listers are
+//! compared by thread group (process), read from `/proc/<tid>/status`. That
+//! costs a few microseconds, so it is done only for an open in a folder
+//! listed within the window, never on opendir; a lister that has exited by
+//! then counts as the process of its own id (true of a single-threaded
+//! one).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// How long after a listing (or the walk's last open) an open in that
+/// folder by the lister's family is taken as part of the walk.
+pub(crate) const WALK_WINDOW: Duration = Duration::from_secs(2);
+
+/// Folders beyond this many recently listed are pruned of stale listings.
+const PRUNE_AT: usize = 1024;
+
+/// Who listed a folder, and when.
+#[derive(Debug, Clone, Copy)]
+struct Listing {
+    /// The requesting thread.
+    tid: u32,
+    /// Its process, once looked up.
+    tgid: Option<u32>,
+    /// The listing, or the walk's latest open since.
+    at: Instant,
+}
+
+/// Recent listings of real folders, by folder inode.
+#[derive(Debug, Default)]
+pub(crate) struct Walkers {
+    listed: Mutex<HashMap<u64, Vec<Listing>>>,
+}
+
+impl Walkers {
+    /// Thread `tid` opened folder `dir` for listing.
+    pub(crate) fn listed(&self, dir: u64, tid: u32) {
+        let now = Instant::now();
+        let mut listed = self.listed.lock();
+        if listed.len() >= PRUNE_AT {
+            listed.retain(|_, v| {
+                v.retain(|l| now.duration_since(l.at) < WALK_WINDOW);
+                !v.is_empty()
+            });
+        }
+        let listings = listed.entry(dir).or_default();
+        listings.retain(|l| l.tid != tid && now.duration_since(l.at) < WALK_WINDOW);
+        listings.push(Listing {
+            tid,
+            tgid: None,
+            at: now,
+        });
+    }
+
+    /// Whether thread `tid` opening a file in folder `dir` is walking it.
+    pub(crate) fn is_walk(&self, dir: u64, tid: u32) -> bool {
+        let now = Instant::now();
+        let unresolved: Vec<u32> = {
+            let listed = self.listed.lock();
+            let Some(listings) = listed.get(&dir) else {
+                return false;
+            };
+            let recent: Vec<&Listing> = listings
+                .iter()
+                .filter(|l| now.duration_since(l.at) < WALK_WINDOW)
+                .collect();
+            if recent.is_empty() {
+                return false;
+            }
+            recent
+                .iter()
+                .filter(|l| l.tgid.is_none())
+                .map(|l| l.tid)
+                .collect()
+        };
+        // /proc is read without the lock held.
+        let resolved: Vec<(u32, u32)> = unresolved
+            .into_iter()
+            .map(|t| (t, process_of(t).map_or(t, |p| p.tgid)))
+            .collect();
+        let family = family_of(tid);
+        let mut listed = self.listed.lock();
+        let Some(listings) = listed.get_mut(&dir) else {
+            return false;
+        };
+        let mut walk = false;
+        for listing in listings.iter_mut() {
+            if listing.tgid.is_none() {
+                listing.tgid = resolved
+                    .iter()
+                    .find(|(t, _)| *t == listing.tid)
+                    .map(|(_, g)| *g);
+            }
+            let lister = listing.tgid.unwrap_or(listing.tid);
+            if now.duration_since(listing.at) < WALK_WINDOW && family.contains(&lister) {
+                listing.at = now;
+                walk = true;
+            }
+        }
+        walk
+    }
+}
+
+/// A process as `/proc/<tid>/status` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Process {
+    tgid: u32,
+    ppid: u32,
+}
+
+fn process_of(tid: u32) -> Option<Process> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let field = |name: &str| -> Option<u32> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(Process {
+        tgid: field("Tgid:")?,
+        ppid: field("PPid:")?,
+    })
+}
+
+/// The process of thread `tid`, its parent and its grandparent (as far
+/// as they are known; init and the kernel's threads are left out).
+fn family_of(tid: u32) -> Vec<u32> {
+    let mut family = Vec::with_capacity(3);
+    let Some(me) = process_of(tid) else {
+        family.push(tid);
+        return family;
+    };
+    family.push(me.tgid);
+    if me.ppid > 1 {
+        family.push(me.ppid);
+        if let Some(parent) = process_of(me.ppid)
+            && parent.ppid > 1
+        {
+            family.push(parent.ppid);
+        }
+    }
+    family
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn this_thread() -> u32 {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() as u32 }
+    }
+
+    #[test]
+    fn a_listing_by_the_same_process_makes_a_walk() {
+        let w = Walkers::default();
+        assert!(!w.is_walk(7, this_thread()), "nothing listed yet");
+        w.listed(7, this_thread());
+        assert!(w.is_walk(7, this_thread()));
+        assert!(!w.is_walk(8, this_thread()), "another folder");
+    }
+
+    #[test]
+    fn another_thread_of_the_process_is_the_same_walker() {
+        let w = Walkers::default();
+        let lister = std::thread::spawn(this_thread).join().unwrap();
+        // The lister has exited: it counts as the process of its own id,
+        // which is not ours.
+        w.listed(7, lister);
+        assert!(!w.is_walk(7, this_thread()));
+        let w = Walkers::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(this_thread()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        w.listed(7, rx.recv().unwrap());
+        assert!(w.is_walk(7, this_thread()), "a live thread of ours");
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_child_of_the_lister_is_walking_but_a_sibling_is_not() {
+        let w = Walkers::default();
+        w.listed(7, std::process::id());
+        let family = |pid: u32| family_of(pid);
+        // A child process of ours (sleep) has us as its parent.
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(family(child.id()).contains(&std::process::id()));
+        assert!(w.is_walk(7, child.id()));
+        let _ = child.kill();
+        let _ = child.wait();
+        // A process with no relation to us is not.
+        assert!(!w.is_walk(7, 1));
+    }
+}
