@@ -179,7 +179,7 @@ pub const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "delete",
-        description: "Deletes a memory (a daemon keeps its previous content for `mnemofs restore`).",
+        description: "Deletes a memory; its content is kept for a while (`restore` brings it back).",
         schema: || {
             object(
                 json!({"ref": reference(), "expected_version": expected_version()}),
@@ -305,6 +305,42 @@ pub const TOOLS: &[ToolSpec] = &[
                     "limit": integer("Most results (default 50)."),
                     "scope": scope(),
                 }),
+                &[],
+            )
+        },
+    },
+    ToolSpec {
+        name: "history",
+        description: "Lists the earlier versions of a memory, newest first: what deletes, overwrites and \
+                      truncations took away. A deleted memory is named by the path or id it had.",
+        schema: || {
+            object(
+                json!({"ref": string("The memory: its id, path, title or alias; for a deleted memory, the path or id it had."), "scope": scope()}),
+                &["ref"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "restore",
+        description: "Brings back an earlier version of a memory (the newest unless `version`): over its \
+                      content if it exists, else at the path it had. What it replaces is kept in turn.",
+        schema: || {
+            object(
+                json!({
+                    "ref": string("The memory: its id, path, title or alias; for a deleted memory, the path or id it had."),
+                    "version": integer("The version, as `history` numbers them (default: the newest)."),
+                    "scope": scope(),
+                }),
+                &["ref"],
+            )
+        },
+    },
+    ToolSpec {
+        name: "trash",
+        description: "Lists the memories deleted and not back, newest first; `restore` brings one back.",
+        schema: || {
+            object(
+                json!({"limit": integer("Most results (default 50)."), "scope": scope()}),
                 &[],
             )
         },
@@ -672,6 +708,48 @@ impl Tools<'_> {
                 };
                 let answer = self.ask(Request::Memories(filter))?;
                 self.memories(answer, "no memory matches")
+            }
+            "history" => {
+                let reference = self.string("ref")?;
+                let answer = self.ask_about(
+                    &reference,
+                    Request::History {
+                        reference: reference.clone(),
+                    },
+                )?;
+                versions(answer, "no earlier version kept")
+            }
+            "trash" => {
+                let answer = self.ask(Request::Trash {
+                    limit: self.limit(50)?,
+                })?;
+                versions(answer, "the trash is empty")
+            }
+            "restore" => {
+                let reference = self.string("ref")?;
+                let version = match self.args.get("version") {
+                    None | Some(Value::Null) => None,
+                    Some(_) => Some(
+                        u64::try_from(self.integer("version")?)
+                            .map_err(|_| Fail::invalid("`version` must not be negative"))?,
+                    ),
+                };
+                let Response::Restored { restored } = self.ask_about(
+                    &reference,
+                    Request::Restore {
+                        reference: reference.clone(),
+                        version,
+                    },
+                )?
+                else {
+                    return Err(unexpected());
+                };
+                let text = restored
+                    .iter()
+                    .map(|r| format!("restored version {} at {}", r.version, r.path))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                Ok((json!({"restored": restored}), text))
             }
             _ => Err(Fail {
                 code: rpc::METHOD_NOT_FOUND,
@@ -1052,6 +1130,28 @@ impl Tools<'_> {
     }
 }
 
+/// Kept versions as a tool's answer: the list, and one line each.
+fn versions(answer: Response, none: &str) -> Outcome {
+    let Response::Versions { versions } = answer else {
+        return Err(unexpected());
+    };
+    let text = if versions.is_empty() {
+        none.to_string()
+    } else {
+        versions
+            .iter()
+            .map(|v| {
+                format!(
+                    "version {}: {} {} at {} ({} bytes)",
+                    v.version, v.path, v.why, v.at, v.size
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Ok((json!({"versions": versions}), text))
+}
+
 fn written(verb: &str, path: String, id: Option<String>) -> (Value, String) {
     let text = format!("{verb} {path}");
     (json!({"id": id, "path": path}), text)
@@ -1167,6 +1267,23 @@ mod tests {
                     path: format!("{reference}.md"),
                     id: Some(reference.clone()),
                 },
+                Request::History { .. } | Request::Trash { .. } => Response::Versions {
+                    versions: vec![ops::VersionInfo {
+                        version: 7,
+                        path: "gone.md".into(),
+                        why: "deleted".into(),
+                        at: "2026-01-01T00:00:00Z".into(),
+                        size: 3,
+                        id: None,
+                        title: None,
+                    }],
+                },
+                Request::Restore { reference, version } => Response::Restored {
+                    restored: vec![ops::Restored {
+                        path: reference.clone(),
+                        version: version.unwrap_or(7),
+                    }],
+                },
                 Request::Stat { path } => Response::Entry {
                     entry: ops::Entry {
                         path: path.clone(),
@@ -1235,6 +1352,26 @@ mod tests {
         assert!(
             matches!(&seen[..], [Request::Scoped { scope: Some(s), .. }] if s == "agent:a"),
             "{seen:?}"
+        );
+        let (answer, seen) = requests("restore", json!({"ref": "gone.md", "version": 3}));
+        assert_eq!(
+            seen,
+            [Request::Restore {
+                reference: "gone.md".into(),
+                version: Some(3)
+            }]
+        );
+        assert_eq!(
+            answer.expect("restored").text,
+            "restored version 3 at gone.md"
+        );
+        let (answer, seen) = requests("trash", json!({}));
+        assert_eq!(seen, [Request::Trash { limit: 50 }]);
+        assert!(answer.expect("trash").text.contains("gone.md deleted"));
+        let (answer, _) = requests("restore", json!({"ref": "x", "version": -1}));
+        assert_eq!(
+            answer.map(drop).map_err(|f| f.code),
+            Err(rpc::INVALID_PARAMS)
         );
         let (_, seen) = requests("delete", json!({"ref": "k", "expected_version": "v1"}));
         assert!(

@@ -21,7 +21,7 @@ from mcp.client.stdio import stdio_client
 TOOLS = {
     "memory", "search", "read", "write", "edit", "move", "delete", "link",
     "unlink", "tag", "context", "dream", "status", "brief", "backlinks",
-    "recent", "list",
+    "recent", "list", "history", "restore", "trash",
 }
 
 
