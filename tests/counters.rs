@@ -160,6 +160,15 @@ fn walks_of_the_tree_are_not_counted_but_single_reads_are() {
             .args(["-name", "*.md", "-exec", "cat", "{}", ";"]),
     );
     assert_eq!(total(&m), 0, "find -exec cat was counted");
+    if common::have_program("rsync") {
+        run_ok(
+            Command::new("rsync")
+                .arg("-a")
+                .arg(format!("{}/", m.mnt.display()))
+                .arg(m.plain.join("copy")),
+        );
+        assert_eq!(total(&m), 0, "rsync was counted");
+    }
     if common::have_program("git") {
         let git = |args: &[&str]| {
             run_ok(

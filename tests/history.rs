@@ -208,6 +208,22 @@ fn overwrites_and_truncations_keep_the_previous_content() {
         "kept before truncation\n"
     );
 
+    // `truncate -s 0` (setattr) too.
+    fs::write(&other, "kept before truncate -s 0\n").expect("write");
+    let status = Command::new("truncate")
+        .args(["-s", "0"])
+        .arg(&other)
+        .status()
+        .expect("truncate");
+    assert!(status.success());
+    let versions = json_lines(&cli(&m, &["history", "other.md", "--json"]));
+    assert_eq!(versions[0]["why"], "truncated", "{versions:?}");
+    cli(&m, &["restore", "other.md"]);
+    assert_eq!(
+        fs::read_to_string(&other).expect("read"),
+        "kept before truncate -s 0\n"
+    );
+
     // Everything lives in the state dir; the store holds only the files.
     assert!(m.state.join("history/versions.jsonl").exists());
     let mut names: Vec<String> = fs::read_dir(&m.store)
