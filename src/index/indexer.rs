@@ -125,6 +125,7 @@ pub(super) fn spawn(
             };
             let (bulk_tx, bulk_rx) = crossbeam_channel::unbounded();
             let mut indexer = Indexer {
+                last_trim: Instant::now(),
                 mirror: load_mirror(&core),
                 core,
                 store,
@@ -208,6 +209,8 @@ struct Indexer {
     core: Arc<Core>,
     store: Arc<Store>,
     writer: IndexWriter,
+    /// When freed memory was last given back (`malloc_trim`).
+    last_trim: Instant,
     live_rx: Receiver<Live>,
     bulk_tx: Sender<Bulk>,
     bulk_rx: Receiver<Bulk>,
@@ -481,11 +484,13 @@ impl Indexer {
         }
         let seq = self.processed_seq;
         let bulk_done = std::mem::take(&mut self.bulk_uncommitted);
-        if bulk_done > 0 && self.bulk.is_empty() {
-            // A big build leaves the allocator holding hundreds of MiB of
-            // freed buffers; give them back once the bulk work is done.
+        if (bulk_done > 0 && self.bulk.is_empty()) || self.last_trim.elapsed() >= TRIM_EVERY {
+            // Indexing leaves the allocator holding freed buffers (hundreds
+            // of MiB after a big build); give them back to the system once
+            // the bulk work is done, and every so often under steady load.
             // SAFETY: malloc_trim only releases free memory.
             unsafe { libc::malloc_trim(0) };
+            self.last_trim = Instant::now();
         }
         let reconcile_done = std::mem::take(&mut self.reconcile_done);
         self.core.update_progress(|p| {
@@ -611,6 +616,9 @@ struct Plan {
 /// A file modified this recently may have changed again within the same
 /// mtime tick without changing size, so a notification re-reads it.
 const RACY_NS: i64 = 2_000_000_000;
+
+/// How often a commit gives freed memory back to the system at most.
+const TRIM_EVERY: Duration = Duration::from_secs(10);
 
 /// The pause after a failed commit before the work is tried again.
 const COMMIT_RETRY: Duration = Duration::from_secs(2);
