@@ -36,7 +36,13 @@ use crate::views::{ViewEntry, ViewRoot, Views};
 /// How long a writer waits for a background replace of its file.
 const REPLACE_WAIT: Duration = Duration::from_secs(1);
 
+/// How long the daemon remembers which inode replaced which, for writers
+/// that reach it holding an inode a background rewrite swapped out.
+const REPLACED_KEPT: Duration = Duration::from_secs(60);
+
 /// Held while a background task replaces a file; see [`StoreFs::begin_replace`].
+/// Writers of the file wait while it is held; drop it once the rewrite is
+/// over, whether it swapped its content in or gave up.
 #[derive(Debug)]
 pub struct ReplaceGuard<'a> {
     fs: &'a StoreFs,
@@ -159,11 +165,13 @@ pub struct StoreFs {
     /// Recent listings of folders, to tell a walk's opens from recall.
     walkers: super::walkers::Walkers,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
-    /// Paths a background task is replacing right now.
-    replacing: Mutex<std::collections::HashSet<StorePath>>,
+    /// Paths a background task is replacing right now, with the inode it
+    /// is replacing. Lock order: this before `inodes`.
+    replacing: Mutex<HashMap<StorePath, Option<u64>>>,
     replace_done: parking_lot::Condvar,
-    /// Inodes replaced by background tasks, and the path they had.
-    replaced: Mutex<HashMap<u64, (StorePath, Instant)>>,
+    /// Inodes background rewrites swapped out, and the inode that took
+    /// their place.
+    replaced: Mutex<HashMap<u64, (u64, Instant)>>,
     /// Passthrough is in use: the kernel granted it and no registration failed.
     passthrough: std::sync::atomic::AtomicBool,
     backing_ids: Mutex<HashMap<u64, std::sync::Weak<fuser::BackingId>>>,
@@ -207,7 +215,7 @@ impl StoreFs {
             walkers: Default::default(),
             redirects: Mutex::new(HashMap::new()),
             passthrough: std::sync::atomic::AtomicBool::new(false),
-            replacing: Mutex::new(std::collections::HashSet::new()),
+            replacing: Mutex::new(HashMap::new()),
             replace_done: parking_lot::Condvar::new(),
             replaced: Mutex::new(HashMap::new()),
             pending_events: Mutex::new(Vec::new()),
@@ -571,7 +579,7 @@ impl StoreFs {
         if is_virtual(ino) {
             return Err(FsError::Refused("the views are read-only"));
         }
-        let path = self.path_of(ino);
+        let mut path = self.path_of(ino);
         if changes
             .size
             .is_some_and(|size| size > self.options.max_file_size)
@@ -623,9 +631,15 @@ impl StoreFs {
             let via_handle = changes.fh.and_then(|fh| self.handles.get(fh));
             match via_handle.as_deref() {
                 Some(Handle::File(file)) if file.writable => file.file.set_len(size)?,
-                _ => self
-                    .store
-                    .truncate(path.as_ref().map_err(clone_err)?, size)?,
+                _ => {
+                    // truncate(2) by name writes like an open for writing,
+                    // and may be sent to the file a rewrite put in place.
+                    let (writing, now) = self.announce_writer(ino)?;
+                    let truncated = self.store.truncate(&now, size);
+                    self.inodes.lock().closed(writing, true);
+                    truncated?;
+                    path = Ok(now);
+                }
             }
         }
         if changes.atime.is_some() || changes.mtime.is_some() {
@@ -635,7 +649,10 @@ impl StoreFs {
                 changes.mtime,
             )?;
         }
-        self.getattr(ino, changes.fh)
+        match (&path, changes.fh) {
+            (Ok(path), None) => Ok(self.attr(ino, &self.store.stat(path)?)),
+            _ => self.getattr(ino, changes.fh),
+        }
     }
 
     /// Reads a symlink's target.
@@ -803,6 +820,24 @@ impl StoreFs {
                 self.keep_previous(&to, Why::Overwritten, self.keep_how(new_parent, new_name));
             }
         }
+        // A background rewrite swapping its temp file in: under the lock
+        // writers announce themselves with, so it is refused once one holds
+        // the inode it would swap out, and writers arriving later with that
+        // inode find its successor.
+        let rewrite = exchange && is_temp_name(name);
+        let replacing = rewrite.then(|| self.replacing.lock());
+        let swap = replacing.as_ref().and_then(|replacing| {
+            let table = self.inodes.lock();
+            let old = table.child(new_parent, new_name)?;
+            let new = table.child(parent, name)?;
+            replacing
+                .values()
+                .any(|o| *o == Some(old))
+                .then(|| (old, new, table.get(old).is_some_and(|n| n.open_writers > 0)))
+        });
+        if let Some((_, _, true)) = swap {
+            return Err(FsError::from_errno(libc::EBUSY));
+        }
         self.store.rename(&from, &to, flags)?;
         {
             let mut table = self.inodes.lock();
@@ -812,7 +847,14 @@ impl StoreFs {
                 table.rename(parent, name, new_parent, new_name);
             }
         }
-        let ours = self.replacing.lock().contains(&to);
+        if let Some((old, new, _)) = swap {
+            let now = Instant::now();
+            let mut replaced = self.replaced.lock();
+            replaced.retain(|_, (_, t)| now.duration_since(*t) < REPLACED_KEPT);
+            replaced.insert(old, (new, now));
+        }
+        drop(replacing);
+        let ours = self.replacing.lock().contains_key(&to);
         match &self.counters {
             // The daemon's own rewrite is not a write session of anyone's.
             Some(counters) if !exchange && ours => counters.remove(&from),
@@ -955,46 +997,50 @@ impl StoreFs {
     }
 
     /// Counts a writer on `ino` before its file is opened, after waiting
-    /// out a background replace of the same path, so a replace can never
-    /// slip between a writer's open and its first write. A writer that
-    /// looked the file up just before the replace is pointed at the new
-    /// file. Returns the inode and path to open.
+    /// out a background replace of the same file, so a replace can never
+    /// slip between a writer's open and its first write. A writer holding
+    /// an inode a replace swapped out (it looked the file up just before)
+    /// is sent to the inode that took its place. Returns the inode and
+    /// path to open.
+    ///
+    /// The wait is bounded, because the replace needs a FUSE worker for
+    /// its exchange; a writer that stops waiting is counted on the inode,
+    /// and a replace that has not swapped yet then gives up (see `rename`).
     fn announce_writer(&self, ino: u64) -> FsResult<(u64, StorePath)> {
         let mut replacing = self.replacing.lock();
-        let (ino, path) = match self.path_of(ino) {
-            Ok(path) => (ino, path),
-            Err(FsError::Unlinked) => {
-                let path = self
-                    .replaced
-                    .lock()
-                    .get(&ino)
-                    .map(|(p, _)| p.clone())
-                    .ok_or(FsError::Unlinked)?;
-                (self.ino_of_path(&path).ok_or(FsError::Unlinked)?, path)
-            }
-            Err(e) => return Err(e),
-        };
         let deadline = Instant::now() + REPLACE_WAIT;
-        let mut waited = false;
-        while replacing.contains(&path) {
-            waited = true;
-            // Bounded: the replace needs a FUSE worker for its rename.
-            if self
-                .replace_done
-                .wait_until(&mut replacing, deadline)
-                .timed_out()
+        loop {
+            let (ino, path) = self.writer_target(ino)?;
+            let busy = replacing.contains_key(&path) || replacing.values().any(|o| *o == Some(ino));
+            if !busy
+                || self
+                    .replace_done
+                    .wait_until(&mut replacing, deadline)
+                    .timed_out()
             {
-                break;
+                let (ino, path) = self.writer_target(ino)?;
+                self.inodes.lock().opened(ino, true);
+                return Ok((ino, path));
             }
         }
-        // After a replace the path names a new inode: count the writer there.
-        let ino = if waited {
-            self.ino_of_path(&path).unwrap_or(ino)
-        } else {
-            ino
-        };
-        self.inodes.lock().opened(ino, true);
-        Ok((ino, path))
+    }
+
+    /// Where a writer holding `ino` writes: the inode that replaced it, if
+    /// a background rewrite swapped it out, and that inode's path now.
+    /// The exchange records its successor under the `replacing` lock,
+    /// which the caller holds, so a swapped-out inode is always followed.
+    fn writer_target(&self, mut ino: u64) -> FsResult<(u64, StorePath)> {
+        {
+            let replaced = self.replaced.lock();
+            // Bounded: each step is a rewrite of the same file.
+            for _ in 0..16 {
+                match replaced.get(&ino) {
+                    Some((next, _)) => ino = *next,
+                    None => break,
+                }
+            }
+        }
+        Ok((ino, self.path_of(ino)?))
     }
 
     fn ino_of_path(&self, path: &StorePath) -> Option<u64> {
@@ -1008,20 +1054,14 @@ impl StoreFs {
 
     /// Starts a background replace of `path`: `None` while any handle may
     /// write it; otherwise writers opening it wait until the guard drops.
+    /// The replace itself is an exchange through the mount (see `rename`),
+    /// which is refused if a writer got hold of the file meanwhile.
     pub fn begin_replace(&self, path: &StorePath) -> Option<ReplaceGuard<'_>> {
         let mut replacing = self.replacing.lock();
-        if self.is_open_for_write(path) || replacing.contains(path) {
+        if self.is_open_for_write(path) || replacing.contains_key(path) {
             return None;
         }
-        replacing.insert(path.clone());
-        if let Some(ino) = self.ino_of_path(path) {
-            // Known before the rename, so a writer holding the old inode
-            // is sent to the new file whenever it arrives.
-            let now = Instant::now();
-            let mut replaced = self.replaced.lock();
-            replaced.retain(|_, (_, t)| now.duration_since(*t) < Duration::from_secs(60));
-            replaced.insert(ino, (path.clone(), now));
-        }
+        replacing.insert(path.clone(), self.ino_of_path(path));
         Some(ReplaceGuard {
             fs: self,
             path: path.clone(),
@@ -1045,17 +1085,43 @@ impl StoreFs {
             // behind the mount may be there after all.
             self.keep_previous(&path, Why::Truncated, Keep::Copy);
         }
+        // Without O_EXCL an existing file may be opened: like any writer's
+        // open it waits out a background replace, and is counted before an
+        // exchange can take the inode away.
+        let mut replacing = (flags & libc::O_EXCL == 0).then(|| self.replacing.lock());
+        if let Some(replacing) = replacing.as_mut() {
+            let deadline = Instant::now() + REPLACE_WAIT;
+            while replacing.contains_key(&path)
+                && !self
+                    .replace_done
+                    .wait_until(replacing, deadline)
+                    .timed_out()
+            {}
+        }
         let file = self.store.open_file(&path, flags, mode & 0o7777)?;
+        let st = crate::store::fstat(&file)?;
+        let ino = self.remember(parent, name, &st, true);
+        let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
+        self.inodes.lock().opened(ino, writable);
+        drop(replacing);
+        let mut st = st;
         if self.is_root && (who.uid != 0 || who.gid != 0) {
             // SAFETY: valid descriptor; u32::MAX would leave ids unchanged.
             let ret = unsafe { libc::fchown(file.as_raw_fd(), who.uid, who.gid) };
-            if ret < 0 {
-                return Err(io::Error::last_os_error().into());
+            let owned = if ret < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                crate::store::fstat(&file)
+            };
+            match owned {
+                Ok(now) => st = now,
+                Err(e) => {
+                    self.inodes.lock().closed(ino, writable);
+                    return Err(e.into());
+                }
             }
         }
-        let st = crate::store::fstat(&file)?;
-        let ino = self.remember(parent, name, &st, true);
-        let opened = self.register_open(ino, file, Some(st), flags, false)?;
+        let opened = self.register_open(ino, file, Some(st), flags, true)?;
         Ok((
             Entry {
                 ino,

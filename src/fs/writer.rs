@@ -237,19 +237,17 @@ impl Writer for MountWriter {
             return Ok(Outcome::Busy);
         }
         // An exchange, not a rename: it never creates `target`, so a file
-        // unlinked or renamed since the compare is not brought back.
-        let exchanged = renameat2(&tmp, &target, libc::RENAME_EXCHANGE);
-        drop(guard);
-        match exchanged {
-            Ok(()) => {}
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                return if e.kind() == io::ErrorKind::NotFound {
-                    Ok(Outcome::Busy)
-                } else {
-                    Err(e)
-                };
-            }
+        // unlinked or renamed since the compare is not brought back. The
+        // daemon refuses it (EBUSY) if a writer got hold of the file after
+        // all, and sends writers that arrive later holding the old inode to
+        // the new one. The guard is held to the end, so no writer opens
+        // the new content while it may still be swapped back.
+        if let Err(e) = renameat2(&tmp, &target, libc::RENAME_EXCHANGE) {
+            let _ = fs::remove_file(&tmp);
+            return match e.raw_os_error() {
+                Some(libc::ENOENT | libc::EBUSY) => Ok(Outcome::Busy),
+                _ => Err(e),
+            };
         }
         // `tmp` now names the file that was at `target`: if another file
         // took the name just before the exchange, it gets its name back.
@@ -260,6 +258,7 @@ impl Writer for MountWriter {
             return Ok(Outcome::Busy);
         }
         fs::remove_file(&tmp)?;
+        drop(guard);
         Ok(Outcome::Done)
     }
 
