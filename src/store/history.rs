@@ -17,7 +17,8 @@
 //!   hash and size get different suffixes (the bytes are compared).
 //! - `versions.jsonl`: one line per kept version, appended; a later
 //!   `{"drop": n}` line takes version `n` back (a collapse). [`History::sweep`]
-//!   rewrites it compactly.
+//!   rewrites it compactly, starting with a `{"next": n}` line so that the
+//!   numbers of versions it dropped are not given out again.
 //!
 //! Subtleties:
 //! - A version is kept *before* the change that loses it: a hard link
@@ -167,6 +168,10 @@ enum Line {
     Drop {
         drop: u64,
     },
+    /// The number the next version gets, at least (written by the sweep).
+    Next {
+        next: u64,
+    },
 }
 
 impl Version {
@@ -253,12 +258,11 @@ impl History {
     pub fn open(state_dir: &Path, settings: HistorySettings) -> io::Result<History> {
         let dir = state_dir.join(HISTORY_DIR);
         private_dir(&dir.join(OBJECTS_DIR))?;
-        let versions = match fs::read(dir.join(LOG_FILE)) {
+        let (versions, next) = match fs::read(dir.join(LOG_FILE)) {
             Ok(bytes) => parse_log(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), 1),
             Err(e) => return Err(e),
         };
-        let next = versions.iter().map(|v| v.n).max().unwrap_or(0) + 1;
         Ok(History {
             dir,
             settings,
@@ -415,7 +419,10 @@ impl History {
             };
             let path = self.object_path(&name);
             match fs::read(&path) {
-                Ok(existing) if existing == bytes => return Ok(name),
+                Ok(existing) if existing == bytes => {
+                    unshare(&path)?;
+                    return Ok(name);
+                }
                 Ok(_) => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
@@ -506,9 +513,14 @@ impl History {
             let name = entry.file_name();
             if !name.to_str().is_some_and(|n| live.contains(n)) {
                 let _ = fs::remove_file(entry.path());
+            } else if let Err(e) = unshare(&entry.path()) {
+                tracing::warn!("history: cannot copy {}: {e}", entry.path().display());
             }
         }
         let mut text = Vec::new();
+        serde_json::to_writer(&mut text, &Line::Next { next: log.next })
+            .map_err(io::Error::other)?;
+        text.push(b'\n');
         for v in &log.versions {
             serde_json::to_writer(&mut text, &v.to_line()).map_err(io::Error::other)?;
             text.push(b'\n');
@@ -541,8 +553,11 @@ fn describe(path: &StorePath, bytes: &[u8]) -> (Option<String>, Option<String>) 
     }
 }
 
-fn parse_log(bytes: &[u8]) -> Vec<Version> {
+/// The versions a log holds, and the number the next one gets: past every
+/// number the log ever gave out, dropped ones included.
+fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
     let mut versions: Vec<Version> = Vec::new();
+    let mut next = 1;
     let mut bad = 0;
     for line in bytes.split(|b| *b == b'\n') {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -561,29 +576,33 @@ fn parse_log(bytes: &[u8]) -> Vec<Version> {
                 object,
                 window,
                 first,
-            }) => match path_from(path, path_hex) {
-                Some(path) if !object.contains('/') => versions.push(Version {
-                    n,
-                    path,
-                    id,
-                    title,
-                    why,
-                    at,
-                    size,
-                    object,
-                    window,
-                    first,
-                }),
-                _ => bad += 1,
-            },
+            }) => {
+                next = next.max(n.saturating_add(1));
+                match path_from(path, path_hex) {
+                    Some(path) if !object.contains('/') => versions.push(Version {
+                        n,
+                        path,
+                        id,
+                        title,
+                        why,
+                        at,
+                        size,
+                        object,
+                        window,
+                        first,
+                    }),
+                    _ => bad += 1,
+                }
+            }
             Ok(Line::Drop { drop }) => versions.retain(|v| v.n != drop),
+            Ok(Line::Next { next: n }) => next = next.max(n),
             Err(_) => bad += 1,
         }
     }
     if bad > 0 {
         tracing::warn!("history: skipped {bad} unreadable lines of the version log");
     }
-    versions
+    (versions, next)
 }
 
 /// A hard link of an open file at `to` (through `/proc/self/fd`, which
@@ -604,6 +623,18 @@ fn link_fd(file: &File, to: &Path) -> io::Result<()> {
     };
     if ret < 0 {
         return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Makes the object at `path` a copy of its own if it is still a hard link
+/// of a file with a name in the store: one whose delete or rename failed
+/// after it was kept (or is under way), which could still be truncated or
+/// written in place.
+fn unshare(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if fs::symlink_metadata(path)?.nlink() > 1 {
+        write_object(path, &fs::read(path)?)?;
     }
     Ok(())
 }
@@ -770,7 +801,10 @@ mod tests {
         .unwrap();
         h.keep_bytes(&p("a.md"), b"aaaa", Why::Deleted).unwrap();
         h.keep_bytes(&p("b.md"), b"bbbb", Why::Deleted).unwrap();
-        h.keep_bytes(&p("c.md"), b"cccc", Why::Deleted).unwrap();
+        let last = h
+            .keep_bytes(&p("c.md"), b"cccc", Why::Deleted)
+            .unwrap()
+            .unwrap();
         // 12 bytes over a cap of 10: the oldest goes.
         assert_eq!(h.sweep_at(now_unix()).unwrap(), 1);
         let paths: Vec<String> = h.versions().iter().map(|v| v.path.to_string()).collect();
@@ -787,9 +821,54 @@ mod tests {
         drop(h);
         let h = History::open(&f.state, HistorySettings::default()).unwrap();
         assert!(h.versions().is_empty());
-        // Numbers are not reused after a sweep emptied the log.
+        // Numbers are not reused after a sweep emptied the log: version
+        // `last` never means another content.
         let n = h.keep_bytes(&p("d.md"), b"d", Why::Deleted).unwrap();
-        assert!(n.is_some());
+        assert_eq!(n, Some(last + 1));
+        drop(h);
+        let h = History::open(&f.state, HistorySettings::default()).unwrap();
+        let n = h.keep_bytes(&p("e.md"), b"e", Why::Deleted).unwrap();
+        assert_eq!(n, Some(last + 2));
+    }
+
+    /// A version kept as a hard link stays what it was even when the
+    /// change that was to take the file's name failed, and the file lives
+    /// on to be truncated and rewritten in place.
+    #[test]
+    fn a_kept_link_whose_file_keeps_its_name_is_copied_before_it_can_change() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(60)).unwrap();
+        let file = f.root.join("a.md");
+        fs::write(&file, "before").unwrap();
+        // A delete kept it, then failed: the object shares the inode.
+        h.keep(&f.store, &p("a.md"), Why::Deleted, Keep::LinkOrCopy)
+            .unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().nlink(), 2);
+        // An O_TRUNC open keeps the same bytes first: the object they
+        // would share becomes a copy of its own.
+        h.keep(&f.store, &p("a.md"), Why::Truncated, Keep::Copy)
+            .unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().nlink(), 1);
+        let handle = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&file)
+            .unwrap();
+        (&handle).write_all(b"after").unwrap();
+        for v in h.versions() {
+            assert_eq!(h.read(&v).unwrap(), b"before", "version {}", v.n);
+        }
+
+        // The sweep does the same for a link left behind.
+        fs::write(f.root.join("b.md"), "kept").unwrap();
+        h.keep(&f.store, &p("b.md"), Why::Deleted, Keep::LinkOrCopy)
+            .unwrap();
+        assert_eq!(fs::metadata(f.root.join("b.md")).unwrap().nlink(), 2);
+        h.sweep().unwrap();
+        assert_eq!(fs::metadata(f.root.join("b.md")).unwrap().nlink(), 1);
+        fs::write(f.root.join("b.md"), "changed").unwrap();
+        let v = h.versions_of(Some(&p("b.md")), None).pop().unwrap();
+        assert_eq!(h.read(&v).unwrap(), b"kept");
     }
 
     #[test]
