@@ -35,6 +35,10 @@
 //!   object.
 //! - Numbers (`n`) are never reused, so `restore --version N` means the
 //!   same version until it expires.
+//! - Expiry and the size cap hold as each version is kept (the oldest go
+//!   first), so a mount without the organizer stays bounded; the
+//!   organizer's sweep also expires versions while nothing is kept, and
+//!   compacts the log.
 //! - Nothing here is fatal: the log is derived state; a bad line is
 //!   skipped, and a failure to keep a version is logged and the change
 //!   goes ahead (refusing deletes because the state dir is full would be
@@ -221,6 +225,67 @@ struct Log {
     versions: Vec<Version>,
     next: u64,
     file: Option<File>,
+    /// Each object's size and how many versions refer to it.
+    objects: HashMap<String, (u64, usize)>,
+    /// The size of the objects versions refer to.
+    total: u64,
+}
+
+impl Log {
+    fn new(versions: Vec<Version>, next: u64) -> Log {
+        let mut log = Log {
+            versions,
+            next,
+            file: None,
+            objects: HashMap::new(),
+            total: 0,
+        };
+        log.recount();
+        log
+    }
+
+    /// Counts the references to objects again (after versions were dropped
+    /// in bulk).
+    fn recount(&mut self) {
+        self.objects.clear();
+        self.total = 0;
+        for v in &self.versions {
+            let entry = self.objects.entry(v.object.clone()).or_insert((v.size, 0));
+            if entry.1 == 0 {
+                self.total += v.size;
+            }
+            entry.1 += 1;
+        }
+    }
+
+    /// Adds `version`.
+    fn push(&mut self, version: Version) {
+        let entry = self
+            .objects
+            .entry(version.object.clone())
+            .or_insert((version.size, 0));
+        if entry.1 == 0 {
+            self.total += version.size;
+        }
+        entry.1 += 1;
+        self.versions.push(version);
+    }
+
+    /// Drops the `i`th version; returns it, and its object's name if no
+    /// version refers to that object any more.
+    fn remove(&mut self, i: usize) -> (Version, Option<String>) {
+        let version = self.versions.remove(i);
+        let mut unreferenced = None;
+        if let Some((size, refs)) = self.objects.get_mut(&version.object) {
+            *refs = refs.saturating_sub(1);
+            if *refs == 0 {
+                self.total = self.total.saturating_sub(*size);
+                self.objects.remove(&version.object);
+                unreferenced = Some(version.object.clone());
+            }
+        }
+        (version, unreferenced)
+    }
 }
 
 /// The kept versions of one store.
@@ -266,11 +331,7 @@ impl History {
         Ok(History {
             dir,
             settings,
-            log: Mutex::new(Log {
-                versions,
-                next,
-                file: None,
-            }),
+            log: Mutex::new(Log::new(versions, next)),
         })
     }
 
@@ -366,19 +427,30 @@ impl History {
             window,
             first,
         };
-        let mut lines = Vec::new();
+        let mut lines = vec![version.to_line()];
+        log.push(version);
+        let mut unreferenced = Vec::new();
         if let Some(i) = drop {
-            let dropped = log.versions.remove(i);
+            let (dropped, object) = log.remove(i);
             lines.push(Line::Drop { drop: dropped.n });
-            if !log.versions.iter().any(|v| v.object == dropped.object)
-                && dropped.object != version.object
-            {
-                let _ = fs::remove_file(self.object_path(&dropped.object));
-            }
+            unreferenced.extend(object);
         }
-        lines.push(version.to_line());
-        log.versions.push(version);
+        // Time and the cap are kept as versions come, too, so a store
+        // nobody sweeps (no organizer) stays bounded; the version just
+        // kept fits the cap alone.
+        let keep = i64::try_from(self.settings.keep.as_secs()).unwrap_or(i64::MAX);
+        while log.versions.len() > 1
+            && (log.total > self.settings.max_bytes
+                || now.saturating_sub(log.versions[0].at) >= keep)
+        {
+            let (dropped, object) = log.remove(0);
+            lines.push(Line::Drop { drop: dropped.n });
+            unreferenced.extend(object);
+        }
         self.append(&mut log, &lines)?;
+        for object in unreferenced {
+            let _ = fs::remove_file(self.object_path(&object));
+        }
         Ok(Some(n))
     }
 
@@ -488,24 +560,10 @@ impl History {
         let before = log.versions.len();
         let keep = i64::try_from(self.settings.keep.as_secs()).unwrap_or(i64::MAX);
         log.versions.retain(|v| now.saturating_sub(v.at) < keep);
-        let mut sizes: HashMap<&str, (u64, usize)> = HashMap::new();
-        for v in &log.versions {
-            sizes.entry(&v.object).or_insert((v.size, 0)).1 += 1;
+        log.recount();
+        while log.total > self.settings.max_bytes && !log.versions.is_empty() {
+            log.remove(0);
         }
-        let mut total: u64 = sizes.values().map(|(size, _)| size).sum();
-        let mut cut = 0;
-        while total > self.settings.max_bytes && cut < log.versions.len() {
-            let v = &log.versions[cut];
-            if let Some((size, refs)) = sizes.get_mut(v.object.as_str()) {
-                *refs -= 1;
-                if *refs == 0 {
-                    total -= *size;
-                }
-            }
-            cut += 1;
-        }
-        drop(sizes);
-        log.versions.drain(..cut);
         let dropped = before - log.versions.len();
         let live: HashSet<&str> = log.versions.iter().map(|v| v.object.as_str()).collect();
         for entry in fs::read_dir(self.dir.join(OBJECTS_DIR))? {
@@ -790,6 +848,16 @@ mod tests {
     #[test]
     fn the_sweep_expires_old_versions_and_enforces_the_cap() {
         let f = fixture();
+        let h = History::open(&f.state, settings(0)).unwrap();
+        h.keep_bytes(&p("a.md"), b"aaaa", Why::Deleted).unwrap();
+        h.keep_bytes(&p("b.md"), b"bbbb", Why::Deleted).unwrap();
+        let last = h
+            .keep_bytes(&p("c.md"), b"cccc", Why::Deleted)
+            .unwrap()
+            .unwrap();
+        drop(h);
+        // The cap was lowered in config.yaml: 12 bytes over a cap of 10,
+        // the oldest goes.
         let h = History::open(
             &f.state,
             HistorySettings {
@@ -799,13 +867,6 @@ mod tests {
             },
         )
         .unwrap();
-        h.keep_bytes(&p("a.md"), b"aaaa", Why::Deleted).unwrap();
-        h.keep_bytes(&p("b.md"), b"bbbb", Why::Deleted).unwrap();
-        let last = h
-            .keep_bytes(&p("c.md"), b"cccc", Why::Deleted)
-            .unwrap()
-            .unwrap();
-        // 12 bytes over a cap of 10: the oldest goes.
         assert_eq!(h.sweep_at(now_unix()).unwrap(), 1);
         let paths: Vec<String> = h.versions().iter().map(|v| v.path.to_string()).collect();
         assert_eq!(paths, ["b.md", "c.md"]);
@@ -829,6 +890,50 @@ mod tests {
         let h = History::open(&f.state, HistorySettings::default()).unwrap();
         let n = h.keep_bytes(&p("e.md"), b"e", Why::Deleted).unwrap();
         assert_eq!(n, Some(last + 2));
+    }
+
+    /// Without a sweep (a mount with no organizer), each version kept
+    /// makes room for itself: the oldest go once over the cap, and those
+    /// past their time go too.
+    #[test]
+    fn the_cap_and_the_time_hold_without_a_sweep() {
+        let f = fixture();
+        let h = History::open(
+            &f.state,
+            HistorySettings {
+                keep: Duration::from_secs(100),
+                max_bytes: 10,
+                collapse: Duration::ZERO,
+            },
+        )
+        .unwrap();
+        h.keep_bytes(&p("a.md"), b"aaaa", Why::Deleted).unwrap();
+        h.keep_bytes(&p("b.md"), b"bbbb", Why::Deleted).unwrap();
+        // Equal content is counted once: 8 bytes, not 12.
+        h.keep_bytes(&p("b2.md"), b"bbbb", Why::Deleted).unwrap();
+        assert_eq!(h.versions().len(), 3);
+        h.keep_bytes(&p("c.md"), b"cccc", Why::Deleted).unwrap();
+        let paths: Vec<String> = h.versions().iter().map(|v| v.path.to_string()).collect();
+        assert_eq!(paths, ["b.md", "b2.md", "c.md"]);
+        let objects = || {
+            fs::read_dir(f.state.join("history/objects"))
+                .unwrap()
+                .count()
+        };
+        assert_eq!(objects(), 2, "a's object went with it");
+        // b's versions grow old; the next version kept drops them.
+        for v in h.log.lock().versions.iter_mut().take(2) {
+            v.at -= 1000;
+        }
+        h.keep_bytes(&p("d.md"), b"d", Why::Deleted).unwrap();
+        let paths: Vec<String> = h.versions().iter().map(|v| v.path.to_string()).collect();
+        assert_eq!(paths, ["c.md", "d.md"]);
+        assert_eq!(objects(), 2);
+        // The log on disk says the same.
+        drop(h);
+        let h = History::open(&f.state, HistorySettings::default()).unwrap();
+        let paths: Vec<String> = h.versions().iter().map(|v| v.path.to_string()).collect();
+        assert_eq!(paths, ["c.md", "d.md"]);
     }
 
     /// A version kept as a hard link stays what it was even when the
