@@ -214,3 +214,61 @@ fn walks_of_the_tree_are_not_counted_but_single_reads_are() {
     );
     assert_eq!(access_count(&m, "notes/deep/c.md"), 0);
 }
+
+/// A walker whose list of files was made by another process (`find |
+/// xargs cat`) counts at most eight files of a folder; a read through a
+/// search result counts one.
+#[test]
+fn a_list_read_by_another_process_counts_at_most_eight_files_a_folder() {
+    let mut seed: Vec<(String, Vec<u8>)> = (0..20)
+        .map(|i| {
+            (
+                format!("log/{i:02}.md"),
+                format!("entry {i} of the ledger\n").into_bytes(),
+            )
+        })
+        .collect();
+    seed.push((
+        "people/ada.md".to_string(),
+        b"# Ada\nAda keeps the quasicrystal notes.\n".to_vec(),
+    ));
+    let m = Mount::with_options(MountOptions {
+        seed,
+        ..Default::default()
+    });
+    let log_total = |m: &Mount| {
+        (0..20)
+            .map(|i| access_count(m, &format!("log/{i:02}.md")))
+            .sum::<u64>()
+    };
+    run_ok(
+        Command::new("sh")
+            .arg("-c")
+            .arg("find \"$1\" -name '*.md' -print0 | xargs -0 cat > /dev/null")
+            .arg("sh")
+            .arg(m.m("log")),
+    );
+    let counted = log_total(&m);
+    assert!(
+        (1..=8).contains(&counted),
+        "find | xargs cat over 20 files counted {counted}"
+    );
+
+    // A search result: the listed folder is the view, not the memory's.
+    let results = m.m("search/quasicrystal");
+    let mut found = None;
+    assert!(
+        poll_until(std::time::Duration::from_secs(30), || {
+            found = fs::read_dir(&results).ok().and_then(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .find(|p| p.extension().is_some_and(|x| x == "md") && p.is_symlink())
+            });
+            found.is_some()
+        }),
+        "the search never found the memory"
+    );
+    let result = found.expect("a result");
+    run_ok(Command::new("cat").arg(&result));
+    assert_eq!(access_count(&m, "people/ada.md"), 1, "a search result read");
+}

@@ -1299,7 +1299,7 @@ impl StoreFs {
     /// `walkers.rs`): such opens are not counted as accesses.
     fn is_walk(&self, ino: u64, pid: u32) -> bool {
         let parent = self.inodes.lock().parent_and_name(ino).map(|(p, _)| p);
-        parent.is_some_and(|dir| self.walkers.is_walk(dir, pid))
+        parent.is_some_and(|dir| self.walkers.is_walk(dir, ino, pid))
     }
 
     /// [`StoreFs::opendir`] for the kernel: a real folder listed by `pid`

@@ -7,7 +7,9 @@
 //! > An open for reading is part of a walk when the process that opens the
 //! > file, its parent or its grandparent opened the file's folder for
 //! > listing less than two seconds before; each such open restarts those
-//! > two seconds for that lister and folder.
+//! > two seconds for that lister and folder. It is also part of a walk
+//! > when the same thread has opened eight other files of that folder,
+//! > each less than two seconds after the one before.
 //!
 //! A walker lists a folder and then opens what it found, at once; the
 //! parent covers `find -exec cat` (find lists, each cat it starts opens
@@ -15,6 +17,12 @@
 //! by path, through `by-id/` or a search result (whose folder is a view,
 //! never the file's real folder) counts, and so does a `cat` after an `ls`
 //! in a shell (siblings, not ancestors).
+//!
+//! The second clause is a backstop for walkers whose list of files was
+//! made elsewhere or long before (`find | xargs cat`, a large rsync or a
+//! backup that scans first and reads later): the first eight files count,
+//! the rest do not. It goes by thread, which the request names for free;
+//! the walkers it is for read one file after another on one thread.
 //!
 //! The kernel names the calling *thread* in each request, so listers are
 //! compared by thread group (process), read from `/proc/<tid>/status`. That
@@ -32,8 +40,22 @@ use parking_lot::Mutex;
 /// folder by the lister's family is taken as part of the walk.
 pub(crate) const WALK_WINDOW: Duration = Duration::from_secs(2);
 
-/// Folders beyond this many recently listed are pruned of stale listings.
+/// An open by a thread that has opened this many other files of the same
+/// folder, each within [`WALK_WINDOW`] of the one before, is part of a walk.
+pub(crate) const WALK_FILES: usize = 8;
+
+/// Folders beyond this many recently listed (or read) are pruned of stale
+/// entries.
 const PRUNE_AT: usize = 1024;
+
+/// The files of one folder one thread opened in a row.
+#[derive(Debug)]
+struct Streak {
+    /// Distinct files, at most one more than [`WALK_FILES`].
+    files: Vec<u64>,
+    /// The latest open.
+    at: Instant,
+}
 
 /// Who listed a folder, and when.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +72,8 @@ struct Listing {
 #[derive(Debug, Default)]
 pub(crate) struct Walkers {
     listed: Mutex<HashMap<u64, Vec<Listing>>>,
+    /// Opens in a row, by folder and thread.
+    streaks: Mutex<HashMap<(u64, u32), Streak>>,
 }
 
 impl Walkers {
@@ -72,8 +96,39 @@ impl Walkers {
         });
     }
 
-    /// Whether thread `tid` opening a file in folder `dir` is walking it.
-    pub(crate) fn is_walk(&self, dir: u64, tid: u32) -> bool {
+    /// Whether thread `tid` opening `file` in folder `dir` is walking it.
+    pub(crate) fn is_walk(&self, dir: u64, file: u64, tid: u32) -> bool {
+        // Both are asked, so a walk's streak is known when its listing
+        // goes stale.
+        let streak = self.in_streak(dir, file, tid);
+        self.after_listing(dir, tid) || streak
+    }
+
+    /// Whether thread `tid` has opened [`WALK_FILES`] other files of `dir`
+    /// in a row before `file`.
+    fn in_streak(&self, dir: u64, file: u64, tid: u32) -> bool {
+        let now = Instant::now();
+        let mut streaks = self.streaks.lock();
+        if streaks.len() >= PRUNE_AT {
+            streaks.retain(|_, s| now.duration_since(s.at) < WALK_WINDOW);
+        }
+        let streak = streaks.entry((dir, tid)).or_insert_with(|| Streak {
+            files: Vec::new(),
+            at: now,
+        });
+        if now.duration_since(streak.at) >= WALK_WINDOW {
+            streak.files.clear();
+        }
+        streak.at = now;
+        if !streak.files.contains(&file) && streak.files.len() <= WALK_FILES {
+            streak.files.push(file);
+        }
+        streak.files.len() > WALK_FILES
+    }
+
+    /// Whether thread `tid`'s process, its parent or its grandparent listed
+    /// `dir` within the window.
+    fn after_listing(&self, dir: u64, tid: u32) -> bool {
         let now = Instant::now();
         let unresolved: Vec<u32> = {
             let listed = self.listed.lock();
@@ -174,12 +229,27 @@ mod tests {
     }
 
     #[test]
+    fn a_thread_opening_many_files_of_a_folder_in_a_row_is_walking() {
+        let w = Walkers::default();
+        let me = this_thread();
+        for file in 0..WALK_FILES as u64 {
+            assert!(!w.is_walk(7, file, me), "file {file} of a short run");
+            // Opening one again does not lengthen the run.
+            assert!(!w.is_walk(7, file, me));
+        }
+        assert!(w.is_walk(7, 1000, me), "one more is a walk");
+        assert!(w.is_walk(7, 0, me), "and so is the rest of it");
+        assert!(!w.is_walk(8, 0, me), "another folder");
+        assert!(!w.is_walk(7, 0, me + 1), "another thread");
+    }
+
+    #[test]
     fn a_listing_by_the_same_process_makes_a_walk() {
         let w = Walkers::default();
-        assert!(!w.is_walk(7, this_thread()), "nothing listed yet");
+        assert!(!w.is_walk(7, 100, this_thread()), "nothing listed yet");
         w.listed(7, this_thread());
-        assert!(w.is_walk(7, this_thread()));
-        assert!(!w.is_walk(8, this_thread()), "another folder");
+        assert!(w.is_walk(7, 100, this_thread()));
+        assert!(!w.is_walk(8, 100, this_thread()), "another folder");
     }
 
     #[test]
@@ -189,7 +259,7 @@ mod tests {
         // The lister has exited: it counts as the process of its own id,
         // which is not ours.
         w.listed(7, lister);
-        assert!(!w.is_walk(7, this_thread()));
+        assert!(!w.is_walk(7, 100, this_thread()));
         let w = Walkers::default();
         let (tx, rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -198,7 +268,7 @@ mod tests {
             done_rx.recv().unwrap();
         });
         w.listed(7, rx.recv().unwrap());
-        assert!(w.is_walk(7, this_thread()), "a live thread of ours");
+        assert!(w.is_walk(7, 100, this_thread()), "a live thread of ours");
         done_tx.send(()).unwrap();
         t.join().unwrap();
     }
@@ -214,10 +284,10 @@ mod tests {
             .spawn()
             .unwrap();
         assert!(family(child.id()).contains(&std::process::id()));
-        assert!(w.is_walk(7, child.id()));
+        assert!(w.is_walk(7, 100, child.id()));
         let _ = child.kill();
         let _ = child.wait();
         // A process with no relation to us is not.
-        assert!(!w.is_walk(7, 1));
+        assert!(!w.is_walk(7, 100, 1));
     }
 }
