@@ -292,3 +292,64 @@ fn without_a_daemon_history_and_restore_work_on_the_store() {
     );
     assert!(Path::new(&state).join("history/objects").is_dir());
 }
+
+/// vim's saves (with its default backups, and in place) keep the note's
+/// earlier content as versions of the note, while its swap file, its
+/// `4913` probe and its `note.md~` backup never reach the trash.
+#[test]
+fn vim_saves_are_versions_of_the_note_and_leave_nothing_in_the_trash() {
+    if !common::have_program("vim") {
+        eprintln!("skipped: vim is not installed");
+        return;
+    }
+    let m = Mount::with_options(MountOptions {
+        seed: vec![("notes/plan.md".into(), b"line one\n".to_vec())],
+        ..Default::default()
+    });
+    let vim = |settings: &str, line: &str| {
+        let out = run_with_timeout(
+            Command::new("vim")
+                .args(["-u", "NONE", "-i", "NONE", "-N", "-Es"])
+                // The default skips backups of files under /tmp.
+                .args(["-c", &format!("set backupskip= {settings}")])
+                .args(["-c", &format!("normal Go{line}"), "-c", "wq"])
+                .arg(m.m("notes/plan.md"))
+                .env("HOME", &m.plain),
+            Duration::from_secs(60),
+        )
+        .expect("vim timed out");
+        assert!(out.status.success(), "vim: {out:?}");
+    };
+    // Renames plan.md to plan.md~, writes a new plan.md, removes the backup.
+    vim("backupcopy=auto", "line two");
+    // Copies plan.md to plan.md~, rewrites plan.md in place, removes it.
+    vim("backupcopy=yes", "line three");
+    assert_eq!(
+        fs::read_to_string(m.m("notes/plan.md")).expect("read"),
+        "line one\nline two\nline three\n"
+    );
+    let trash = json_lines(&cli(&m, &["trash", "--json"]));
+    assert!(trash.is_empty(), "{trash:?}");
+    let versions = json_lines(&cli(&m, &["history", "notes/plan.md", "--json"]));
+    assert!(
+        versions.iter().all(|v| v["path"] == "notes/plan.md"),
+        "{versions:?}"
+    );
+    let oldest = versions.last().expect("a version")["version"]
+        .as_u64()
+        .expect("number");
+    cli(
+        &m,
+        &["restore", "notes/plan.md", "--version", &oldest.to_string()],
+    );
+    assert_eq!(
+        fs::read_to_string(m.m("notes/plan.md")).expect("read"),
+        "line one\n"
+    );
+    let mut names: Vec<String> = fs::read_dir(m.s("notes"))
+        .expect("store")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["plan.md"]);
+}

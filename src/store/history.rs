@@ -373,10 +373,22 @@ impl History {
         if st.size == 0 && why == Why::Truncated {
             return Ok(None);
         }
+        let (path, why) = match (EditorFile::of(path, st.size), why) {
+            (EditorFile::Scratch, _) => return Ok(None),
+            // What the file held before the save that made the backup.
+            (EditorFile::BackupOf(original), Why::Deleted)
+                if store
+                    .stat(&original)
+                    .is_ok_and(|st| st.kind == super::FileKind::File) =>
+            {
+                (original, Why::Overwritten)
+            }
+            _ => (path.clone(), why),
+        };
         let mut bytes = Vec::with_capacity(st.size as usize);
         (&file).read_to_end(&mut bytes)?;
         let link_from = (how == Keep::LinkOrCopy && st.nlink == 1).then_some(&file);
-        self.keep_content(path, &bytes, why, link_from)
+        self.keep_content(&path, &bytes, why, link_from)
     }
 
     /// Keeps `bytes` as what `path` held before it was lost for `why`.
@@ -401,9 +413,12 @@ impl History {
         let object = self.store_object(bytes, link_from)?;
         let collapse = self.settings.collapse.as_secs() as i64;
         let (window, first, drop) = match last.map(|i| (i, &log.versions[i])) {
-            // The same content again: already kept.
+            // The same content again: already kept (a delete is still
+            // recorded, for the trash).
             Some((_, v))
-                if v.object == object && v.why == why && now - v.window < collapse.max(1) =>
+                if v.object == object
+                    && (v.why == why || why != Why::Deleted)
+                    && now - v.window < collapse.max(1) =>
             {
                 return Ok(None);
             }
@@ -588,6 +603,61 @@ impl History {
         fs::rename(&tmp, self.dir.join(LOG_FILE))?;
         log.file = None;
         Ok(dropped)
+    }
+}
+
+/// What an editor makes beside the file it edits.
+#[derive(Debug, PartialEq, Eq)]
+enum EditorFile {
+    /// A swap, lock, auto-save or probe file: never a memory, and keeping
+    /// it would fill the trash with files whose restore confuses the
+    /// editor (vim's `.X.swp`, its empty `4913` probe, Emacs's `#X#`,
+    /// LibreOffice's `.~lock.X#`, gedit's `.goutputstream-*`, Kate's
+    /// `X.kate-swp`).
+    Scratch,
+    /// `X~`: a backup of `X`, which vim makes by renaming `X` before each
+    /// save and removes after it. Its content is an earlier version of `X`.
+    BackupOf(StorePath),
+    /// Anything else.
+    Other,
+}
+
+impl EditorFile {
+    /// What the file at `path`, of `size` bytes, is.
+    fn of(path: &StorePath, size: u64) -> EditorFile {
+        let Some(name) = path.file_name().map(OsStrExt::as_bytes) else {
+            return EditorFile::Other;
+        };
+        let vim_swap = name.len() > 5
+            && name[0] == b'.'
+            && matches!(
+                &name[name.len() - 4..],
+                [b'.', b's', b'v' | b'w', b'a'..=b'z']
+            );
+        let vim_probe = size == 0
+            && name.iter().all(u8::is_ascii_digit)
+            && std::str::from_utf8(name)
+                .ok()
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n >= 4913 && (n - 4913) % 123 == 0);
+        let emacs_auto_save = name.len() > 2 && name[0] == b'#' && name.ends_with(b"#");
+        let office_lock = name.starts_with(b".~lock.") && name.ends_with(b"#");
+        if vim_swap
+            || vim_probe
+            || emacs_auto_save
+            || office_lock
+            || name.starts_with(b".goutputstream-")
+            || name.ends_with(b".kate-swp")
+        {
+            return EditorFile::Scratch;
+        }
+        match name.strip_suffix(b"~") {
+            Some(original) if !original.is_empty() => path
+                .parent()
+                .and_then(|dir| dir.join(std::ffi::OsStr::from_bytes(original)))
+                .map_or(EditorFile::Other, EditorFile::BackupOf),
+            _ => EditorFile::Other,
+        }
     }
 }
 
@@ -988,6 +1058,54 @@ mod tests {
         fs::write(&log, text).unwrap();
         let h = History::open(&f.state, settings(0)).unwrap();
         assert_eq!(h.versions().len(), 1);
+    }
+
+    #[test]
+    fn editors_scratch_files_are_not_kept_and_a_backup_is_a_version_of_its_file() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(60)).unwrap();
+        fs::create_dir(f.root.join("notes")).unwrap();
+        let scratch: [(&str, &[u8]); 7] = [
+            ("notes/.a.md.swp", b"b0VIM 9.0"),
+            ("notes/.a.md.swx", b""),
+            ("notes/4913", b""),
+            ("notes/#a.md#", b"autosave"),
+            ("notes/.~lock.a.md#", b"lock"),
+            ("notes/.goutputstream-XYZ123", b"temp"),
+            ("notes/a.md.kate-swp", b"swap"),
+        ];
+        for (name, content) in scratch {
+            fs::write(f.root.join(name), content).unwrap();
+            let kept = h
+                .keep(&f.store, &p(name), Why::Deleted, Keep::LinkOrCopy)
+                .unwrap();
+            assert_eq!(kept, None, "{name}");
+        }
+        // vim's save: a.md renamed to a.md~, a new a.md written, a.md~
+        // removed. The backup is what a.md held before.
+        fs::write(f.root.join("notes/a.md~"), "first draft").unwrap();
+        fs::write(f.root.join("notes/a.md"), "second draft").unwrap();
+        h.keep(&f.store, &p("notes/a.md~"), Why::Deleted, Keep::LinkOrCopy)
+            .unwrap()
+            .unwrap();
+        let v = &h.versions_of(Some(&p("notes/a.md")), None)[0];
+        assert_eq!(
+            (v.why, h.read(v).unwrap()),
+            (Why::Overwritten, b"first draft".to_vec())
+        );
+        assert!(h.deleted().is_empty());
+        // A backup whose file is gone, a 4913 with content and a name that
+        // merely looks alike are kept as they are.
+        for name in ["notes/b.md~", "notes/4913", "notes/swap.swp", "~"] {
+            fs::write(f.root.join(name), "kept").unwrap();
+            let kept = h
+                .keep(&f.store, &p(name), Why::Deleted, Keep::Copy)
+                .unwrap();
+            assert!(kept.is_some(), "{name}");
+        }
+        let mut trash: Vec<String> = h.deleted().iter().map(|v| v.path.to_string()).collect();
+        trash.sort();
+        assert_eq!(trash, ["notes/4913", "notes/b.md~", "notes/swap.swp", "~"]);
     }
 
     #[test]
