@@ -353,3 +353,52 @@ fn vim_saves_are_versions_of_the_note_and_leave_nothing_in_the_trash() {
     names.sort();
     assert_eq!(names, ["plan.md"]);
 }
+
+/// A vault kept in git on the mount: commits and `git gc` remove lock
+/// files and loose objects in `.git/`, none of which reaches the trash (a
+/// restored `index.lock` would stop git); a memory `git rm` removes does.
+#[test]
+fn git_working_on_the_mount_leaves_only_memories_in_the_trash() {
+    if !common::have_program("git") {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let m = Mount::with_options(MountOptions {
+        seed: seeded(),
+        ..Default::default()
+    });
+    let git = |args: &[&str]| {
+        let out = run_with_timeout(
+            Command::new("git")
+                .arg("-C")
+                .arg(&m.mnt)
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@e",
+                    "-c",
+                    "gc.auto=0",
+                ])
+                .args(args),
+            Duration::from_secs(120),
+        )
+        .expect("git timed out");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "one"]);
+    fs::write(m.m("people/carol.md"), "# Carol\nLikes coffee now.\n").expect("edit");
+    git(&["commit", "-qam", "two"]);
+    git(&["rm", "-q", "notes/beta.md"]);
+    git(&["commit", "-qm", "three"]);
+    git(&["gc", "-q"]);
+    let trash = json_lines(&cli(&m, &["trash", "--json"]));
+    let paths: Vec<&str> = trash.iter().filter_map(|v| v["path"].as_str()).collect();
+    assert_eq!(paths, ["notes/beta.md"], "{trash:?}");
+}

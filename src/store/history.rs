@@ -373,10 +373,10 @@ impl History {
         if st.size == 0 && why == Why::Truncated {
             return Ok(None);
         }
-        let (path, why) = match (EditorFile::of(path, st.size), why) {
-            (EditorFile::Scratch, _) => return Ok(None),
+        let (path, why) = match (FileRole::of(path, st.size), why) {
+            (FileRole::Scratch, _) => return Ok(None),
             // What the file held before the save that made the backup.
-            (EditorFile::BackupOf(original), Why::Deleted)
+            (FileRole::BackupOf(original), Why::Deleted)
                 if store
                     .stat(&original)
                     .is_ok_and(|st| st.kind == super::FileKind::File) =>
@@ -606,14 +606,16 @@ impl History {
     }
 }
 
-/// What an editor makes beside the file it edits.
+/// Whether a file is a memory, or what a tool keeps beside memories.
 #[derive(Debug, PartialEq, Eq)]
-enum EditorFile {
-    /// A swap, lock, auto-save or probe file: never a memory, and keeping
-    /// it would fill the trash with files whose restore confuses the
-    /// editor (vim's `.X.swp`, its empty `4913` probe, Emacs's `#X#`,
-    /// LibreOffice's `.~lock.X#`, gedit's `.goutputstream-*`, Kate's
-    /// `X.kate-swp`).
+enum FileRole {
+    /// Never a memory, and keeping it would fill the trash (and the cap)
+    /// with files whose restore confuses the tool that made them: an
+    /// editor's swap, lock, auto-save or probe file (vim's `.X.swp`, its
+    /// empty `4913` probe, Emacs's `#X#`, LibreOffice's `.~lock.X#`,
+    /// gedit's `.goutputstream-*`, Kate's `X.kate-swp`), and anything in a
+    /// dot-folder, where tools keep their own state (`.git/`, whose every
+    /// commit and gc removes lock files and objects; `.obsidian/`).
     Scratch,
     /// `X~`: a backup of `X`, which vim makes by renaming `X` before each
     /// save and removes after it. Its content is an earlier version of `X`.
@@ -622,12 +624,20 @@ enum EditorFile {
     Other,
 }
 
-impl EditorFile {
+impl FileRole {
     /// What the file at `path`, of `size` bytes, is.
-    fn of(path: &StorePath, size: u64) -> EditorFile {
+    fn of(path: &StorePath, size: u64) -> FileRole {
         let Some(name) = path.file_name().map(OsStrExt::as_bytes) else {
-            return EditorFile::Other;
+            return FileRole::Other;
         };
+        let in_dot_folder = path.parent().is_some_and(|dir| {
+            dir.as_path()
+                .components()
+                .any(|c| c.as_os_str().as_bytes().starts_with(b"."))
+        });
+        if in_dot_folder {
+            return FileRole::Scratch;
+        }
         let vim_swap = name.len() > 5
             && name[0] == b'.'
             && matches!(
@@ -649,14 +659,14 @@ impl EditorFile {
             || name.starts_with(b".goutputstream-")
             || name.ends_with(b".kate-swp")
         {
-            return EditorFile::Scratch;
+            return FileRole::Scratch;
         }
         match name.strip_suffix(b"~") {
             Some(original) if !original.is_empty() => path
                 .parent()
                 .and_then(|dir| dir.join(std::ffi::OsStr::from_bytes(original)))
-                .map_or(EditorFile::Other, EditorFile::BackupOf),
-            _ => EditorFile::Other,
+                .map_or(FileRole::Other, FileRole::BackupOf),
+            _ => FileRole::Other,
         }
     }
 }
@@ -1061,11 +1071,15 @@ mod tests {
     }
 
     #[test]
-    fn editors_scratch_files_are_not_kept_and_a_backup_is_a_version_of_its_file() {
+    fn scratch_files_of_editors_and_tools_are_not_kept_and_a_backup_is_a_version_of_its_file() {
         let f = fixture();
         let h = History::open(&f.state, settings(60)).unwrap();
         fs::create_dir(f.root.join("notes")).unwrap();
-        let scratch: [(&str, &[u8]); 7] = [
+        fs::create_dir_all(f.root.join("notes/.git/refs/heads")).unwrap();
+        fs::create_dir(f.root.join(".obsidian")).unwrap();
+        let scratch: [(&str, &[u8]); 9] = [
+            ("notes/.git/refs/heads/main.lock", b"0123abcd\n"),
+            (".obsidian/workspace.json", b"{}"),
             ("notes/.a.md.swp", b"b0VIM 9.0"),
             ("notes/.a.md.swx", b""),
             ("notes/4913", b""),
@@ -1096,7 +1110,13 @@ mod tests {
         assert!(h.deleted().is_empty());
         // A backup whose file is gone, a 4913 with content and a name that
         // merely looks alike are kept as they are.
-        for name in ["notes/b.md~", "notes/4913", "notes/swap.swp", "~"] {
+        for name in [
+            "notes/b.md~",
+            "notes/4913",
+            "notes/swap.swp",
+            "~",
+            ".gitignore",
+        ] {
             fs::write(f.root.join(name), "kept").unwrap();
             let kept = h
                 .keep(&f.store, &p(name), Why::Deleted, Keep::Copy)
@@ -1105,7 +1125,16 @@ mod tests {
         }
         let mut trash: Vec<String> = h.deleted().iter().map(|v| v.path.to_string()).collect();
         trash.sort();
-        assert_eq!(trash, ["notes/4913", "notes/b.md~", "notes/swap.swp", "~"]);
+        assert_eq!(
+            trash,
+            [
+                ".gitignore",
+                "notes/4913",
+                "notes/b.md~",
+                "notes/swap.swp",
+                "~"
+            ]
+        );
     }
 
     #[test]
