@@ -14,7 +14,9 @@
 //!   object is a hard link of the old inode: no copy is made. Otherwise
 //!   (another filesystem, a truncation in place, a shared inode) the bytes
 //!   are copied. Equal content is stored once; two contents with the same
-//!   hash and size get different suffixes (the bytes are compared).
+//!   hash and size get different suffixes (the bytes are compared). A file
+//!   over 1 MiB is hashed, compared and copied a chunk at a time, so the
+//!   daemon never holds a deleted file whole in memory.
 //! - `versions.jsonl`: one line per kept version, appended; a later
 //!   `{"drop": n}` line takes version `n` back (a collapse). [`History::sweep`]
 //!   rewrites it compactly, starting with a `{"next": n}` line so that the
@@ -385,10 +387,19 @@ impl History {
             }
             _ => (path.clone(), why),
         };
+        let link_from = (how == Keep::LinkOrCopy && st.nlink == 1).then_some(&file);
+        if st.size > PARSE_LIMIT as u64 {
+            // Read as it goes, never whole into memory.
+            let content = Content::File {
+                file: &file,
+                size: st.size,
+            };
+            return self.keep_content(&path, content, (None, None), why, link_from);
+        }
         let mut bytes = Vec::with_capacity(st.size as usize);
         (&file).read_to_end(&mut bytes)?;
-        let link_from = (how == Keep::LinkOrCopy && st.nlink == 1).then_some(&file);
-        self.keep_content(&path, &bytes, why, link_from)
+        let described = describe(&path, &bytes);
+        self.keep_content(&path, Content::Bytes(&bytes), described, why, link_from)
     }
 
     /// Keeps `bytes` as what `path` held before it was lost for `why`.
@@ -396,21 +407,23 @@ impl History {
         if bytes.len() as u64 > self.settings.max_bytes || self.settings.max_bytes == 0 {
             return Ok(None);
         }
-        self.keep_content(path, bytes, why, None)
+        let described = describe(path, bytes);
+        self.keep_content(path, Content::Bytes(bytes), described, why, None)
     }
 
     fn keep_content(
         &self,
         path: &StorePath,
-        bytes: &[u8],
+        content: Content<'_>,
+        (id, title): (Option<String>, Option<String>),
         why: Why,
         link_from: Option<&File>,
     ) -> io::Result<Option<u64>> {
-        let (id, title) = describe(path, bytes);
         let now = now_unix();
+        let hash = content.hash()?;
         let mut log = self.log.lock();
         let last = log.versions.iter().rposition(|v| v.path == *path);
-        let object = self.store_object(bytes, link_from)?;
+        let object = self.store_object(content, hash, link_from)?;
         let collapse = self.settings.collapse.as_secs() as i64;
         let (window, first, drop) = match last.map(|i| (i, &log.versions[i])) {
             // The same content again: already kept (a delete is still
@@ -437,7 +450,7 @@ impl History {
             title,
             why,
             at: now,
-            size: bytes.len() as u64,
+            size: content.len(),
             object,
             window,
             first,
@@ -496,8 +509,13 @@ impl History {
 
     /// Stores `bytes` as an object (a hard link of `link_from` when it can)
     /// and returns its name; equal content already stored is reused.
-    fn store_object(&self, bytes: &[u8], link_from: Option<&File>) -> io::Result<String> {
-        let base = format!("{:016x}-{}", fnv1a64(bytes), bytes.len());
+    fn store_object(
+        &self,
+        content: Content<'_>,
+        hash: u64,
+        link_from: Option<&File>,
+    ) -> io::Result<String> {
+        let base = format!("{hash:016x}-{}", content.len());
         for n in 1..100u32 {
             let name = if n == 1 {
                 base.clone()
@@ -505,12 +523,12 @@ impl History {
                 format!("{base}-{n}")
             };
             let path = self.object_path(&name);
-            match fs::read(&path) {
-                Ok(existing) if existing == bytes => {
+            match content.equals(&path) {
+                Ok(true) => {
                     unshare(&path)?;
                     return Ok(name);
                 }
-                Ok(_) => continue,
+                Ok(false) => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
@@ -519,7 +537,7 @@ impl History {
             {
                 return Ok(name);
             }
-            write_object(&path, bytes)?;
+            content.write_to(&path)?;
             return Ok(name);
         }
         Err(io::Error::other(format!(
@@ -603,6 +621,102 @@ impl History {
         fs::rename(&tmp, self.dir.join(LOG_FILE))?;
         log.file = None;
         Ok(dropped)
+    }
+}
+
+/// Content to keep: in memory, or read from the file as it goes (a large
+/// file is never held whole).
+#[derive(Clone, Copy)]
+enum Content<'a> {
+    Bytes(&'a [u8]),
+    File { file: &'a File, size: u64 },
+}
+
+/// How much of a large file is read at a time.
+const CHUNK: usize = 1 << 16;
+
+impl Content<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Content::Bytes(bytes) => bytes.len() as u64,
+            Content::File { size, .. } => *size,
+        }
+    }
+
+    /// Calls `each` with the content, a chunk at a time, while it returns
+    /// true; returns how many bytes it was given.
+    fn chunks(&self, mut each: impl FnMut(&[u8]) -> io::Result<bool>) -> io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        match self {
+            Content::Bytes(bytes) => {
+                each(bytes)?;
+                Ok(bytes.len() as u64)
+            }
+            Content::File { file, size } => {
+                let mut buf = vec![0; CHUNK];
+                let mut at = 0;
+                while at < *size {
+                    let want = usize::try_from(*size - at).map_or(CHUNK, |left| left.min(CHUNK));
+                    let n = file.read_at(&mut buf[..want], at)?;
+                    if n == 0 {
+                        break;
+                    }
+                    at += n as u64;
+                    if !each(&buf[..n])? {
+                        break;
+                    }
+                }
+                Ok(at)
+            }
+        }
+    }
+
+    /// FNV-1a, as [`fnv1a64`] computes it.
+    fn hash(&self) -> io::Result<u64> {
+        if let Content::Bytes(bytes) = self {
+            return Ok(fnv1a64(bytes));
+        }
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        self.chunks(|chunk| {
+            for &byte in chunk {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            Ok(true)
+        })?;
+        Ok(hash)
+    }
+
+    /// Whether the file at `path` holds exactly this content (`NotFound`
+    /// when there is none).
+    fn equals(&self, path: &Path) -> io::Result<bool> {
+        if let Content::Bytes(bytes) = self {
+            return fs::read(path).map(|existing| existing == *bytes);
+        }
+        let mut existing = File::open(path)?;
+        if existing.metadata()?.len() != self.len() {
+            return Ok(false);
+        }
+        let mut theirs = vec![0; CHUNK];
+        let mut same = true;
+        let compared = self.chunks(|ours| {
+            existing.read_exact(&mut theirs[..ours.len()])?;
+            same = theirs[..ours.len()] == *ours;
+            Ok(same)
+        })?;
+        // A file that shrank meanwhile is not this content.
+        Ok(same && compared == self.len())
+    }
+
+    /// Writes the content as a private file at `path`.
+    fn write_to(&self, path: &Path) -> io::Result<()> {
+        match self {
+            Content::Bytes(bytes) => write_object(path, bytes),
+            Content::File { .. } => write_object_with(path, |out| {
+                self.chunks(|chunk| out.write_all(chunk).map(|()| true))
+                    .map(drop)
+            }),
+        }
     }
 }
 
@@ -779,6 +893,14 @@ fn unshare(path: &Path) -> io::Result<()> {
 
 /// Writes a private file whole (a temp name, then a rename).
 fn write_object(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_object_with(path, |file| file.write_all(bytes))
+}
+
+/// Writes a private file whole with `fill` (a temp name, then a rename).
+fn write_object_with(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
     let written = (|| {
         let mut file = OpenOptions::new()
@@ -786,7 +908,7 @@ fn write_object(path: &Path, bytes: &[u8]) -> io::Result<()> {
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
-        file.write_all(bytes)?;
+        fill(&mut file)?;
         fs::rename(&tmp, path)
     })();
     if written.is_err() {
@@ -1135,6 +1257,50 @@ mod tests {
                 "~"
             ]
         );
+    }
+
+    /// Files over the parse limit are hashed, compared and copied a chunk
+    /// at a time, never read whole, with the same names as small ones.
+    #[test]
+    fn a_large_file_is_kept_as_it_is_read() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(0)).unwrap();
+        let big: Vec<u8> = (0..3 * PARSE_LIMIT + 12_345)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let mut other = big.clone();
+        *other.last_mut().unwrap() ^= 1;
+        fs::write(f.root.join("a.bin"), &big).unwrap();
+        fs::write(f.root.join("b.bin"), &big).unwrap();
+        fs::write(f.root.join("c.bin"), &other).unwrap();
+        // A hard link, then the same content copied: one object.
+        h.keep(&f.store, &p("a.bin"), Why::Deleted, Keep::LinkOrCopy)
+            .unwrap()
+            .unwrap();
+        fs::remove_file(f.root.join("a.bin")).unwrap();
+        h.keep(&f.store, &p("b.bin"), Why::Truncated, Keep::Copy)
+            .unwrap()
+            .unwrap();
+        // Same size, different last byte: an object of its own.
+        h.keep(&f.store, &p("c.bin"), Why::Truncated, Keep::Copy)
+            .unwrap()
+            .unwrap();
+        fs::write(f.root.join("b.bin"), "rewritten").unwrap();
+        fs::write(f.root.join("c.bin"), "rewritten").unwrap();
+        let versions = h.versions();
+        assert_eq!(versions.len(), 3);
+        assert_eq!(versions[0].object, versions[1].object);
+        assert_eq!(
+            versions[0].object,
+            format!("{:016x}-{}", fnv1a64(&big), big.len())
+        );
+        assert!(h.read(&versions[1]).unwrap() == big);
+        assert!(h.read(&versions[2]).unwrap() == other);
+        assert_eq!(versions[2].size, other.len() as u64);
+        let objects = fs::read_dir(f.state.join("history/objects"))
+            .unwrap()
+            .count();
+        assert_eq!(objects, 2);
     }
 
     #[test]
