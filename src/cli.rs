@@ -793,7 +793,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for r in &restored {
                 println!("restored version {} at {}", r.version, r.path);
             }
-            if restored.is_empty() {
+            if all_deleted
+                && let Response::Versions { versions } =
+                    session.call(Request::Trash { limit: usize::MAX })?
+                && !versions.is_empty()
+            {
+                eprintln!(
+                    "{} left in the trash (their paths are taken or cannot be written): \
+                     `mnemofs trash` lists them",
+                    versions.len()
+                );
+            } else if restored.is_empty() {
                 eprintln!("nothing to restore");
             }
             Ok(())

@@ -402,3 +402,66 @@ fn git_working_on_the_mount_leaves_only_memories_in_the_trash() {
     let paths: Vec<&str> = trash.iter().filter_map(|v| v["path"].as_str()).collect();
     assert_eq!(paths, ["notes/beta.md"], "{trash:?}");
 }
+
+/// `restore --all-deleted` brings back what it can: a memory whose folder
+/// is now a file stays in the trash, and says so, while the others still
+/// come back.
+#[test]
+fn restoring_the_trash_goes_on_past_a_memory_that_cannot_come_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let state = dir.path().join("state");
+    fs::create_dir_all(store.join("notes")).expect("store");
+    fs::create_dir_all(store.join("x")).expect("store");
+    fs::write(store.join("notes/alpha.md"), ALPHA).expect("seed");
+    fs::write(store.join("x/beta.md"), BETA).expect("seed");
+    let run = |args: &[&str]| {
+        run_with_timeout(
+            Command::new(bin())
+                .args(args)
+                .arg("--store")
+                .arg(&store)
+                .arg("--state-dir")
+                .arg(&state)
+                .stdin(std::process::Stdio::null()),
+            Duration::from_secs(120),
+        )
+        .expect("mnemofs timed out")
+    };
+    let mut tool = Command::new(bin());
+    tool.arg("tool")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = tool.spawn().expect("tool");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        for path in ["/memories/notes/alpha.md", "/memories/x/beta.md"] {
+            writeln!(stdin, r#"{{"command": "delete", "path": "{path}"}}"#).expect("send");
+        }
+    }
+    let out = child.wait_with_output().expect("tool");
+    assert!(out.status.success());
+    // A file now stands where beta's folder was.
+    fs::remove_dir(store.join("x")).expect("rmdir");
+    fs::write(store.join("x"), "a file now\n").expect("file");
+
+    let out = run(&["restore", "--all-deleted"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("notes/alpha.md"), "{stdout}");
+    assert!(stderr.contains("1 left in the trash"), "{stderr}");
+    assert_eq!(
+        fs::read_to_string(store.join("notes/alpha.md")).expect("restored"),
+        ALPHA
+    );
+    let out = run(&["trash", "--json"]);
+    let trash = json_lines(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(trash.len(), 1, "{trash:?}");
+    assert_eq!(trash[0]["path"], "x/beta.md");
+}

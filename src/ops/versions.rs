@@ -119,10 +119,13 @@ impl Operations {
     }
 
     /// Brings back every memory in the trash at the path it had. Those
-    /// whose path was taken meanwhile are left in the trash.
+    /// that cannot come back (their path was taken meanwhile, a file now
+    /// stands where a folder was) are left in the trash and the others
+    /// still come back; it fails only when none could.
     pub fn restore_trash(&self) -> Result<Vec<Restored>> {
         let history = self.kept()?;
         let mut restored = Vec::new();
+        let mut failed = None;
         for version in self.trash(usize::MAX)? {
             let Some(kept) = history
                 .versions_of(StorePath::new(&version.path).as_ref(), None)
@@ -131,19 +134,26 @@ impl Operations {
             else {
                 continue;
             };
-            let bytes = history
+            let put_back = history
                 .read(&kept)
-                .map_err(|e| Error::io(&version.path, e))?;
-            match self.put_back(&kept.path, &bytes, false) {
+                .map_err(|e| Error::io(&version.path, e))
+                .and_then(|bytes| self.put_back(&kept.path, &bytes, false));
+            match put_back {
                 Ok(()) => restored.push(Restored {
                     path: version.path,
                     version: kept.n,
                 }),
                 Err(Error::Exists { .. }) => continue,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    tracing::warn!("left in the trash: {e}");
+                    failed.get_or_insert(e);
+                }
             }
         }
-        Ok(restored)
+        match failed {
+            Some(e) if restored.is_empty() => Err(e),
+            _ => Ok(restored),
+        }
     }
 
     /// Writes restored bytes at `path`: over the file there when
