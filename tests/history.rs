@@ -465,3 +465,54 @@ fn restoring_the_trash_goes_on_past_a_memory_that_cannot_come_back() {
     assert_eq!(trash.len(), 1, "{trash:?}");
     assert_eq!(trash[0]["path"], "x/beta.md");
 }
+
+/// An edit through the memory tool without a daemon (`str_replace`)
+/// keeps what it replaced, as an edit through the mount does.
+#[test]
+fn edits_through_the_memory_tool_keep_what_they_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let state = dir.path().join("state");
+    fs::create_dir_all(store.join("notes")).expect("store");
+    fs::write(store.join("notes/alpha.md"), ALPHA).expect("seed");
+    let mut child = Command::new(bin())
+        .arg("tool")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("tool");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(
+            stdin,
+            r#"{{"command": "str_replace", "path": "/memories/notes/alpha.md", "old_str": "zephyrine", "new_str": "revised"}}"#
+        )
+        .expect("send");
+    }
+    let out = child.wait_with_output().expect("tool");
+    let answers = String::from_utf8_lossy(&out.stdout);
+    assert!(answers.contains("is_error\":false"), "{answers}");
+    assert!(
+        fs::read_to_string(store.join("notes/alpha.md"))
+            .expect("read")
+            .contains("revised")
+    );
+    let out = run_with_timeout(
+        Command::new(bin())
+            .args(["history", "notes/alpha.md", "--json", "--store"])
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state),
+        Duration::from_secs(120),
+    )
+    .expect("history timed out");
+    let versions = json_lines(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    assert_eq!(versions[0]["why"], "overwritten");
+    assert_eq!(versions[0]["size"], ALPHA.len());
+}

@@ -985,6 +985,33 @@ mod tests {
         assert_eq!(h.versions_of(Some(&p("a.md")), None).len(), 1);
     }
 
+    /// With the state dir on another filesystem (here tmpfs), no link can
+    /// be made: the bytes are copied.
+    #[test]
+    fn a_state_dir_on_another_filesystem_gets_copies() {
+        let f = fixture();
+        let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+            eprintln!("skipped: no /dev/shm");
+            return;
+        };
+        let store_dev = fs::metadata(&f.root).unwrap().dev();
+        if fs::metadata(shm.path()).unwrap().dev() == store_dev {
+            eprintln!("skipped: /dev/shm is on the store's filesystem");
+            return;
+        }
+        let h = History::open(shm.path(), settings(60)).unwrap();
+        fs::write(f.root.join("a.md"), "across").unwrap();
+        let ino = fs::metadata(f.root.join("a.md")).unwrap().ino();
+        h.keep(&f.store, &p("a.md"), Why::Deleted, Keep::LinkOrCopy)
+            .unwrap()
+            .unwrap();
+        fs::remove_file(f.root.join("a.md")).unwrap();
+        let v = &h.versions()[0];
+        assert_eq!(h.read(v).unwrap(), b"across");
+        let object = fs::metadata(h.object_path(&v.object)).unwrap();
+        assert_ne!((object.dev(), object.ino()), (store_dev, ino));
+    }
+
     #[test]
     fn a_truncation_is_kept_as_a_copy() {
         let f = fixture();
