@@ -132,7 +132,8 @@ enum Command {
     /// overwrites and truncations took away (kept 30 days by default).
     History {
         /// The memory: a path, id or title; for a deleted memory, the
-        /// path or id it had.
+        /// path or id it had. A path on the mount (absolute, or relative to
+        /// the working directory) works too, and then finds the store.
         reference: String,
         #[command(flatten)]
         at: StoreArgs,
@@ -145,7 +146,8 @@ enum Command {
     /// What it replaces is kept in turn.
     Restore {
         /// The memory: a path, id or title; for a deleted memory, the
-        /// path or id it had.
+        /// path or id it had. A path on the mount (absolute, or relative to
+        /// the working directory) works too, and then finds the store.
         #[arg(required_unless_present = "all_deleted")]
         reference: Option<String>,
         /// The version to bring back, as `mnemofs history` numbers them.
@@ -754,8 +756,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             at,
             json,
         } => {
-            let session = session(&at.target(None)?, None)?;
-            let Response::Versions { versions } = session.call(Request::History { reference })?
+            let (target, references) = versions_of(&reference, at)?;
+            let session = session(&target, None)?;
+            let Response::Versions { versions } = first_found(&references, |reference| {
+                session.call(Request::History { reference })
+            })?
             else {
                 bail!("unexpected answer to history");
             };
@@ -782,12 +787,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             all_deleted,
             at,
         } => {
-            let session = session(&at.target(None)?, None)?;
-            let request = match reference {
-                Some(reference) if !all_deleted => Request::Restore { reference, version },
-                _ => Request::RestoreTrash,
+            let (session, answer) = match reference {
+                Some(reference) if !all_deleted => {
+                    let (target, references) = versions_of(&reference, at)?;
+                    let session = session(&target, None)?;
+                    let answer = first_found(&references, |reference| {
+                        session.call(Request::Restore { reference, version })
+                    });
+                    (session, answer)
+                }
+                _ => {
+                    let session = session(&at.target(None)?, None)?;
+                    let answer = session.call(Request::RestoreTrash);
+                    (session, answer)
+                }
             };
-            let Response::Restored { restored } = session.call(request)? else {
+            let Response::Restored { restored } = answer? else {
                 bail!("unexpected answer to restore");
             };
             for r in &restored {
@@ -812,6 +827,87 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Checkpoint { at } => checkpoint(at),
         Command::Reindex { at } => reindex(at),
     }
+}
+
+/// The store `history` and `restore` work on, and the ways `reference`
+/// may name a memory there, best first. A reference that is a path on a
+/// mount of the store or in the store itself (absolute, or relative to the
+/// working directory, as `rm` took it) first becomes that path within the
+/// store, even when the file is gone; and without `--store`, a mount above
+/// it is the store's. Then the reference as typed: a path in the store, an
+/// id or a title.
+fn versions_of(reference: &str, at: StoreArgs) -> anyhow::Result<(daemon::Target, Vec<String>)> {
+    let typed = Path::new(reference);
+    let on_disk = std::path::absolute(typed)
+        .ok()
+        .map(|p| lexically_normal(&p));
+    let mount_above = || {
+        let path = on_disk.as_deref()?;
+        path.ancestors()
+            .skip(1)
+            .find(|dir| daemon::registry::by_mountpoint(dir).is_some())
+            .map(Path::to_path_buf)
+    };
+    let target = match (&at.store, mount_above()) {
+        (None, Some(mountpoint)) => daemon::Target {
+            path: mountpoint,
+            state_dir: at.state_dir.as_deref().map(absolute).transpose()?,
+        },
+        _ => at.target(None)?,
+    };
+    let found = daemon::find(&target)?;
+    let roots = [
+        found.daemon.as_ref().and_then(|d| d.mountpoint.clone()),
+        Some(found.store.clone()),
+    ];
+    let within = on_disk.as_deref().and_then(|path| {
+        roots
+            .iter()
+            .flatten()
+            .find_map(|root| path.strip_prefix(root).ok())
+            .filter(|rest| !rest.as_os_str().is_empty())
+            .map(|rest| rest.to_string_lossy().into_owned())
+    });
+    let mut references: Vec<String> = within.into_iter().collect();
+    if !references.iter().any(|r| r == reference) {
+        references.push(reference.to_string());
+    }
+    Ok((target, references))
+}
+
+/// `path` without `.` and with each `..` taking the component before it,
+/// as the kernel would for folders that are not symlinks (those of a
+/// deleted file may be gone, so nothing is resolved on disk).
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Asks with each reference in turn until one names something.
+fn first_found(
+    references: &[String],
+    mut ask: impl FnMut(String) -> crate::ops::Result<Response>,
+) -> crate::ops::Result<Response> {
+    let mut answer = Err(crate::ops::Error::NotFound {
+        path: references.first().cloned().unwrap_or_default(),
+    });
+    for reference in references {
+        answer = ask(reference.clone());
+        match &answer {
+            Err(e) if e.errno() == libc::ENOENT => continue,
+            _ => break,
+        }
+    }
+    answer
 }
 
 /// Prints kept versions as a table, or as JSON lines.

@@ -516,3 +516,64 @@ fn edits_through_the_memory_tool_keep_what_they_replaced() {
     assert_eq!(versions[0]["why"], "overwritten");
     assert_eq!(versions[0]["size"], ALPHA.len());
 }
+
+/// A memory deleted on the mount is named the way `rm` took it: by its
+/// path on the mount, absolute or relative to the working directory,
+/// with no `--store` (the mount above it is found).
+#[test]
+fn a_deleted_memory_is_restored_by_its_path_on_the_mount() {
+    let m = Mount::with_options(MountOptions {
+        seed: seeded(),
+        ..Default::default()
+    });
+    let run_in = |dir: &Path, args: &[&str]| -> String {
+        let out = run_with_timeout(
+            Command::new(bin()).args(args).current_dir(dir),
+            Duration::from_secs(60),
+        )
+        .expect("mnemofs timed out");
+        assert!(
+            out.status.success(),
+            "mnemofs {args:?} in {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let alpha = m.m("notes/alpha.md");
+    fs::remove_file(&alpha).expect("rm");
+    let absolute = alpha.to_string_lossy().into_owned();
+    let out = run_in(&m.plain, &["restore", &absolute]);
+    assert!(out.contains("notes/alpha.md"), "{out}");
+    assert_eq!(fs::read_to_string(&alpha).expect("restored"), ALPHA);
+
+    fs::remove_file(&alpha).expect("rm again");
+    let versions = json_lines(&run_in(&m.m("notes"), &["history", "alpha.md", "--json"]));
+    assert!(
+        versions.iter().any(|v| v["why"] == "deleted"),
+        "{versions:?}"
+    );
+    run_in(&m.m("people"), &["restore", "../notes/./alpha.md"]);
+    assert_eq!(fs::read_to_string(&alpha).expect("restored"), ALPHA);
+    // Ids and titles still work from inside the mount.
+    fs::remove_file(&alpha).expect("rm a third time");
+    run_in(
+        &m.m("people"),
+        &["restore", "11111111-1111-4111-8111-111111111111"],
+    );
+    assert_eq!(fs::read_to_string(&alpha).expect("restored"), ALPHA);
+    // A title is looked up in the index, which may still be catching up.
+    let by_title = || {
+        run_with_timeout(
+            Command::new(bin())
+                .args(["history", "Beta", "--json"])
+                .current_dir(m.m("people")),
+            Duration::from_secs(60),
+        )
+        .is_some_and(|out| out.status.success() && out.stdout.is_empty())
+    };
+    assert!(
+        poll_until(Duration::from_secs(30), by_title),
+        "history by title from inside the mount"
+    );
+}
