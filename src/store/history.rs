@@ -1205,6 +1205,160 @@ mod tests {
         assert_eq!(h.read(&v).unwrap(), b"kept");
     }
 
+    /// One step of [`the_log_and_the_objects_agree_after_any_sequence`].
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Keeps content `content` of path `path` for `why` (as bytes, or
+        /// from a file in the store that is then removed or truncated).
+        Keep {
+            path: u8,
+            content: u8,
+            why: u8,
+            from_file: bool,
+        },
+        Sweep,
+        Reopen,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => (0u8..3, 0u8..5, 0u8..3, any::<bool>()).prop_map(
+                |(path, content, why, from_file)| Step::Keep {
+                    path,
+                    content,
+                    why,
+                    from_file
+                }
+            ),
+            1 => Just(Step::Sweep),
+            1 => Just(Step::Reopen),
+        ]
+    }
+
+    /// Contents of different sizes, one of them large enough to be read a
+    /// chunk at a time.
+    fn content_of(n: u8) -> Vec<u8> {
+        match n {
+            4 => (0..PARSE_LIMIT + 100).map(|i| (i % 199) as u8).collect(),
+            n => format!("content {n}\n")
+                .repeat(usize::from(n) + 1)
+                .into_bytes(),
+        }
+    }
+
+    /// What must hold after every step: the log on disk replays to what is
+    /// in memory, the objects folder holds exactly the objects versions
+    /// refer to, each version reads back what was kept, numbers are never
+    /// given twice, the cap holds, and a path's newest loss is its newest
+    /// version unless the cap took it.
+    fn check(
+        f: &Fixture,
+        h: &History,
+        kept: &HashMap<u64, Vec<u8>>,
+        newest: &HashMap<String, Vec<u8>>,
+        given: u64,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prop_assert;
+        use proptest::prop_assert_eq;
+        let versions = h.versions();
+        let replayed = History::open(&f.state, h.settings()).unwrap().versions();
+        prop_assert_eq!(&versions, &replayed);
+        let mut on_disk: Vec<String> = fs::read_dir(f.state.join("history/objects"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut referred: Vec<String> = versions.iter().map(|v| v.object.clone()).collect();
+        referred.sort();
+        referred.dedup();
+        prop_assert_eq!(&on_disk, &referred);
+        let total: u64 = referred
+            .iter()
+            .map(|o| fs::metadata(h.object_path(o)).unwrap().len())
+            .sum();
+        prop_assert!(total <= h.settings().max_bytes);
+        prop_assert_eq!(total, h.log.lock().total);
+        for pair in versions.windows(2) {
+            prop_assert!(pair[0].n < pair[1].n);
+        }
+        for v in &versions {
+            prop_assert!(v.n <= given);
+            prop_assert_eq!(Some(&h.read(v).unwrap()), kept.get(&v.n), "version {}", v.n);
+        }
+        let capped = h.settings().max_bytes < 4 * (PARSE_LIMIT as u64);
+        for (path, content) in newest {
+            let last = versions.iter().rev().find(|v| v.path.to_string() == *path);
+            match last {
+                Some(v) => prop_assert_eq!(&h.read(v).unwrap(), content, "{}", path),
+                None => prop_assert!(capped, "{} lost its newest version", path),
+            }
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn the_log_and_the_objects_agree_after_any_sequence(
+            steps in proptest::collection::vec(step(), 1..24),
+            collapse in proptest::prelude::prop_oneof![
+                proptest::strategy::Just(0u64),
+                proptest::strategy::Just(60u64)
+            ],
+            capped in proptest::prelude::any::<bool>(),
+        ) {
+            let f = fixture();
+            let settings = HistorySettings {
+                keep: Duration::from_secs(86_400),
+                // Room for the large content and a few small ones, or for
+                // everything.
+                max_bytes: if capped { PARSE_LIMIT as u64 + 300 } else { 1 << 30 },
+                collapse: Duration::from_secs(collapse),
+            };
+            let mut h = History::open(&f.state, settings).unwrap();
+            let mut kept: HashMap<u64, Vec<u8>> = HashMap::new();
+            let mut newest: HashMap<String, Vec<u8>> = HashMap::new();
+            let mut given = 0;
+            for step in steps {
+                match step {
+                    Step::Keep { path, content, why, from_file } => {
+                        let path = format!("p{path}.md");
+                        let bytes = content_of(content);
+                        let why = [Why::Deleted, Why::Overwritten, Why::Truncated][usize::from(why)];
+                        let n = if from_file {
+                            fs::write(f.root.join(&path), &bytes).unwrap();
+                            let how = if why == Why::Truncated { Keep::Copy } else { Keep::LinkOrCopy };
+                            let n = h.keep(&f.store, &p(&path), why, how).unwrap();
+                            if why == Why::Truncated {
+                                fs::write(f.root.join(&path), "emptied and rewritten").unwrap();
+                            } else {
+                                fs::remove_file(f.root.join(&path)).unwrap();
+                            }
+                            n
+                        } else {
+                            h.keep_bytes(&p(&path), &bytes, why).unwrap()
+                        };
+                        if let Some(n) = n {
+                            proptest::prop_assert!(n > given, "number {} given again", n);
+                            given = n;
+                            kept.insert(n, bytes.clone());
+                        }
+                        newest.insert(path, bytes);
+                    }
+                    Step::Sweep => {
+                        h.sweep().unwrap();
+                    }
+                    Step::Reopen => {
+                        drop(h);
+                        h = History::open(&f.state, settings).unwrap();
+                    }
+                }
+                check(&f, &h, &kept, &newest, given)?;
+            }
+        }
+    }
+
     #[test]
     fn a_bad_log_line_is_skipped() {
         let f = fixture();
