@@ -464,6 +464,22 @@ fn restoring_the_trash_goes_on_past_a_memory_that_cannot_come_back() {
     let trash = json_lines(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(trash.len(), 1, "{trash:?}");
     assert_eq!(trash[0]["path"], "x/beta.md");
+
+    // status says what the history takes and what is in the trash.
+    let out = run(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status --json");
+    assert_eq!(status["history"]["deleted"], 1, "{status}");
+    assert_eq!(status["history"]["versions"], 2, "{status}");
+    assert_eq!(
+        status["history"]["bytes"],
+        ALPHA.len() + BETA.len(),
+        "{status}"
+    );
+    let text = String::from_utf8_lossy(&run(&["status"]).stdout).into_owned();
+    assert!(
+        text.contains("2 earlier versions") && text.contains("1 memory in the trash"),
+        "{text}"
+    );
 }
 
 /// An edit through the memory tool without a daemon (`str_replace`)

@@ -129,6 +129,22 @@ impl Overview {
             format!("{queue}no run yet")
         };
         lines.push(("organizer", organizer));
+        if let Some(h) = &s.history {
+            let trash = match h.deleted {
+                0 => "the trash is empty".to_owned(),
+                1 => "1 memory in the trash (mnemofs trash)".to_owned(),
+                n => format!("{n} memories in the trash (mnemofs trash)"),
+            };
+            lines.push((
+                "history",
+                format!(
+                    "{} earlier versions, {} of {}; {trash}",
+                    h.versions,
+                    bytes(h.bytes),
+                    bytes(h.max_bytes)
+                ),
+            ));
+        }
         lines.push((
             "stale mounts",
             if self.stale_mounts.is_empty() {
@@ -146,6 +162,23 @@ impl Overview {
             .map(|(k, v)| format!("{k:<width$}  {v}\n"))
             .collect()
     }
+}
+
+/// A size as a person says it: `512 B`, `3.4 KiB`, `1 GiB`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let shown = format!("{value:.1}");
+    let shown = shown.strip_suffix(".0").unwrap_or(&shown);
+    format!("{shown} {}", UNITS[unit])
 }
 
 /// Seconds as a person says them: `42 s`, `5 min`, `3 h`, `2 days`.
@@ -168,5 +201,13 @@ mod tests {
         assert_eq!(ago(300), "5 min");
         assert_eq!(ago(7200), "2 h");
         assert_eq!(ago(3 * 86_400), "3 days");
+    }
+
+    #[test]
+    fn sizes_read_as_people_say_them() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(3482), "3.4 KiB");
+        assert_eq!(bytes(1 << 30), "1 GiB");
+        assert_eq!(bytes(1536 << 20), "1.5 GiB");
     }
 }

@@ -30,8 +30,8 @@ pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
-    Counting, Detail, Entry, EntryKind, Failure, NewMemory, Reply, Request, Response, Restored,
-    SearchHit, Status, VersionInfo, WireError,
+    Counting, Detail, Entry, EntryKind, Failure, HistoryUsage, NewMemory, Reply, Request, Response,
+    Restored, SearchHit, Status, VersionInfo, WireError,
 };
 pub use scope::{Scope, version_of};
 pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEvent, Writer};
@@ -1090,6 +1090,15 @@ impl Operations {
                 .as_ref()
                 .map(|o| o.last_reports())
                 .unwrap_or_default(),
+            history: self.history.as_ref().map(|h| {
+                let (versions, bytes) = h.usage();
+                Box::new(request::HistoryUsage {
+                    versions,
+                    bytes,
+                    max_bytes: h.settings().max_bytes,
+                    deleted: self.trash(usize::MAX).map_or(0, |t| t.len()),
+                })
+            }),
         }
     }
 }

@@ -535,6 +535,23 @@ pub struct Status {
     pub organizer_queue: usize,
     /// The last report of each task.
     pub tasks: HashMap<String, Report>,
+    /// Earlier versions kept here, if any are (`mnemofs history`); boxed,
+    /// as every response is as large as its largest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Box<HistoryUsage>>,
+}
+
+/// What the kept earlier versions take.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryUsage {
+    /// Versions kept.
+    pub versions: usize,
+    /// Bytes their contents take (each content once).
+    pub bytes: u64,
+    /// The most they may take (`history.max_size`).
+    pub max_bytes: u64,
+    /// Memories deleted and not back (`mnemofs trash`).
+    pub deleted: usize,
 }
 
 /// How far a rebuild of the index has come.

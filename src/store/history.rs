@@ -545,6 +545,12 @@ impl History {
         )))
     }
 
+    /// How many versions are kept, and the bytes their contents take.
+    pub fn usage(&self) -> (usize, u64) {
+        let log = self.log.lock();
+        (log.versions.len(), log.total)
+    }
+
     /// Every kept version, oldest first.
     pub fn versions(&self) -> Vec<Version> {
         self.log.lock().versions.clone()
