@@ -593,3 +593,43 @@ fn a_deleted_memory_is_restored_by_its_path_on_the_mount() {
         "history by title from inside the mount"
     );
 }
+
+/// A file replaced or deleted while a writer still holds it open through
+/// the mount is copied, not linked: what the writer writes afterwards
+/// into the nameless inode never changes the kept version.
+#[test]
+fn a_version_kept_while_a_writer_holds_the_file_does_not_change() {
+    use std::io::Write;
+    let m = Mount::start();
+    for (name, how) in [("renamed.md", "rename over"), ("deleted.md", "unlink")] {
+        let note = m.m(name);
+        fs::write(&note, "as it was\n").expect("write");
+        let mut writer = fs::OpenOptions::new()
+            .append(true)
+            .open(&note)
+            .expect("open for writing");
+        if how == "unlink" {
+            fs::remove_file(&note).expect("unlink");
+        } else {
+            let tmp = m.m(".save.tmp");
+            fs::write(&tmp, "saved by rename\n").expect("temp");
+            fs::rename(&tmp, &note).expect("rename over");
+        }
+        writer.write_all(b"written after\n").expect("write after");
+        writer.sync_all().expect("fsync");
+        drop(writer);
+        let versions = json_lines(&cli(&m, &["history", name, "--json"]));
+        assert_eq!(versions.len(), 1, "{how}: {versions:?}");
+        assert_eq!(versions[0]["size"], "as it was\n".len(), "{how}");
+        if how == "rename over" {
+            cli(&m, &["restore", name]);
+        } else {
+            cli(&m, &["restore", "--all-deleted"]);
+        }
+        assert_eq!(
+            fs::read_to_string(&note).expect("restored"),
+            "as it was\n",
+            "{how}"
+        );
+    }
+}
