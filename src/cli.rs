@@ -59,10 +59,16 @@ enum Command {
         /// Seconds the kernel may cache attributes and names.
         #[arg(long, default_value_t = 1.0)]
         cache_ttl: f64,
-        /// `hidden` keeps the virtual folders out of the root listing (for
-        /// editors that index everything); they still resolve by path.
-        #[arg(long, value_enum, default_value_t = ViewsMode::Shown)]
-        views: ViewsMode,
+        /// `shown` lists the virtual folders (search/, by-tag/, ...) at the
+        /// root; by default they are unlisted and resolve by path
+        /// [default: config `mount.views`, else hidden].
+        #[arg(long, value_enum)]
+        views: Option<ViewsMode>,
+        /// `off` leaves the guide file (MNEMOFS.md) out of the root, which
+        /// then shows exactly the real files [default: config
+        /// `mount.guide`, else on].
+        #[arg(long, value_enum)]
+        guide: Option<GuideMode>,
         /// Configuration file [default: ~/.config/mnemofs/config.yaml].
         #[arg(long)]
         config: Option<PathBuf>,
@@ -442,6 +448,13 @@ enum ViewsMode {
     Hidden,
 }
 
+/// Whether the root shows the guide file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum GuideMode {
+    On,
+    Off,
+}
+
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
 }
@@ -548,6 +561,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             max_file_size,
             cache_ttl,
             views,
+            guide,
             config,
             no_organizer,
             no_passthrough,
@@ -581,7 +595,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     ttl: Duration::from_secs_f64(cache_ttl),
                     passthrough: !no_passthrough,
                 },
-                views_hidden: views == ViewsMode::Hidden,
+                views_hidden: match views {
+                    Some(views) => views == ViewsMode::Hidden,
+                    None => settings.mount.views == crate::config::ViewsListing::Hidden,
+                },
+                guide: match guide {
+                    Some(guide) => guide == GuideMode::On,
+                    None => settings.mount.guide.is_on(),
+                },
                 config: settings,
                 organizer: !no_organizer,
             };

@@ -100,6 +100,9 @@ pub struct Config {
     /// kept.
     #[serde(deserialize_with = "null_as_default")]
     pub history: HistoryConfig,
+    /// What the mount root shows (`mnemofs mount --views`, `--guide` win).
+    #[serde(deserialize_with = "null_as_default")]
+    pub mount: MountSettings,
     /// [`Config::timezone`] resolved: a fixed offset as soon as it is
     /// parsed, a named or local zone by [`Config::load`]. UTC until then,
     /// and when the zone cannot be loaded.
@@ -118,6 +121,7 @@ impl Default for Config {
             frontmatter: FrontmatterConfig::default(),
             classification: ClassificationConfig::default(),
             history: HistoryConfig::default(),
+            mount: MountSettings::default(),
             resolved_timezone: TimeZone::UTC,
         }
     }
@@ -257,6 +261,67 @@ pub struct ClassificationConfig {
     /// Rules added to the built-in ones.
     #[serde(deserialize_with = "null_as_default")]
     pub rules: Vec<Rule>,
+}
+
+/// `mount:` settings: what the root of the mount shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MountSettings {
+    /// `hidden` (the default) keeps the view folders out of the root's
+    /// listing; `shown` lists them. They resolve by path either way.
+    pub views: ViewsListing,
+    /// `on` (the default) shows the guide file at the root; `off` shows
+    /// exactly the real files.
+    pub guide: Switch,
+}
+
+/// Whether the view folders are listed at the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ViewsListing {
+    /// Not listed; they resolve by path.
+    #[default]
+    Hidden,
+    /// Listed at the root.
+    Shown,
+}
+
+/// `on` or `off` (YAML's `true` and `false` too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Switch {
+    /// On.
+    #[default]
+    On,
+    /// Off.
+    Off,
+}
+
+impl Switch {
+    /// True for `on`.
+    pub fn is_on(self) -> bool {
+        self == Switch::On
+    }
+}
+
+impl Serialize for Switch {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(if self.is_on() { "on" } else { "off" })
+    }
+}
+
+impl<'de> Deserialize<'de> for Switch {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Bool(true) => Ok(Switch::On),
+            Value::Bool(false) => Ok(Switch::Off),
+            Value::String(s) if s.eq_ignore_ascii_case("on") => Ok(Switch::On),
+            Value::String(s) if s.eq_ignore_ascii_case("off") => Ok(Switch::Off),
+            other => Err(serde::de::Error::custom(format!(
+                "expected on or off, found {}",
+                serde_yaml::to_string(&other).unwrap_or_default().trim_end()
+            ))),
+        }
+    }
 }
 
 /// `history:` settings: earlier versions kept in the state dir.
@@ -875,6 +940,21 @@ classification:
     }
 
     #[test]
+    fn mount_settings_read_on_and_off_and_listings() {
+        let (c, warnings) = load("mount:\n  views: shown\n  guide: off\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.mount.views, ViewsListing::Shown);
+        assert_eq!(c.mount.guide, Switch::Off);
+        let (c, _) = load("mount:\n  guide: false\n");
+        assert_eq!(c.mount.guide, Switch::Off);
+        let (c, _) = load("mount:\n");
+        assert_eq!(c.mount, MountSettings::default());
+        assert!(c.mount.guide.is_on());
+        assert_eq!(c.mount.views, ViewsListing::Hidden);
+        assert!(Config::from_yaml("mount:\n  guide: maybe\n").is_err());
+    }
+
+    #[test]
     fn the_known_key_tree_matches_the_struct() {
         let Value::Mapping(shape) = known_shape() else {
             panic!("shape is not a mapping");
@@ -890,7 +970,8 @@ classification:
                 "timezone",
                 "frontmatter",
                 "classification",
-                "history"
+                "history",
+                "mount"
             ]
         );
         // Serializing the defaults and reading them back is lossless and

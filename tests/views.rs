@@ -1,10 +1,12 @@
 //! Real-mount tests of the virtual views: search, backlinks, categories,
-//! ids, the control folder, walker safety and hidden mode.
+//! tags, ids, the control folder, walker safety, the root's guide and
+//! listing, read-only errors, sizes, archived memories and long names.
 
 mod common;
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -124,38 +126,70 @@ fn backlinks_follow_a_rename_of_the_linking_note() {
     );
 }
 
+const VIEW_FOLDERS: [&str; 8] = [
+    "search",
+    "backlinks",
+    "by-category",
+    "by-tag",
+    "by-type",
+    "by-id",
+    "recent",
+    ".mnemofs",
+];
+
+fn erofs<T: std::fmt::Debug>(what: &str, r: io::Result<T>) {
+    assert_eq!(
+        r.as_ref().map_err(|e| e.raw_os_error()).err(),
+        Some(Some(libc::EROFS)),
+        "{what}: {r:?}"
+    );
+}
+
 #[test]
-fn categories_are_always_listed_and_reserved_names_refused() {
-    let m = Mount::start();
+fn categories_are_always_listed_and_views_are_read_only() {
+    let m = Mount::with_args(&["--views", "shown"]);
     let cats = names(&m.m("by-category")).expect("list");
     assert_eq!(cats.len(), 14, "{cats:?}");
     assert!(cats.contains(&"preferences".to_string()));
     let root = names(&m.mnt).expect("list root");
-    for v in [
-        "search",
-        "backlinks",
-        "by-category",
-        "by-tag",
-        "by-type",
-        "by-id",
-        "recent",
-        ".mnemofs",
-    ] {
+    for v in VIEW_FOLDERS {
         assert!(root.contains(&v.to_string()), "{v} missing from {root:?}");
     }
+    // Writes into views fail as on a read-only filesystem, never with
+    // EEXIST or EPERM (but a name that exists is EEXIST to mkdir, as on
+    // any filesystem: the kernel answers that itself).
     assert_eq!(
         fs::create_dir(m.m("search")).unwrap_err().raw_os_error(),
         Some(libc::EEXIST)
     );
-    assert_eq!(
-        fs::write(m.m("by-category/x.md"), "x")
-            .unwrap_err()
-            .raw_os_error(),
-        Some(libc::EPERM)
+    erofs(
+        "write by-category/x.md",
+        fs::write(m.m("by-category/x.md"), "x"),
     );
-    assert_eq!(
-        fs::remove_dir(m.m("recent")).unwrap_err().raw_os_error(),
-        Some(libc::EPERM)
+    erofs("rmdir recent", fs::remove_dir(m.m("recent")));
+    erofs("create search/x.md", fs::write(m.m("search/x.md"), "x"));
+    erofs(
+        "O_EXCL create search/x.md",
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(m.m("search/x.md")),
+    );
+    erofs(
+        "create backlinks/x.md",
+        fs::write(m.m("backlinks/x.md"), "x"),
+    );
+    erofs("mkdir by-tag/new", fs::create_dir(m.m("by-tag/new")));
+    erofs(
+        "write .mnemofs/status.json",
+        fs::OpenOptions::new()
+            .write(true)
+            .open(m.m(".mnemofs/status.json")),
+    );
+    erofs(
+        "rename into a view",
+        fs::write(m.m("real.md"), "r")
+            .and_then(|()| fs::rename(m.m("real.md"), m.m("recent/r.md"))),
     );
     assert!(!m.s("search").exists(), "nothing reached the store");
     let status = fs::read_to_string(m.m(".mnemofs/status.json")).expect("status");
@@ -168,6 +202,223 @@ fn categories_are_always_listed_and_reserved_names_refused() {
             .expect("guide")
             .contains("search/")
     );
+}
+
+#[test]
+fn the_root_lists_real_files_and_the_guide_and_views_resolve_by_path() {
+    let m = seeded(&[
+        ("n.md", "# N\nunlisted views work\n"),
+        ("notes/a.md", "---\ntags: [t]\ntype: decision\n---\n# A\n"),
+    ]);
+    assert_eq!(
+        names(&m.mnt).expect("root"),
+        vec!["MNEMOFS.md".to_string(), "n.md".into(), "notes".into()]
+    );
+    // The guide: static, honest about its size, not in the store.
+    let guide = fs::read_to_string(m.m("MNEMOFS.md")).expect("guide");
+    let meta = fs::metadata(m.m("MNEMOFS.md")).expect("stat guide");
+    assert_eq!(meta.len(), guide.len() as u64);
+    assert_eq!(meta.permissions().mode() & 0o777, 0o444);
+    for needed in [
+        "search/",
+        "tag:",
+        "AND",
+        ".mnemofs/brief.md",
+        "by-tag/",
+        "recent/",
+        "backlinks/",
+        "category:",
+        "- [preference]",
+        "relates_to [[",
+        "preferences, decisions",
+    ] {
+        assert!(guide.contains(needed), "the guide lacks {needed:?}");
+    }
+    assert!(!m.s("MNEMOFS.md").exists());
+    erofs("overwrite the guide", fs::write(m.m("MNEMOFS.md"), "mine"));
+    erofs("remove the guide", fs::remove_file(m.m("MNEMOFS.md")));
+    erofs(
+        "chmod the guide",
+        fs::set_permissions(m.m("MNEMOFS.md"), fs::Permissions::from_mode(0o644)),
+    );
+    // Every view resolves by path: stat, listing, open.
+    for v in VIEW_FOLDERS {
+        assert!(m.m(v).is_dir(), "{v} does not resolve");
+        names(&m.m(v)).unwrap_or_else(|e| panic!("cannot list {v}: {e}"));
+    }
+    wait_for("search", || !results(&m.m("search/unlisted")).is_empty());
+    wait_for("tags", || {
+        results(&m.m("by-tag/t")) == vec!["a.md".to_string()]
+    });
+    assert!(fs::read_to_string(m.m(".mnemofs/status.json")).is_ok());
+    // find sees the real files and the guide, nothing else.
+    let out =
+        run_with_timeout(Command::new("find").arg(&m.mnt), COMMAND_TIMEOUT).expect("find finished");
+    let mut found: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            l.strip_prefix(m.mnt.to_str().unwrap())
+                .unwrap_or(l)
+                .to_string()
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, ["", "/MNEMOFS.md", "/n.md", "/notes", "/notes/a.md"]);
+}
+
+#[test]
+fn guide_off_shows_exactly_the_real_files() {
+    let m = Mount::with_options(MountOptions {
+        extra_args: vec!["--guide".into(), "off".into()],
+        seed: vec![("n.md".into(), b"# N\n".to_vec())],
+        ..Default::default()
+    });
+    assert_eq!(names(&m.mnt).expect("root"), vec!["n.md".to_string()]);
+    assert!(!m.m("MNEMOFS.md").exists());
+    // The name is an ordinary one then.
+    fs::write(m.m("MNEMOFS.md"), "mine\n").expect("write");
+    assert_eq!(fs::read(m.s("MNEMOFS.md")).expect("store"), b"mine\n");
+    assert!(m.m("by-category").is_dir(), "views still resolve");
+}
+
+#[test]
+fn a_real_file_under_the_guide_name_is_shadowed_not_touched() {
+    let m = seeded(&[("MNEMOFS.md", "my own notes\n")]);
+    assert_eq!(names(&m.mnt).expect("root"), vec!["MNEMOFS.md".to_string()]);
+    assert!(
+        fs::read_to_string(m.m("MNEMOFS.md"))
+            .expect("read")
+            .starts_with("# mnemofs")
+    );
+    assert_eq!(
+        fs::read(m.s("MNEMOFS.md")).expect("store"),
+        b"my own notes\n"
+    );
+}
+
+#[test]
+fn generated_files_report_their_real_size() {
+    let m = seeded(&[("a.md", "# Alpha\nzebra crossing notes\n")]);
+    let summary = m.m("search/zebra/summary.md");
+    wait_for("a hit", || !results(&m.m("search/zebra")).is_empty());
+    for file in [
+        summary.clone(),
+        m.m(".mnemofs/brief.md"),
+        m.m(".mnemofs/status.json"),
+        m.m(".mnemofs/GUIDE.md"),
+        m.m("search/GUIDE.md"),
+    ] {
+        let text = fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let size = fs::metadata(&file).expect("stat").len();
+        assert!(size > 0, "{} says it is empty", file.display());
+        assert_eq!(size, text.len() as u64, "{}", file.display());
+    }
+}
+
+#[test]
+fn unknown_tags_and_types_do_not_exist_and_nested_tags_nest() {
+    let m = seeded(&[
+        ("a.md", "---\ntags: [area/sub, area]\n---\n# A\n"),
+        ("b.md", "# B\nsome text #area/sub/deep\n"),
+        ("c.md", "---\ntype: decision\n---\n# C\n"),
+    ]);
+    wait_for("nested tags", || {
+        names(&m.m("by-tag")).is_ok_and(|n| n == vec!["area".to_string()])
+    });
+    assert_eq!(
+        names(&m.m("by-tag/area")).expect("area"),
+        vec!["a.md".to_string(), "sub".into()]
+    );
+    assert_eq!(
+        names(&m.m("by-tag/area/sub")).expect("area/sub"),
+        vec!["a.md".to_string(), "deep".into()]
+    );
+    assert_eq!(
+        names(&m.m("by-tag/area/sub/deep")).expect("deep"),
+        vec!["b.md".to_string()]
+    );
+    assert_eq!(
+        fs::read_link(m.m("by-tag/area/sub/deep/b.md")).expect("link"),
+        PathBuf::from("../../../../b.md")
+    );
+    assert_eq!(
+        fs::read_to_string(m.m("by-tag/area/sub/deep/b.md")).expect("read"),
+        "# B\nsome text #area/sub/deep\n"
+    );
+    for missing in ["by-tag/nosuchtag", "by-tag/area/nope", "by-type/nosuchtype"] {
+        assert_eq!(
+            fs::metadata(m.m(missing))
+                .map(drop)
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::ENOENT),
+            "{missing}"
+        );
+    }
+    wait_for("types", || {
+        results(&m.m("by-type/decision")) == vec!["c.md".to_string()]
+    });
+}
+
+#[test]
+fn archived_memories_stay_out_of_views_unless_asked_for() {
+    let m = seeded(&[
+        (
+            "live.md",
+            "---\ntags: [kiwi]\ncategory: knowledge\n---\n# Live\nkiwi fruit\n",
+        ),
+        (
+            "archive/old.md",
+            "---\nphase: archived\ntags: [kiwi]\ncategory: knowledge\n---\n# Old\nkiwi fruit\n",
+        ),
+    ]);
+    wait_for("search", || {
+        results(&m.m("search/kiwi")) == vec!["01-live.md".to_string()]
+    });
+    let summary = fs::read_to_string(m.m("search/kiwi/summary.md")).expect("summary");
+    assert!(!summary.contains("old.md"), "{summary}");
+    assert_eq!(results(&m.m("by-tag/kiwi")), vec!["live.md".to_string()]);
+    assert_eq!(
+        results(&m.m("by-category/knowledge")),
+        vec!["live.md".to_string()]
+    );
+    assert_eq!(results(&m.m("recent")), vec!["01-live.md".to_string()]);
+    assert_eq!(
+        results(&m.m("search/kiwi phase:archived")),
+        vec!["01-old.md".to_string()]
+    );
+}
+
+#[test]
+fn names_in_views_stay_within_255_bytes() {
+    let long = format!("{}.md", "é".repeat(125));
+    assert_eq!(long.len(), 253);
+    let m = seeded(&[
+        (
+            &format!("a/{long}"),
+            "---\ntags: [long]\n---\nlongname words\n",
+        ),
+        (
+            &format!("b/{long}"),
+            "---\ntags: [long]\n---\nlongname words\n",
+        ),
+    ]);
+    wait_for("search", || results(&m.m("search/longname")).len() == 2);
+    for dir in ["search/longname", "by-tag/long"] {
+        let listed = results(&m.m(dir));
+        assert_eq!(listed.len(), 2, "{dir}: {listed:?}");
+        for name in &listed {
+            assert!(name.len() <= 255, "{dir}: {} bytes", name.len());
+            assert!(name.ends_with(".md"), "{name}");
+            let target = fs::read_link(m.m(dir).join(name)).expect("readlink");
+            assert!(target.to_string_lossy().ends_with(&long), "{target:?}");
+            assert!(
+                fs::read_to_string(m.m(dir).join(name))
+                    .expect("read")
+                    .contains("longname")
+            );
+        }
+    }
 }
 
 #[test]
@@ -245,21 +496,6 @@ fn walkers_terminate_and_read_each_real_file_once() {
             }
         }
     }
-}
-
-#[test]
-fn hidden_views_are_unlisted_but_resolve() {
-    let m = Mount::with_options(MountOptions {
-        extra_args: vec!["--views".into(), "hidden".into()],
-        seed: vec![("n.md".into(), b"# N\nhidden views work\n".to_vec())],
-        ..Default::default()
-    });
-    let root = names(&m.mnt).expect("root");
-    assert_eq!(root, vec!["n.md".to_string()]);
-    wait_for("search while hidden", || {
-        !results(&m.m("search/hidden")).is_empty()
-    });
-    assert_eq!(names(&m.m("by-category")).expect("list").len(), 14);
 }
 
 #[test]

@@ -66,6 +66,8 @@ pub struct MountConfig {
     pub fs: FsOptions,
     /// Keep the virtual views out of the root listing.
     pub views_hidden: bool,
+    /// Show the guide file at the root.
+    pub guide: bool,
     /// The configuration file's settings.
     pub config: crate::config::Config,
     /// Run the background organizer (normalizer, inbox, lifecycle).
@@ -76,6 +78,8 @@ pub struct MountConfig {
 /// daemon reports the mount live.
 pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
     check_fuse()?;
+    // Before daemonizing, which sets a umask of its own.
+    let umask = daemon_umask(config.allow_other);
     mountpoint::prepare(&config.mountpoint)?;
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
@@ -86,12 +90,31 @@ pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
             format!("{}\n", std::process::id()),
         )
         .context("cannot write the pid file")?;
-        return serve(config, lock, None);
+        return serve(config, lock, None, umask);
     }
-    daemonize(config, lock)
+    daemonize(config, lock, umask)
 }
 
-fn daemonize(config: &MountConfig, lock: StoreLock) -> anyhow::Result<()> {
+/// The umask the daemon's own files are made under: 0077 for a private
+/// mount (nothing the daemon makes is readable by others), the user's
+/// umask when other users are let in. FUSE requests are not affected: the
+/// kernel applied the caller's umask already (see `fs::fuse`).
+fn daemon_umask(allow_other: bool) -> u32 {
+    if !allow_other {
+        return 0o077;
+    }
+    // From /proc: reading it with umask(2) would change it for a moment.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("Umask:"))?;
+            u32::from_str_radix(line.split_whitespace().nth(1)?, 8).ok()
+        })
+        // Nothing the daemon makes is writable by others.
+        .map_or(0o022, |mask| mask | 0o022)
+}
+
+fn daemonize(config: &MountConfig, lock: StoreLock, umask: u32) -> anyhow::Result<()> {
     let log_path = config.state_dir.join("mnemofs.log");
     let log = OpenOptions::new()
         .create(true)
@@ -128,7 +151,7 @@ fn daemonize(config: &MountConfig, lock: StoreLock) -> anyhow::Result<()> {
                 let _ = writeln!(ready, "cannot start the daemon: {e}");
                 std::process::exit(1);
             }
-            match serve(config, lock, Some(ready)) {
+            match serve(config, lock, Some(ready), umask) {
                 Ok(()) => std::process::exit(0),
                 Err(e) => {
                     tracing::error!("{e:#}");
@@ -184,7 +207,15 @@ fn wait_ready(read_end: OwnedFd, log_path: &Path) -> anyhow::Result<()> {
 }
 
 /// Mounts, reports readiness, and serves until unmounted.
-fn serve(config: &MountConfig, lock: StoreLock, ready: Option<File>) -> anyhow::Result<()> {
+fn serve(
+    config: &MountConfig,
+    lock: StoreLock,
+    ready: Option<File>,
+    umask: u32,
+) -> anyhow::Result<()> {
+    // SAFETY: umask has no preconditions. Set before any thread exists, so
+    // every thread of the daemon starts with it.
+    unsafe { libc::umask(umask as libc::mode_t) };
     let result = serve_inner(config, ready.as_ref());
     if let (Err(e), Some(mut ready)) = (&result, ready) {
         let _ = writeln!(ready, "{e:#}");
@@ -243,7 +274,7 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
             format!("cannot open the history in {}", config.state_dir.display())
         })?,
     );
-    let views = Views::new(index.clone());
+    let views = Views::new(index.clone()).with_root_guide(config.guide);
     let fs = Arc::new(
         StoreFs::new(Arc::clone(&store), config.fs.clone())?
             .with_views(views.clone(), config.views_hidden)?
@@ -361,9 +392,6 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
 }
 
 fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
-    // The kernel already applied the caller's umask; modes reach us final.
-    // SAFETY: umask has no preconditions.
-    unsafe { libc::umask(0) };
     let mut mounted = mount_store(config)?;
     let unmounter = mounted.session.unmount_callable();
     let serving = start_serving(config, &mounted)?;

@@ -44,6 +44,10 @@ pub struct ServeConfig {
 
 /// Serves the store until a signal says stop.
 pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
+    // Private, as a private mount's daemon: the index, the counters and
+    // the organizer's files are nobody else's. Before any thread exists.
+    // SAFETY: umask has no preconditions.
+    unsafe { libc::umask(0o077) };
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
     let Some(lock) = StoreLock::try_acquire(&config.store)? else {

@@ -37,8 +37,8 @@
 //!   destination (the reference makes them before it fails).
 //! - A file that is not UTF-8 fails with a `UnicodeDecodeError` that names
 //!   the path, not the bytes. Files over the store's size cap are refused.
-//! - Writes into a view fail as on the mount, with `PermissionError(13,
-//!   'Permission denied')`.
+//! - Writes into a view, or to the guide, fail as on the mount, with
+//!   `OSError(30, 'Read-only file system')`.
 //! - Python's own quirks are followed where they show: lax int coercion of
 //!   `insert_line` and `view_range` (`"2"` is 2), their `TypeError`s, the
 //!   `repr` of the unknown command's value. Integers beyond 64 bits, the
@@ -776,7 +776,7 @@ impl<F: Fn(Request) -> ops::Result<Response>> MemoryTool<F> {
             | Detail::BadLine { .. }
             | Detail::Io { .. } => errno(),
             // As the mount answers a write into a view.
-            Detail::ReadOnly { .. } => os_error(libc::EACCES),
+            Detail::ReadOnly { .. } => os_error(libc::EROFS),
             Detail::NotText { .. } => exception(
                 "UnicodeDecodeError",
                 &format!("{shown} is not valid UTF-8 text"),

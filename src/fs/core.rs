@@ -31,7 +31,7 @@ use crate::ops::WriteEvent;
 use crate::store::counters::CounterStore;
 use crate::store::history::{History, Keep, Why};
 use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec, is_temp_name};
-use crate::views::{ViewEntry, ViewRoot, Views};
+use crate::views::{ViewEntry, Views};
 
 /// How long a writer waits for a background replace of its file.
 const REPLACE_WAIT: Duration = Duration::from_secs(1);
@@ -339,17 +339,16 @@ impl StoreFs {
     }
 
     /// Refuses changes inside the views, and to the names they reserve at
-    /// the root (`EEXIST` when creating one, `EPERM` otherwise).
-    fn check_mutable(&self, parent: u64, name: &OsStr, creating: bool) -> FsResult<()> {
+    /// the root (the view folders and the guide), with `EROFS`.
+    fn check_mutable(&self, parent: u64, name: &OsStr, _creating: bool) -> FsResult<()> {
         if is_virtual(parent) {
-            return Err(FsError::Refused("the views are read-only"));
+            return Err(FsError::ReadOnly);
         }
-        if parent == ROOT && self.views.is_some() && ViewRoot::from_name(name).is_some() {
-            return Err(if creating {
-                FsError::from_errno(libc::EEXIST)
-            } else {
-                FsError::Refused("reserved name")
-            });
+        if parent == ROOT
+            && let Some(views) = &self.views
+            && views.root_child(name).is_some()
+        {
+            return Err(FsError::ReadOnly);
         }
         Ok(())
     }
@@ -471,9 +470,8 @@ impl StoreFs {
                 return Ok(Entry { ino, attr });
             }
             if parent == ROOT
-                && let Some(root) = ViewRoot::from_name(name)
+                && let Some(ino) = views.root_child(name)
             {
-                let ino = ViewTable::root_ino(root);
                 return Ok(Entry {
                     ino,
                     attr: views.getattr(ino)?,
@@ -577,7 +575,7 @@ impl StoreFs {
     /// chmod, chown, truncate and utimens, in that order.
     pub fn setattr(&self, ino: u64, changes: AttrChanges) -> FsResult<FileAttr> {
         if is_virtual(ino) {
-            return Err(FsError::Refused("the views are read-only"));
+            return Err(FsError::ReadOnly);
         }
         let mut path = self.path_of(ino);
         if changes
@@ -790,6 +788,9 @@ impl StoreFs {
         flags: u32,
     ) -> FsResult<()> {
         self.check_mutable(parent, name, false)?;
+        if self.is_guide_written_back(parent, name, new_parent, new_name, flags)? {
+            return self.unlink(parent, name);
+        }
         self.check_mutable(new_parent, new_name, true)?;
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
@@ -863,6 +864,38 @@ impl StoreFs {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Whether a rename puts a file holding exactly the guide's bytes over
+    /// the guide (rsync restoring a copy of the mount): then the rename is
+    /// a no-op that takes the source away.
+    fn is_guide_written_back(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        new_parent: u64,
+        new_name: &OsStr,
+        flags: u32,
+    ) -> FsResult<bool> {
+        let Some(views) = &self.views else {
+            return Ok(false);
+        };
+        if new_parent != ROOT
+            || flags != 0
+            || !views.root_child(new_name).is_some_and(ViewTable::is_guide)
+        {
+            return Ok(false);
+        }
+        let from = self.child_path(parent, name)?;
+        let same = self
+            .store
+            .stat(&from)
+            .is_ok_and(|st| st.kind == FileKind::File)
+            && self
+                .store
+                .read(&from)
+                .is_ok_and(|bytes| views.is_the_guide(&bytes));
+        Ok(same)
     }
 
     /// Hard links are refused: one inode with several paths would break the
@@ -1367,7 +1400,8 @@ impl StoreFs {
                     fresh.retain(|e| !is_temp_name(&e.name));
                     if ino == ROOT && self.views.is_some() {
                         // Real entries under reserved names are shadowed by the views.
-                        fresh.retain(|e| ViewRoot::from_name(&e.name).is_none());
+                        let views = self.views.as_ref();
+                        fresh.retain(|e| views.is_none_or(|v| v.root_child(&e.name).is_none()));
                     }
                     let fresh = Arc::new(fresh);
                     *snap = Some(Arc::clone(&fresh));
@@ -1437,11 +1471,13 @@ impl StoreFs {
             && let Some(views) = &self.views
         {
             let start = (offset as usize).saturating_sub(entries.len() + 2);
-            for (i, (view_ino, name)) in views.root_entries().into_iter().enumerate().skip(start) {
+            for (i, (view_ino, name, kind)) in
+                views.root_entries().into_iter().enumerate().skip(start)
+            {
                 let item = DirItem {
                     ino: view_ino,
                     next_offset: (entries.len() + 3 + i) as u64,
-                    kind: FileType::Directory,
+                    kind,
                     name: OsStr::new(name),
                     attr: if plus {
                         Some(views.getattr(view_ino)?)
@@ -1584,7 +1620,7 @@ impl StoreFs {
     /// Sets an extended attribute.
     pub fn setxattr(&self, ino: u64, name: &OsStr, value: &[u8], flags: i32) -> FsResult<()> {
         if is_virtual(ino) {
-            return Err(FsError::Refused("the views are read-only"));
+            return Err(FsError::ReadOnly);
         }
         if self.counters.is_some() && counter_xattr(name).is_some() {
             return Err(FsError::Refused(
@@ -1615,7 +1651,7 @@ impl StoreFs {
     /// Removes an extended attribute.
     pub fn removexattr(&self, ino: u64, name: &OsStr) -> FsResult<()> {
         if is_virtual(ino) {
-            return Err(FsError::Refused("the views are read-only"));
+            return Err(FsError::ReadOnly);
         }
         if self.counters.is_some() && counter_xattr(name).is_some() {
             return Err(FsError::Refused(

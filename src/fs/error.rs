@@ -28,6 +28,10 @@ pub enum FsError {
     /// A symlink whose target would leave the mount.
     #[error("symlink target leaves the mount")]
     EscapingSymlink,
+    /// A change to a view or to the guide: they are generated, as on a
+    /// read-only filesystem.
+    #[error("the views are read-only")]
+    ReadOnly,
     /// An operation the mount refuses by design (hard links, device nodes).
     #[error("refused: {0}")]
     Refused(&'static str),
@@ -49,6 +53,7 @@ impl FsError {
             FsError::BadHandle => libc::EBADF,
             FsError::TooBig(_) => libc::EFBIG,
             FsError::EscapingSymlink => libc::EPERM,
+            FsError::ReadOnly => libc::EROFS,
             FsError::Refused(_) => libc::EPERM,
             FsError::InvalidName => libc::EINVAL,
             FsError::IsDirectory => libc::EISDIR,
@@ -73,6 +78,7 @@ impl FsError {
                 | libc::EISDIR
                 | libc::ERANGE
                 | libc::EPERM
+                | libc::EROFS
                 | libc::EACCES
                 | libc::EFBIG
                 | libc::ELOOP

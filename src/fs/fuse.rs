@@ -4,6 +4,13 @@
 //! the error. No domain logic lives here. Errors are logged at debug when
 //! routine (ENOENT and friends) and at warn otherwise, inside a debug span
 //! that names the operation and its inode.
+//!
+//! Modes: the kernel applies the calling process's umask before it sends
+//! `mkdir` or `create`, so the mode that arrives is final. The daemon runs
+//! under its own umask (0077 for a private mount), which must not apply a
+//! second time: each FUSE worker thread takes a private umask of 0 on its
+//! first such request ([`exact_modes`]), while the daemon's own threads
+//! (index, organizer, history) keep the daemon's.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -35,6 +42,33 @@ impl FuseAdapter {
 }
 
 const GENERATION: Generation = Generation(0);
+
+thread_local! {
+    static EXACT_MODES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Gives this thread its own umask of 0 (once), so modes from the kernel
+/// are used as they arrive. Without it (unshare refused) new entries get
+/// the daemon's umask on top, which only ever takes bits away.
+fn exact_modes() {
+    EXACT_MODES.with(|done| {
+        if done.replace(true) {
+            return;
+        }
+        // SAFETY: unshare(CLONE_FS) only detaches this thread's cwd, root
+        // and umask from the other threads; umask has no preconditions.
+        let ok = unsafe { libc::unshare(libc::CLONE_FS) } == 0;
+        if ok {
+            // SAFETY: as above; this thread's umask only.
+            unsafe { libc::umask(0) };
+        } else {
+            tracing::warn!(
+                "cannot give a FUSE thread its own umask ({}); new files get the daemon's umask too",
+                std::io::Error::last_os_error()
+            );
+        }
+    });
+}
 
 fn errno(op: &str, err: &FsError) -> Errno {
     if err.is_routine() {
@@ -222,6 +256,7 @@ impl Filesystem for FuseAdapter {
         reply: ReplyEntry,
     ) {
         let _span = tracing::debug_span!("fuse", op = "mkdir", parent = parent.0).entered();
+        exact_modes();
         self.reply_entry(
             "mkdir",
             self.fs.mkdir(parent.0, name, mode, who(req)),
@@ -536,6 +571,7 @@ impl Filesystem for FuseAdapter {
         reply: ReplyCreate,
     ) {
         let _span = tracing::debug_span!("fuse", op = "create", parent = parent.0).entered();
+        exact_modes();
         match self.fs.create(parent.0, name, mode, flags, who(req)) {
             Ok((entry, opened)) => reply.created(
                 &self.fs.options().ttl,

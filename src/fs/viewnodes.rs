@@ -1,12 +1,17 @@
 //! Inodes for the virtual views, beside the real tree.
 //!
 //! Virtual inode numbers live above [`VIRTUAL_BASE`], so one comparison
-//! tells a handler which side it is on. The top-level view folders have
-//! fixed numbers; everything below them is interned on lookup or readdir
-//! and dropped when the kernel forgets it. Contents come from
-//! [`crate::views::Views`]; this file only maps them to inodes, attributes
-//! and handles. Views are read-only: every change fails with `EPERM`
-//! (`EACCES` for opening a generated file for writing).
+//! tells a handler which side it is on. The top-level view folders and the
+//! root's guide have fixed numbers; everything below them is interned on
+//! lookup or readdir and dropped when the kernel forgets it. Contents come
+//! from [`crate::views::Views`]; this file only maps them to inodes,
+//! attributes and handles. Views are read-only: every change fails with
+//! `EROFS`, as on a read-only filesystem.
+//!
+//! The root lists the guide (unless the mount turned it off) and, only
+//! when asked to, the view folders; both resolve by name either way. The
+//! guide's times are those of the mnemofs binary, so a copy of the mount
+//! restored onto a fresh one finds the guide unchanged.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -18,10 +23,14 @@ use std::time::SystemTime;
 use fuser::{FileAttr, FileType, INodeNo};
 
 use super::error::{FsError, FsResult};
-use crate::views::{ROOT_VIEWS, ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
+use crate::views::{ROOT_GUIDE_NAME, ROOT_VIEWS, ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
 
 /// First virtual inode number.
 pub(crate) const VIRTUAL_BASE: u64 = 1 << 62;
+/// The guide at the root: right after the top-level view folders.
+const GUIDE_INO: u64 = VIRTUAL_BASE + ROOT_VIEWS.len() as u64;
+/// The first inode number given out on demand.
+const FIRST_INTERNED: u64 = GUIDE_INO + 1;
 
 /// True for inode numbers of the virtual views.
 pub(crate) fn is_virtual(ino: u64) -> bool {
@@ -58,9 +67,12 @@ struct Slot {
 #[derive(Debug)]
 pub(crate) struct ViewTable {
     pub(crate) views: Views,
+    /// The view folders are left out of the root's listing.
     pub(crate) hidden: bool,
     owner: (u32, u32),
     started: SystemTime,
+    /// The guide's times: when the binary that wrote its text was built.
+    guide_time: SystemTime,
     slots: parking_lot::Mutex<Slots>,
 }
 
@@ -74,9 +86,18 @@ struct Slots {
 impl ViewTable {
     pub(crate) fn new(views: Views, hidden: bool, owner: (u32, u32)) -> ViewTable {
         let mut slots = Slots {
-            next: VIRTUAL_BASE + ROOT_VIEWS.len() as u64,
+            next: FIRST_INTERNED,
             ..Slots::default()
         };
+        slots.nodes.insert(
+            GUIDE_INO,
+            Slot {
+                parent: super::inodes::ROOT,
+                name: ROOT_GUIDE_NAME.into(),
+                node: ViewNode::File(ViewFile::AgentGuide),
+                lookups: 1,
+            },
+        );
         for (i, root) in ROOT_VIEWS.iter().enumerate() {
             let ino = VIRTUAL_BASE + i as u64;
             slots.nodes.insert(
@@ -89,13 +110,32 @@ impl ViewTable {
                 },
             );
         }
+        let started = SystemTime::now();
+        let guide_time = std::fs::metadata("/proc/self/exe")
+            .and_then(|m| m.modified())
+            .unwrap_or(started);
         ViewTable {
             views,
             hidden,
             owner,
-            started: SystemTime::now(),
+            started,
+            guide_time,
             slots: parking_lot::Mutex::new(slots),
         }
+    }
+
+    /// The fixed inode a name at the root stands for: a view folder, or
+    /// the guide when it is shown.
+    pub(crate) fn root_child(&self, name: &OsStr) -> Option<u64> {
+        if let Some(root) = ViewRoot::from_name(name) {
+            return Some(Self::root_ino(root));
+        }
+        self.views.root_file(name).map(|_| GUIDE_INO)
+    }
+
+    /// True for the guide at the root.
+    pub(crate) fn is_guide(ino: u64) -> bool {
+        ino == GUIDE_INO
     }
 
     /// The fixed inode of a top-level view folder.
@@ -162,7 +202,7 @@ impl ViewTable {
 
     /// The kernel dropped lookups; transient nodes go when unreferenced.
     pub(crate) fn forget(&self, ino: u64, n: u64) {
-        if ino < VIRTUAL_BASE + ROOT_VIEWS.len() as u64 {
+        if ino < FIRST_INTERNED {
             return;
         }
         let mut slots = self.slots.lock();
@@ -189,17 +229,23 @@ impl ViewTable {
                 target.as_os_str().as_bytes().len() as u64,
                 1,
             ),
-            // Sizes are advisory: generated files are opened with direct I/O.
+            // What a read returns now (reads use direct I/O, so a file that
+            // changes after the stat is still read whole).
             ViewNode::File(f) => (FileType::RegularFile, 0o444, self.views.size_hint(f), 1),
+        };
+        let time = if ino == GUIDE_INO {
+            self.guide_time
+        } else {
+            self.started
         };
         FileAttr {
             ino: INodeNo(ino),
             size,
             blocks: size.div_ceil(512),
-            atime: self.started,
-            mtime: self.started,
-            ctime: self.started,
-            crtime: self.started,
+            atime: time,
+            mtime: time,
+            ctime: time,
+            crtime: time,
             kind,
             perm,
             nlink,
@@ -227,9 +273,9 @@ impl ViewTable {
     pub(crate) fn open(&self, ino: u64, flags: i32) -> FsResult<Arc<Vec<u8>>> {
         match self.node(ino)? {
             ViewNode::File(f) if flags & libc::O_ACCMODE == libc::O_RDONLY => {
-                Ok(Arc::new(self.views.read(&f)))
+                Ok(self.views.content(&f))
             }
-            ViewNode::File(_) => Err(FsError::from_errno(libc::EACCES)),
+            ViewNode::File(_) => Err(FsError::ReadOnly),
             ViewNode::Dir(_) => Err(FsError::IsDirectory),
             ViewNode::Link(_) => Err(FsError::from_errno(libc::ELOOP)),
         }
@@ -240,15 +286,27 @@ impl ViewTable {
         Ok(self.views.list(&self.dir(ino)?))
     }
 
-    /// The root's virtual folders as readdir shows them (none when hidden).
-    pub(crate) fn root_entries(&self) -> Vec<(u64, &'static str)> {
-        if self.hidden {
-            return Vec::new();
+    /// The root's virtual entries as readdir shows them: the guide unless
+    /// it is off, then the view folders unless they are unlisted.
+    pub(crate) fn root_entries(&self) -> Vec<(u64, &'static str, FileType)> {
+        let mut out = Vec::new();
+        if self.views.root_guide() {
+            out.push((GUIDE_INO, ROOT_GUIDE_NAME, FileType::RegularFile));
         }
-        ROOT_VIEWS
-            .iter()
-            .map(|r| (Self::root_ino(*r), r.name()))
-            .collect()
+        if !self.hidden {
+            out.extend(
+                ROOT_VIEWS
+                    .iter()
+                    .map(|r| (Self::root_ino(*r), r.name(), FileType::Directory)),
+            );
+        }
+        out
+    }
+
+    /// True when `bytes` are exactly the guide: a copy of the mount being
+    /// written back.
+    pub(crate) fn is_the_guide(&self, bytes: &[u8]) -> bool {
+        self.views.content(&ViewFile::AgentGuide).as_slice() == bytes
     }
 
     /// Every (parent, name) the kernel may have cached below the view

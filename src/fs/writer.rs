@@ -25,6 +25,10 @@
 //! the compare of its bytes), folders are made only when a rename or
 //! create finds them missing, and the mode of a temp file is set again
 //! only when the umask changed it.
+//!
+//! New files and folders take their modes from the daemon's umask (0077
+//! for a private mount: 0600 and 0700; the user's with `--allow-other`),
+//! as any program's would; a replaced file keeps its own mode.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -35,7 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::StoreFs;
-use crate::ops::{NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, Writer};
+use crate::ops::{Outcome, Writer};
 use crate::store::{FileKind, StorePath, TEMP_PREFIX};
 
 /// Performs changes through the mountpoint.
@@ -65,9 +69,10 @@ fn with_parent<T>(target: &Path, mut op: impl FnMut() -> io::Result<T>) -> io::R
     match op() {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if let Some(dir) = target.parent() {
+                // The umask decides (see the module's comment).
                 fs::DirBuilder::new()
                     .recursive(true)
-                    .mode(NEW_FOLDER_MODE)
+                    .mode(0o777)
                     .create(dir)?;
             }
             op()
@@ -118,6 +123,11 @@ impl MountWriter {
         }
         let root = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
         Ok(Pinned { _fd: fd, root })
+    }
+
+    /// The mode of a new file: 0666 less the umask.
+    fn new_file_mode(&self) -> u32 {
+        0o666 & !self.umask
     }
 
     /// Writes `content` to a new temp file beside `target` with `mode`.
@@ -269,7 +279,7 @@ impl Writer for MountWriter {
         // is replaced by a private file.
         let mode = match self.fs.store().stat(path) {
             Ok(st) if st.kind == FileKind::File => st.mode & 0o7777,
-            _ => NEW_FILE_MODE,
+            _ => self.new_file_mode(),
         };
         let tmp = with_parent(&target, || self.write_temp(&target, content, mode))?;
         fs::rename(&tmp, &target).inspect_err(|_| {
@@ -280,7 +290,9 @@ impl Writer for MountWriter {
     fn create(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
         let mount = self.pin()?;
         let target = mount.on_mount(path);
-        let tmp = with_parent(&target, || self.write_temp(&target, content, NEW_FILE_MODE))?;
+        let tmp = with_parent(&target, || {
+            self.write_temp(&target, content, self.new_file_mode())
+        })?;
         rename_noreplace(&tmp, &target).inspect_err(|_| {
             let _ = fs::remove_file(&tmp);
         })

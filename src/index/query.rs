@@ -745,6 +745,13 @@ impl Index {
         self.paths_matching(&self.term_query(f.kind_type, &kind.trim().to_lowercase()))
     }
 
+    /// Memories whose frontmatter `phase` is `phase` (inbox, organized,
+    /// archived).
+    pub fn by_phase(&self, phase: &str) -> Vec<StorePath> {
+        let f = self.inner.core.fields;
+        self.paths_matching(&self.term_query(f.phase, &phase.trim().to_lowercase()))
+    }
+
     /// Every tag some memory has, sorted.
     pub fn tags(&self) -> Vec<String> {
         self.live_terms(self.inner.core.fields.tag)

@@ -361,6 +361,11 @@ impl Operations {
     /// Where `path` leads: a real path, or a place in a view.
     fn target(&self, path: &str) -> Result<Target> {
         let real = self.store_path(path)?;
+        if real.depth() == 1
+            && let Some(file) = real.file_name().and_then(|n| self.views.root_file(n))
+        {
+            return Ok(Target::ViewFile(file));
+        }
         let mut names = real.as_path().iter();
         let Some(root) = names.next().and_then(ViewRoot::from_name) else {
             return Ok(Target::Real(real));
@@ -438,6 +443,23 @@ impl Operations {
                 let mut out = Vec::new();
                 self.list_real(&dir, depth, &mut out)
                     .map_err(|e| Error::io(path, e))?;
+                if dir.is_root() && self.views.root_guide() {
+                    // The guide, in name order among the top-level entries.
+                    let guide = crate::views::ROOT_GUIDE_NAME;
+                    let at = out
+                        .iter()
+                        .position(|e| !e.path.contains('/') && e.path.as_str() > guide)
+                        .unwrap_or(out.len());
+                    let size = self.views.size_hint(&ViewFile::AgentGuide);
+                    out.insert(
+                        at,
+                        Entry {
+                            path: guide.into(),
+                            kind: EntryKind::File,
+                            size,
+                        },
+                    );
+                }
                 if self.scope.is_some() {
                     let hidden = self.hidden_paths();
                     out.retain(|e| !hidden.contains(&e.path));
@@ -497,7 +519,9 @@ impl Operations {
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         for entry in entries {
             let hidden = entry.name.as_encoded_bytes().first() == Some(&b'.');
-            if hidden || dir.is_root() && ViewRoot::from_name(&entry.name).is_some() {
+            let reserved = ViewRoot::from_name(&entry.name).is_some()
+                || self.views.root_file(&entry.name).is_some();
+            if hidden || dir.is_root() && reserved {
                 continue;
             }
             let Some(path) = dir.join(&entry.name) else {

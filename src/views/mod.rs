@@ -5,11 +5,21 @@
 //! targets and file contents; it does no I/O on the store and knows nothing
 //! of inodes (the `fs` layer maps these values to inodes).
 //!
-//! Walker safety (DESIGN principle 5): views whose size grows with the
-//! store (`search/`, `backlinks/`, `by-id/`) list only a guide file and
-//! resolve names on lookup. Every result is a *relative* symlink into the
-//! real tree, so `find`, `grep -r` and `rg` (which do not follow symlinks
-//! while recursing) never read a memory twice and never loop.
+//! Walker safety (DESIGN principle 5): the view folders are not listed at
+//! the root unless the mount asks for it (they resolve by path), and the
+//! root shows one static guide, [`ROOT_GUIDE_NAME`], instead. Views whose
+//! size grows with the store (`search/`, `backlinks/`, `by-id/`) list only
+//! a guide file and resolve names on lookup. Every result is a *relative*
+//! symlink into the real tree, so `find`, `grep -r` and `rg` (which do not
+//! follow symlinks while recursing) never read a memory twice and never
+//! loop.
+//!
+//! Honesty: a name that does not exist is not made up (an unknown tag or
+//! type is not a folder; a name that looks like a file is not a query, so
+//! creating `search/x.md` reaches the mount and fails as read-only),
+//! archived memories stay out of the listings unless a query asks for
+//! `phase:archived`, generated files report the size of what a read
+//! returns, and names are cut to 255 bytes (the link keeps its target).
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -28,6 +38,15 @@ pub const DEFAULT_SEARCH_LIMIT: usize = 50;
 pub const MAX_SEARCH_LIMIT: usize = crate::index::MAX_LIMIT;
 /// Entries in `recent/`.
 pub const RECENT_LIMIT: usize = 50;
+/// The static guide at the mount root. Not a dot-name (the memory tool's
+/// listing skips those), capitals so `ls` shows it first, and `.md` so
+/// agents and editors open it as the document it is.
+pub const ROOT_GUIDE_NAME: &str = "MNEMOFS.md";
+/// The longest name a directory entry may have (bytes).
+const NAME_MAX: usize = 255;
+/// Endings that make a name a file, not a query or a link target: creating
+/// `search/notes.md` must reach the mount and fail there as read-only.
+const FILE_ENDINGS: [&str; 3] = [".md", ".markdown", ".txt"];
 
 /// The top-level virtual folders, in listing order.
 pub const ROOT_VIEWS: [ViewRoot; 8] = [
@@ -131,7 +150,7 @@ pub enum ViewFile {
     SearchSummary(String),
     /// `.mnemofs/status.json`
     Status,
-    /// `.mnemofs/GUIDE.md`
+    /// `.mnemofs/GUIDE.md`, and [`ROOT_GUIDE_NAME`] at the root.
     AgentGuide,
     /// `.mnemofs/lint`
     Lint,
@@ -150,7 +169,24 @@ pub struct Views {
     index: Index,
     outputs: TaskOutputs,
     brief: Arc<std::sync::OnceLock<BriefSource>>,
+    root_guide: bool,
+    recent_files: Arc<Mutex<Vec<Generated>>>,
 }
+
+/// A generated file's content, kept for a moment so that the `stat` that
+/// reports its size and the read that follows agree and cost one build.
+#[derive(Debug)]
+struct Generated {
+    file: ViewFile,
+    generation: u64,
+    made: std::time::Instant,
+    content: Arc<Vec<u8>>,
+}
+
+/// How long a generated file's content is reused.
+const GENERATED_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Generated files kept at once.
+const GENERATED_KEPT: usize = 16;
 
 impl std::fmt::Debug for Views {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -177,6 +213,8 @@ pub struct TaskOutputs {
 fn depth(dir: &ViewDir) -> usize {
     match dir {
         ViewDir::Root(_) => 1,
+        // Nested tags nest: `by-tag/area/sub/`.
+        ViewDir::Tag(tag) => 2 + tag.matches('/').count(),
         _ => 2,
     }
 }
@@ -195,6 +233,49 @@ fn name_str(name: &OsStr) -> Option<String> {
     std::str::from_utf8(name.as_bytes()).ok().map(str::to_owned)
 }
 
+/// A name that fits in a directory entry: `prefix`, `stem`, `suffix` and
+/// `ext` joined, the stem cut (at a character boundary) when the whole
+/// would pass 255 bytes.
+fn bounded(prefix: &[u8], stem: &[u8], suffix: &[u8], ext: &[u8]) -> OsString {
+    let (ext, room_for_ext) = if ext.len() <= 32 {
+        (ext, ext.len())
+    } else {
+        (&b""[..], 0)
+    };
+    let room = NAME_MAX.saturating_sub(prefix.len() + suffix.len() + room_for_ext);
+    let mut cut = stem.len().min(room);
+    // Back off to a UTF-8 boundary (names are bytes, but most are text).
+    while cut > 0 && cut < stem.len() && (stem[cut] & 0xC0) == 0x80 {
+        cut -= 1;
+    }
+    let mut out = Vec::with_capacity(NAME_MAX);
+    out.extend_from_slice(prefix);
+    out.extend_from_slice(&stem[..cut]);
+    out.extend_from_slice(suffix);
+    out.extend_from_slice(ext);
+    out.truncate(NAME_MAX);
+    OsString::from_vec(out)
+}
+
+/// A file name split before its extension (`a.md` → `a`, `.md`).
+fn split_ext(name: &[u8]) -> (&[u8], &[u8]) {
+    match name.iter().rposition(|b| *b == b'.') {
+        Some(i) if i > 0 => name.split_at(i),
+        _ => (name, &b""[..]),
+    }
+}
+
+/// True for names that look like a file rather than a query or a target.
+fn looks_like_a_file(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    FILE_ENDINGS.iter().any(|end| lower.ends_with(end))
+}
+
+/// True when a query asks for archived memories itself.
+fn asks_for_archived(query: &str) -> bool {
+    query.to_lowercase().contains("phase:")
+}
+
 /// Splits `limit:N` out of a query; the rest is the query text.
 pub fn split_limit(query: &str) -> (String, usize) {
     let (text, limit) = crate::index::take_limit(query);
@@ -204,24 +285,19 @@ pub fn split_limit(query: &str) -> (String, usize) {
 /// Names each path by its file name, adding ` (2)`, ` (3)` before the
 /// extension when two memories in different folders share a name.
 fn unique_names(paths: &[StorePath]) -> Vec<OsString> {
-    let mut seen = std::collections::HashMap::<Vec<u8>, usize>::new();
+    let mut seen = std::collections::HashMap::<OsString, usize>::new();
     paths
         .iter()
         .map(|p| {
             let name = p.file_name().map(OsStr::as_bytes).unwrap_or(b"memory");
-            let count = seen.entry(name.to_vec()).or_insert(0);
+            let (stem, ext) = split_ext(name);
+            let base = bounded(b"", stem, b"", ext);
+            let count = seen.entry(base.clone()).or_insert(0);
             *count += 1;
             if *count == 1 {
-                return OsString::from_vec(name.to_vec());
+                return base;
             }
-            let (stem, ext) = match name.iter().rposition(|b| *b == b'.') {
-                Some(i) if i > 0 => name.split_at(i),
-                _ => (name, &b""[..]),
-            };
-            let mut out = stem.to_vec();
-            out.extend_from_slice(format!(" ({count})").as_bytes());
-            out.extend_from_slice(ext);
-            OsString::from_vec(out)
+            bounded(b"", stem, format!(" ({count})").as_bytes(), ext)
         })
         .collect()
 }
@@ -233,9 +309,10 @@ fn ranked_names(paths: &[StorePath]) -> Vec<OsString> {
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let mut name = format!("{:0width$}-", i + 1).into_bytes();
-            name.extend_from_slice(p.file_name().map(OsStr::as_bytes).unwrap_or(b"memory"));
-            OsString::from_vec(name)
+            let prefix = format!("{:0width$}-", i + 1);
+            let name = p.file_name().map(OsStr::as_bytes).unwrap_or(b"memory");
+            let (stem, ext) = split_ext(name);
+            bounded(prefix.as_bytes(), stem, b"", ext)
         })
         .collect()
 }
@@ -259,7 +336,89 @@ impl Views {
                 lint: Arc::default(),
             },
             brief: Arc::default(),
+            root_guide: false,
+            recent_files: Arc::default(),
         }
+    }
+
+    /// Shows (or not, the default) the guide, [`ROOT_GUIDE_NAME`], at the
+    /// root. Set it before the views are shared: clones made earlier keep
+    /// the old value.
+    pub fn with_root_guide(mut self, shown: bool) -> Views {
+        self.root_guide = shown;
+        self
+    }
+
+    /// Whether the root shows the guide.
+    pub fn root_guide(&self) -> bool {
+        self.root_guide
+    }
+
+    /// The generated file a name at the root stands for, if any.
+    pub fn root_file(&self, name: &OsStr) -> Option<ViewFile> {
+        (self.root_guide && name.as_bytes() == ROOT_GUIDE_NAME.as_bytes())
+            .then_some(ViewFile::AgentGuide)
+    }
+
+    /// Paths of archived memories, left out of listings that do not ask
+    /// for them.
+    fn archived(&self) -> std::collections::HashSet<StorePath> {
+        self.index
+            .by_phase(crate::memory::Phase::Archived.as_str())
+            .into_iter()
+            .collect()
+    }
+
+    /// `paths` without archived memories.
+    fn unarchived(&self, mut paths: Vec<StorePath>) -> Vec<StorePath> {
+        let archived = self.archived();
+        if !archived.is_empty() {
+            paths.retain(|p| !archived.contains(p));
+        }
+        paths
+    }
+
+    /// The paths a search folder lists: ranked, archived memories left out
+    /// unless the query asks for a phase.
+    fn search_listing(&self, text: &str, limit: usize) -> Vec<StorePath> {
+        let archived = if asks_for_archived(text) {
+            Default::default()
+        } else {
+            self.archived()
+        };
+        let wanted = limit.saturating_add(archived.len());
+        let mut paths = match self.index.search_paths(text, wanted) {
+            Ok(paths) => paths,
+            Err(e) => {
+                tracing::warn!("search {text:?}: {e}");
+                Vec::new()
+            }
+        };
+        paths.retain(|p| !archived.contains(p));
+        paths.truncate(limit);
+        paths
+    }
+
+    /// Tags as folders: `area/sub` is `sub` inside `area`. The direct
+    /// children of `parent` (`None`: the top level), with their full tags.
+    fn tag_children(&self, parent: Option<&str>) -> Vec<(String, String)> {
+        let mut out = std::collections::BTreeMap::new();
+        for tag in self.index.tags() {
+            let rest = match parent {
+                None => Some(tag.as_str()),
+                Some(p) => tag.strip_prefix(p).and_then(|r| r.strip_prefix('/')),
+            };
+            let Some(rest) = rest else { continue };
+            let Some(first) = rest.split('/').find(|c| !c.is_empty()) else {
+                continue;
+            };
+            let full = match parent {
+                None => first.to_string(),
+                Some(p) => format!("{p}/{first}"),
+            };
+            out.entry(first.to_string()).or_insert(full);
+        }
+        out.into_iter().collect()
     }
 
     /// Sets what `.mnemofs/brief.md` shows (once; later calls are ignored).
@@ -285,13 +444,7 @@ impl Views {
             ViewDir::Search(query) => {
                 let (text, limit) = split_limit(query);
                 // Paths only: snippets are made when summary.md is read.
-                let paths: Vec<StorePath> = match self.index.search_paths(&text, limit) {
-                    Ok(paths) => paths,
-                    Err(e) => {
-                        tracing::warn!("search {query:?}: {e}");
-                        Vec::new()
-                    }
-                };
+                let paths = self.search_listing(&text, limit);
                 let mut out = links(dir, ranked_names(&paths), &paths);
                 out.push(ViewEntry::File(
                     SUMMARY_NAME.into(),
@@ -304,15 +457,29 @@ impl Views {
                 links(dir, unique_names(&paths), &paths)
             }
             ViewDir::Category(c) => {
-                let paths = self.index.by_category(c);
+                let paths = self.unarchived(self.index.by_category(c));
                 links(dir, unique_names(&paths), &paths)
             }
             ViewDir::Tag(t) => {
-                let paths = self.index.by_tag(t);
-                links(dir, unique_names(&paths), &paths)
+                let paths = self.unarchived(self.index.by_tag(t));
+                let mut out: Vec<ViewEntry> = self
+                    .tag_children(Some(t))
+                    .into_iter()
+                    .map(|(name, full)| {
+                        ViewEntry::Dir(bounded(b"", name.as_bytes(), b"", b""), ViewDir::Tag(full))
+                    })
+                    .collect();
+                let taken: std::collections::HashSet<OsString> =
+                    out.iter().map(|e| e.name().to_os_string()).collect();
+                out.extend(
+                    links(dir, unique_names(&paths), &paths)
+                        .into_iter()
+                        .filter(|e| !taken.contains(e.name())),
+                );
+                out
             }
             ViewDir::Type(t) => {
-                let paths = self.index.by_type(t);
+                let paths = self.unarchived(self.index.by_type(t));
                 links(dir, unique_names(&paths), &paths)
             }
         }
@@ -324,7 +491,7 @@ impl Views {
             values
                 .into_iter()
                 .filter(|v| !v.is_empty() && !v.contains('/'))
-                .map(|v| ViewEntry::Dir(v.clone().into(), make(v)))
+                .map(|v| ViewEntry::Dir(bounded(b"", v.as_bytes(), b"", b""), make(v)))
                 .collect()
         };
         match root {
@@ -336,15 +503,24 @@ impl Views {
                     .collect(),
                 ViewDir::Category,
             ),
-            ViewRoot::ByTag => dirs(self.index.tags(), ViewDir::Tag),
+            ViewRoot::ByTag => self
+                .tag_children(None)
+                .into_iter()
+                .map(|(name, full)| {
+                    ViewEntry::Dir(bounded(b"", name.as_bytes(), b"", b""), ViewDir::Tag(full))
+                })
+                .collect(),
             ViewRoot::ByType => dirs(self.index.types(), ViewDir::Type),
             ViewRoot::Recent => {
-                let paths: Vec<StorePath> = self
+                let archived = self.archived();
+                let mut paths: Vec<StorePath> = self
                     .index
-                    .recent(RECENT_LIMIT)
+                    .recent(RECENT_LIMIT.saturating_add(archived.len()))
                     .into_iter()
                     .map(|(p, _)| p)
+                    .filter(|p| !archived.contains(p))
                     .collect();
+                paths.truncate(RECENT_LIMIT);
                 links(&ViewDir::Root(root), ranked_names(&paths), &paths)
             }
             ViewRoot::Control => vec![
@@ -358,15 +534,17 @@ impl Views {
     }
 
     /// Resolves one name inside a virtual directory. Folders that list
-    /// nothing resolve any name here (a query, a target, an id).
+    /// nothing resolve any name here (a query, a target, an id), except
+    /// names that look like files; tags and types resolve only when some
+    /// memory has them.
     pub fn lookup(&self, dir: &ViewDir, name: &OsStr) -> Option<ViewEntry> {
         match dir {
             ViewDir::Root(ViewRoot::Search) if name != GUIDE_NAME => {
-                let q = name_str(name)?;
+                let q = name_str(name).filter(|q| !looks_like_a_file(q))?;
                 Some(ViewEntry::Dir(name.into(), ViewDir::Search(q)))
             }
             ViewDir::Root(ViewRoot::Backlinks) if name != GUIDE_NAME => {
-                let t = name_str(name)?;
+                let t = name_str(name).filter(|t| !looks_like_a_file(t))?;
                 Some(ViewEntry::Dir(name.into(), ViewDir::Backlinks(t)))
             }
             ViewDir::Root(ViewRoot::ById) if name != GUIDE_NAME => {
@@ -375,29 +553,50 @@ impl Views {
                 let path = self.index.by_id(id)?;
                 Some(ViewEntry::Link(name.into(), link_target(1, &path)))
             }
-            ViewDir::Root(ViewRoot::ByTag) => {
-                // Any tag resolves (an empty folder if unused), so a path
-                // written from a listing keeps working after edits.
-                let t = name_str(name)?;
-                Some(ViewEntry::Dir(name.into(), ViewDir::Tag(t)))
-            }
             ViewDir::Root(ViewRoot::ByType) => {
-                let t = name_str(name)?;
+                let t = name_str(name)?.to_lowercase();
+                if !self.index.types().contains(&t) {
+                    return None;
+                }
                 Some(ViewEntry::Dir(name.into(), ViewDir::Type(t)))
             }
             _ => self.list(dir).into_iter().find(|e| e.name() == name),
         }
     }
 
-    /// The size `stat` reports for a generated file. The search summary
-    /// and the brief say 0 (like files in /proc): computing them means
-    /// building every snippet or reading memories, and generated files
-    /// are read with direct I/O anyway.
+    /// The size `stat` reports for a generated file: the length of what a
+    /// read returns now.
     pub fn size_hint(&self, file: &ViewFile) -> u64 {
-        match file {
-            ViewFile::SearchSummary(_) | ViewFile::Brief => 0,
-            other => self.read(other).len() as u64,
+        self.content(file).len() as u64
+    }
+
+    /// The content of a generated file, built at most once a second for
+    /// one index generation (a `stat` and the read after it agree).
+    pub fn content(&self, file: &ViewFile) -> Arc<Vec<u8>> {
+        let generation = self.index.generation();
+        let now = std::time::Instant::now();
+        {
+            let mut kept = self.recent_files.lock();
+            kept.retain(|g| now.duration_since(g.made) < GENERATED_TTL);
+            if let Some(g) = kept
+                .iter()
+                .find(|g| g.file == *file && g.generation == generation)
+            {
+                return Arc::clone(&g.content);
+            }
         }
+        let content = Arc::new(self.read(file));
+        let mut kept = self.recent_files.lock();
+        if kept.len() >= GENERATED_KEPT {
+            kept.remove(0);
+        }
+        kept.push(Generated {
+            file: file.clone(),
+            generation,
+            made: now,
+            content: Arc::clone(&content),
+        });
+        content
     }
 
     /// The content of a generated file.
@@ -443,7 +642,20 @@ impl Views {
         for warning in self.index.query_warnings(&text) {
             out.push_str(&format!("> Note: {warning}.\n\n"));
         }
-        match self.index.search(&text, limit) {
+        let archived = if asks_for_archived(&text) {
+            Default::default()
+        } else {
+            self.archived()
+        };
+        let found = self
+            .index
+            .search(&text, limit.saturating_add(archived.len()))
+            .map(|mut hits| {
+                hits.retain(|h| !archived.contains(&h.path));
+                hits.truncate(limit);
+                hits
+            });
+        match found {
             Ok(hits) if hits.is_empty() => out.push_str("No memories matched.\n"),
             Ok(hits) => {
                 let paths: Vec<StorePath> = hits.iter().map(|h| h.path.clone()).collect();
@@ -466,34 +678,102 @@ impl Views {
 
 fn guide_text(root: ViewRoot) -> String {
     match root {
-        ViewRoot::Search => "# search/\n\nOpen `search/<query>/` to search every memory. Results are symlinks named\n`01-<file>`, `02-<file>`, ... in rank order; `summary.md` lists each hit's\nrank, path, title, score and a snippet.\n\nQueries: plain words, \"exact phrases\", `tag:ui`, `category:preferences`,\n`type:decision AND status:open`, `created:>2026-01-01`. Add `limit:200`\nfor more than 50 results. A query that is not valid syntax falls back to\nsearching its words.\n".into(),
+        ViewRoot::Search => "# search/\n\nOpen `search/<query>/` to search every memory. Results are symlinks named\n`01-<file>`, `02-<file>`, ... in rank order; `summary.md` lists each hit's\nrank, path, title, score and a snippet.\n\nQueries: plain words, \"exact phrases\", `tag:ui`, `category:preferences`,\n`type:decision AND status:open`, `created:>2026-01-01`. Add `limit:200`\nfor more than 50 results. Archived memories are left out unless the\nquery names `phase:archived`. A query that is not valid syntax falls\nback to searching its words.\n".into(),
         ViewRoot::Backlinks => "# backlinks/\n\nOpen `backlinks/<target>/` to list the memories that link to a memory.\nThe target may be its id, title, file name (without .md) or an alias,\nin any case.\n".into(),
         ViewRoot::ById => "# by-id/\n\n`by-id/<id>.md` is a symlink to wherever the memory with that `id:` lives\nnow; it follows moves.\n".into(),
         other => format!("# {}/\n", other.name()),
     }
 }
 
-/// The guide for agents at `.mnemofs/GUIDE.md`: what the store is and how
-/// to search it. Front ends that are not the mount show it too.
-pub const AGENT_GUIDE: &str = "# mnemofs: how to use this memory\n\n\
-This folder is your long-term memory. Every memory is a markdown file,\n\
-optionally with YAML frontmatter (`title`, `tags`, `category`, `type`, ...).\n\
-Read, write, edit, rename and delete files here with your normal tools.\n\n\
-Virtual folders (read-only; results are symlinks to the real files, so\n\
-editing a result edits the memory itself):\n\n\
-- `search/<query>/` ranked full-text results; `summary.md` has snippets.\n\
-  Filters: `tag:x`, `category:x`, `type:x`, `status:x`, `scope:x`,\n\
-  `created:>2026-01-01`; `limit:N` for more than 50 results.\n\
-- `backlinks/<id|title|name>/` memories that link to a memory with\n\
-  `[[Title]]` or `[[file-name]]`.\n\
-- `by-category/<category>/`, `by-tag/<tag>/`, `by-type/<type>/`.\n\
-- `by-id/<id>.md` always points at the memory with that id.\n\
-- `recent/` the most recently changed memories, newest first.\n\
-- `.mnemofs/brief.md` the session brief: active tasks, open decisions,\n\
-  where the last sessions left off, reminders due soon.\n\
-- `.mnemofs/status.json` index status; `.mnemofs/lint` problems found\n\
-  in memories (such as malformed frontmatter).\n\n\
-Drop new memories in `inbox/`; write durable ones wherever they belong.\n";
+/// The guide at the root ([`ROOT_GUIDE_NAME`]) and at `.mnemofs/GUIDE.md`:
+/// what this folder is, how to search it, where the brief is, the views,
+/// and how memories are written. Static text, so a backup or a `git add`
+/// of the mount records the same bytes every time. Front ends that are not
+/// the mount show it too.
+pub const AGENT_GUIDE: &str = r#"# mnemofs: this folder is your long-term memory
+
+This file is generated by mnemofs and is not stored; it never changes
+while the mount runs. Everything else here is a plain file you own.
+
+Every memory is a markdown file, with optional YAML frontmatter. Read,
+write, edit, rename and delete them with your usual tools. mnemofs
+indexes each change within a second, fills in missing frontmatter, files
+what lands in `inbox/`, links memories and keeps earlier versions of what
+you delete or overwrite (`mnemofs history`, `mnemofs restore`,
+`mnemofs trash`).
+
+## Start here
+
+- `.mnemofs/brief.md`: the session brief (active tasks, open decisions,
+  where the last sessions left off, reminders due soon). Read it first.
+- Search before you write, so you update a memory instead of repeating it.
+
+## Searching
+
+Open a folder named after the query under `search/`; it lists the hits
+as links `01-<file>`, `02-<file>`, ... in rank order, and `summary.md`
+there gives each hit's path, title, score and a snippet:
+
+    search/dark mode/              words (all of them rank higher)
+    search/"dark mode"/            an exact phrase
+    search/zeph*/                  a prefix
+    search/tag:ui/                 a field: tag, category, type, status,
+                                   scope, source, phase, id, alias, title
+    search/type:decision AND status:open/
+    search/editor NOT tag:vim/
+    search/created:>2026-01-01/    dates: created, updated (>, <, >=, <=)
+    search/dark mode limit:200/    more than the first 50 hits
+
+Archived memories are left out unless the query names `phase:archived`.
+A query that is not valid syntax searches its words instead.
+
+## Views
+
+The view folders are not listed here, but every path below opens. They
+are read-only (a write fails with "Read-only file system"); their
+entries are links, so editing a result edits the memory itself.
+
+- `search/<query>/`           ranked results and `summary.md`
+- `backlinks/<id|title|name>/`  memories that link to a memory
+- `by-category/<category>/`   one folder per category
+- `by-tag/<tag>/`             nested tags nest: `by-tag/area/sub/`
+- `by-type/<type>/`           memory, session, decision, task, ...
+- `by-id/<id>.md`             the memory with that `id`, wherever it lives
+- `recent/`                   the latest changed memories, newest first
+- `.mnemofs/`                 `brief.md`, `status.json` (the index),
+                              `lint` (problems found in memories),
+                              `pending.md` (reminders that are due)
+
+## Writing memories
+
+- One subject per file, with a name that says what it is:
+  `people/alice.md`, `projects/atlas/decisions.md`.
+- Not sure where it goes? Write it to `inbox/`; it is filed for you.
+- Frontmatter is optional; missing `id`, `created_at`, `phase` and
+  `category` are added. Fields mnemofs reads:
+
+      ---
+      title: Dark mode everywhere
+      type: memory          # memory, session, decision, task, ...
+      category: preferences
+      tags: [ui, editor]
+      status: open          # for tasks and decisions
+      source: conversation
+      expires_at: 2026-12-31
+      aliases: [theme]
+      ---
+
+- Categories: soul, character, people, project, date, knowledge,
+  feedback, preferences, decisions, lessons, habits, skills, inbox,
+  reminders.
+- Observations, one fact per line: `- [preference] prefers dark mode #ui`
+- Relations and links: `- relates_to [[Other memory]]`, `[[Title]]`,
+  `[[file-name]]`, `[[file-name|shown text]]`, `[[file-name#heading]]`.
+- Tags: `tags:` in the frontmatter or `#tag` in the text; `#area/sub`
+  nests.
+- Nothing is deleted behind your back: expired, decayed and merged
+  memories move to `archive/` with `phase: archived` and a note of why.
+"#;
 
 #[cfg(test)]
 mod tests {

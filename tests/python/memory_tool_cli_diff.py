@@ -22,7 +22,8 @@ directory lacks, must show what the reference shows for the memory they
 lead to. Lines that are not JSON must get one error each and leave the
 loop going; a pretty-printed object works in the stream and alone on stdin.
 
-mount: a daemon serves STORE at MOUNTPOINT (with --views hidden); the tool
+mount: a daemon serves STORE at MOUNTPOINT (views unlisted, the guide at
+its root, which the tool then shows too); the tool
 runs with `--store STORE` only, so it can only work through the daemon.
 What it writes must be read back through the mount, and for read-only
 commands (views included) it must answer exactly as the reference handler
@@ -359,12 +360,19 @@ def plain(plain_base: str, store: str, state: str, mnemofs: str) -> list[str]:
     )
     folder = f"/memories/search/{QUERY}"
     size = _format_file_size(os.path.getsize(os.path.join(ref_root, "people/ada.md")))
-    listing = {
-        "content": f"Here're the files and directories up to 2 levels deep in {folder}, excluding hidden items:\n"
-        f"0B\t{folder}\n{size}\t{folder}/01-ada.md\n0B\t{folder}/summary.md",
-        "is_error": False,
-    }
-    expect("view a search", listing, poll(lambda: tool.call({"command": "view", "path": folder}), listing))
+
+    def listing() -> dict:
+        # summary.md reports its real size, which only the tool can tell.
+        summary = tool.call({"command": "view", "path": f"{folder}/summary.md"})["content"]
+        body = "\n".join(line.split("\t", 1)[1] for line in summary.split("\n")[1:])
+        return {
+            "content": f"Here're the files and directories up to 2 levels deep in {folder}, excluding hidden items:\n"
+            f"0B\t{folder}\n{size}\t{folder}/01-ada.md\n{_format_file_size(len(body.encode()))}\t{folder}/summary.md",
+            "is_error": False,
+        }
+
+    poll(lambda: "01-ada.md" in tool.call({"command": "view", "path": folder})["content"], True)
+    expect("view a search", listing(), tool.call({"command": "view", "path": folder}))
     expect(
         "view a search result",
         as_view(want({"command": "view", "path": ada}), ada, f"{folder}/01-ada.md"),
@@ -379,7 +387,7 @@ def plain(plain_base: str, store: str, state: str, mnemofs: str) -> list[str]:
     compare_trees("str_replace through by-id")
     expect(
         "create inside a view",
-        {"content": "PermissionError(13, 'Permission denied')", "is_error": True},
+        {"content": "OSError(30, 'Read-only file system')", "is_error": True},
         tool.call({"command": "create", "path": f"{folder}/new.md", "file_text": "x"}),
     )
     compare_trees("create inside a view")
