@@ -1181,3 +1181,132 @@ fn copying_files_in_and_out_of_the_mount_matches_ext4() {
         t
     });
 }
+
+/// Paths with their permission bits.
+type Modes = Vec<(String, u32)>;
+
+/// Every entry below `dir` (not `dir` itself) with its permission bits.
+fn modes_below(dir: &Path) -> Modes {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in fs::read_dir(&d).expect("read_dir").flatten() {
+            let md = fs::symlink_metadata(entry.path()).expect("lstat");
+            if md.file_type().is_symlink() {
+                continue;
+            }
+            if md.is_dir() {
+                todo.push(entry.path());
+            }
+            let rel = entry
+                .path()
+                .strip_prefix(dir)
+                .expect("below")
+                .display()
+                .to_string();
+            out.push((rel, md.mode() & 0o7777));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// What the daemon itself makes: reminders (a folder and a file made by
+/// the organizer through the mount) and its state (index, counters,
+/// tasks.json), under the mount's umask; the kernel's modes for files
+/// that users create are untouched (see `modes_and_chmod_match_ext4_under_umask`).
+fn daemon_made_modes(allow_other: bool) -> (Modes, Modes, u32) {
+    set_umask(TEST_UMASK);
+    let config = tempfile::NamedTempFile::new().expect("config");
+    fs::write(
+        config.path(),
+        "organizer: { interval: 1h, quiet_period: 0s }\nnotifications: { method: none }\n",
+    )
+    .expect("write config");
+    let mut args = vec!["--config".to_string(), config.path().display().to_string()];
+    if allow_other {
+        args.push("--allow-other".into());
+    }
+    let m = Mount::with_options(common::MountOptions {
+        extra_args: args,
+        seed: vec![(
+            "notes/call.md".into(),
+            b"Call Ann tomorrow 3pm about the contract.\n".to_vec(),
+        )],
+        organizer: true,
+        ..Default::default()
+    });
+    let status = fs::read_to_string(format!("/proc/{}/status", m.pid())).expect("status");
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        .expect("Umask line");
+    let out = common::run_with_timeout(
+        Command::new(common::bin())
+            .args(["dream", "--level", "3", "--store"])
+            .arg(&m.store)
+            .arg("--state-dir")
+            .arg(&m.state)
+            .arg("--config")
+            .arg(config.path()),
+        common::COMMAND_TIMEOUT,
+    )
+    .expect("dream finished");
+    assert!(
+        out.status.success(),
+        "dream failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        m.s("reminders").is_dir(),
+        "no reminder was made: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (
+        modes_below(&m.s("reminders"))
+            .into_iter()
+            .chain([(
+                "reminders/".into(),
+                fs::metadata(m.s("reminders")).expect("stat").mode() & 0o7777,
+            )])
+            .collect(),
+        modes_below(&m.state),
+        umask,
+    )
+}
+
+#[test]
+fn a_private_mounts_daemon_makes_nothing_others_can_read() {
+    let (made, state, umask) = daemon_made_modes(false);
+    assert_eq!(umask, 0o077);
+    assert!(made.len() >= 2, "{made:?}");
+    for (path, mode) in &made {
+        let want = if path.ends_with('/') { 0o700 } else { 0o600 };
+        assert_eq!(*mode, want, "{path}: {mode:o}");
+    }
+    assert!(
+        state.iter().any(|(p, _)| p.contains("tasks.json")),
+        "{state:?}"
+    );
+    for (path, mode) in &state {
+        assert_eq!(mode & 0o077, 0, "state {path}: {mode:o}");
+    }
+}
+
+#[test]
+fn with_allow_other_the_daemon_uses_the_users_umask() {
+    let (made, state, umask) = daemon_made_modes(true);
+    assert_eq!(umask, TEST_UMASK);
+    for (path, mode) in &made {
+        let want = if path.ends_with('/') { 0o755 } else { 0o644 };
+        assert_eq!(*mode, want, "{path}: {mode:o}");
+    }
+    for (path, mode) in &state {
+        assert_eq!(
+            mode & 0o022,
+            0,
+            "state {path} is writable by others: {mode:o}"
+        );
+    }
+}

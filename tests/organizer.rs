@@ -378,7 +378,9 @@ fn an_inbox_item_is_classified_and_moved_with_its_body_unchanged_and_by_id_follo
         "the store still has the inbox copy"
     );
 
-    // The old path still resolves, unlisted, during the grace period.
+    // The old path still resolves during the grace period, and is listed
+    // as the symlink it is: a create of that name fails (it exists), so
+    // the folder must not look empty.
     let old = o.m("inbox/ui.md");
     assert_eq!(
         fs::read(&old).expect("read the old path"),
@@ -386,10 +388,18 @@ fn an_inbox_item_is_classified_and_moved_with_its_body_unchanged_and_by_id_follo
         "the old path does not read the moved memory"
     );
     assert!(
-        !list(&o.m("inbox"))
+        list(&o.m("inbox"))
             .expect("ls inbox")
             .contains(&"ui.md".to_string()),
-        "the old path is listed in inbox/"
+        "the old path is not listed in inbox/"
+    );
+    assert_eq!(
+        fs::read_link(&old).expect("the old path is a symlink"),
+        Path::new("../preferences/ui.md")
+    );
+    assert!(
+        !o.s("inbox/ui.md").exists(),
+        "the listing reached the store"
     );
 
     // by-id resolves to it, and follows a later manual rename.

@@ -78,8 +78,11 @@ pub struct MountConfig {
 /// daemon reports the mount live.
 pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
     check_fuse()?;
-    // Before daemonizing, which sets a umask of its own.
+    // Read before daemonizing, which sets a umask of its own; set before
+    // the state dir, the lock and the pid file are made.
     let umask = daemon_umask(config.allow_other);
+    // SAFETY: umask has no preconditions; no thread exists yet.
+    unsafe { libc::umask(umask as libc::mode_t) };
     mountpoint::prepare(&config.mountpoint)?;
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;

@@ -395,6 +395,16 @@ impl StoreFs {
 
     fn redirect(&self, parent: u64, name: &OsStr) -> Option<Entry> {
         let views = self.views.as_ref()?;
+        let node = self.redirect_node(parent, name)?;
+        let ino = views.intern(parent, name.to_os_string(), node.clone(), true);
+        Some(Entry {
+            ino,
+            attr: views.attr(ino, &node),
+        })
+    }
+
+    /// The symlink a moved path resolves as during its grace period.
+    fn redirect_node(&self, parent: u64, name: &OsStr) -> Option<super::viewnodes::ViewNode> {
         let old = self.child_path(parent, name).ok()?;
         let (new, until) = self.redirects.lock().get(&old).cloned()?;
         if until <= Instant::now() {
@@ -405,12 +415,26 @@ impl StoreFs {
             target.push("..");
         }
         target.push(new.as_path());
-        let node = super::viewnodes::ViewNode::Link(target);
-        let ino = views.intern(parent, name.to_os_string(), node.clone(), true);
-        Some(Entry {
-            ino,
-            attr: views.attr(ino, &node),
-        })
+        Some(super::viewnodes::ViewNode::Link(target))
+    }
+
+    /// Names in the folder `path` that were moved away and still resolve
+    /// (their grace period runs), less those taken again by real entries.
+    fn redirected_names(&self, path: &StorePath, real: &[DirEntry]) -> Vec<OsString> {
+        if self.views.is_none() {
+            return Vec::new();
+        }
+        let now = Instant::now();
+        let mut names: Vec<OsString> = self
+            .redirects
+            .lock()
+            .iter()
+            .filter(|(old, (_, until))| *until > now && old.parent().as_ref() == Some(path))
+            .filter_map(|(old, _)| old.file_name().map(OsStr::to_os_string))
+            .filter(|name| !real.iter().any(|e| e.name == *name))
+            .collect();
+        names.sort();
+        names
     }
 
     /// The store this filesystem serves.
@@ -1486,6 +1510,41 @@ impl StoreFs {
                     },
                 };
                 if add(item) {
+                    return Ok(());
+                }
+            }
+        }
+        // A path an inbox item was moved from is listed, as the symlink it
+        // resolves as, for its grace period: a create of that name fails
+        // (it exists), so the folder must not look as if it did not.
+        let root_extra = match (&self.views, ino == ROOT) {
+            (Some(views), true) => views.root_entries().len(),
+            _ => 0,
+        };
+        let base = entries.len() + 2 + root_extra;
+        let moved = self.redirected_names(&path, &entries);
+        if let Some(views) = &self.views {
+            for (i, name) in moved
+                .iter()
+                .enumerate()
+                .skip((offset as usize).saturating_sub(base))
+            {
+                let Some(node) = self.redirect_node(ino, name) else {
+                    continue;
+                };
+                let child = views.intern(ino, name.clone(), node.clone(), plus);
+                let attr = views.attr(child, &node);
+                let item = DirItem {
+                    ino: child,
+                    next_offset: (base + i + 1) as u64,
+                    kind: FileType::Symlink,
+                    name,
+                    attr: plus.then_some(attr),
+                };
+                if add(item) {
+                    if plus {
+                        views.forget(child, 1);
+                    }
                     return Ok(());
                 }
             }
