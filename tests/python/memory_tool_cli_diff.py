@@ -437,7 +437,18 @@ MOUNT_READ_ONLY: list = [
     {"command": "view", "path": "/memories/search/lovelace/01-ada.md", "view_range": [2, 3]},
     {"command": "insert", "path": "/memories/search/lovelace/01-ada.md", "insert_line": 99, "insert_text": "x"},
     {"command": "create", "path": f"/memories/by-id/{ADA_ID}.md", "file_text": "x"},
+    {"command": "create", "path": "/memories/search/x.md", "file_text": "x"},
+    {"command": "create", "path": "/memories/search/lovelace/x.md", "file_text": "x"},
+    {"command": "create", "path": "/memories/by-tag/no-such-tag/x.md", "file_text": "x"},
+    {"command": "create", "path": "/memories/recent/x.md", "file_text": "x"},
+    {"command": "create", "path": "/memories/MNEMOFS.md", "file_text": "x"},
+    {"command": "view", "path": "/memories/MNEMOFS.md", "view_range": [1, 3]},
+    {"command": "str_replace", "path": "/memories/MNEMOFS.md", "old_str": "# mnemofs", "new_str": "x"},
+    {"command": "insert", "path": "/memories/MNEMOFS.md", "insert_line": 0, "insert_text": "x"},
+    {"command": "delete", "path": "/memories/MNEMOFS.md"},
+    {"command": "delete", "path": "/memories/recent"},
     {"command": "rename", "old_path": "/memories/notes", "new_path": f"/memories/by-id/{ADA_ID}.md"},
+    {"command": "rename", "old_path": "/memories/notes/plan.md", "new_path": "/memories/search/plan.md"},
     {"command": "delete", "path": "/memories/by-id/no-such-id.md"},
 ]
 
