@@ -172,10 +172,17 @@ fn mount_helper_mounts_with_mount_t_and_from_fstab() {
         .arg(&dirs.mnt)
         .arg("-o")
         .arg(format!(
-            "state_dir={},views=shown,no_organizer",
+            "state_dir={},views=shown,guide=off,no_organizer",
             dirs.state.display()
         )));
     assert!(out.status.success(), "mount -t mnemofs: {}", text(&out));
+    // views=shown lists the views; guide=off leaves the guide out.
+    let root: Vec<String> = fs::read_dir(&dirs.mnt)
+        .expect("list the root")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(root.contains(&"by-tag".to_string()), "{root:?}");
+    assert!(!root.contains(&"MNEMOFS.md".to_string()), "{root:?}");
     check_mount_then_umount(&dirs);
 
     let fstab = dirs.root.join("fstab");
@@ -228,13 +235,13 @@ fn mount_helper_translates_options() {
         "/m",
         "-f",
         "-o",
-        "defaults,_netdev,x-systemd.automount,state_dir=/x y,allow_other,views=shown,threads=3",
+        "defaults,_netdev,x-systemd.automount,state_dir=/x y,allow_other,views=shown,guide=off,threads=3",
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.ends_with(
-            "mnemofs mount /m --store /s --state-dir /x y --allow-other --views shown --threads 3\n"
+            "mnemofs mount /m --store /s --state-dir /x y --allow-other --views shown --guide off --threads 3\n"
         ),
         "{stderr}"
     );
