@@ -790,6 +790,32 @@ mod tests {
     }
 
     #[test]
+    fn long_names_are_cut_before_the_extension_at_a_character_boundary() {
+        let stem = "é".repeat(126); // 252 bytes
+        let name = bounded(b"01-", stem.as_bytes(), b"", b".md");
+        let bytes = name.as_bytes();
+        assert!(bytes.len() <= 255, "{}", bytes.len());
+        assert!(bytes.starts_with(b"01-") && bytes.ends_with(b".md"));
+        assert!(std::str::from_utf8(bytes).is_ok(), "cut inside a character");
+        let short = bounded(b"", b"note", b" (2)", b".md");
+        assert_eq!(short, OsString::from("note (2).md"));
+        let paths: Vec<StorePath> = ["a", "b"]
+            .iter()
+            .map(|d| StorePath::new(format!("{d}/{stem}.md")).unwrap())
+            .collect();
+        let names = unique_names(&paths);
+        assert_ne!(names[0], names[1]);
+        assert!(names.iter().all(|n| n.len() <= 255));
+    }
+
+    #[test]
+    fn names_that_look_like_files_are_not_queries() {
+        assert!(looks_like_a_file("x.md") && looks_like_a_file("Notes.TXT"));
+        assert!(!looks_like_a_file("dark mode") && !looks_like_a_file("node.js"));
+        assert!(asks_for_archived("kiwi phase:archived") && !asks_for_archived("kiwi"));
+    }
+
+    #[test]
     fn names_are_unique_and_ranked() {
         let paths = vec![
             StorePath::new("a/note.md").unwrap(),
