@@ -7,6 +7,7 @@
 
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms)]
 
+pub mod alloc;
 pub mod background;
 pub mod cli;
 pub mod config;

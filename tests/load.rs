@@ -22,6 +22,9 @@ use common::{Mount, MountOptions, bin, poll_until};
 const WRITERS: usize = 4;
 /// Most resident memory the daemon may hold at the end, in MiB.
 const RSS_BOUND_MIB: u64 = 300;
+/// How much more than a fresh mount of the same store the daemon may hold
+/// once idle after the load, in MiB.
+const IDLE_SLACK_MIB: u64 = 64;
 
 fn seconds() -> u64 {
     std::env::var("MNEMOFS_LOAD_SECS")
@@ -228,6 +231,62 @@ fn rss_mib(pid: u32) -> u64 {
         / 1024
 }
 
+/// VmRSS split into anonymous and file-backed memory, in MiB.
+fn rss_detail(pid: u32) -> String {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+            / 1024
+    };
+    format!(
+        "{} MiB ({} MiB anonymous, {} MiB file-backed)",
+        field("VmRSS:"),
+        field("RssAnon:"),
+        field("RssFile:")
+    )
+}
+
+/// The mappings holding the most resident memory, from /proc/PID/smaps.
+fn biggest_mappings(smaps: &str) -> String {
+    let mut maps: Vec<(u64, String)> = Vec::new();
+    for line in smaps.lines() {
+        if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
+            maps.push((0, line.to_owned()));
+        } else if let Some(v) = line.strip_prefix("Rss:")
+            && let Some(last) = maps.last_mut()
+        {
+            last.0 = v
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    maps.sort_by_key(|m| std::cmp::Reverse(m.0));
+    let anon: Vec<&(u64, String)> = maps
+        .iter()
+        .filter(|(_, l)| l.split_whitespace().count() < 6)
+        .collect();
+    format!(
+        "anonymous mappings: {} holding {} MiB; biggest:\n{}",
+        anon.len(),
+        anon.iter().map(|(r, _)| r).sum::<u64>() / 1024,
+        maps.iter()
+            .take(15)
+            .map(|(r, l)| format!("  {r:>8} KiB  {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
+}
+
 #[test]
 fn mixed_load_leaves_the_store_equal_to_the_writers_models() {
     let config = tempfile::tempdir().unwrap();
@@ -338,17 +397,34 @@ fn mixed_load_leaves_the_store_equal_to_the_writers_models() {
         "daemon RSS: peak {peak} MiB, at the end {end} MiB; files: {}",
         store.len()
     );
-    if std::env::var_os("MNEMOFS_LOAD_SECS").is_some() {
-        // The long run also reports what the daemon keeps once idle.
-        std::thread::sleep(Duration::from_secs(60));
-        eprintln!(
-            "daemon RSS a minute after the load: {} MiB",
-            rss_mib(m.pid())
-        );
-    }
     assert!(
         peak <= RSS_BOUND_MIB,
         "the daemon held {peak} MiB under load"
+    );
+    // Once idle the daemon gives back what the load took: it holds about
+    // what a fresh mount of the same store does.
+    std::thread::sleep(Duration::from_secs(10));
+    let after = rss_mib(m.pid());
+    eprintln!("daemon RSS 10 s after the load: {}", rss_detail(m.pid()));
+    if std::env::var_os("MNEMOFS_LOAD_MAPS").is_some() {
+        let smaps = fs::read_to_string(format!("/proc/{}/smaps", m.pid())).unwrap_or_default();
+        eprintln!("{}", biggest_mappings(&smaps));
+    }
+    m.stop();
+    m.spawn(&[]);
+    assert!(poll_until(Duration::from_secs(120), || {
+        let s = status(&m);
+        s["pending_changes"] == 0 && s["reconciling"] != true
+    }));
+    std::thread::sleep(Duration::from_secs(10));
+    let fresh = rss_mib(m.pid());
+    eprintln!(
+        "daemon RSS on a fresh mount of the same store: {}",
+        rss_detail(m.pid())
+    );
+    assert!(
+        after <= fresh + IDLE_SLACK_MIB,
+        "idle after the load the daemon held {after} MiB, a fresh mount of the store {fresh} MiB"
     );
     m.stop();
 }

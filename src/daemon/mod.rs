@@ -219,6 +219,7 @@ fn serve(
     // SAFETY: umask has no preconditions. Set before any thread exists, so
     // every thread of the daemon starts with it.
     unsafe { libc::umask(umask as libc::mode_t) };
+    crate::alloc::limit_arenas();
     let result = serve_inner(config, ready.as_ref());
     if let (Err(e), Some(mut ready)) = (&result, ready) {
         let _ = writeln!(ready, "{e:#}");

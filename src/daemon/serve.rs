@@ -48,6 +48,7 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
     // the organizer's files are nobody else's. Before any thread exists.
     // SAFETY: umask has no preconditions.
     unsafe { libc::umask(0o077) };
+    crate::alloc::limit_arenas();
     std::fs::create_dir_all(&config.state_dir)
         .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
     let Some(lock) = StoreLock::try_acquire(&config.store)? else {

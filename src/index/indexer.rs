@@ -126,6 +126,7 @@ pub(super) fn spawn(
             let (bulk_tx, bulk_rx) = crossbeam_channel::unbounded();
             let mut indexer = Indexer {
                 last_trim: Instant::now(),
+                last_commit: None,
                 mirror: load_mirror(&core),
                 core,
                 store,
@@ -211,6 +212,8 @@ struct Indexer {
     writer: IndexWriter,
     /// When freed memory was last given back (`malloc_trim`).
     last_trim: Instant,
+    /// When the writer last committed.
+    last_commit: Option<Instant>,
     live_rx: Receiver<Live>,
     bulk_tx: Sender<Bulk>,
     bulk_rx: Receiver<Bulk>,
@@ -259,7 +262,9 @@ impl Indexer {
                 recv(self.bulk_rx) -> msg => if let Ok(item) = msg {
                     self.bulk.push_back(item);
                 },
-                default(timeout) => {}
+                default(timeout) => if !busy {
+                    self.idle_trim();
+                },
             }
             while !stop && let Ok(msg) = self.live_rx.try_recv() {
                 stop = !self.handle(msg);
@@ -271,6 +276,21 @@ impl Indexer {
                 return;
             }
             self.step();
+        }
+    }
+
+    /// With no work at hand, gives back what the last burst freed (here,
+    /// in the request threads and in tantivy's merges): at once after a
+    /// commit, then every so often for a minute while merges finish.
+    fn idle_trim(&mut self) {
+        let Some(commit) = self.last_commit else {
+            return;
+        };
+        if commit > self.last_trim
+            || (commit.elapsed() < IDLE_TRIM_FOR && self.last_trim.elapsed() >= TRIM_EVERY)
+        {
+            crate::alloc::give_back();
+            self.last_trim = Instant::now();
         }
     }
 
@@ -456,6 +476,7 @@ impl Indexer {
 
     fn commit(&mut self) {
         if self.writer_changed {
+            self.last_commit = Some(Instant::now());
             match self.writer.commit() {
                 Ok(_) => {
                     self.core.update_progress(|p| p.failing = None);
@@ -488,8 +509,7 @@ impl Indexer {
             // Indexing leaves the allocator holding freed buffers (hundreds
             // of MiB after a big build); give them back to the system once
             // the bulk work is done, and every so often under steady load.
-            // SAFETY: malloc_trim only releases free memory.
-            unsafe { libc::malloc_trim(0) };
+            crate::alloc::give_back();
             self.last_trim = Instant::now();
         }
         let reconcile_done = std::mem::take(&mut self.reconcile_done);
@@ -619,6 +639,8 @@ const RACY_NS: i64 = 2_000_000_000;
 
 /// How often a commit gives freed memory back to the system at most.
 const TRIM_EVERY: Duration = Duration::from_secs(10);
+/// How long after the last commit an idle indexer keeps trimming.
+const IDLE_TRIM_FOR: Duration = Duration::from_secs(60);
 
 /// The pause after a failed commit before the work is tried again.
 const COMMIT_RETRY: Duration = Duration::from_secs(2);
