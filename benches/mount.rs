@@ -10,13 +10,14 @@
 //! - `MNEMOFS_BENCH_NOTES` notes in the store (default 10000);
 //! - `MNEMOFS_BENCH_QUICK=1` smoke run: 1000 notes, 8 MiB file, 1 repetition;
 //! - `MNEMOFS_BENCH_REPS` repetitions per figure (default 5);
-//! - `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|all` which figure
+//! - `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|load|all` which figure
 //!   groups run (default all): `mount` is this file's spine figures,
 //!   `search` the index figures of `mount/search.rs`, `dream` the organizer
 //!   figures of `mount/dream.rs`, `hooks` the brief and checkpoint of
 //!   `mount/hooks.rs`, `tools` the MCP server, `mnemofs tool` and the
 //!   socket of `mount/tools.rs`, `history` the cost of keeping earlier
-//!   versions on save by rename (`mount/history.rs`), each group on its
+//!   versions on save by rename (`mount/history.rs`), `load` the daemon's
+//!   memory under a mixed load and once idle (`mount/load.rs`), each group on its
 //!   own store and mount.
 //!
 //! Native and mount samples alternate within each repetition, so drift on a
@@ -35,6 +36,8 @@ mod dream;
 mod history;
 #[path = "mount/hooks.rs"]
 mod hooks;
+#[path = "mount/load.rs"]
+mod load;
 #[path = "mount/search.rs"]
 mod search;
 #[path = "mount/tools.rs"]
@@ -135,6 +138,9 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     if cfg.only.history() {
         history::run(&cfg)?;
+    }
+    if cfg.only.load() {
+        load::run(&cfg)?;
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ pub struct Config {
 }
 
 /// The figure groups of the `mount` bench, chosen with
-/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|all` (default all).
+/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|load|all` (default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// The spine figures: the mount against its backing directory.
@@ -64,6 +64,8 @@ pub enum Selection {
     Tools,
     /// The cost of keeping earlier versions on save by rename.
     History,
+    /// The daemon's memory under a mixed load and once idle after it.
+    Load,
     /// Both, mount first.
     All,
 }
@@ -98,6 +100,11 @@ impl Selection {
     pub fn history(self) -> bool {
         matches!(self, Selection::History | Selection::All)
     }
+
+    /// Whether the load figures run.
+    pub fn load(self) -> bool {
+        matches!(self, Selection::Load | Selection::All)
+    }
 }
 
 impl Config {
@@ -121,8 +128,9 @@ impl Config {
             Ok("hooks") => Selection::Hooks,
             Ok("tools") => Selection::Tools,
             Ok("history") => Selection::History,
+            Ok("load") => Selection::Load,
             Ok(v) => panic!(
-                "MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, tools, history, all"
+                "MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, tools, history, load, all"
             ),
         };
         Config {
