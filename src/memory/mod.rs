@@ -31,6 +31,7 @@ mod links;
 mod markdown;
 mod observations;
 pub mod reminders;
+mod render;
 pub mod schema;
 mod tags;
 pub mod transcript;
@@ -47,6 +48,7 @@ pub use edit::{
 pub use frontmatter::Frontmatter;
 pub use links::{Link, LinkKind};
 pub use observations::Observation;
+pub use render::render_frontmatter;
 
 use frontmatter::Located;
 

@@ -16,7 +16,10 @@ mod brief;
 mod checkpoint;
 mod error;
 mod graph;
+mod import;
+mod lifecycle;
 mod lookup;
+mod records;
 mod report;
 mod request;
 mod scope;
@@ -27,7 +30,10 @@ pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
 pub use checkpoint::Checkpoint;
 pub use error::{Error, Result, rpc};
 pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
+pub use import::{Incoming, Placed};
+pub use lifecycle::{Chore, DueReminder, Step, StepReport};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
+pub use records::{MemoryRecord, RecordFilter, RecordPage, content_sha256, phase_of_path};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
     Counting, Detail, Entry, EntryKind, Failure, HistoryUsage, NewMemory, Reply, Request, Response,
@@ -335,6 +341,28 @@ impl Operations {
                 }
             }
             Request::Expecting { version, request } => self.expecting(version).handle(*request)?,
+            Request::Record { reference } => Response::Record {
+                record: Box::new(self.record(&reference)?),
+            },
+            Request::Records {
+                filter,
+                after,
+                limit,
+            } => Response::Records {
+                page: self.records(&filter, after.as_deref(), limit)?,
+            },
+            Request::Step { step } => Response::Step {
+                report: self.step(step)?,
+            },
+            Request::Upgrade {
+                reference,
+                category,
+            } => Response::Step {
+                report: self.upgrade(&reference, category.as_deref())?,
+            },
+            Request::Import { memories } => Response::Imported {
+                placed: self.import(&memories),
+            },
             Request::Checked { request } => Response::Checked {
                 result: self
                     .handle(*request)

@@ -119,4 +119,13 @@ pub trait Organizer: Send + Sync {
     fn queue(&self) -> usize {
         0
     }
+
+    /// Does one chore now (a lifecycle command): one step of a dream, or
+    /// the upgrade of one inbox memory.
+    fn run(&self, chore: super::Chore) -> Result<super::StepReport> {
+        let _ = chore;
+        Err(super::Error::Unavailable(
+            "this organizer runs whole dreams only".into(),
+        ))
+    }
 }

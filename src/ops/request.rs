@@ -9,7 +9,10 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Brief, Checkpoint, MemoryContext, MemoryFilter, MemorySummary, MemoryText, Report};
+use super::{
+    Brief, Checkpoint, Incoming, MemoryContext, MemoryFilter, MemoryRecord, MemorySummary,
+    MemoryText, Placed, RecordFilter, RecordPage, Report, Step, StepReport,
+};
 
 /// A request's operation, as logs name it (`search`, `read_memory`...).
 pub(crate) struct OpName<'a>(pub(crate) &'a Request);
@@ -259,6 +262,42 @@ pub enum Request {
         /// The request to run.
         request: Box<Request>,
     },
+    /// The record of the memory a reference names (memory-cli's `Memory`
+    /// plus path, title, type and frontmatter); counts as a read.
+    Record {
+        /// The reference.
+        reference: String,
+    },
+    /// Records of every memory matching a filter, by path, a page at a time.
+    Records {
+        /// Which memories.
+        #[serde(default)]
+        filter: RecordFilter,
+        /// Start after this path (the previous page's `next`).
+        #[serde(default)]
+        after: Option<String>,
+        /// Most records in the page.
+        #[serde(default = "page")]
+        limit: usize,
+    },
+    /// Runs one lifecycle step of the organizer now.
+    Step {
+        /// Which.
+        step: Step,
+    },
+    /// Moves an inbox memory into its category now.
+    Upgrade {
+        /// The memory (a reference).
+        reference: String,
+        /// Its category, if the caller names one.
+        #[serde(default)]
+        category: Option<String>,
+    },
+    /// Puts described memories into the store unless they are there.
+    Import {
+        /// The memories.
+        memories: Vec<Incoming>,
+    },
     /// Runs `request` and answers with its outcome, a failure included, as
     /// data: for front ends that word each failure themselves, since an
     /// error that crosses the socket otherwise keeps only its sentence.
@@ -297,6 +336,10 @@ fn one_u8() -> u8 {
 
 fn twenty() -> usize {
     20
+}
+
+fn page() -> usize {
+    500
 }
 
 /// A memory to write, with the frontmatter fields it gets.
@@ -418,6 +461,26 @@ pub enum Response {
     Restored {
         /// What was restored, and where.
         restored: Vec<Restored>,
+    },
+    /// One memory's record.
+    Record {
+        /// The record.
+        record: Box<MemoryRecord>,
+    },
+    /// A page of records.
+    Records {
+        /// The page.
+        page: RecordPage,
+    },
+    /// What a lifecycle step did.
+    Step {
+        /// The report.
+        report: StepReport,
+    },
+    /// What became of each imported memory, in order.
+    Imported {
+        /// One per memory.
+        placed: Vec<Placed>,
     },
     /// The outcome of a [`Request::Checked`].
     Checked {

@@ -256,8 +256,9 @@ impl Runner {
         }
     }
 
-    /// Refreshes `.mnemofs/pending.md` and announces newly due reminders.
-    fn announce_due(&mut self) {
+    /// Refreshes `.mnemofs/pending.md` and announces newly due reminders;
+    /// returns the due ones.
+    fn announce_due(&mut self) -> Vec<(i64, String, StorePath)> {
         let due = self.organizing.due_reminders();
         let mut text = String::from("# Due reminders\n\n");
         if due.is_empty() {
@@ -273,6 +274,79 @@ impl Runner {
             }
         }
         *self.outputs.pending.lock() = text;
+        due
+    }
+
+    /// Does one chore now: a lifecycle command.
+    fn run(&mut self, chore: ops::Chore) -> ops::Result<ops::StepReport> {
+        use ops::{Chore, Step, StepReport};
+        let _span = tracing::info_span!("chore", ?chore).entered();
+        let mut out = StepReport::default();
+        let mut report = Report::default();
+        match chore {
+            Chore::Upgrade { path, category } => {
+                out.step = "upgrade".into();
+                let to = self.organizing.upgrade(&path, category, &mut report)?;
+                out.path = Some(to.to_string());
+            }
+            Chore::Step(step) => {
+                out.step = step.name().into();
+                match step {
+                    Step::Decay => {
+                        if self.organizing.settings.decay_after.is_none() {
+                            out.notes.push(
+                                "decay is off: set lifecycle.decay.enabled in config.yaml".into(),
+                            );
+                        }
+                        report.add(self.organizing.lifecycle());
+                    }
+                    Step::Consolidate => {
+                        report.add(self.organizing.organize_inbox(false).0);
+                        report.add(self.organizing.lifecycle());
+                        self.catch_up(&mut report);
+                        report.add(self.organizing.consolidate());
+                    }
+                    Step::ResolveLinks => {
+                        self.catch_up(&mut report);
+                        let mut lint = Vec::new();
+                        report.add(self.organizing.resolve_links(&mut lint));
+                        report.links_unresolved = lint.len();
+                        report
+                            .skipped
+                            .extend(lint.iter().map(|(path, why)| Skipped {
+                                path: path.to_string(),
+                                reason: why.clone(),
+                            }));
+                        *self.outputs.lint.lock() = lint;
+                    }
+                    Step::Notify => {
+                        out.due = self
+                            .announce_due()
+                            .into_iter()
+                            .map(|(when, title, path)| ops::DueReminder {
+                                due_at: crate::memory::format_timestamp(when),
+                                title,
+                                path: path.to_string(),
+                            })
+                            .collect();
+                        report.reminders = out.due.len();
+                    }
+                }
+            }
+        }
+        self.organizing.flush_counters();
+        out.report = self.record(&out.step, report);
+        Ok(out)
+    }
+
+    /// Lets the index catch up with the changes just made, before a step
+    /// that finds memories through it.
+    fn catch_up(&self, report: &mut Report) {
+        if !self.organizing.index.wait_idle(Duration::from_secs(120)) {
+            report
+                .errors
+                .push("the index did not catch up; some memories may be missed".into());
+        }
     }
 
     /// Runs a dream level. `asked`: someone asked for it now, so inbox
@@ -304,7 +378,7 @@ impl Runner {
         }
         if level >= 3 {
             report.add(self.organizing.reminders());
-            self.announce_due();
+            let _ = self.announce_due();
         }
         tracing::info!(
             "dream level {level}: {} organized, {} expired, {} decayed, {} merged, {} reminders",
@@ -356,6 +430,10 @@ impl ops::Organizer for OneShot {
     fn last_reports(&self) -> HashMap<String, Report> {
         self.last.lock().clone()
     }
+
+    fn run(&self, chore: ops::Chore) -> ops::Result<ops::StepReport> {
+        self.runner.lock().run(chore)
+    }
 }
 
 enum Message {
@@ -364,6 +442,7 @@ enum Message {
     /// A writer closed a file it wrote through the mount.
     Written(StorePath),
     Dream(u8, Sender<Report>),
+    Chore(ops::Chore, Sender<ops::Result<ops::StepReport>>),
     Stop,
 }
 
@@ -447,6 +526,21 @@ impl ops::Organizer for Tasks {
 
     fn queue(&self) -> usize {
         self.queued.load(Ordering::Relaxed) + self.tx.len() + self.closes.len()
+    }
+
+    fn run(&self, chore: ops::Chore) -> ops::Result<ops::StepReport> {
+        let (reply, wait) = crossbeam_channel::bounded(1);
+        let gone = || ops::Error::Unavailable("the organizer has stopped".into());
+        self.tx
+            .send(Message::Chore(chore, reply))
+            .map_err(|_| gone())?;
+        wait.recv_timeout(DREAM_TIMEOUT).map_err(|e| match e {
+            crossbeam_channel::RecvTimeoutError::Timeout => ops::Error::Unavailable(format!(
+                "the organizer did not finish within {} s",
+                DREAM_TIMEOUT.as_secs()
+            )),
+            crossbeam_channel::RecvTimeoutError::Disconnected => gone(),
+        })?
     }
 }
 
@@ -548,6 +642,9 @@ impl Worker {
                     self.inbox_due = Some(Instant::now());
                     let _ = reply.send(report);
                 }
+                Ok(Message::Chore(chore, reply)) => {
+                    let _ = reply.send(self.runner.run(chore));
+                }
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => {
                     self.runner.organizing.flush_counters();
                     return;
@@ -558,7 +655,7 @@ impl Worker {
             self.organize_inbox_due();
             if Instant::now() >= next_tick {
                 self.runner.dream(1, false);
-                self.runner.announce_due();
+                let _ = self.runner.announce_due();
                 self.runner.organizing.flush_counters();
                 next_tick = Instant::now() + settings.interval;
             }

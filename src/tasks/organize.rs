@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::index::Index;
 use crate::memory::reminders;
 use crate::memory::{self, Category};
-use crate::ops::{Outcome, Writer};
+use crate::ops::{self, Outcome, Writer};
 use crate::store::counters::CounterStore;
 use crate::store::{FileKind, Stat, Store, StorePath};
 
@@ -471,6 +471,53 @@ impl Organizing {
             _ => skip(report, "no category matched; stays in the inbox".into()),
         }
         None
+    }
+
+    /// Moves one inbox item into `category` (else its frontmatter's, else
+    /// the classifier's) now, whatever its age: memory-cli's `upgrade`.
+    /// Returns where it went, or why it stayed.
+    pub(crate) fn upgrade(
+        &self,
+        path: &StorePath,
+        category: Option<Category>,
+        report: &mut Report,
+    ) -> Result<StorePath, ops::Error> {
+        let shown = || path.to_string();
+        if self.writer.is_busy(path) {
+            return Err(ops::Error::Conflict { path: shown() });
+        }
+        let st = self
+            .store
+            .stat(path)
+            .map_err(|e| ops::Error::io(&shown(), e))?;
+        let (bytes, text) = self
+            .read_text(path)
+            .ok_or_else(|| ops::Error::NotText { path: shown() })?;
+        let parsed = memory::parse(&stem(path), &text);
+        if parsed.has_malformed_frontmatter() {
+            return Err(ops::Error::InvalidInput(format!(
+                "{path} has malformed frontmatter (see .mnemofs/lint); fix it first"
+            )));
+        }
+        let category = category
+            .or(parsed.frontmatter.category)
+            .or_else(|| (self.classify)(&parsed.title, parsed.body(&text)))
+            .filter(|c| *c != Category::Inbox)
+            .ok_or_else(|| {
+                ops::Error::InvalidInput(format!(
+                    "no category matched {path}; name one with --category"
+                ))
+            })?;
+        let Some(to) = self.move_into(path, category.as_str(), report) else {
+            return Err(match report.errors.pop() {
+                Some(e) => ops::Error::Unavailable(e),
+                None => ops::Error::Conflict { path: shown() },
+            });
+        };
+        self.writer.redirect(path, &to, self.settings.grace_period);
+        self.file_as_organized(&to, &bytes, &text, category, st.mtime.sec, report);
+        report.organized += 1;
+        Ok(to)
     }
 
     /// Records a moved inbox item as organized in one rewrite: its phase

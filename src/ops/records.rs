@@ -1,0 +1,313 @@
+//! Memories as records: memory-cli's `Memory` object, with mnemofs's path,
+//! title, type and whole frontmatter beside it.
+//!
+//! `read --json`, `list --json` and `export` print these, and `import`
+//! reads them back, so one record describes a memory completely enough
+//! to restore it. Fields a memory's frontmatter does not state are
+//! derived the way the organizer would see them: the phase from the
+//! folder (`inbox/`, `archive/`, anywhere else organized), the category
+//! from the first folder when it names one, and a memory without `scope`
+//! is global. The volatile counters (`access_count`, `version`,
+//! `updated_at`) come from the state dir when this process has them, else
+//! from the frontmatter. `content_hash` is memory-cli's: the SHA-256 of
+//! the content, in hex, so a record can be de-duplicated by content
+//! wherever it came from.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Error, Operations, Result};
+use crate::memory::{self, Category, Phase};
+use crate::store::{FileKind, StorePath};
+
+/// One memory, as memory-cli describes it, plus where and what it is here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    /// The frontmatter `id` (`null` until the normalizer gives it one).
+    pub id: Option<String>,
+    /// The body: everything below the frontmatter.
+    pub content: String,
+    /// SHA-256 of `content`, in hex.
+    pub content_hash: String,
+    /// `inbox`, `organized` or `archived`.
+    pub phase: String,
+    /// One of the fourteen categories, when known.
+    pub category: Option<String>,
+    /// `global` or `agent:NAME` (`global` when the memory names none).
+    pub scope: String,
+    /// Frontmatter and inline tags, lowercased.
+    pub tags: Vec<String>,
+    /// Who or what wrote it.
+    pub source: Option<String>,
+    /// When it was made, as written.
+    pub created_at: Option<String>,
+    /// When it last changed.
+    pub updated_at: Option<String>,
+    /// When it expires, as written.
+    pub expires_at: Option<String>,
+    /// How often it was read.
+    pub access_count: u64,
+    /// The ids (or names) in its `links:`.
+    pub links: Vec<String>,
+    /// Completed writes.
+    pub version: u64,
+    /// Where it is, relative to the store.
+    pub path: String,
+    /// Its title (frontmatter, else first heading, else file stem).
+    pub title: String,
+    /// Its frontmatter `type`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// The whole frontmatter, as JSON.
+    pub frontmatter: serde_json::Value,
+}
+
+/// Which memories [`Request::Records`](super::Request::Records) returns:
+/// those matching every filter given, by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecordFilter {
+    /// Only this phase (`inbox`, `organized`, `archived`).
+    pub phase: Option<String>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only memories with this tag (without `#`).
+    pub tag: Option<String>,
+    /// Only memories with this `type`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Only memories with this `source`.
+    pub source: Option<String>,
+}
+
+/// One page of records, and where the next one starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordPage {
+    /// The records, by path.
+    pub records: Vec<MemoryRecord>,
+    /// The path to pass as `after` for the next page; `None` at the end.
+    pub next: Option<String>,
+}
+
+/// SHA-256 of a memory's content, in hex, as memory-cli hashes it.
+pub fn content_sha256(content: &str) -> String {
+    let digest = Sha256::digest(content.as_bytes());
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// The phase a memory at `path` is in when its frontmatter says none.
+pub fn phase_of_path(path: &str) -> Phase {
+    match path.split('/').next() {
+        Some("inbox") => Phase::Inbox,
+        Some("archive") => Phase::Archived,
+        _ => Phase::Organized,
+    }
+}
+
+impl RecordFilter {
+    /// The filter's values checked, so a typo is one sentence rather than
+    /// an empty list.
+    fn check(&self) -> Result<()> {
+        if let Some(p) = &self.phase {
+            p.parse::<Phase>()
+                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+        }
+        if let Some(c) = &self.category {
+            c.parse::<Category>()
+                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn matches(&self, record: &MemoryRecord) -> bool {
+        let same = |want: &Option<String>, have: Option<&str>| {
+            want.as_deref()
+                .is_none_or(|w| have.is_some_and(|h| h.eq_ignore_ascii_case(w.trim())))
+        };
+        let tag = self
+            .tag
+            .as_deref()
+            .map(|t| t.trim().trim_start_matches('#').to_lowercase());
+        same(&self.phase, Some(&record.phase))
+            && same(&self.category, record.category.as_deref())
+            && same(&self.kind, record.kind.as_deref())
+            && same(&self.source, record.source.as_deref())
+            && tag.is_none_or(|t| record.tags.iter().any(|have| *have == t))
+    }
+}
+
+impl Operations {
+    /// The record of the memory `reference` names. Counts as a read of it
+    /// (memory-cli's `access_count`), where this process keeps counters.
+    pub fn record(&self, reference: &str) -> Result<MemoryRecord> {
+        let path = self.resolve(reference)?;
+        let record = self.record_at(&path)?;
+        if let Some(counters) = &self.counters {
+            counters.record_read_open(&path);
+        }
+        Ok(record)
+    }
+
+    /// The record of the memory at `path`.
+    pub(crate) fn record_at(&self, path: &StorePath) -> Result<MemoryRecord> {
+        let shown = path.to_string();
+        let (_, _, text) = self.read_text(path, &shown)?;
+        let stem = path
+            .as_path()
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let parsed = memory::parse(&stem, &text);
+        let fm = &parsed.frontmatter;
+        let content = parsed.body(&text).to_string();
+        let counters = self.counters.as_ref().map(|c| c.get(path));
+        let category = fm.category.map(|c| c.as_str().to_string()).or_else(|| {
+            shown
+                .split('/')
+                .next()
+                .filter(|_| shown.contains('/'))
+                .and_then(|first| first.parse::<Category>().ok())
+                .map(|c| c.as_str().to_string())
+        });
+        let mtime = self
+            .store
+            .stat(path)
+            .ok()
+            .map(|st| memory::format_timestamp(st.mtime.sec));
+        Ok(MemoryRecord {
+            id: fm.id.clone(),
+            content_hash: content_sha256(&content),
+            phase: fm
+                .phase
+                .unwrap_or_else(|| phase_of_path(&shown))
+                .as_str()
+                .to_string(),
+            category,
+            scope: fm.scope.clone().unwrap_or_else(|| "global".into()),
+            tags: parsed.tags.clone(),
+            source: fm.source.clone(),
+            created_at: fm.created_at.clone(),
+            updated_at: counters
+                .as_ref()
+                .and_then(|c| c.updated_at.clone())
+                .or_else(|| fm.updated_at.clone())
+                .or(mtime),
+            expires_at: fm.expires_at.clone(),
+            access_count: counters
+                .as_ref()
+                .map(|c| c.access_count)
+                .filter(|n| *n > 0)
+                .or(fm.access_count)
+                .unwrap_or(0),
+            links: fm.links.clone(),
+            version: counters
+                .as_ref()
+                .map(|c| c.version)
+                .filter(|n| *n > 0)
+                .or(fm.version)
+                .unwrap_or(1),
+            path: shown,
+            title: parsed.title.clone(),
+            kind: fm.kind.clone(),
+            frontmatter: serde_json::to_value(fm)
+                .unwrap_or_else(|_| serde_json::Value::Object(Default::default())),
+            content,
+        })
+    }
+
+    /// Up to `limit` records matching `filter`, by path, starting after
+    /// the path `after`: every markdown file of the store (`archive/`
+    /// included), read as it is now. Files that vanished or are not text
+    /// are left out.
+    pub fn records(
+        &self,
+        filter: &RecordFilter,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<RecordPage> {
+        filter.check()?;
+        let limit = limit.max(1);
+        let mut paths = self.memory_paths()?;
+        if let Some(after) = after {
+            paths.retain(|(key, _)| key.as_str() > after);
+        }
+        let mut records = Vec::new();
+        let mut next = None;
+        for (_, path) in paths {
+            if records.len() == limit {
+                next = records.last().map(|r: &MemoryRecord| r.path.clone());
+                break;
+            }
+            let Ok(record) = self.record_at(&path) else {
+                continue;
+            };
+            if filter.matches(&record) {
+                records.push(record);
+            }
+        }
+        Ok(RecordPage { records, next })
+    }
+
+    /// Every markdown file in the store, by path (dot-folders left out),
+    /// walked on the store itself so that nothing the index has not seen
+    /// yet is missed.
+    fn memory_paths(&self) -> Result<Vec<(String, StorePath)>> {
+        let mut out = Vec::new();
+        let mut stack = vec![StorePath::root()];
+        while let Some(dir) = stack.pop() {
+            let entries = match self.store.read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if dir.is_root() => return Err(Error::io("", e)),
+                Err(_) => continue,
+            };
+            for entry in entries {
+                let name = entry.name.as_encoded_bytes();
+                if name.first() == Some(&b'.')
+                    || name.starts_with(crate::store::TEMP_PREFIX.as_bytes())
+                {
+                    continue;
+                }
+                let Some(path) = dir.join(&entry.name) else {
+                    continue;
+                };
+                match entry.kind {
+                    FileKind::Directory => {
+                        if !(dir.is_root()
+                            && crate::views::ViewRoot::from_name(&entry.name).is_some())
+                        {
+                            stack.push(path);
+                        }
+                    }
+                    FileKind::File if name.ends_with(b".md") => out.push((path.to_string(), path)),
+                    _ => {}
+                }
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_hash_is_sha256_hex() {
+        assert_eq!(
+            content_sha256(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn phase_follows_the_first_folder() {
+        assert_eq!(phase_of_path("inbox/a.md"), Phase::Inbox);
+        assert_eq!(phase_of_path("archive/merged/a.md"), Phase::Archived);
+        assert_eq!(phase_of_path("people/ann.md"), Phase::Organized);
+    }
+}
