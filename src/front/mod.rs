@@ -7,6 +7,9 @@
 //! socket (`daemon::Session`) and on a store opened in-process, and they
 //! never import `daemon` (which sits above them).
 
+pub mod batch;
+pub mod ingest;
+pub mod jsonl;
 pub mod mcp;
 pub mod tool;
 pub mod tools;

@@ -33,7 +33,9 @@ pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
 pub use import::{Incoming, Placed};
 pub use lifecycle::{Chore, DueReminder, Step, StepReport};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
-pub use records::{MemoryRecord, RecordFilter, RecordPage, content_sha256, phase_of_path};
+pub use records::{
+    MemoryRecord, RecordFilter, RecordPage, SearchFilter, content_sha256, phase_of_path,
+};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
     Counting, Detail, Entry, EntryKind, Failure, HistoryUsage, NewMemory, Reply, Request, Response,
@@ -344,6 +346,13 @@ impl Operations {
             Request::Record { reference } => Response::Record {
                 record: Box::new(self.record(&reference)?),
             },
+            Request::DeleteMemory { reference } => {
+                let (path, id) = self.delete_memory(&reference)?;
+                Response::Memory {
+                    path: path.to_string(),
+                    id,
+                }
+            }
             Request::Records {
                 filter,
                 after,
@@ -1216,7 +1225,7 @@ fn lines_at(text: &str, offsets: &[usize]) -> Vec<usize> {
 }
 
 /// The first few words of a text, for a title.
-fn first_words(text: &str) -> String {
+pub(crate) fn first_words(text: &str) -> String {
     let line = text
         .lines()
         .map(|l| l.trim().trim_start_matches('#').trim())
@@ -1231,7 +1240,7 @@ fn first_words(text: &str) -> String {
 }
 
 /// A file-name-safe version of a title.
-fn slug(title: &str) -> String {
+pub(crate) fn slug(title: &str) -> String {
     let s: String = title
         .chars()
         .map(|c| {

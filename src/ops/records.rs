@@ -80,6 +80,73 @@ pub struct RecordFilter {
     pub source: Option<String>,
 }
 
+/// The filters of memory-cli's `search`, as terms of the query language.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchFilter {
+    /// Every one of these tags.
+    pub tags: Vec<String>,
+    /// This phase.
+    pub phase: Option<String>,
+    /// This category.
+    pub category: Option<String>,
+    /// This source.
+    pub source: Option<String>,
+    /// Created on or after this day (`YYYY-MM-DD`) or instant.
+    pub from: Option<String>,
+    /// Created on or before this day or instant.
+    pub to: Option<String>,
+}
+
+impl SearchFilter {
+    /// `query` with the filters added as terms it must also match; a
+    /// value that is not a phase, a category or a date is refused.
+    pub fn apply(&self, query: &str) -> Result<String> {
+        let quoted = |v: &str| format!("\"{}\"", v.trim().replace('"', ""));
+        let mut terms = vec![query.trim().to_string()];
+        for tag in &self.tags {
+            let tag = tag.trim().trim_start_matches('#');
+            if !tag.is_empty() {
+                terms.push(format!("tag:{}", quoted(tag)));
+            }
+        }
+        if let Some(p) = &self.phase {
+            let p = p
+                .parse::<Phase>()
+                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+            terms.push(format!("phase:{}", p.as_str()));
+        }
+        if let Some(c) = &self.category {
+            let c = c
+                .parse::<Category>()
+                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+            terms.push(format!("category:{}", c.as_str()));
+        }
+        if let Some(s) = &self.source {
+            terms.push(format!("source:{}", quoted(s)));
+        }
+        let day = |flag: &str, value: &Option<String>| -> Result<Option<String>> {
+            match value.as_deref().map(str::trim) {
+                None | Some("") => Ok(None),
+                Some(v) if memory::parse_timestamp(v).is_some() => Ok(Some(v.to_string())),
+                Some(v) => Err(Error::InvalidInput(format!(
+                    "--{flag} {v:?} is not a date (YYYY-MM-DD)"
+                ))),
+            }
+        };
+        match (day("from", &self.from)?, day("to", &self.to)?) {
+            (None, None) => {}
+            (from, to) => terms.push(format!(
+                "created:[{} TO {}]",
+                from.as_deref().unwrap_or("*"),
+                to.as_deref().unwrap_or("*")
+            )),
+        }
+        terms.retain(|t| !t.is_empty());
+        Ok(terms.join(" AND "))
+    }
+}
+
 /// One page of records, and where the next one starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordPage {
@@ -150,6 +217,27 @@ impl Operations {
             counters.record_read_open(&path);
         }
         Ok(record)
+    }
+
+    /// Deletes the memory `reference` names (never a folder); returns
+    /// where it was and its id.
+    pub fn delete_memory(&self, reference: &str) -> Result<(StorePath, Option<String>)> {
+        let path = self.resolve(reference)?;
+        let st = self
+            .store
+            .stat(&path)
+            .map_err(|e| Error::io(reference, e))?;
+        if st.kind == FileKind::Directory {
+            return Err(Error::InvalidInput(format!(
+                "{path} is a folder, not a memory; name one memory by id, path, title or alias"
+            )));
+        }
+        let id = self
+            .read_memory(&path)
+            .ok()
+            .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id);
+        self.delete(&path.to_string())?;
+        Ok((path, id))
     }
 
     /// The record of the memory at `path`.

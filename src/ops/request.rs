@@ -268,6 +268,11 @@ pub enum Request {
         /// The reference.
         reference: String,
     },
+    /// Deletes the memory a reference names (never a folder).
+    DeleteMemory {
+        /// The reference.
+        reference: String,
+    },
     /// Records of every memory matching a filter, by path, a page at a time.
     Records {
         /// Which memories.

@@ -1,0 +1,159 @@
+//! Sending many described memories (an import, an ingest) to the
+//! operations layer in batches, and counting what became of them.
+//!
+//! Each batch is one [`Request::Import`]; the operations decide what is a
+//! duplicate. Ids are also remembered across the batches of one run, so
+//! the same memory found twice in one run is a duplicate even before the
+//! index has seen the first copy.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::ops::{self, Incoming, Placed, Request, Response};
+
+/// Memories per request: large enough to keep the writers busy, small
+/// enough that a progress bar moves and a request stays small.
+const BATCH: usize = 256;
+
+/// What a run did: items read, memories written, duplicates, and what
+/// was skipped and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Items read (lines, files).
+    pub read: usize,
+    /// Memories written.
+    pub written: usize,
+    /// Memories already in the store.
+    pub duplicates: usize,
+    /// Items not written, each with why.
+    pub skipped: Vec<Skip>,
+}
+
+/// An item not written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skip {
+    /// What it was (a file, `line 7`).
+    pub item: String,
+    /// Why it was skipped.
+    pub reason: String,
+}
+
+impl Summary {
+    /// One line: `read 12, written 10, duplicates 1, skipped 1`.
+    pub fn line(&self) -> String {
+        format!(
+            "read {}, written {}, duplicates {}, skipped {}",
+            self.read,
+            self.written,
+            self.duplicates,
+            self.skipped.len()
+        )
+    }
+
+    /// The reasons for skipping, each with how many items and the first
+    /// few of them, most frequent first.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+        for skip in &self.skipped {
+            match by_reason.iter_mut().find(|(r, _)| *r == skip.reason) {
+                Some((_, items)) => items.push(&skip.item),
+                None => by_reason.push((&skip.reason, vec![&skip.item])),
+            }
+        }
+        by_reason.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+        by_reason
+            .into_iter()
+            .map(|(reason, items)| {
+                let shown: Vec<&str> = items.iter().take(3).copied().collect();
+                let more = items.len().saturating_sub(shown.len());
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                format!("{reason}: {}{more}", shown.join(", "))
+            })
+            .collect()
+    }
+}
+
+/// Collects memories and sends them a batch at a time.
+pub struct Batcher<'a> {
+    call: &'a dyn Fn(Request) -> ops::Result<Response>,
+    pending: Vec<(String, Incoming)>,
+    seen: HashSet<String>,
+    summary: Summary,
+}
+
+impl<'a> Batcher<'a> {
+    /// A batcher sending through `call`.
+    pub fn new(call: &'a dyn Fn(Request) -> ops::Result<Response>) -> Batcher<'a> {
+        Batcher {
+            call,
+            pending: Vec::new(),
+            seen: HashSet::new(),
+            summary: Summary::default(),
+        }
+    }
+
+    /// Counts an item read.
+    pub fn read(&mut self) {
+        self.summary.read += 1;
+    }
+
+    /// Records an item skipped.
+    pub fn skip(&mut self, item: impl Into<String>, reason: impl Into<String>) {
+        self.summary.skipped.push(Skip {
+            item: item.into(),
+            reason: reason.into(),
+        });
+    }
+
+    /// Queues a memory; `item` names it in the report. Sends a batch when
+    /// one is full.
+    pub fn push(&mut self, item: String, incoming: Incoming) -> ops::Result<()> {
+        if !self.seen.insert(incoming.id.to_lowercase()) {
+            self.summary.duplicates += 1;
+            return Ok(());
+        }
+        self.pending.push((item, incoming));
+        if self.pending.len() >= BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Sends what is queued.
+    pub fn flush(&mut self) -> ops::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let (items, memories): (Vec<String>, Vec<Incoming>) =
+            std::mem::take(&mut self.pending).into_iter().unzip();
+        let Response::Imported { placed } = (self.call)(Request::Import { memories })? else {
+            return Err(ops::Error::Unavailable(
+                "unexpected answer to an import".into(),
+            ));
+        };
+        for (item, placed) in items.into_iter().zip(placed) {
+            match placed {
+                Placed::Written { .. } => self.summary.written += 1,
+                Placed::Duplicate { .. } => self.summary.duplicates += 1,
+                Placed::Failed { reason } => self.skip(item, reason),
+            }
+        }
+        Ok(())
+    }
+
+    /// What the run did so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Sends the rest; the run's summary.
+    pub fn finish(mut self) -> ops::Result<Summary> {
+        self.flush()?;
+        Ok(self.summary)
+    }
+}

@@ -1,0 +1,608 @@
+//! `mnemofs ingest`: notes from other tools become memories.
+//!
+//! A front end like the others, except that what it reads lies outside
+//! the store: each source's files are found and read here, turned into
+//! [`Incoming`] memories, and put through the operations layer in
+//! batches, which makes a rerun add nothing (see `ops::import`). Sources,
+//! as memory-cli reads them:
+//! - `claude`: `~/.claude/CLAUDE.md`, the `CLAUDE.md` (and `.claude/CLAUDE.md`,
+//!   `CLAUDE.local.md`) of every project `~/.claude.json` knows, and Claude
+//!   Code's auto memory, `~/.claude/projects/*/memory/**/*.md`. With
+//!   `--path`, that folder is read as `~/.claude` is, plus every
+//!   `CLAUDE.md` below it;
+//! - `logseq` (`~/logseq`): `pages/` and `journals/`; a page's leading
+//!   `prop:: value` lines become frontmatter (`tags::`, `alias::`,
+//!   `title::` by their own names);
+//! - `obsidian` (no default: `--path VAULT`): every note with its
+//!   frontmatter, tags and aliases; `.obsidian/`, `.trash/` and
+//!   attachments are skipped;
+//! - `car-agent` (`~/.car-agent`: every `.md`) and `fingersaver`
+//!   (`~/.fingersaver/chat.md`): plain markdown, cut at 5,000 characters.
+//!
+//! Each note keeps its own frontmatter, and gains `source`, `source_path`,
+//! `content_hash` (SHA-256 of the content) and `created_at` (the file's
+//! time). Its id is the frontmatter's, else one derived from the content,
+//! so the same content ingested twice, from anywhere, is one memory.
+//! `[[wikilinks]]` are kept as written, and every note's title is its
+//! name in the source (a Logseq page name, an Obsidian file name), so the
+//! links resolve, and backlinks work, once the notes are in. Notes go to
+//! `inbox/<title>.md` for the organizer to file, or with `--keep-folders`
+//! to `<source>/<path in the source>`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::batch::{Batcher, Summary};
+use crate::ops::{self, Incoming, Request, Response};
+
+/// The most of a car-agent or fingersaver file kept, in characters.
+const CUT_AT: usize = 5_000;
+/// Files larger than this are not read.
+const MAX_FILE: u64 = 8 << 20;
+
+/// Where notes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Claude Code's `CLAUDE.md` files and auto memory.
+    Claude,
+    /// A Logseq graph.
+    Logseq,
+    /// An Obsidian vault.
+    Obsidian,
+    /// car-agent's markdown.
+    CarAgent,
+    /// FingerSaver's chat log.
+    Fingersaver,
+}
+
+impl Source {
+    /// Every source, for `--source all`.
+    pub const ALL: [Source; 5] = [
+        Source::Claude,
+        Source::Logseq,
+        Source::Obsidian,
+        Source::CarAgent,
+        Source::Fingersaver,
+    ];
+
+    /// The name, as `--source` and `source:` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Claude => "claude",
+            Source::Logseq => "logseq",
+            Source::Obsidian => "obsidian",
+            Source::CarAgent => "car-agent",
+            Source::Fingersaver => "fingersaver",
+        }
+    }
+
+    /// Where the source lives by default, if it has a usual place.
+    fn default_root(self, home: &Path) -> Option<PathBuf> {
+        Some(match self {
+            Source::Claude => home.join(".claude"),
+            Source::Logseq => home.join("logseq"),
+            Source::Obsidian => return None,
+            Source::CarAgent => home.join(".car-agent"),
+            Source::Fingersaver => home.join(".fingersaver"),
+        })
+    }
+}
+
+/// What to ingest, and how.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The sources.
+    pub sources: Vec<Source>,
+    /// The folder (or file) to read instead of the source's usual place.
+    pub path: Option<PathBuf>,
+    /// Keep the source's folders (`<source>/<path>`) instead of `inbox/`.
+    pub keep_folders: bool,
+    /// The user's home, where the usual places are.
+    pub home: PathBuf,
+}
+
+/// One file found in a source.
+struct Found {
+    file: PathBuf,
+    /// Its path in the source, `/`-separated (where `--keep-folders` puts it).
+    rel: String,
+}
+
+/// Ingests what `plan` names; `progress` is told files done and found.
+/// A source named with `--path` that cannot be read is an error; a usual
+/// place that does not exist is skipped and said so.
+pub fn ingest(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    plan: &Plan,
+    progress: &mut dyn FnMut(u64, u64),
+) -> anyhow::Result<Summary> {
+    let mut batcher = Batcher::new(call);
+    let mut found = Vec::new();
+    for &source in &plan.sources {
+        let root = match (&plan.path, source.default_root(&plan.home)) {
+            (Some(path), _) => {
+                std::fs::metadata(path).map_err(|e| {
+                    anyhow::anyhow!(
+                        "cannot read the {} source {}: {e}",
+                        source.name(),
+                        path.display()
+                    )
+                })?;
+                path.clone()
+            }
+            (None, Some(root)) => root,
+            (None, None) => {
+                batcher.skip(
+                    source.name(),
+                    "no usual place: name it with --source obsidian --path VAULT",
+                );
+                continue;
+            }
+        };
+        if plan.path.is_none() && !root.exists() {
+            batcher.skip(
+                format!("{} ({})", source.name(), root.display()),
+                "not found here",
+            );
+            continue;
+        }
+        for item in find(source, &root, &plan.home, plan.path.is_some(), &mut batcher) {
+            found.push((source, item));
+        }
+    }
+    let total = found.len() as u64;
+    for (done, (source, item)) in found.into_iter().enumerate() {
+        batcher.read();
+        let shown = item.file.display().to_string();
+        match note(source, &item, plan.keep_folders) {
+            Ok(incoming) => batcher.push(shown, incoming)?,
+            Err(why) => batcher.skip(shown, why),
+        }
+        if done % 256 == 0 {
+            progress(done as u64, total);
+        }
+    }
+    let summary = batcher.finish()?;
+    progress(total, total);
+    Ok(summary)
+}
+
+/// The files of one source below `root`.
+fn find(
+    source: Source,
+    root: &Path,
+    home: &Path,
+    named: bool,
+    batcher: &mut Batcher<'_>,
+) -> Vec<Found> {
+    if root.is_file() {
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        return vec![Found {
+            file: root.to_path_buf(),
+            rel: name,
+        }];
+    }
+    let mut out = Vec::new();
+    match source {
+        Source::Claude => {
+            walk(root, root, &mut out, batcher, &|rel, is_dir| {
+                if is_dir {
+                    // Transcripts, caches and the like hold no notes.
+                    let top = rel.split('/').next().unwrap_or_default();
+                    return !matches!(
+                        top,
+                        "node_modules"
+                            | "shell-snapshots"
+                            | "todos"
+                            | "statsig"
+                            | "ide"
+                            | "plugins"
+                    );
+                }
+                let name = rel.rsplit('/').next().unwrap_or_default();
+                let auto_memory = rel.starts_with("projects/")
+                    && rel.split('/').nth(2) == Some("memory")
+                    && rel.ends_with(".md");
+                auto_memory || matches!(name, "CLAUDE.md" | "CLAUDE.local.md")
+            });
+            if !named {
+                for project in claude_projects(home) {
+                    for name in ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"] {
+                        let file = project.join(name);
+                        if file.is_file() {
+                            let rel = format!(
+                                "project-files{}",
+                                file.to_string_lossy().replace("/.claude/", "/dot-claude/")
+                            );
+                            out.push(Found { file, rel });
+                        }
+                    }
+                }
+            }
+        }
+        Source::Logseq => {
+            for folder in ["pages", "journals"] {
+                let dir = root.join(folder);
+                if dir.is_dir() {
+                    walk(root, &dir, &mut out, batcher, &|rel, is_dir| {
+                        is_dir || rel.ends_with(".md")
+                    });
+                } else if !named {
+                    continue;
+                }
+            }
+            if named && out.is_empty() && !root.join("pages").is_dir() {
+                // A folder of pages itself.
+                walk(root, root, &mut out, batcher, &|rel, is_dir| {
+                    is_dir || rel.ends_with(".md")
+                });
+            }
+        }
+        Source::Obsidian => {
+            let mut attachments = 0usize;
+            walk(root, root, &mut out, batcher, &|rel, is_dir| {
+                is_dir || rel.ends_with(".md")
+            });
+            count_attachments(root, &mut attachments);
+            if attachments > 0 {
+                batcher.skip(format!("{attachments} files"), "attachments (not markdown)");
+            }
+            for (folder, why) in [
+                (".obsidian", "Obsidian's settings"),
+                (".trash", "Obsidian's trash"),
+            ] {
+                if root.join(folder).is_dir() {
+                    batcher.skip(root.join(folder).display().to_string(), why);
+                }
+            }
+        }
+        Source::CarAgent => walk(root, root, &mut out, batcher, &|rel, is_dir| {
+            is_dir || rel.ends_with(".md")
+        }),
+        Source::Fingersaver => {
+            let file = root.join("chat.md");
+            if file.is_file() {
+                out.push(Found {
+                    file,
+                    rel: "chat.md".into(),
+                });
+            } else {
+                batcher.skip(file.display().to_string(), "not found here");
+            }
+        }
+    }
+    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out
+}
+
+/// Files below `dir` that `wanted(rel, is_dir)` keeps; dot-names are never
+/// entered, symlinks never followed.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    out: &mut Vec<Found>,
+    batcher: &mut Batcher<'_>,
+    wanted: &dyn Fn(&str, bool) -> bool,
+) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            batcher.skip(dir.display().to_string(), format!("cannot read: {e}"));
+            return;
+        }
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let rel = path
+            .strip_prefix(root)
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| name.to_string());
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            if wanted(&rel, true) {
+                walk(root, &path, out, batcher, wanted);
+            }
+        } else if kind.is_file() && wanted(&rel, false) {
+            out.push(Found { file: path, rel });
+        } else if kind.is_symlink() && wanted(&rel, false) {
+            batcher.skip(path.display().to_string(), "a symlink (not followed)");
+        }
+    }
+}
+
+/// Files in a vault that are not notes (outside dot-folders).
+fn count_attachments(dir: &Path, count: &mut usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => count_attachments(&entry.path(), count),
+            Ok(kind) if kind.is_file() && !entry.file_name().to_string_lossy().ends_with(".md") => {
+                *count += 1
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The projects Claude Code knows, from `~/.claude.json`.
+fn claude_projects(home: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(home.join(".claude.json")) else {
+        return Vec::new();
+    };
+    let Ok(Value::Object(config)) = serde_json::from_str::<Value>(&text) else {
+        return Vec::new();
+    };
+    match config.get("projects") {
+        Some(Value::Object(projects)) => projects
+            .keys()
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The memory one file becomes, or why it becomes none.
+fn note(source: Source, item: &Found, keep_folders: bool) -> Result<Incoming, String> {
+    let meta = std::fs::metadata(&item.file).map_err(|e| format!("cannot read: {e}"))?;
+    if meta.len() > MAX_FILE {
+        return Err(format!("larger than {} MiB", MAX_FILE >> 20));
+    }
+    let bytes = std::fs::read(&item.file).map_err(|e| format!("cannot read: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let stem = item
+        .rel
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(".md")
+        .to_string();
+    let parsed = crate::memory::parse(&stem, &text);
+    if parsed.has_malformed_frontmatter() {
+        return Err("malformed frontmatter (fix it and ingest again)".into());
+    }
+    let mut fields: Vec<(String, Value)> = match serde_json::to_value(&parsed.frontmatter) {
+        Ok(Value::Object(map)) => map.into_iter().collect(),
+        _ => Vec::new(),
+    };
+    let mut content = parsed.body(&text).to_string();
+    let mut title = parsed.frontmatter.title.clone();
+    match source {
+        Source::Logseq => {
+            let (properties, body) = logseq_properties(&content);
+            content = body;
+            for (key, value) in properties {
+                match key.as_str() {
+                    "title" => title = Some(value),
+                    "tags" | "alias" => {
+                        let name = if key == "tags" { "tags" } else { "aliases" };
+                        let items: Vec<Value> =
+                            logseq_list(&value).into_iter().map(Value::from).collect();
+                        set(&mut fields, name, Value::Array(items));
+                    }
+                    "type" => set(&mut fields, "type", Value::from(value)),
+                    _ => set(&mut fields, &key, Value::from(value)),
+                }
+            }
+            if title.is_none() {
+                title = Some(logseq_page_name(&stem, item.rel.starts_with("journals/")));
+            }
+        }
+        Source::CarAgent | Source::Fingersaver => {
+            if let Some((cut, _)) = content.char_indices().nth(CUT_AT) {
+                content.truncate(cut);
+            }
+        }
+        Source::Claude => {
+            if title.is_none() {
+                title = claude_title(&item.rel, &parsed);
+            }
+        }
+        Source::Obsidian => {}
+    }
+    if content.trim().is_empty() {
+        return Err("empty".into());
+    }
+    // Links name notes by their names in the source: keep them findable.
+    let title = title.unwrap_or_else(|| match source {
+        Source::Obsidian | Source::Logseq => stem.clone(),
+        _ => parsed.title.clone(),
+    });
+    if title != stem && matches!(source, Source::Obsidian) && !keep_folders {
+        let mut aliases = parsed.frontmatter.aliases.clone();
+        if !aliases.iter().any(|a| a.eq_ignore_ascii_case(&stem)) {
+            aliases.push(stem.clone());
+            set(
+                &mut fields,
+                "aliases",
+                Value::Array(aliases.into_iter().map(Value::from).collect()),
+            );
+        }
+    }
+    let hash = ops::content_sha256(&content);
+    let id = parsed
+        .frontmatter
+        .id
+        .clone()
+        .unwrap_or_else(|| super::jsonl::content_id(&hash));
+    set(&mut fields, "title", Value::from(title.clone()));
+    set(&mut fields, "source", Value::from(source.name()));
+    set(
+        &mut fields,
+        "source_path",
+        Value::from(item.file.display().to_string()),
+    );
+    set(&mut fields, "content_hash", Value::from(hash));
+    if parsed.frontmatter.created_at.is_none()
+        && let Ok(modified) = meta.modified()
+        && let Ok(age) = modified.duration_since(std::time::UNIX_EPOCH)
+    {
+        set(
+            &mut fields,
+            "created_at",
+            Value::from(crate::memory::format_timestamp(age.as_secs() as i64)),
+        );
+    }
+    let path = if keep_folders {
+        format!("{}/{}", source.name(), item.rel)
+    } else {
+        set(&mut fields, "phase", Value::from("inbox"));
+        let slug = ops::slug(&title);
+        format!("inbox/{}.md", if slug.is_empty() { "note" } else { &slug })
+    };
+    Ok(Incoming {
+        id,
+        path,
+        fields,
+        content,
+    })
+}
+
+/// Sets `key` in `fields`, replacing what was there.
+fn set(fields: &mut Vec<(String, Value)>, key: &str, value: Value) {
+    match fields.iter_mut().find(|(k, _)| k == key) {
+        Some((_, v)) => *v = value,
+        None => fields.push((key.to_string(), value)),
+    }
+}
+
+/// A Logseq page's leading `key:: value` lines, and the body without them.
+fn logseq_properties(body: &str) -> (Vec<(String, String)>, String) {
+    let mut properties = Vec::new();
+    let mut rest = body;
+    while let Some(line) = rest.split_inclusive('\n').next() {
+        let Some((key, value)) = line.trim_end().split_once(":: ") else {
+            break;
+        };
+        let key = key.trim().to_lowercase();
+        if key.is_empty()
+            || !key
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        {
+            break;
+        }
+        properties.push((key, value.trim().to_string()));
+        rest = &rest[line.len()..];
+    }
+    let rest = rest.strip_prefix('\n').unwrap_or(rest);
+    (properties, rest.to_string())
+}
+
+/// `a, [[b c]], #d` as a list: `a`, `b c`, `d`.
+fn logseq_list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(|item| {
+            item.trim()
+                .trim_start_matches('#')
+                .trim_start_matches("[[")
+                .trim_end_matches("]]")
+                .trim()
+                .to_string()
+        })
+        .filter(|item| !item.is_empty())
+        .collect()
+}
+
+/// A Logseq page's name from its file stem: `___` and `%2F` are its
+/// namespace separators, other `%XX` escapes are decoded; a journal
+/// `2024_01_15` is `2024-01-15`.
+fn logseq_page_name(stem: &str, journal: bool) -> String {
+    if journal {
+        return stem.replace('_', "-");
+    }
+    let stem = stem.replace("___", "/");
+    let bytes = stem.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(hex) = std::str::from_utf8(&bytes[i + 1..i + 3])
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or(stem)
+}
+
+/// A title for a Claude file that has none: `CLAUDE.md` files are named
+/// after their project, auto-memory files by their `name:`.
+fn claude_title(rel: &str, parsed: &crate::memory::Memory) -> Option<String> {
+    if let Some(name) = parsed
+        .frontmatter
+        .extra
+        .get("name")
+        .and_then(|v| v.as_str())
+    {
+        return Some(name.to_string());
+    }
+    let file = rel.rsplit('/').next().unwrap_or_default();
+    if !file.starts_with("CLAUDE") {
+        return None;
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
+    let project = parts
+        .iter()
+        .rev()
+        .skip(1)
+        .find(|p| !matches!(**p, "dot-claude" | ".claude" | "project-files"))
+        .copied();
+    Some(match project {
+        Some(project) => format!("{file} of {project}"),
+        None => format!("{file} (global)"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logseq_page_properties_become_fields_and_leave_the_body() {
+        let (props, body) = logseq_properties(
+            "title:: My Page\ntags:: a, [[b c]]\n\n- first block\n- x:: not a page property\n",
+        );
+        assert_eq!(
+            props,
+            vec![
+                ("title".to_string(), "My Page".to_string()),
+                ("tags".to_string(), "a, [[b c]]".to_string())
+            ]
+        );
+        assert_eq!(body, "- first block\n- x:: not a page property\n");
+        assert_eq!(logseq_list("a, [[b c]], #d"), vec!["a", "b c", "d"]);
+    }
+
+    #[test]
+    fn logseq_names_decode_namespaces_and_journals() {
+        assert_eq!(logseq_page_name("project___alpha", false), "project/alpha");
+        assert_eq!(logseq_page_name("a%2Fb", false), "a/b");
+        assert_eq!(logseq_page_name("2024_01_15", true), "2024-01-15");
+        assert_eq!(logseq_page_name("100%", false), "100%");
+    }
+}

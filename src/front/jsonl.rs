@@ -1,0 +1,285 @@
+//! `mnemofs export` and `mnemofs import`: memories as JSON lines.
+//!
+//! An export line is a memory's record, exactly what `read --json`
+//! prints: memory-cli's `Memory` fields (`id`, `content`, `content_hash`,
+//! `phase`, `category`, `scope`, `tags`, `source`, `created_at`,
+//! `updated_at`, `expires_at`, `access_count`, `links`, `version`) plus
+//! `path`, `title`, `type` and the whole `frontmatter`.
+//!
+//! Import reads such lines back: the memory goes to its `path` with its
+//! `frontmatter` and `content`, and keeps its `id`. A line of memory-cli's
+//! own export has no `path` or `frontmatter`; its fields become the
+//! frontmatter (memory-cli's Go field names, `ContentHash` and the like,
+//! are read too) and it is placed as memory-cli would file it: in
+//! `inbox/` while in the inbox phase, else in its category's folder.
+//! Volatile counters (`access_count`, `version`, `content_hash`,
+//! `updated_at`) are not written into files from memory-cli's fields: in
+//! mnemofs they live in the state dir. A memory without an id gets one
+//! derived from its content, so importing the same file twice adds
+//! nothing either way.
+
+use std::io::{BufRead, Write};
+
+use serde_json::{Map, Value};
+
+use super::batch::{Batcher, Summary};
+use crate::ops::{self, Incoming, RecordFilter, Request, Response};
+
+/// Records per request when exporting.
+const PAGE: usize = 500;
+
+/// Writes every record matching `filter` to `out`, one per line; returns
+/// how many. `keep` filters further (a scope, say), on the record.
+pub fn export(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    filter: &RecordFilter,
+    keep: &dyn Fn(&ops::MemoryRecord) -> bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<usize> {
+    let mut after = None;
+    let mut count = 0;
+    loop {
+        let Response::Records { page } = call(Request::Records {
+            filter: filter.clone(),
+            after: after.take(),
+            limit: PAGE,
+        })?
+        else {
+            anyhow::bail!("unexpected answer to an export");
+        };
+        for record in page.records.iter().filter(|r| keep(r)) {
+            serde_json::to_writer(&mut *out, record)?;
+            out.write_all(b"\n")?;
+            count += 1;
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    out.flush()?;
+    Ok(count)
+}
+
+/// Reads JSON lines from `input` and puts each memory into the store;
+/// `progress` is told the lines read so far. A line that is not a memory
+/// is skipped and named in the summary with its number.
+pub fn import(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    input: &mut dyn BufRead,
+    progress: &mut dyn FnMut(&Summary),
+) -> anyhow::Result<Summary> {
+    let mut batcher = Batcher::new(call);
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        let read = input.read_line(&mut line);
+        number += 1;
+        match read {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                batcher.read();
+                batcher.skip(format!("line {number}"), "not UTF-8 text");
+                continue;
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context("cannot read the input")),
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        batcher.read();
+        match incoming(&line) {
+            Ok(memory) => batcher.push(format!("line {number}"), memory)?,
+            Err(why) => batcher.skip(format!("line {number}"), why),
+        }
+        if number % 1024 == 0 {
+            progress(batcher.summary());
+        }
+    }
+    let summary = batcher.finish()?;
+    progress(&summary);
+    Ok(summary)
+}
+
+/// A key as memory-cli might spell it (`ContentHash`, `content_hash`),
+/// reduced to compare: lowercase, no underscores.
+fn loose(key: &str) -> String {
+    key.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The memory one line describes, or why it describes none.
+pub fn incoming(line: &str) -> Result<Incoming, String> {
+    let value: Value = serde_json::from_str(line.trim()).map_err(|e| format!("not JSON ({e})"))?;
+    let Value::Object(object) = value else {
+        return Err("not a JSON object".into());
+    };
+    let mut fields: Map<String, Value> = Map::new();
+    for (key, value) in object {
+        fields.insert(loose(&key), value);
+    }
+    let text = |key: &str| -> Option<String> {
+        match fields.get(key) {
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            _ => None,
+        }
+    };
+    let content = match fields.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err("`content` is not a string".into()),
+        None => return Err("no `content`".into()),
+    };
+    let path = text("path");
+    let frontmatter = match fields.get("frontmatter") {
+        Some(Value::Object(map)) => Some(map.clone()),
+        None | Some(Value::Null) => None,
+        Some(_) => return Err("`frontmatter` is not an object".into()),
+    };
+    let id = text("id")
+        .or_else(|| {
+            frontmatter
+                .as_ref()
+                .and_then(|f| f.get("id"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| content_id(&format!("{}\n{content}", path.as_deref().unwrap_or(""))));
+    match (path, frontmatter) {
+        (Some(path), frontmatter) => {
+            // mnemofs's own export: the frontmatter as it was.
+            let fields = frontmatter
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(k, _)| k != "id")
+                .collect();
+            Ok(Incoming {
+                id,
+                path,
+                fields,
+                content,
+            })
+        }
+        (None, _) => memory_cli(id, content, &fields),
+    }
+}
+
+/// A line of memory-cli's export (its `Memory` object), placed as
+/// memory-cli files it.
+fn memory_cli(
+    id: String,
+    content: String,
+    fields: &Map<String, Value>,
+) -> Result<Incoming, String> {
+    let text = |key: &str| -> Option<String> {
+        fields
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let phase = text("phase").unwrap_or_else(|| "inbox".into());
+    let category = text("category");
+    if let Some(c) = &category {
+        c.parse::<crate::memory::Category>()
+            .map_err(|e| e.to_string())?;
+    }
+    let phase = phase
+        .parse::<crate::memory::Phase>()
+        .map_err(|e| e.to_string())?;
+    let folder = match (phase, category.as_deref()) {
+        (crate::memory::Phase::Archived, _) => "archive".to_string(),
+        (_, None | Some("inbox")) | (crate::memory::Phase::Inbox, _) => "inbox".to_string(),
+        (_, Some(c)) => c.to_lowercase(),
+    };
+    let title = crate::ops::first_words(&content);
+    let mut out: Vec<(String, Value)> = vec![
+        ("title".into(), Value::from(title.clone())),
+        ("phase".into(), Value::from(phase.as_str())),
+    ];
+    if let Some(c) = category {
+        out.push(("category".into(), Value::from(c.to_lowercase())));
+    }
+    for (key, name) in [
+        ("scope", "scope"),
+        ("source", "source"),
+        ("createdat", "created_at"),
+        ("expiresat", "expires_at"),
+    ] {
+        if let Some(v) = text(key) {
+            out.push((name.into(), Value::from(v)));
+        }
+    }
+    for (key, name) in [("tags", "tags"), ("links", "links")] {
+        match fields.get(key) {
+            Some(Value::Array(items)) => {
+                let items: Vec<Value> = items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|s| !s.trim().is_empty())
+                    .map(Value::from)
+                    .collect();
+                out.push((name.into(), Value::Array(items)));
+            }
+            None | Some(Value::Null) => {}
+            Some(_) => return Err(format!("`{name}` is not a list")),
+        }
+    }
+    let stem = crate::ops::slug(&title);
+    let stem = if stem.is_empty() {
+        "memory".into()
+    } else {
+        stem
+    };
+    Ok(Incoming {
+        id,
+        path: format!("{folder}/{stem}.md"),
+        fields: out,
+        content,
+    })
+}
+
+/// An id derived from text, UUID-shaped, so describing the same memory
+/// twice gives the same id.
+pub fn content_id(text: &str) -> String {
+    let hash = ops::content_sha256(text);
+    let mut bytes = [0u8; 16];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hash[2 * i..2 * i + 2], 16).unwrap_or(0);
+    }
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_memory_cli_line_with_go_names_is_placed_by_category() {
+        let line = r#"{"ID":"a-1","Content":"prefers dark mode","ContentHash":"x","Phase":"organized","Category":"preferences","Scope":"global","Tags":["ui"],"Source":"claude","CreatedAt":"2026-05-07T10:00:00Z","AccessCount":3,"Links":[],"Version":1}"#;
+        let m = incoming(line).expect("a memory");
+        assert_eq!(m.id, "a-1");
+        assert_eq!(m.path, "preferences/prefers-dark-mode.md");
+        let keys: Vec<&str> = m.fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(keys.contains(&"tags") && keys.contains(&"created_at"));
+        assert!(!keys.contains(&"access_count") && !keys.contains(&"version"));
+    }
+
+    #[test]
+    fn an_inbox_line_goes_to_the_inbox_and_bad_lines_say_why() {
+        let m = incoming(r#"{"content":"hello","phase":"inbox","category":"inbox"}"#)
+            .expect("a memory");
+        assert_eq!(m.path, "inbox/hello.md");
+        assert_eq!(m.id, incoming(r#"{"content":"hello"}"#).expect("again").id);
+        assert!(incoming("{oops").unwrap_err().starts_with("not JSON"));
+        assert_eq!(incoming("[1]").unwrap_err(), "not a JSON object");
+        assert_eq!(incoming(r#"{"id":"x"}"#).unwrap_err(), "no `content`");
+        assert!(incoming(r#"{"content":"x","category":"nope"}"#).is_err());
+    }
+}
