@@ -307,8 +307,6 @@ fn open_local(
             .with_index(index.clone())
             .with_history(Arc::clone(&history)),
     );
-    let writer: Arc<dyn ops::Writer> =
-        Arc::new(DirectWriter::new(Arc::clone(&store)).with_index(index.clone()));
     let counters = Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)));
     let organizer = OneShot::new(Setup {
         writer: Arc::clone(&writer),

@@ -61,7 +61,7 @@ impl Summary {
                 None => by_reason.push((&skip.reason, vec![&skip.item])),
             }
         }
-        by_reason.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+        by_reason.sort_by_key(|(_, items)| std::cmp::Reverse(items.len()));
         by_reason
             .into_iter()
             .map(|(reason, items)| {

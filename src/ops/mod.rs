@@ -361,13 +361,13 @@ impl Operations {
                 page: self.records(&filter, after.as_deref(), limit)?,
             },
             Request::Step { step } => Response::Step {
-                report: self.step(step)?,
+                report: Box::new(self.step(step)?),
             },
             Request::Upgrade {
                 reference,
                 category,
             } => Response::Step {
-                report: self.upgrade(&reference, category.as_deref())?,
+                report: Box::new(self.upgrade(&reference, category.as_deref())?),
             },
             Request::Import { memories } => Response::Imported {
                 placed: self.import(&memories),

@@ -203,7 +203,7 @@ impl RecordFilter {
             && same(&self.category, record.category.as_deref())
             && same(&self.kind, record.kind.as_deref())
             && same(&self.source, record.source.as_deref())
-            && tag.is_none_or(|t| record.tags.iter().any(|have| *have == t))
+            && tag.is_none_or(|t| record.tags.contains(&t))
     }
 }
 
@@ -363,12 +363,11 @@ impl Operations {
                     continue;
                 };
                 match entry.kind {
-                    FileKind::Directory => {
+                    FileKind::Directory
                         if !(dir.is_root()
-                            && crate::views::ViewRoot::from_name(&entry.name).is_some())
-                        {
-                            stack.push(path);
-                        }
+                            && crate::views::ViewRoot::from_name(&entry.name).is_some()) =>
+                    {
+                        stack.push(path);
                     }
                     FileKind::File if name.ends_with(b".md") => out.push((path.to_string(), path)),
                     _ => {}

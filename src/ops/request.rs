@@ -480,7 +480,7 @@ pub enum Response {
     /// What a lifecycle step did.
     Step {
         /// The report.
-        report: StepReport,
+        report: Box<StepReport>,
     },
     /// What became of each imported memory, in order.
     Imported {

@@ -489,7 +489,7 @@ impl Organizing {
         let st = self
             .store
             .stat(path)
-            .map_err(|e| ops::Error::io(&shown(), e))?;
+            .map_err(|e| ops::Error::io(shown(), e))?;
         let (bytes, text) = self
             .read_text(path)
             .ok_or_else(|| ops::Error::NotText { path: shown() })?;
