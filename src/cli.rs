@@ -16,6 +16,8 @@ use crate::daemon::{self, MountConfig};
 use crate::fs::FsOptions;
 use crate::ops::{Request, Response};
 
+mod memories;
+
 /// An agent's long-term memory, mounted as a directory.
 #[derive(Debug, Parser)]
 #[command(name = "mnemofs", version, about)]
@@ -30,6 +32,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    #[command(flatten)]
+    Memories(memories::MemoryCommand),
     /// Mount a memory store at MOUNTPOINT.
     Mount {
         /// Where the store appears (an existing, empty directory).
@@ -847,6 +851,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Brief { at, cwd, format } => brief(at, cwd, format),
         Command::Checkpoint { at } => checkpoint(at),
         Command::Reindex { at } => reindex(at),
+        Command::Memories(command) => memories::run(command),
     }
 }
 
