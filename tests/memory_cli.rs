@@ -180,3 +180,48 @@ fn an_obsidian_vault_ingested_twice_adds_nothing_the_second_time() {
     );
     assert!(!missing.status.success());
 }
+
+/// Runs a command against a store a daemon serves (its registry is found
+/// through the same runtime dir the daemon uses).
+fn run_served(store: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .arg("--store")
+        .arg(store)
+        .env("MNEMOFS_LOG", "warn");
+    run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
+}
+
+#[test]
+fn write_read_list_delete_go_through_a_running_daemon() {
+    let m = common::Mount::start();
+    let a = ok(&run_served(
+        &m.store,
+        &["write", "Alpha note", "--category", "project", "--json"],
+    ));
+    let a: serde_json::Value = serde_json::from_str(&a).expect("json");
+    let path = a["path"].as_str().expect("path").to_string();
+    // Written through the mount: it is there, and the daemon answers reads.
+    assert!(m.m(&path).is_file(), "{path} not on the mount");
+    let b = ok(&run_served(
+        &m.store,
+        &["write", "Beta note", "--category", "project"],
+    ));
+    // An id resolves once the daemon's index has seen the write.
+    let id = a["id"].as_str().expect("id").to_string();
+    assert!(common::poll_until(Duration::from_secs(30), || {
+        run_served(&m.store, &["read", &id]).status.success()
+            && run_served(&m.store, &["read", b.trim()]).status.success()
+    }));
+    let record: serde_json::Value = serde_json::from_str(&ok(&run_served(
+        &m.store,
+        &["read", a["id"].as_str().expect("id"), "--json"],
+    )))
+    .expect("json");
+    assert_eq!(record["path"], path.as_str());
+    let listed = ok(&run_served(&m.store, &["list", "--category", "project"]));
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+    ok(&run_served(&m.store, &["delete", b.trim()]));
+    let listed = ok(&run_served(&m.store, &["list", "--category", "project"]));
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+}
