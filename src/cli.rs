@@ -102,8 +102,31 @@ enum Command {
     },
     /// Search the store's memories (works with or without a running daemon).
     Search {
-        /// The query: words, "phrases", tag:x, category:x, type:x, created:>2026-01-01.
+        /// The query: words, "phrases", tag:x, category:x, type:x, scope:x,
+        /// created:>2026-01-01.
         query: String,
+        /// Only memories with every one of these tags (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+        /// What agent:NAME may see: global memories and its own (`global`:
+        /// only global ones). For an exact filter, put scope:x in the query.
+        #[arg(long)]
+        scope: Option<String>,
+        /// Only this phase: inbox, organized or archived.
+        #[arg(long)]
+        phase: Option<String>,
+        /// Only this category.
+        #[arg(long)]
+        category: Option<String>,
+        /// Only memories from this source.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only memories created on or after this day (YYYY-MM-DD).
+        #[arg(long)]
+        from: Option<String>,
+        /// Only memories created on or before this day (YYYY-MM-DD).
+        #[arg(long)]
+        to: Option<String>,
         #[command(flatten)]
         at: StoreArgs,
         /// Print JSON lines instead of a table.
@@ -669,13 +692,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Unmount { mountpoint, lazy } => daemon::unmount(&absolute(&mountpoint)?, lazy),
         Command::Search {
             query,
+            tags,
+            scope,
+            phase,
+            category,
+            source,
+            from,
+            to,
             at,
             json,
             limit,
         } => {
+            let query = crate::ops::SearchFilter {
+                tags,
+                phase,
+                category,
+                source,
+                from,
+                to,
+            }
+            .apply(&query)?;
+            let scope = memories::parse_scope(scope.as_deref())?;
             let session = session(&at.target(None)?, None)?;
-            let Response::Hits { hits, warnings } =
-                session.call(Request::Search { query, limit })?
+            let Response::Hits { hits, warnings } = session.call(memories::scoped(
+                scope.as_ref(),
+                Request::Search { query, limit },
+            ))?
             else {
                 bail!("unexpected answer to a search");
             };

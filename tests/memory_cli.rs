@@ -1,16 +1,20 @@
-//! memory-cli's commands, run as the real binary on a store no daemon
-//! serves: write, read, list, delete, export then import into an empty
-//! store (and again, which adds nothing), memory-cli's own JSON lines with
-//! a malformed line, an Obsidian vault ingested twice, and bad input.
+//! memory-cli's commands, run as the real binary: on a store no daemon
+//! serves (write, read, list, delete, link, unlink, backlinks, search
+//! with its filters and scopes, the lifecycle steps, export then import
+//! into an empty store and again, memory-cli's own JSON lines, Obsidian,
+//! Logseq and Claude trees ingested twice, agent mode, and bad input, each
+//! one sentence and a failure), and every command again through a
+//! running daemon, whose mount's watchers see the writes.
 
 mod common;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::{bin, run_with_timeout};
+use serde_json::{Value, json};
 
 fn run(store: &Path, args: &[&str], input: Option<&str>) -> Output {
     let state = store.with_extension("state");
@@ -21,6 +25,7 @@ fn run(store: &Path, args: &[&str], input: Option<&str>) -> Output {
         .arg("--state-dir")
         .arg(&state)
         .env("XDG_RUNTIME_DIR", store.with_extension("run"))
+        .env("XDG_CONFIG_HOME", store.with_extension("config"))
         .env("MNEMOFS_LOG", "warn");
     if let Some(input) = input {
         let file = store.with_extension("jsonl");
@@ -28,6 +33,45 @@ fn run(store: &Path, args: &[&str], input: Option<&str>) -> Output {
         cmd.arg("--input").arg(&file);
     }
     run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
+}
+
+/// `mnemofs ARGS --store STORE` with `stdin` on its standard input, in
+/// `env`, found by whatever daemon serves the store.
+fn run_env(store: &Path, args: &[&str], stdin: Option<&str>, env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new("sh");
+    // run_with_timeout gives the child /dev/null: redirect from a file.
+    cmd.arg("-c")
+        .arg("exec \"$0\" \"$@\" < \"$MNEMOFS_TEST_STDIN\"")
+        .arg(bin())
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .env("MNEMOFS_LOG", "warn");
+    let input = store.with_extension(format!("stdin-{}", common::unique("")));
+    fs::write(&input, stdin.unwrap_or("")).expect("stdin file");
+    cmd.env("MNEMOFS_TEST_STDIN", &input);
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let out = run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung");
+    let _ = fs::remove_file(&input);
+    out
+}
+
+/// The same as [`run`], with `stdin` on the standard input.
+fn run_stdin(store: &Path, args: &[&str], stdin: &str) -> Output {
+    let state = store.with_extension("state");
+    let runtime = store.with_extension("run");
+    let config = store.with_extension("config");
+    let mut args: Vec<&str> = args.to_vec();
+    let state_text = state.to_string_lossy().into_owned();
+    args.extend(["--state-dir", &state_text]);
+    run_env(
+        store,
+        &args,
+        Some(stdin),
+        &[("XDG_RUNTIME_DIR", &runtime), ("XDG_CONFIG_HOME", &config)],
+    )
 }
 
 fn ok(out: &Output) -> String {
@@ -38,6 +82,50 @@ fn ok(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A failure told in one sentence on stderr, naming `what`.
+fn refused(out: &Output, what: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "should fail ({what}): {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.starts_with("mnemofs: ") && stderr.contains(what),
+        "{what:?} not in {stderr:?}"
+    );
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+fn paths(lines: &[Value]) -> Vec<String> {
+    let mut paths: Vec<String> = lines
+        .iter()
+        .map(|v| v["path"].as_str().expect("path").to_string())
+        .collect();
+    paths.sort();
+    paths
+}
+
+fn new_store(tmp: &Path, name: &str) -> PathBuf {
+    let store = tmp.join(name);
+    fs::create_dir(&store).expect("mkdir");
+    store
+}
+
+fn seed(root: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        fs::write(p, text).expect("seed");
+    }
 }
 
 #[test]
@@ -115,8 +203,12 @@ fn memory_cli_lines_import_and_a_malformed_line_is_named() {
     let store = tmp.path().join("s");
     fs::create_dir(&store).expect("mkdir");
     let lines = "{\"ID\":\"m-1\",\"Content\":\"user prefers tabs\",\"Phase\":\"organized\",\"Category\":\"preferences\",\"Tags\":[\"editor\"]}\nnot json\n{\"id\":\"m-2\",\"content\":\"new idea\",\"phase\":\"inbox\",\"category\":\"inbox\"}\n";
-    let out = ok(&run(&store, &["import"], Some(lines)));
-    assert!(out.contains("written 2") && out.contains("line 2"), "{out}");
+    // The rest goes in; the line that is not JSON is named, and fails the
+    // command.
+    let out = run(&store, &["import"], Some(lines));
+    refused(&out, "line 2: not JSON");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("read 3, written 2"), "{stdout}");
     assert!(store.join("preferences/user-prefers-tabs.md").is_file());
     assert!(store.join("inbox/new-idea.md").is_file());
 }
@@ -165,8 +257,12 @@ fn an_obsidian_vault_ingested_twice_adds_nothing_the_second_time() {
         second.starts_with("read 2, written 0, duplicates 2"),
         "{second}"
     );
-    let backlinks = run(&store, &["backlinks", "Beta"], None);
-    let _ = backlinks;
+    // The wikilink was kept, so Beta's backlinks name Alpha.
+    let backlinks = ok(&run(&store, &["backlinks", "Beta"], None));
+    assert!(
+        backlinks.contains("obsidian/Projects/Alpha.md"),
+        "{backlinks}"
+    );
     let missing = run(
         &store,
         &[
@@ -179,6 +275,577 @@ fn an_obsidian_vault_ingested_twice_adds_nothing_the_second_time() {
         None,
     );
     assert!(!missing.status.success());
+}
+
+#[test]
+fn link_records_both_ways_unlink_takes_both_away_and_backlinks_follow() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let a = ok(&run(
+        &store,
+        &["write", "Alpha plan", "--category", "project"],
+        None,
+    ));
+    let b = ok(&run(
+        &store,
+        &["write", "Beta plan", "--category", "project"],
+        None,
+    ));
+    let (a, b) = (a.trim(), b.trim());
+    // By id and by title.
+    let linked = ok(&run(&store, &["link", a, "Beta plan"], None));
+    assert_eq!(
+        linked.trim(),
+        "linked project/alpha-plan.md and project/beta-plan.md"
+    );
+    let record = |r: &str| -> Value {
+        serde_json::from_str(&ok(&run(&store, &["read", r, "--json"], None))).expect("json")
+    };
+    assert_eq!(record(a)["links"], json!([b]));
+    assert_eq!(record(b)["links"], json!([a]));
+    // Linking again adds nothing.
+    ok(&run(&store, &["link", b, a], None));
+    assert_eq!(record(a)["links"], json!([b]));
+    let back = json_lines(&ok(&run(&store, &["backlinks", a, "--json"], None)));
+    assert_eq!(paths(&back), ["project/beta-plan.md"]);
+    let back = json_lines(&ok(&run(&store, &["backlinks", b, "--json"], None)));
+    assert_eq!(paths(&back), ["project/alpha-plan.md"]);
+
+    let unlinked = ok(&run(&store, &["unlink", "project/beta-plan.md", a], None));
+    assert_eq!(
+        unlinked.trim(),
+        "unlinked project/beta-plan.md and project/alpha-plan.md"
+    );
+    assert_eq!(record(a)["links"], json!([]));
+    assert_eq!(record(b)["links"], json!([]));
+    assert_eq!(ok(&run(&store, &["backlinks", a], None)), "");
+    let again = ok(&run(&store, &["unlink", a, b, "--json"], None));
+    assert_eq!(
+        serde_json::from_str::<Value>(&again).expect("json")["removed"],
+        false
+    );
+    refused(&run(&store, &["link", a, a], None), "cannot link to itself");
+}
+
+#[test]
+fn scopes_show_an_agent_the_global_memories_and_its_own() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    ok(&run(
+        &store,
+        &["write", "shared owl fact", "--category", "knowledge"],
+        None,
+    ));
+    ok(&run(
+        &store,
+        &[
+            "write",
+            "explicitly global owl",
+            "--category",
+            "knowledge",
+            "--scope",
+            "global",
+        ],
+        None,
+    ));
+    ok(&run(
+        &store,
+        &[
+            "write",
+            "claude owl secret",
+            "--category",
+            "knowledge",
+            "--scope",
+            "agent:claude",
+        ],
+        None,
+    ));
+    ok(&run(
+        &store,
+        &[
+            "write",
+            "copilot owl secret",
+            "--category",
+            "knowledge",
+            "--scope",
+            "agent:copilot",
+        ],
+        None,
+    ));
+    let claude_sees = vec![
+        "knowledge/claude-owl-secret.md".to_string(),
+        "knowledge/explicitly-global-owl.md".to_string(),
+        "knowledge/shared-owl-fact.md".to_string(),
+    ];
+    let listed = json_lines(&ok(&run(
+        &store,
+        &["list", "--scope", "agent:claude", "--json"],
+        None,
+    )));
+    assert_eq!(paths(&listed), claude_sees);
+    let found = json_lines(&ok(&run(
+        &store,
+        &["search", "owl", "--scope", "agent:claude", "--json"],
+        None,
+    )));
+    assert_eq!(paths(&found), claude_sees);
+    let global = json_lines(&ok(&run(
+        &store,
+        &["list", "--scope", "global", "--json"],
+        None,
+    )));
+    assert_eq!(paths(&global), claude_sees[1..]);
+    // Without a scope, everything; scope: in the query is an exact filter.
+    let all = json_lines(&ok(&run(&store, &["list", "--json"], None)));
+    assert_eq!(all.len(), 4);
+    let exact = json_lines(&ok(&run(
+        &store,
+        &["search", "owl scope:agent:copilot", "--json"],
+        None,
+    )));
+    assert_eq!(paths(&exact), ["knowledge/copilot-owl-secret.md"]);
+    let export = ok(&run(&store, &["export", "--scope", "agent:claude"], None));
+    assert_eq!(paths(&json_lines(&export)), claude_sees);
+    refused(
+        &run(&store, &["list", "--scope", "claude"], None),
+        "not a scope",
+    );
+}
+
+#[test]
+fn search_filters_narrow_the_query() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    seed(
+        &store,
+        &[
+            (
+                "knowledge/old.md",
+                "---\nid: k-old\ncategory: knowledge\ntags: [rust, cli]\nsource: claude\ncreated_at: 2025-03-01T10:00:00Z\n---\nkestrel notes from March\n",
+            ),
+            (
+                "knowledge/new.md",
+                "---\nid: k-new\ncategory: knowledge\ntags: [rust]\nsource: logseq\ncreated_at: 2026-01-15T10:00:00Z\n---\nkestrel notes from January\n",
+            ),
+            (
+                "people/ann.md",
+                "---\nid: p-ann\ncategory: people\ntags: [cli]\ncreated_at: 2026-01-31T23:00:00Z\n---\nAnn watches a kestrel\n",
+            ),
+            (
+                "inbox/loose.md",
+                "---\nid: i-loose\nphase: inbox\ncreated_at: 2026-02-01T00:30:00Z\n---\nkestrel seen again\n",
+            ),
+        ],
+    );
+    let search = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["search", "kestrel", "--json"];
+        args.extend(extra);
+        paths(&json_lines(&ok(&run(&store, &args, None))))
+    };
+    assert_eq!(search(&[]).len(), 4);
+    assert_eq!(search(&["--tags", "rust,cli"]), ["knowledge/old.md"]);
+    assert_eq!(
+        search(&["--tags", "cli"]),
+        ["knowledge/old.md", "people/ann.md"]
+    );
+    assert_eq!(search(&["--category", "people"]), ["people/ann.md"]);
+    assert_eq!(search(&["--phase", "inbox"]), ["inbox/loose.md"]);
+    assert_eq!(search(&["--source", "logseq"]), ["knowledge/new.md"]);
+    // --to takes its whole day; --from starts at its midnight.
+    assert_eq!(
+        search(&["--from", "2026-01-01", "--to", "2026-01-31"]),
+        ["knowledge/new.md", "people/ann.md"]
+    );
+    assert_eq!(search(&["--to", "2025-12-31"]), ["knowledge/old.md"]);
+    assert_eq!(search(&["--limit", "1"]).len(), 1);
+    refused(
+        &run(&store, &["search", "kestrel", "--from", "March"], None),
+        "--from \"March\" is not a date",
+    );
+    refused(
+        &run(&store, &["search", "kestrel", "--category", "birds"], None),
+        "birds",
+    );
+}
+
+#[test]
+fn agent_lists_memory_clis_seven_tools_and_runs_each_call() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let tools = json_lines(&ok(&run(
+        &store,
+        &["agent", "--list-tools", "--json"],
+        None,
+    )));
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "memory_write",
+            "memory_read",
+            "memory_delete",
+            "memory_list",
+            "memory_search",
+            "memory_smart_search",
+            "memory_tag"
+        ]
+    );
+    for tool in &tools {
+        assert_eq!(tool["parameters"]["type"], "object", "{tool}");
+    }
+    assert_eq!(tools[0]["parameters"]["required"], json!(["content"]));
+    let text = ok(&run(&store, &["agent", "--list-tools"], None));
+    assert!(text.contains("memory_smart_search: "), "{text}");
+
+    let calls = json!([
+        {"name": "memory_write", "params": {"content": "user prefers dark mode", "category": "preferences", "tags": "ui,theme"}},
+        {"name": "memory_search", "params": {"query": "dark mode", "tags": ["ui"]}},
+        {"name": "memory_list", "params": {"category": "preferences"}},
+        {"name": "memory_tag", "params": {"id": "preferences/user-prefers-dark-mode.md", "tags": ["display"]}},
+        {"name": "memory_smart_search", "params": {"query": "dark", "tags": "display"}},
+        {"name": "memory_read", "params": {"id": "user prefers dark mode"}},
+    ]);
+    let out = json_lines(&ok(&run_stdin(&store, &["agent"], &calls.to_string())));
+    assert_eq!(out.len(), 6, "{out:?}");
+    for (result, call) in out.iter().zip(calls.as_array().expect("calls")) {
+        assert_eq!(result["ok"], true, "{result}");
+        assert_eq!(result["name"], call["name"]);
+    }
+    let id = out[0]["result"]["id"].as_str().expect("id").to_string();
+    assert_eq!(
+        out[1]["result"]["results"][0]["id"],
+        id.as_str(),
+        "{}",
+        out[1]
+    );
+    assert_eq!(
+        out[4]["result"]["results"][0]["id"],
+        id.as_str(),
+        "{}",
+        out[4]
+    );
+    let memories = out[2]["result"]["memories"].as_array().expect("memories");
+    assert_eq!(memories.len(), 1);
+    let record: Value =
+        serde_json::from_str(&ok(&run(&store, &["read", &id, "--json"], None))).expect("json");
+    assert_eq!(record["tags"], json!(["ui", "theme", "display"]));
+
+    // One call alone; a failed call is a result, and fails the command.
+    let one = json!({"name": "memory_delete", "params": {"id": id}});
+    let out = json_lines(&ok(&run_stdin(&store, &["agent"], &one.to_string())));
+    assert_eq!(out[0]["result"]["deleted"], true, "{:?}", out);
+    let batch = json!([
+        {"name": "memory_read", "params": {"id": id}},
+        {"name": "memory_write", "params": {"content": "still written"}},
+    ]);
+    let failed = run_stdin(&store, &["agent"], &batch.to_string());
+    refused(&failed, "1 of 2 tool calls failed");
+    let out = json_lines(&String::from_utf8_lossy(&failed.stdout));
+    assert_eq!(out[0]["ok"], false);
+    assert!(
+        out[0]["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains(&id),
+        "{}",
+        out[0]
+    );
+    assert_eq!(out[1]["ok"], true);
+    assert!(store.join("inbox/still-written.md").is_file());
+    // A scoped agent writes in its scope.
+    let scoped = json!({"name": "memory_write", "params": {"content": "mine only", "category": "knowledge"}});
+    ok(&run_stdin(
+        &store,
+        &["agent", "--scope", "agent:claude"],
+        &scoped.to_string(),
+    ));
+    let text = fs::read_to_string(store.join("knowledge/mine-only.md")).expect("written");
+    assert!(text.contains("scope: agent:claude"), "{text}");
+}
+
+#[test]
+fn lifecycle_commands_run_one_organizer_step_each() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    seed(
+        &store.with_extension("config"),
+        &[(
+            "mnemofs/config.yaml",
+            "lifecycle:\n  decay:\n    enabled: true\n    after: 30d\nnotifications:\n  method: none\n",
+        )],
+    );
+    seed(
+        &store,
+        &[
+            (
+                "knowledge/old.md",
+                "---\nid: old-1\ncategory: knowledge\ncreated_at: 2020-01-01T00:00:00Z\n---\nAn old fact nobody reads.\n",
+            ),
+            (
+                "knowledge/dup1.md",
+                "---\nid: dup-1\ncategory: knowledge\n---\nThe build uses cargo and rustc, version one point eighty.\n",
+            ),
+            (
+                "knowledge/dup2.md",
+                "---\nid: dup-2\ncategory: knowledge\n---\nThe build uses cargo and rustc, version one point eighty.\n",
+            ),
+            (
+                "inbox/tabs.md",
+                "I prefer tabs over spaces in every editor.\n",
+            ),
+            (
+                "knowledge/linker.md",
+                "---\nid: w-1\n---\nSee [[Target Note]] for more.\n",
+            ),
+            (
+                "knowledge/target.md",
+                "---\nid: t-1\ntitle: Target Note\n---\nThe target.\n",
+            ),
+            (
+                "reminders/passport.md",
+                "---\nid: r-1\ntitle: Renew the passport\ntype: reminder\ncategory: reminders\ndue_at: 2020-05-01T09:00:00Z\n---\nRenew the passport.\n",
+            ),
+        ],
+    );
+    // The file's own time is old too: nothing has used it since.
+    let old = fs::File::options()
+        .write(true)
+        .open(store.join("knowledge/old.md"))
+        .expect("open");
+    old.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_577_836_800))
+        .expect("mtime");
+    drop(old);
+
+    let up = ok(&run(&store, &["upgrade", "inbox/tabs.md"], None));
+    assert_eq!(up.trim(), "upgrade: moved to preferences/tabs.md");
+    assert!(store.join("preferences/tabs.md").is_file());
+    refused(
+        &run(&store, &["upgrade", "knowledge/target.md"], None),
+        "only inbox memories are upgraded",
+    );
+    let decay = ok(&run(&store, &["decay"], None));
+    assert_eq!(decay.trim(), "decay: 1 decayed");
+    assert!(store.join("archive/decayed/old.md").is_file());
+    let consolidate: Value =
+        serde_json::from_str(&ok(&run(&store, &["consolidate", "--json"], None))).expect("json");
+    assert_eq!(consolidate["step"], "consolidate");
+    assert_eq!(consolidate["report"]["merged"], 1, "{consolidate}");
+    assert!(store.join("archive/merged/dup2.md").is_file());
+    assert!(store.join("knowledge/dup1.md").is_file());
+    let resolved = ok(&run(&store, &["resolve-links"], None));
+    assert_eq!(resolved.trim(), "resolve-links: 1 links resolved");
+    let linker = fs::read_to_string(store.join("knowledge/linker.md")).expect("linker");
+    assert!(linker.contains("links: [t-1]"), "{linker}");
+    let notify = ok(&run(&store, &["notify"], None));
+    assert!(
+        notify.contains("due 2020-05-01T09:00:00Z  Renew the passport  (reminders/passport.md)"),
+        "{notify}"
+    );
+}
+
+#[test]
+fn logseq_and_claude_trees_are_ingested_once_with_a_report() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let home = tmp.path().join("home");
+    let project = home.join("proj");
+    seed(
+        &home,
+        &[
+            (
+                ".claude/CLAUDE.md",
+                "# Global rules\nAlways run the tests.\n",
+            ),
+            (
+                ".claude/projects/-home-proj/memory/MEMORY.md",
+                "The user's build uses cargo nextest.\n",
+            ),
+            ("proj/CLAUDE.md", "# Project rules\nUse jiff for dates.\n"),
+            (".claude/settings.json", "{}"),
+        ],
+    );
+    fs::write(
+        home.join(".claude.json"),
+        json!({"projects": {project.to_string_lossy(): {}}}).to_string(),
+    )
+    .expect("claude.json");
+    let graph = tmp.path().join("graph");
+    seed(
+        &graph,
+        &[
+            (
+                "pages/Project Alpha.md",
+                "tags:: work, rust\nalias:: PA\n\n- Alpha depends on [[Beta]]\n",
+            ),
+            ("pages/Beta.md", "- Beta is the storage layer\n"),
+            (
+                "journals/2026_01_02.md",
+                "- Met the [[Project Alpha]] team\n",
+            ),
+            ("logseq/config.edn", "{}"),
+        ],
+    );
+    fs::write(graph.join("pages/Broken.md"), b"\xff\xfe not text").expect("broken");
+
+    let env = [
+        ("HOME", home.as_path()),
+        ("XDG_RUNTIME_DIR", &store.with_extension("run")),
+        ("XDG_CONFIG_HOME", &store.with_extension("config")),
+    ];
+    let claude = |json: bool| {
+        let mut args = vec!["ingest", "--source", "claude"];
+        if json {
+            args.push("--json");
+        }
+        ok(&run_env(&store, &args, None, &env))
+    };
+    assert_eq!(
+        claude(false).trim(),
+        "read 3, written 3, duplicates 0, skipped 0"
+    );
+    let again: Value = serde_json::from_str(&claude(true)).expect("json");
+    assert_eq!(
+        again,
+        json!({"read": 3, "written": 0, "duplicates": 3, "skipped": []})
+    );
+    let mut ingested: Vec<String> = fs::read_dir(store.join("inbox"))
+        .expect("inbox")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    ingested.sort();
+    assert_eq!(
+        ingested,
+        ["claude-md-global.md", "claude-md-of-proj.md", "memory.md"]
+    );
+    let memory = fs::read_to_string(store.join("inbox/memory.md")).expect("auto memory");
+    assert!(
+        memory.contains("source: claude") && memory.contains("cargo nextest"),
+        "{memory}"
+    );
+
+    let graph_arg = graph.to_string_lossy().into_owned();
+    let logseq = ["ingest", "--source", "logseq", "--path", graph_arg.as_str()];
+    let first = ok(&run_env(&store, &logseq, None, &env));
+    let broken = graph.join("pages/Broken.md");
+    assert_eq!(
+        first,
+        format!(
+            "read 4, written 3, duplicates 0, skipped 1\nskipped not UTF-8 text: {}\n",
+            broken.display()
+        )
+    );
+    let second = ok(&run_env(&store, &logseq, None, &env));
+    assert!(
+        second.starts_with("read 4, written 0, duplicates 3, skipped 1"),
+        "{second}"
+    );
+    let alpha = fs::read_to_string(store.join("inbox/project-alpha.md")).expect("page");
+    for want in [
+        "title: Project Alpha",
+        "- work",
+        "- rust",
+        "- PA",
+        "source: logseq",
+        "[[Beta]]",
+    ] {
+        assert!(alpha.contains(want), "{want:?} not in {alpha}");
+    }
+    assert!(!alpha.contains("tags::"), "{alpha}");
+    let back = json_lines(&ok(&run_env(
+        &store,
+        &["backlinks", "Project Alpha", "--json"],
+        None,
+        &env,
+    )));
+    assert_eq!(paths(&back), ["inbox/2026-01-02.md"]);
+    let back = json_lines(&ok(&run_env(
+        &store,
+        &["backlinks", "Beta", "--json"],
+        None,
+        &env,
+    )));
+    assert_eq!(paths(&back), ["inbox/project-alpha.md"]);
+}
+
+#[test]
+fn bad_input_is_one_sentence_and_a_failure() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let id = ok(&run(
+        &store,
+        &["write", "a memory", "--category", "knowledge"],
+        None,
+    ));
+    let id = id.trim();
+    refused(
+        &run(&store, &["write", "  \n"], None),
+        "the content is empty",
+    );
+    for args in [
+        vec!["read", "no-such-memory"],
+        vec!["delete", "no-such-memory"],
+        vec!["backlinks", "no-such-memory"],
+        vec!["upgrade", "no-such-memory"],
+        vec!["link", id, "no-such-memory"],
+        vec!["unlink", "no-such-memory", id],
+    ] {
+        refused(
+            &run(&store, &args, None),
+            "no memory is named \"no-such-memory\"",
+        );
+    }
+    for outside in [
+        "../escape.md",
+        "/etc/escape.md",
+        "knowledge/../../escape.md",
+    ] {
+        refused(
+            &run(&store, &["write", "x", "--path", outside], None),
+            "invalid path",
+        );
+    }
+    assert!(!tmp.path().join("escape.md").exists());
+    refused(
+        &run(
+            &store,
+            &[
+                "ingest",
+                "--source",
+                "obsidian",
+                "--path",
+                "/nonexistent/vault",
+            ],
+            None,
+        ),
+        "/nonexistent/vault",
+    );
+    refused(
+        &run(
+            &store,
+            &["import"],
+            Some("{\"content\": \"fine\"}\n{oops\n"),
+        ),
+        "line 2: not JSON",
+    );
+    refused(
+        &run_stdin(&store, &["agent"], "write x"),
+        "stdin is not JSON",
+    );
+    refused(&run_stdin(&store, &["agent"], ""), "no tool call on stdin");
+    let missing = store.with_extension("absent.jsonl");
+    let out = run(
+        &store,
+        &["import", "--input", &missing.to_string_lossy()],
+        None,
+    );
+    refused(&out, "cannot read");
+    // Nothing was lost along the way.
+    let record: Value =
+        serde_json::from_str(&ok(&run(&store, &["read", id, "--json"], None))).expect("json");
+    assert_eq!(record["content"], "a memory\n");
 }
 
 /// Runs a command against a store a daemon serves (its registry is found

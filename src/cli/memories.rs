@@ -1,5 +1,7 @@
 //! memory-cli's commands over the operations layer: write, read, delete,
-//! list, the lifecycle steps, ingest, export and import. Each parses,
+//! list, link, unlink, backlinks, the lifecycle steps, ingest, export and
+//! import, and agent mode (search is with mnemofs's own commands, as it
+//! predates these). Each parses,
 //! sends its request through a `Session` (a daemon, or the store under
 //! its lock) and prints the answer: text, or `--json` (one object, or
 //! JSON lines for lists).
@@ -9,8 +11,8 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 
 use super::{StoreArgs, session};
-use crate::front::{ingest, jsonl};
-use crate::ops::{NewMemory, RecordFilter, Request, Response, Step};
+use crate::front::{agent, ingest, jsonl};
+use crate::ops::{NewMemory, RecordFilter, Request, Response, Scope, Step};
 
 /// memory-cli's commands.
 #[derive(Debug, clap::Subcommand)]
@@ -83,12 +85,56 @@ pub(super) enum MemoryCommand {
         /// A type.
         #[arg(long = "type")]
         kind: Option<String>,
+        /// What agent:NAME may see: global memories and its own (`global`:
+        /// only global ones).
+        #[arg(long)]
+        scope: Option<String>,
         /// Most memories listed.
         #[arg(long, default_value_t = 100)]
         limit: usize,
         #[command(flatten)]
         at: StoreArgs,
         /// JSON lines of records.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Link two memories both ways: each one's id goes into the other's
+    /// `links:`.
+    Link {
+        /// One memory (id, path, title or alias).
+        a: String,
+        /// The other.
+        b: String,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take away the link between two memories, both ways (from `links:`;
+    /// [[wikilinks]] in the text stay).
+    Unlink {
+        /// One memory (id, path, title or alias).
+        a: String,
+        /// The other.
+        b: String,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the memories that link to a memory ([[wikilinks]], relation
+    /// lines, ids in `links:`).
+    Backlinks {
+        /// The memory (id, path, title or alias).
+        reference: String,
+        /// Most memories listed.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// JSON lines.
         #[arg(long)]
         json: bool,
     },
@@ -164,6 +210,10 @@ pub(super) enum MemoryCommand {
         /// Only this category.
         #[arg(long)]
         category: Option<String>,
+        /// What agent:NAME may see: global memories and its own (`global`:
+        /// only global ones).
+        #[arg(long)]
+        scope: Option<String>,
         #[command(flatten)]
         at: StoreArgs,
     },
@@ -179,6 +229,67 @@ pub(super) enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
+    /// memory-cli's agent mode: run the tool calls on stdin (one JSON
+    /// object such as {"name":"memory_write","params":{"content":"x"}},
+    /// or an array of them) and print one result per call, a JSON line
+    /// each.
+    Agent {
+        /// Print memory-cli's seven tools with their JSON schemas instead.
+        #[arg(long)]
+        list_tools: bool,
+        /// Act as this agent (agent:NAME): see global memories and its own,
+        /// and give new memories its scope.
+        #[arg(long)]
+        scope: Option<String>,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// With --list-tools: JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A `--scope` as the user typed it, checked (after parsing, so that a
+/// wrong one is one sentence like every other failure).
+pub(super) fn parse_scope(scope: Option<&str>) -> anyhow::Result<Option<Scope>> {
+    Ok(scope.map(Scope::parse).transpose()?)
+}
+
+/// `request` as a session in `scope` sees it (none: sees everything).
+pub(super) fn scoped(scope: Option<&Scope>, request: Request) -> Request {
+    match scope {
+        Some(scope) => Request::Scoped {
+            scope: Some(scope.to_string()),
+            request: Box::new(request),
+        },
+        None => request,
+    }
+}
+
+/// The memory `reference` names: its path and id. A reference that names
+/// nothing is said so in memory-cli's words.
+fn resolve(
+    session: &crate::daemon::Session,
+    reference: &str,
+) -> anyhow::Result<(String, Option<String>)> {
+    let answer = session.call(Request::Resolve {
+        reference: reference.to_string(),
+    });
+    match about(reference, answer)? {
+        Response::Memory { path, id } => Ok((path, id)),
+        _ => bail!("unexpected answer to resolve"),
+    }
+}
+
+/// An answer about the memory `reference` names, with "not found" said in
+/// memory-cli's words.
+fn about(reference: &str, answer: crate::ops::Result<Response>) -> anyhow::Result<Response> {
+    match answer {
+        Err(e) if e.errno() == libc::ENOENT => {
+            bail!("no memory is named {reference:?} (by id, path, title or alias)")
+        }
+        other => Ok(other?),
+    }
 }
 
 /// Runs one of memory-cli's commands.
@@ -230,7 +341,10 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             json,
         } => {
             let session = session(&at.target(None)?, None)?;
-            let Response::Record { record } = session.call(Request::Record { reference })? else {
+            let answer = session.call(Request::Record {
+                reference: reference.clone(),
+            });
+            let Response::Record { record } = about(&reference, answer)? else {
                 bail!("unexpected answer to read");
             };
             if json {
@@ -245,9 +359,10 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             json,
         } => {
             let session = session(&at.target(None)?, None)?;
-            let Response::Memory { path, id } =
-                session.call(Request::DeleteMemory { reference })?
-            else {
+            let answer = session.call(Request::DeleteMemory {
+                reference: reference.clone(),
+            });
+            let Response::Memory { path, id } = about(&reference, answer)? else {
                 bail!("unexpected answer to delete");
             };
             if json {
@@ -262,12 +377,14 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             source,
             tag,
             kind,
+            scope,
             limit,
             at,
             json,
         } => {
+            let scope = parse_scope(scope.as_deref())?;
             let session = session(&at.target(None)?, None)?;
-            let Response::Records { page } = session.call(Request::Records {
+            let request = Request::Records {
                 filter: RecordFilter {
                     phase,
                     category,
@@ -277,8 +394,8 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 },
                 after: None,
                 limit,
-            })?
-            else {
+            };
+            let Response::Records { page } = session.call(scoped(scope.as_ref(), request))? else {
                 bail!("unexpected answer to list");
             };
             for record in &page.records {
@@ -294,6 +411,74 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 }
             }
         }
+        MemoryCommand::Link { a, b, at, json } => {
+            let session = session(&at.target(None)?, None)?;
+            let ((a_path, a_id), (b_path, b_id)) = (resolve(&session, &a)?, resolve(&session, &b)?);
+            session.call(Request::Link {
+                from: a_path.clone(),
+                to: b_path.clone(),
+                both: true,
+            })?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"a": {"path": a_path, "id": a_id}, "b": {"path": b_path, "id": b_id}, "linked": true})
+                );
+            } else {
+                println!("linked {a_path} and {b_path}");
+            }
+        }
+        MemoryCommand::Unlink { a, b, at, json } => {
+            let session = session(&at.target(None)?, None)?;
+            let ((a_path, a_id), (b_path, b_id)) = (resolve(&session, &a)?, resolve(&session, &b)?);
+            let Response::Unlinked { removed, .. } = session.call(Request::Unlink {
+                from: a_path.clone(),
+                to: b_path.clone(),
+            })?
+            else {
+                bail!("unexpected answer to unlink");
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({"a": {"path": a_path, "id": a_id}, "b": {"path": b_path, "id": b_id}, "removed": removed})
+                );
+            } else if removed {
+                println!("unlinked {a_path} and {b_path}");
+            } else {
+                println!("{a_path} and {b_path} had no link in links:");
+            }
+        }
+        MemoryCommand::Backlinks {
+            reference,
+            limit,
+            at,
+            json,
+        } => {
+            let session = session(&at.target(None)?, None)?;
+            let answer = session.call(Request::Backlinks {
+                reference: reference.clone(),
+                limit,
+            });
+            let Response::Memories { memories } = about(&reference, answer)? else {
+                bail!("unexpected answer to backlinks");
+            };
+            for m in &memories {
+                if json {
+                    println!("{}", serde_json::to_string(m)?);
+                } else {
+                    println!(
+                        "{}  {}  {}",
+                        m.id.as_deref().unwrap_or("-"),
+                        m.path,
+                        m.title
+                    );
+                }
+            }
+            if memories.is_empty() && !json {
+                eprintln!("no memory links to it");
+            }
+        }
         MemoryCommand::Upgrade {
             reference,
             category,
@@ -301,13 +486,11 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             json,
         } => {
             let session = session(&at.target(None)?, None)?;
-            print_step(
-                session.call(Request::Upgrade {
-                    reference,
-                    category,
-                })?,
-                json,
-            )?;
+            let answer = session.call(Request::Upgrade {
+                reference: reference.clone(),
+                category,
+            });
+            print_step(about(&reference, answer)?, json)?;
         }
         MemoryCommand::Decay { at, json } => step(at, Step::Decay, json)?,
         MemoryCommand::Consolidate { at, json } => step(at, Step::Consolidate, json)?,
@@ -353,6 +536,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
         MemoryCommand::Export {
             output,
             category,
+            scope,
             at,
         } => {
             let session = session(&at.target(None)?, None)?;
@@ -367,7 +551,9 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 )),
                 None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
             };
-            let count = jsonl::export(&|r| session.call(r), &filter, &|_| true, &mut out)?;
+            let scope = parse_scope(scope.as_deref())?;
+            let call = |r| session.call(scoped(scope.as_ref(), r));
+            let count = jsonl::export(&call, &filter, &|_| true, &mut out)?;
             if output.is_some() {
                 eprintln!("exported {count} memories");
             }
@@ -386,7 +572,61 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 progress.say(&format!("importing: {}", s.line()))
             });
             progress.finish();
-            print_summary(&summary?, json)?;
+            let summary = summary?;
+            print_summary(&summary, json)?;
+            // Every line was meant as a memory: one that is not is a failure,
+            // after the rest went in.
+            if let Some(first) = summary.skipped.first() {
+                bail!(
+                    "{} of {} lines not imported ({}: {})",
+                    summary.skipped.len(),
+                    summary.read,
+                    first.item,
+                    first.reason
+                );
+            }
+        }
+        MemoryCommand::Agent {
+            list_tools,
+            scope,
+            at,
+            json,
+        } => {
+            if list_tools {
+                for tool in agent::list_tools() {
+                    if json {
+                        println!("{tool}");
+                    } else {
+                        println!(
+                            "{}: {}",
+                            tool["name"].as_str().unwrap_or_default(),
+                            tool["description"].as_str().unwrap_or_default()
+                        );
+                        println!("  {}", tool["parameters"]);
+                    }
+                }
+                return Ok(());
+            }
+            let scope = parse_scope(scope.as_deref())?;
+            let input = std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?;
+            let calls = agent::parse_calls(&input).map_err(anyhow::Error::msg)?;
+            let session = session(&at.target(None)?, None)?;
+            let call = crate::front::in_scope(scope, |r| session.call(r));
+            let mut failed = 0;
+            for (i, input) in calls.iter().enumerate() {
+                if i > 0 {
+                    // What the call before wrote is searchable by this one.
+                    call(Request::Settle)?;
+                }
+                let result = agent::run(&call, input);
+                if result["ok"] != true {
+                    failed += 1;
+                }
+                println!("{result}");
+            }
+            if failed > 0 {
+                bail!("{failed} of {} tool calls failed", calls.len());
+            }
         }
     }
     Ok(())

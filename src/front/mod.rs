@@ -7,6 +7,7 @@
 //! socket (`daemon::Session`) and on a store opened in-process, and they
 //! never import `daemon` (which sits above them).
 
+pub mod agent;
 pub mod batch;
 pub mod ingest;
 pub mod jsonl;

@@ -189,10 +189,16 @@ pub const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "link",
-        description: "Records in memory `from`'s links: that it links to memory `to` (by id).",
+        description: "Records in memory `from`'s links: that it links to memory `to` (by id); \
+                      with both, in `to`'s links: too.",
         schema: || {
             object(
-                json!({"from": reference(), "to": reference(), "expected_version": expected_version()}),
+                json!({
+                    "from": reference(),
+                    "to": reference(),
+                    "both": {"type": "boolean", "description": "Record the link back in `to`'s links: too (default false)."},
+                    "expected_version": expected_version(),
+                }),
                 &["from", "to"],
             )
         },
@@ -374,7 +380,7 @@ impl Alias {
 pub const ALIASES: &[Alias] = &[
     Alias {
         name: "memory_write",
-        description: "memory-cli's write: a new memory (see `write`).",
+        description: "Writes a new memory: into <category>/ with a category, else into the inbox; tags, scope and source go into its frontmatter. Answers its id and path.",
         schema: || {
             object(
                 json!({
@@ -397,19 +403,19 @@ pub const ALIASES: &[Alias] = &[
     },
     Alias {
         name: "memory_read",
-        description: "memory-cli's read: one memory by id (see `read`).",
+        description: "Reads one memory by id (a path, title or alias works too): its frontmatter, body and version.",
         schema: || object(json!({"id": string("The memory's id.")}), &["id"]),
         translate: |args| Ok(("read", renamed(args, "id", "ref"))),
     },
     Alias {
         name: "memory_delete",
-        description: "memory-cli's delete: one memory by id (see `delete`).",
+        description: "Deletes one memory by id (a path, title or alias works too); its content is kept for a while, so it can be restored.",
         schema: || object(json!({"id": string("The memory's id.")}), &["id"]),
         translate: |args| Ok(("delete", renamed(args, "id", "ref"))),
     },
     Alias {
         name: "memory_list",
-        description: "memory-cli's list: memories by filters (see `list`; with several tags, through search).",
+        description: "Lists the memories matching every filter given (category, tags, type, phase, source, folder), by path.",
         schema: filter_schema,
         translate: |args| {
             let tags = tag_list(args.get("tags").unwrap_or(&Value::Null))?;
@@ -428,19 +434,19 @@ pub const ALIASES: &[Alias] = &[
     },
     Alias {
         name: "memory_search",
-        description: "memory-cli's search: a query and filters (see `search`).",
+        description: "Searches memories for a query, best first (full-text, ranked), narrowed by tags, category, phase, source and creation dates.",
         schema: search_filter_schema,
         translate: search_alias,
     },
     Alias {
         name: "memory_smart_search",
-        description: "memory-cli's smart search: ranked full-text search here (see `search`).",
+        description: "memory_search under memory-cli's other name: every search here is ranked full-text search, with the same filters.",
         schema: search_filter_schema,
         translate: search_alias,
     },
     Alias {
         name: "memory_tag",
-        description: "memory-cli's tag: adds tags to a memory by id (see `tag`).",
+        description: "Adds tags to a memory by id (a path, title or alias works too).",
         schema: || {
             object(
                 json!({"id": string("The memory's id."), "tags": {"description": "A list, or a comma-separated string."}}),
@@ -870,13 +876,29 @@ impl Tools<'_> {
     fn link(&self) -> Outcome {
         let (from, _) = self.resolve("from")?;
         let (to, to_id) = self.resolve("to")?;
+        let both = match self.args.get("both") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(Fail::invalid(format!(
+                    "`both` must be true or false, not {}",
+                    kind(other)
+                )));
+            }
+        };
         self.ask_write(Request::Link {
             from: from.clone(),
             to: to.clone(),
+            both,
         })?;
+        let text = if both {
+            format!("{from} and {to} now link to each other")
+        } else {
+            format!("{from} now links to {to}")
+        };
         Ok((
-            json!({"from": from, "to": to, "to_id": to_id}),
-            format!("{from} now links to {to}"),
+            json!({"from": from, "to": to, "to_id": to_id, "both": both}),
+            text,
         ))
     }
 

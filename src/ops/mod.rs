@@ -56,6 +56,9 @@ use crate::views::{ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
 /// The largest file an operation reads or writes, unless told otherwise.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
 
+/// The longest [`Request::Settle`] waits for the index.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Whose process answers: a daemon serving the store, or the caller
 /// itself under the store lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,8 +234,12 @@ impl Operations {
                     id: Some(id),
                 }
             }
-            Request::Link { from, to } => {
-                let path = self.link(&from, &to)?;
+            Request::Link { from, to, both } => {
+                let path = if both {
+                    self.link_both(&from, &to)?
+                } else {
+                    self.link(&from, &to)?
+                };
                 Response::Memory {
                     path: path.to_string(),
                     id: None,
@@ -255,6 +262,12 @@ impl Operations {
             Request::Reindex => Response::Reindexed {
                 files: self.reindex()?,
             },
+            Request::Settle => {
+                if !self.index.wait_idle(SETTLE) {
+                    tracing::debug!("settle: the index is still behind after {SETTLE:?}");
+                }
+                Response::Done
+            }
             Request::Status => Response::Status {
                 status: self.status(),
             },
@@ -1078,6 +1091,33 @@ impl Operations {
             Ok(None) => {}
             Err(e) => return Err(Error::InvalidInput(format!("{source}: {e}"))),
         }
+        Ok(source)
+    }
+
+    /// Records the link both ways: `to`'s id in `from`'s `links:` and
+    /// `from`'s in `to`'s, as memory-cli links. Returns `from`'s path.
+    pub fn link_both(&self, from: &str, to: &str) -> Result<StorePath> {
+        let source = self.resolve(from)?;
+        let target = self.resolve(to)?;
+        if source == target {
+            return Err(Error::InvalidInput(format!(
+                "{source} cannot link to itself"
+            )));
+        }
+        // Both need an id before either changes, so a refusal writes nothing.
+        for path in [&source, &target] {
+            let (_, _, text) = self.read_memory(path)?;
+            if memory::parse("", &text).frontmatter.id.is_none() {
+                return Err(Error::InvalidInput(format!(
+                    "{path} has no id yet; the organizer gives it one shortly"
+                )));
+            }
+        }
+        let (source_text, target_text) = (source.to_string(), target.to_string());
+        self.link(&source_text, &target_text)?;
+        // The version the caller gave is `from`'s; `to` is compared and
+        // swapped against what `link` reads.
+        self.expecting(None).link(&target_text, &source_text)?;
         Ok(source)
     }
 

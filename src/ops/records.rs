@@ -104,6 +104,7 @@ impl SearchFilter {
     pub fn apply(&self, query: &str) -> Result<String> {
         let quoted = |v: &str| format!("\"{}\"", v.trim().replace('"', ""));
         let mut terms = vec![query.trim().to_string()];
+        let bare = terms.clone();
         for tag in &self.tags {
             let tag = tag.trim().trim_start_matches('#');
             if !tag.is_empty() {
@@ -136,11 +137,33 @@ impl SearchFilter {
         };
         match (day("from", &self.from)?, day("to", &self.to)?) {
             (None, None) => {}
-            (from, to) => terms.push(format!(
-                "created:[{} TO {}]",
-                from.as_deref().unwrap_or("*"),
-                to.as_deref().unwrap_or("*")
-            )),
+            (from, to) => {
+                // `--to` a day takes that whole day: up to the next one,
+                // which is left out.
+                let next_day = to
+                    .as_deref()
+                    .and_then(|t| {
+                        t.parse::<jiff::civil::Date>()
+                            .ok()
+                            .filter(|_| t.len() == 10)
+                    })
+                    .and_then(|d| d.tomorrow().ok());
+                let (to, close) = match (next_day, to) {
+                    (Some(next), _) => (next.to_string(), '}'),
+                    (None, to) => (to.unwrap_or_else(|| "*".into()), ']'),
+                };
+                terms.push(format!(
+                    "created:[{} TO {to}{close}",
+                    from.as_deref().unwrap_or("*"),
+                ));
+            }
+        }
+        if terms == bare {
+            return Ok(query.to_string());
+        }
+        // The query's own words bind among themselves, not to a filter.
+        if !terms[0].is_empty() {
+            terms[0] = format!("({})", terms[0]);
         }
         terms.retain(|t| !t.is_empty());
         Ok(terms.join(" AND "))
@@ -309,8 +332,8 @@ impl Operations {
 
     /// Up to `limit` records matching `filter`, by path, starting after
     /// the path `after`: every markdown file of the store (`archive/`
-    /// included), read as it is now. Files that vanished or are not text
-    /// are left out.
+    /// included) that this session may see, read as it is now. Files that
+    /// vanished or are not text are left out.
     pub fn records(
         &self,
         filter: &RecordFilter,
@@ -333,7 +356,11 @@ impl Operations {
             let Ok(record) = self.record_at(&path) else {
                 continue;
             };
-            if filter.matches(&record) {
+            // A session sees by each memory's own `scope:`, as a read does.
+            let visible = self
+                .scope()
+                .is_none_or(|scope| scope.sees(Some(&record.scope)));
+            if visible && filter.matches(&record) {
                 records.push(record);
             }
         }
@@ -389,6 +416,33 @@ mod tests {
             content_sha256(""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn search_filters_become_terms_and_the_query_keeps_its_own_words_together() {
+        let filter = SearchFilter {
+            tags: vec!["ui".into(), "#dark".into()],
+            category: Some("Preferences".into()),
+            from: Some("2026-01-01".into()),
+            to: Some("2026-01-31".into()),
+            ..SearchFilter::default()
+        };
+        assert_eq!(
+            filter.apply("dark mode").expect("valid"),
+            "(dark mode) AND tag:\"ui\" AND tag:\"dark\" AND category:preferences \
+             AND created:[2026-01-01 TO 2026-02-01}"
+        );
+        assert_eq!(SearchFilter::default().apply("a b").expect("valid"), "a b");
+        let bad = SearchFilter {
+            to: Some("soon".into()),
+            ..SearchFilter::default()
+        };
+        assert!(bad.apply("x").is_err());
+        let bad = SearchFilter {
+            phase: Some("later".into()),
+            ..SearchFilter::default()
+        };
+        assert!(bad.apply("x").is_err());
     }
 
     #[test]

@@ -112,12 +112,17 @@ pub enum Request {
     },
     /// Writes a new memory with frontmatter fields.
     WriteMemory(NewMemory),
-    /// Records that memory `from` links to memory `to`.
+    /// Records in `from`'s `links:` that memory `from` links to memory
+    /// `to`, and with `both` the link back in `to`'s (memory-cli's links
+    /// go both ways).
     Link {
         /// The linking memory (a reference).
         from: String,
         /// The memory linked to (a reference).
         to: String,
+        /// Record the link in `to`'s `links:` too.
+        #[serde(default)]
+        both: bool,
     },
     /// Finds the memory a reference (id, path, title or alias) names.
     Resolve {
@@ -143,6 +148,10 @@ pub enum Request {
     Checkpoint(Checkpoint),
     /// Says who serves the store and how the index and tasks are doing.
     Status,
+    /// Waits (a few seconds at most) until the changes the index has been
+    /// told of are searchable: between the calls of a batch, so a search
+    /// finds what the write before it wrote.
+    Settle,
     /// Says what is at a path, without following a symlink there (like
     /// `lstat`): a real entry, or a view's folder, file or link.
     Stat {
