@@ -859,36 +859,201 @@ fn run_served(store: &Path, args: &[&str]) -> Output {
     run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
 }
 
+/// Watches a folder on the mount for creates, moves in and closes after
+/// writing.
+struct Watcher(i32);
+
+impl Watcher {
+    fn new(folder: &Path) -> Watcher {
+        // SAFETY: plain syscalls on a descriptor this test owns.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
+        assert!(fd >= 0, "inotify_init1");
+        let path = common::cstr(folder);
+        let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_CLOSE_WRITE;
+        // SAFETY: a valid descriptor and a NUL-terminated path.
+        assert!(unsafe { libc::inotify_add_watch(fd, path.as_ptr(), mask) } >= 0);
+        Watcher(fd)
+    }
+
+    /// True once an event arrives (within a generous time).
+    fn saw_something(&self) -> bool {
+        let mut events = [0u8; 4096];
+        common::poll_until(Duration::from_secs(30), || {
+            // SAFETY: reads into a buffer of the length given.
+            let n = unsafe { libc::read(self.0, events.as_mut_ptr().cast(), events.len()) };
+            n > 0
+        })
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this watcher opened.
+        unsafe { libc::close(self.0) };
+    }
+}
+
 #[test]
-fn write_read_list_delete_go_through_a_running_daemon() {
-    let m = common::Mount::start();
-    let a = ok(&run_served(
-        &m.store,
-        &["write", "Alpha note", "--category", "project", "--json"],
-    ));
-    let a: serde_json::Value = serde_json::from_str(&a).expect("json");
-    let path = a["path"].as_str().expect("path").to_string();
-    // Written through the mount: it is there, and the daemon answers reads.
-    assert!(m.m(&path).is_file(), "{path} not on the mount");
-    let b = ok(&run_served(
-        &m.store,
-        &["write", "Beta note", "--category", "project"],
-    ));
-    // An id resolves once the daemon's index has seen the write.
-    let id = a["id"].as_str().expect("id").to_string();
-    assert!(common::poll_until(Duration::from_secs(30), || {
-        run_served(&m.store, &["read", &id]).status.success()
-            && run_served(&m.store, &["read", b.trim()]).status.success()
-    }));
-    let record: serde_json::Value = serde_json::from_str(&ok(&run_served(
-        &m.store,
-        &["read", a["id"].as_str().expect("id"), "--json"],
-    )))
+fn every_command_goes_through_a_running_daemon() {
+    let config_dir = tempfile::tempdir().expect("tempdir");
+    let config = config_dir.path().join("config.yaml");
+    // The organizer runs (the lifecycle steps need it), but leaves the
+    // inbox to the commands for the length of the test.
+    fs::write(
+        &config,
+        "organizer:\n  quiet_period: 1h\n  interval: 1h\nlifecycle:\n  decay:\n    enabled: true\n    after: 30d\nnotifications:\n  method: none\n",
+    )
+    .expect("config");
+    let m = common::Mount::with_options(common::MountOptions {
+        organizer: true,
+        extra_args: vec!["--config".into(), config.to_string_lossy().into_owned()],
+        seed: vec![(
+            "reminders/passport.md".into(),
+            b"---\nid: r-1\ntitle: Renew the passport\ntype: reminder\ncategory: reminders\ndue_at: 2020-05-01T09:00:00Z\n---\nRenew it.\n".to_vec(),
+        )],
+        ..Default::default()
+    });
+    let served = |args: &[&str]| ok(&run_served(&m.store, args));
+    fs::create_dir(m.m("project")).expect("a folder on the mount");
+    let watcher = Watcher::new(&m.m("project"));
+    let a: Value = serde_json::from_str(&served(&[
+        "write",
+        "Alpha note on gannets",
+        "--category",
+        "project",
+        "--json",
+    ]))
     .expect("json");
+    let path = a["path"].as_str().expect("path").to_string();
+    // Written through the mount: a watcher there sees it.
+    assert!(
+        watcher.saw_something(),
+        "a watcher on the mount saw the CLI's write"
+    );
+    assert!(m.m(&path).is_file(), "{path} not on the mount");
+    let a = a["id"].as_str().expect("id").to_string();
+    let b = served(&[
+        "write",
+        "Beta note on gannets",
+        "--category",
+        "project",
+        "--tags",
+        "birds",
+    ]);
+    let b = b.trim().to_string();
+    served(&[
+        "write",
+        "Claude's own gannets",
+        "--category",
+        "project",
+        "--scope",
+        "agent:claude",
+    ]);
+    // Ids resolve and searches find once the daemon's index has the writes.
+    assert!(common::poll_until(Duration::from_secs(30), || {
+        let found = run_served(&m.store, &["search", "gannets", "--json"]);
+        run_served(&m.store, &["read", &b]).status.success()
+            && found.status.success()
+            && json_lines(&String::from_utf8_lossy(&found.stdout)).len() == 3
+    }));
+    let record: Value = serde_json::from_str(&served(&["read", &a, "--json"])).expect("json");
     assert_eq!(record["path"], path.as_str());
-    let listed = ok(&run_served(&m.store, &["list", "--category", "project"]));
-    assert_eq!(listed.lines().count(), 2, "{listed}");
-    ok(&run_served(&m.store, &["delete", b.trim()]));
-    let listed = ok(&run_served(&m.store, &["list", "--category", "project"]));
-    assert_eq!(listed.lines().count(), 1, "{listed}");
+    let listed = json_lines(&served(&["list", "--category", "project", "--json"]));
+    assert_eq!(listed.len(), 3);
+    let copilot = json_lines(&served(&["list", "--scope", "agent:copilot", "--json"]));
+    assert!(
+        copilot.iter().all(|r| r["scope"] == "global"),
+        "{copilot:?}"
+    );
+    let hits = json_lines(&served(&[
+        "search",
+        "gannets",
+        "--tags",
+        "birds",
+        "--category",
+        "project",
+        "--scope",
+        "agent:copilot",
+        "--json",
+    ]));
+    assert_eq!(paths(&hits), ["project/beta-note-on-gannets.md"]);
+
+    served(&["link", &a, &b]);
+    let a_text = fs::read_to_string(m.m(&path)).expect("a");
+    assert!(a_text.contains(&b), "{a_text}");
+    assert!(common::poll_until(Duration::from_secs(30), || {
+        String::from_utf8_lossy(&run_served(&m.store, &["backlinks", &a]).stdout)
+            .contains("project/beta-note-on-gannets.md")
+    }));
+    assert_eq!(
+        served(&["unlink", &a, &b])
+            .lines()
+            .next()
+            .unwrap_or_default(),
+        format!("unlinked {path} and project/beta-note-on-gannets.md")
+    );
+    assert!(!fs::read_to_string(m.m(&path)).expect("a").contains(&b));
+
+    let inbox = served(&["write", "I prefer tabs over spaces in every editor"]);
+    assert!(common::poll_until(Duration::from_secs(30), || {
+        run_served(&m.store, &["read", inbox.trim()])
+            .status
+            .success()
+    }));
+    let up = served(&["upgrade", inbox.trim(), "--category", "preferences"]);
+    assert!(up.starts_with("upgrade: moved to preferences/"), "{up}");
+    for step in ["decay", "consolidate", "resolve-links", "notify"] {
+        let out = served(&[step]);
+        assert!(out.starts_with(&format!("{step}: ")), "{out}");
+    }
+    assert!(served(&["notify"]).contains("Renew the passport"));
+
+    let vault = config_dir.path().join("vault");
+    seed(
+        &vault,
+        &[
+            ("Ideas/Gull.md", "Gulls follow [[Gannet]].\n"),
+            ("Gannet.md", "The gannet dives.\n"),
+        ],
+    );
+    let vault = vault.to_string_lossy().into_owned();
+    let ingest = [
+        "ingest",
+        "--source",
+        "obsidian",
+        "--path",
+        vault.as_str(),
+        "--keep-folders",
+    ];
+    assert!(served(&ingest).starts_with("read 2, written 2, duplicates 0"));
+    assert!(m.m("obsidian/Ideas/Gull.md").is_file());
+    assert!(served(&ingest).starts_with("read 2, written 0, duplicates 2"));
+
+    let export = json_lines(&served(&["export"]));
+    assert!(export.len() >= 7, "{export:?}");
+    let lines = config_dir.path().join("memory-cli.jsonl");
+    fs::write(&lines, "{\"ID\":\"m-1\",\"Content\":\"user prefers tea\",\"Phase\":\"organized\",\"Category\":\"preferences\"}\n").expect("lines");
+    let lines = lines.to_string_lossy().into_owned();
+    assert!(served(&["import", "--input", &lines]).starts_with("read 1, written 1"));
+    assert!(m.m("preferences/user-prefers-tea.md").is_file());
+
+    let calls = json!([
+        {"name": "memory_write", "params": {"content": "agents write through the daemon", "category": "knowledge"}},
+        {"name": "memory_read", "params": {"id": "knowledge/agents-write-through-the-daemon.md"}},
+    ]);
+    let out = json_lines(&ok(&run_env(
+        &m.store,
+        &["agent"],
+        Some(&calls.to_string()),
+        &[],
+    )));
+    assert!(out.iter().all(|r| r["ok"] == true), "{out:?}");
+    assert!(
+        m.m("knowledge/agents-write-through-the-daemon.md")
+            .is_file()
+    );
+
+    served(&["delete", &b]);
+    assert!(!m.m("project/beta-note-on-gannets.md").exists());
+    refused(&run_served(&m.store, &["read", &b]), "no memory is named");
 }
