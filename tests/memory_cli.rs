@@ -771,6 +771,65 @@ fn logseq_and_claude_trees_are_ingested_once_with_a_report() {
 }
 
 #[test]
+fn ingest_draws_a_progress_bar_on_a_terminal_and_nothing_when_piped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let vault = tmp.path().join("vault");
+    let notes: Vec<(String, String)> = (0..600)
+        .map(|i| {
+            (
+                format!("n{i}.md"),
+                format!("note {i} links [[n{}]]\n", i + 1),
+            )
+        })
+        .collect();
+    let notes: Vec<(&str, &str)> = notes
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    seed(&vault, &notes);
+    let vault = vault.to_string_lossy().into_owned();
+    let piped = run(
+        &store,
+        &["ingest", "--source", "obsidian", "--path", &vault],
+        None,
+    );
+    assert_eq!(
+        ok(&piped),
+        "read 600, written 600, duplicates 0, skipped 0\n"
+    );
+    assert!(
+        piped.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    if !common::have_program("script") {
+        eprintln!("skipped the terminal half: script(1) is not installed");
+        return;
+    }
+    // script(1) gives the command a terminal; the bar goes to it, then
+    // the report.
+    let line = format!(
+        "{} ingest --source obsidian --path '{vault}' --store '{}' --state-dir '{}'",
+        bin(),
+        store.display(),
+        store.with_extension("state").display()
+    );
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env("XDG_RUNTIME_DIR", store.with_extension("run"))
+        .env("XDG_CONFIG_HOME", store.with_extension("config"))
+        .env("MNEMOFS_LOG", "warn");
+    let out = run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung");
+    let screen = ok(&out);
+    assert!(screen.contains("reading notes"), "{screen:?}");
+    assert!(
+        screen.contains("read 600, written 0, duplicates 600, skipped 0"),
+        "{screen:?}"
+    );
+}
+
+#[test]
 fn bad_input_is_one_sentence_and_a_failure() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = new_store(tmp.path(), "s");
