@@ -10,15 +10,17 @@
 //! - `MNEMOFS_BENCH_NOTES` notes in the store (default 10000);
 //! - `MNEMOFS_BENCH_QUICK=1` smoke run: 1000 notes, 8 MiB file, 1 repetition;
 //! - `MNEMOFS_BENCH_REPS` repetitions per figure (default 5);
-//! - `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|load|all` which figure
+//! - `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|load|cli|all` which figure
 //!   groups run (default all): `mount` is this file's spine figures,
 //!   `search` the index figures of `mount/search.rs`, `dream` the organizer
 //!   figures of `mount/dream.rs`, `hooks` the brief and checkpoint of
 //!   `mount/hooks.rs`, `tools` the MCP server, `mnemofs tool` and the
 //!   socket of `mount/tools.rs`, `history` the cost of keeping earlier
 //!   versions on save by rename (`mount/history.rs`), `load` the daemon's
-//!   memory under a mixed load and once idle (`mount/load.rs`), each group on its
-//!   own store and mount.
+//!   memory under a mixed load and once idle (`mount/load.rs`), `cli`
+//!   memory-cli's commands as new processes without a daemon
+//!   (`mount/cli.rs`: import, export, obsidian ingest, write then search),
+//!   each group on its own store and mount.
 //!
 //! Native and mount samples alternate within each repetition, so drift on a
 //! shared machine hits both sides alike. Each figure checks that the mount
@@ -29,6 +31,8 @@
 //! (a `.rs` file directly in `benches/` would become a bench target of its
 //! own), as functions returning `Row`s.
 
+#[path = "mount/cli.rs"]
+mod cli;
 mod common;
 #[path = "mount/dream.rs"]
 mod dream;
@@ -141,6 +145,9 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     if cfg.only.load() {
         load::run(&cfg)?;
+    }
+    if cfg.only.cli() {
+        cli::run(&cfg)?;
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ pub struct Config {
 }
 
 /// The figure groups of the `mount` bench, chosen with
-/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|load|all` (default all).
+/// `MNEMOFS_BENCH_ONLY=mount|search|dream|hooks|tools|history|load|cli|all` (default all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selection {
     /// The spine figures: the mount against its backing directory.
@@ -66,6 +66,9 @@ pub enum Selection {
     History,
     /// The daemon's memory under a mixed load and once idle after it.
     Load,
+    /// memory-cli's commands as new processes: import, export, ingest,
+    /// write then search.
+    Cli,
     /// Both, mount first.
     All,
 }
@@ -105,6 +108,11 @@ impl Selection {
     pub fn load(self) -> bool {
         matches!(self, Selection::Load | Selection::All)
     }
+
+    /// Whether the command-line figures run.
+    pub fn cli(self) -> bool {
+        matches!(self, Selection::Cli | Selection::All)
+    }
 }
 
 impl Config {
@@ -129,8 +137,9 @@ impl Config {
             Ok("tools") => Selection::Tools,
             Ok("history") => Selection::History,
             Ok("load") => Selection::Load,
+            Ok("cli") => Selection::Cli,
             Ok(v) => panic!(
-                "MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, tools, history, load, all"
+                "MNEMOFS_BENCH_ONLY={v:?} is not one of mount, search, dream, hooks, tools, history, load, cli, all"
             ),
         };
         Config {
