@@ -2,9 +2,10 @@
 //! serves (write, read, list, delete, link, unlink, backlinks, search
 //! with its filters and scopes, the lifecycle steps, export then import
 //! into an empty store and again, memory-cli's own JSON lines, Obsidian,
-//! Logseq and Claude trees ingested twice, agent mode, and bad input, each
-//! one sentence and a failure), and every command again through a
-//! running daemon, whose mount's watchers see the writes.
+//! Logseq and Claude trees ingested twice, agent mode, an ambiguous ref,
+//! and bad input, each one sentence and a failure), the same where FUSE
+//! is unavailable, and every command again through a running daemon,
+//! whose mount's watchers see the writes.
 
 mod common;
 
@@ -771,65 +772,6 @@ fn logseq_and_claude_trees_are_ingested_once_with_a_report() {
 }
 
 #[test]
-fn ingest_draws_a_progress_bar_on_a_terminal_and_nothing_when_piped() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let store = new_store(tmp.path(), "s");
-    let vault = tmp.path().join("vault");
-    let notes: Vec<(String, String)> = (0..600)
-        .map(|i| {
-            (
-                format!("n{i}.md"),
-                format!("note {i} links [[n{}]]\n", i + 1),
-            )
-        })
-        .collect();
-    let notes: Vec<(&str, &str)> = notes
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    seed(&vault, &notes);
-    let vault = vault.to_string_lossy().into_owned();
-    let piped = run(
-        &store,
-        &["ingest", "--source", "obsidian", "--path", &vault],
-        None,
-    );
-    assert_eq!(
-        ok(&piped),
-        "read 600, written 600, duplicates 0, skipped 0\n"
-    );
-    assert!(
-        piped.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&piped.stderr)
-    );
-    if !common::have_program("script") {
-        eprintln!("skipped the terminal half: script(1) is not installed");
-        return;
-    }
-    // script(1) gives the command a terminal; the bar goes to it, then
-    // the report.
-    let line = format!(
-        "{} ingest --source obsidian --path '{vault}' --store '{}' --state-dir '{}'",
-        bin(),
-        store.display(),
-        store.with_extension("state").display()
-    );
-    let mut cmd = Command::new("script");
-    cmd.args(["-qec", &line, "/dev/null"])
-        .env("XDG_RUNTIME_DIR", store.with_extension("run"))
-        .env("XDG_CONFIG_HOME", store.with_extension("config"))
-        .env("MNEMOFS_LOG", "warn");
-    let out = run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung");
-    let screen = ok(&out);
-    assert!(screen.contains("reading notes"), "{screen:?}");
-    assert!(
-        screen.contains("read 600, written 0, duplicates 600, skipped 0"),
-        "{screen:?}"
-    );
-}
-
-#[test]
 fn bad_input_is_one_sentence_and_a_failure() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = new_store(tmp.path(), "s");
@@ -905,6 +847,114 @@ fn bad_input_is_one_sentence_and_a_failure() {
     let record: Value =
         serde_json::from_str(&ok(&run(&store, &["read", id, "--json"], None))).expect("json");
     assert_eq!(record["content"], "a memory\n");
+}
+
+#[test]
+fn an_ambiguous_ref_lists_its_candidates() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    seed(
+        &store,
+        &[
+            (
+                "people/ann.md",
+                "---\nid: p-1\ntitle: Ann\n---\nAnn from work.\n",
+            ),
+            (
+                "project/ann.md",
+                "---\nid: p-2\ntitle: Ann\n---\nThe Ann project.\n",
+            ),
+        ],
+    );
+    refused(
+        &run(&store, &["read", "Ann"], None),
+        "\"Ann\" names 2 memories: people/ann.md, project/ann.md",
+    );
+    assert_eq!(
+        ok(&run(&store, &["read", "project/ann.md"], None)),
+        "The Ann project.\n"
+    );
+}
+
+/// Runs the binary in a private mount namespace whose `/dev/fuse` is
+/// `/dev/null`, as in a container without the device.
+fn without_fuse(store: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let input = store.with_extension("nofuse-stdin");
+    fs::write(&input, stdin.unwrap_or("")).expect("stdin file");
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "-m",
+        "sh",
+        "-c",
+        "mount --bind /dev/null /dev/fuse && exec \"$@\" < \"$MNEMOFS_TEST_STDIN\"",
+        "sh",
+    ])
+    .arg(bin())
+    .args(args)
+    .arg("--store")
+    .arg(store)
+    .arg("--state-dir")
+    .arg(store.with_extension("state"))
+    .env("MNEMOFS_TEST_STDIN", &input)
+    .env("XDG_RUNTIME_DIR", store.with_extension("run"))
+    .env("XDG_CONFIG_HOME", store.with_extension("config"))
+    .env("MNEMOFS_LOG", "warn");
+    run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
+}
+
+#[test]
+fn the_commands_work_where_fuse_is_unavailable() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: a private mount namespace needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let a = ok(&without_fuse(
+        &store,
+        &["write", "Puffins nest on cliffs", "--category", "knowledge"],
+        None,
+    ));
+    let b = ok(&without_fuse(
+        &store,
+        &["write", "Cliffs erode", "--category", "knowledge"],
+        None,
+    ));
+    ok(&without_fuse(&store, &["link", a.trim(), b.trim()], None));
+    let back = json_lines(&ok(&without_fuse(
+        &store,
+        &["backlinks", b.trim(), "--json"],
+        None,
+    )));
+    assert_eq!(paths(&back), ["knowledge/puffins-nest-on-cliffs.md"]);
+    let hits = json_lines(&ok(&without_fuse(
+        &store,
+        &["search", "cliffs", "--category", "knowledge", "--json"],
+        None,
+    )));
+    assert_eq!(hits.len(), 2);
+    let call = json!({"name": "memory_search", "params": {"query": "puffins"}});
+    let out = json_lines(&ok(&without_fuse(
+        &store,
+        &["agent"],
+        Some(&call.to_string()),
+    )));
+    assert_eq!(
+        out[0]["result"]["results"][0]["path"],
+        "knowledge/puffins-nest-on-cliffs.md"
+    );
+    let export = ok(&without_fuse(&store, &["export"], None));
+    assert_eq!(json_lines(&export).len(), 2);
+    let other = new_store(tmp.path(), "t");
+    let file = tmp.path().join("export.jsonl");
+    fs::write(&file, &export).expect("export file");
+    let file = file.to_string_lossy().into_owned();
+    let report = ok(&without_fuse(&other, &["import", "--input", &file], None));
+    assert!(report.starts_with("read 2, written 2"), "{report}");
+    ok(&without_fuse(&store, &["consolidate"], None));
+    ok(&without_fuse(&store, &["delete", b.trim()], None));
+    assert!(!store.join("knowledge/cliffs-erode.md").exists());
 }
 
 /// Runs a command against a store a daemon serves (its registry is found

@@ -1,6 +1,7 @@
 //! Long commands show progress on a terminal and nothing extra when
-//! piped: `reindex` of 3,000 notes under `script` (a pty) draws a bar,
-//! and piped it prints its one summary line.
+//! piped: `reindex` of 3,000 notes and `ingest` of a 3,000-note vault
+//! under `script` (a pty) draw a bar, and piped they print only their
+//! report.
 
 mod common;
 
@@ -69,4 +70,68 @@ fn reindex_shows_progress_on_a_terminal_and_stays_quiet_piped() {
         "no progress bar on a terminal:\n{text:?}"
     );
     assert!(text.contains(&format!("indexed {NOTES} files")), "{text:?}");
+}
+
+#[test]
+fn ingest_shows_progress_on_a_terminal_and_only_its_report_piped() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let state = dir.path().join("state");
+    let vault = dir.path().join("vault");
+    fs::create_dir_all(&store).unwrap();
+    fs::create_dir_all(&vault).unwrap();
+    for i in 0..NOTES {
+        fs::write(
+            vault.join(format!("n{i}.md")),
+            format!("Note {i} links [[n{}]].\n", i + 1),
+        )
+        .unwrap();
+    }
+    let mut piped = Command::new(bin());
+    piped
+        .args(["ingest", "--source", "obsidian", "--path"])
+        .arg(&vault)
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .env("MNEMOFS_LOG", "warn");
+    let out = run_with_timeout(&mut piped, TIMEOUT).expect("ingest timed out");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("read {NOTES}, written {NOTES}, duplicates 0, skipped 0\n")
+    );
+    assert!(out.stderr.is_empty(), "{out:?}");
+
+    if !have_program("script") {
+        eprintln!("skipping the terminal half: `script` (util-linux) is not installed");
+        return;
+    }
+    let command = format!(
+        "{} ingest --source obsidian --path '{}' --store '{}' --state-dir '{}'",
+        bin(),
+        vault.display(),
+        store.display(),
+        state.display()
+    );
+    let out = run_with_timeout(
+        Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("MNEMOFS_LOG", "warn"),
+        TIMEOUT,
+    )
+    .expect("ingest under script timed out");
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("/{NOTES} notes")),
+        "no progress bar on a terminal:\n{text:?}"
+    );
+    assert!(
+        text.contains(&format!(
+            "read {NOTES}, written 0, duplicates {NOTES}, skipped 0"
+        )),
+        "{text:?}"
+    );
 }
