@@ -708,6 +708,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 phase,
                 category,
                 source,
+                kind: None,
                 from,
                 to,
             }

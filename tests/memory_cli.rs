@@ -461,7 +461,7 @@ fn search_filters_narrow_the_query() {
     assert_eq!(search(&["--limit", "1"]).len(), 1);
     refused(
         &run(&store, &["search", "kestrel", "--from", "March"], None),
-        "--from \"March\" is not a date",
+        "\"March\" is not a date for `from`",
     );
     refused(
         &run(&store, &["search", "kestrel", "--category", "birds"], None),

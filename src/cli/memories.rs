@@ -216,6 +216,10 @@ pub(super) enum MemoryCommand {
         scope: Option<String>,
         #[command(flatten)]
         at: StoreArgs,
+        /// With --output, print how many were exported as JSON (the
+        /// export itself is always JSON lines).
+        #[arg(long)]
+        json: bool,
     },
     /// Read JSON lines (mnemofs's export or memory-cli's) into the store;
     /// importing again adds nothing.
@@ -538,6 +542,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             category,
             scope,
             at,
+            json,
         } => {
             let session = session(&at.target(None)?, None)?;
             let filter = RecordFilter {
@@ -554,8 +559,12 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let scope = parse_scope(scope.as_deref())?;
             let call = |r| session.call(scoped(scope.as_ref(), r));
             let count = jsonl::export(&call, &filter, &|_| true, &mut out)?;
-            if output.is_some() {
-                eprintln!("exported {count} memories");
+            match &output {
+                Some(file) if json => {
+                    println!("{}", serde_json::json!({"exported": count, "output": file}))
+                }
+                Some(_) => eprintln!("exported {count} memories"),
+                None => {}
             }
         }
         MemoryCommand::Import { input, at, json } => {

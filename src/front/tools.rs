@@ -483,49 +483,38 @@ fn search_alias(args: &Args) -> Result<(&'static str, Args), Fail> {
     Ok(("search", out))
 }
 
-/// `query` narrowed by memory-cli's filters, in the query language.
+/// `query` narrowed by memory-cli's filters, in the query language (the
+/// operations' [`SearchFilter`](ops::SearchFilter), which the CLI's
+/// `search` uses too).
 fn with_filters(query: &str, args: &Args) -> Result<String, Fail> {
-    let mut parts: Vec<String> = Vec::new();
-    if !query.trim().is_empty() {
-        parts.push(format!("({query})"));
-    }
     let text = |key: &str| -> Result<Option<String>, Fail> {
         match args.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.trim().replace('"', ""))),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
             Some(other) => Err(Fail::invalid(format!(
                 "`{key}` must be a string, not {}",
                 kind(other)
             ))),
         }
     };
-    for tag in tag_list(args.get("tags").unwrap_or(&Value::Null))? {
-        parts.push(format!("tag:\"{}\"", tag.replace('"', "")));
-    }
-    if let Some(tag) = text("tag")? {
-        parts.push(format!("tag:\"{tag}\""));
-    }
-    for (key, field) in [
-        ("category", "category"),
-        ("phase", "phase"),
-        ("source", "source"),
-        ("type", "type"),
-    ] {
-        if let Some(value) = text(key)? {
-            parts.push(format!("{field}:\"{value}\""));
-        }
-    }
-    if let Some(from) = text("from")? {
-        parts.push(format!("created:>={from}"));
-    }
-    if let Some(to) = text("to")? {
-        parts.push(format!("created:<={to}"));
-    }
-    if parts.is_empty() {
+    let mut tags = tag_list(args.get("tags").unwrap_or(&Value::Null))?;
+    tags.extend(text("tag")?);
+    let filter = ops::SearchFilter {
+        tags,
+        phase: text("phase")?,
+        category: text("category")?,
+        source: text("source")?,
+        kind: text("type")?,
+        from: text("from")?,
+        to: text("to")?,
+    };
+    if query.trim().is_empty() && filter == ops::SearchFilter::default() {
         return Err(Fail::invalid("give a query or at least one filter"));
     }
-    Ok(parts.join(" AND "))
+    filter
+        .apply(query)
+        .map_err(|e| Fail::invalid(e.to_string()))
 }
 
 /// Tags given as a list or as one comma-separated string.
@@ -1337,8 +1326,29 @@ mod tests {
         assert_eq!(
             seen,
             [Request::Search {
-                query: "(dark mode) AND tag:\"ui\" AND tag:\"theme\" AND category:\"preferences\" AND created:>=2026-01-01".into(),
+                query: "(dark mode) AND tag:\"ui\" AND tag:\"theme\" AND category:preferences AND created:[2026-01-01 TO *]".into(),
                 limit: 3,
+            }]
+        );
+    }
+
+    #[test]
+    fn a_filter_that_is_not_a_category_or_a_date_is_refused() {
+        let (answer, seen) = requests("memory_search", json!({"query": "x", "category": "birds"}));
+        assert!(answer.is_err() && seen.is_empty(), "{answer:?}");
+        let (answer, _) = requests("memory_search", json!({"query": "x", "to": "soon"}));
+        let message = answer.expect_err("refused").message;
+        assert!(
+            message.contains("\"soon\" is not a date for `to`"),
+            "{message}"
+        );
+        let (answer, seen) = requests("memory_list", json!({"tags": ["a", "b"], "type": "task"}));
+        assert!(answer.is_ok(), "{answer:?}");
+        assert_eq!(
+            seen,
+            [Request::Search {
+                query: "tag:\"a\" AND tag:\"b\" AND type:\"task\"".into(),
+                limit: 20,
             }]
         );
     }

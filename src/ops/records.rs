@@ -92,6 +92,9 @@ pub struct SearchFilter {
     pub category: Option<String>,
     /// This source.
     pub source: Option<String>,
+    /// This `type`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
     /// Created on or after this day (`YYYY-MM-DD`) or instant.
     pub from: Option<String>,
     /// Created on or before this day or instant.
@@ -123,15 +126,17 @@ impl SearchFilter {
                 .map_err(|e| Error::InvalidInput(e.to_string()))?;
             terms.push(format!("category:{}", c.as_str()));
         }
-        if let Some(s) = &self.source {
-            terms.push(format!("source:{}", quoted(s)));
+        for (field, value) in [("source", &self.source), ("type", &self.kind)] {
+            if let Some(v) = value.as_deref().filter(|v| !v.trim().is_empty()) {
+                terms.push(format!("{field}:{}", quoted(v)));
+            }
         }
         let day = |flag: &str, value: &Option<String>| -> Result<Option<String>> {
             match value.as_deref().map(str::trim) {
                 None | Some("") => Ok(None),
                 Some(v) if memory::parse_timestamp(v).is_some() => Ok(Some(v.to_string())),
                 Some(v) => Err(Error::InvalidInput(format!(
-                    "--{flag} {v:?} is not a date (YYYY-MM-DD)"
+                    "{v:?} is not a date for `{flag}` (YYYY-MM-DD)"
                 ))),
             }
         };
