@@ -1058,13 +1058,13 @@ fn every_command_goes_through_a_running_daemon() {
         "--scope",
         "agent:claude",
     ]);
-    // Ids resolve and searches find once the daemon's index has the writes.
-    assert!(common::poll_until(Duration::from_secs(30), || {
-        let found = run_served(&m.store, &["search", "gannets", "--json"]);
-        run_served(&m.store, &["read", &b]).status.success()
-            && found.status.success()
-            && json_lines(&String::from_utf8_lossy(&found.stdout)).len() == 3
-    }));
+    // A write returns once the daemon's index has it: ids resolve and
+    // searches find it at once.
+    assert_eq!(
+        json_lines(&served(&["search", "gannets", "--json"])).len(),
+        3
+    );
+    served(&["read", &b]);
     let record: Value = serde_json::from_str(&served(&["read", &a, "--json"])).expect("json");
     assert_eq!(record["path"], path.as_str());
     let listed = json_lines(&served(&["list", "--category", "project", "--json"]));
@@ -1090,10 +1090,8 @@ fn every_command_goes_through_a_running_daemon() {
     served(&["link", &a, &b]);
     let a_text = fs::read_to_string(m.m(&path)).expect("a");
     assert!(a_text.contains(&b), "{a_text}");
-    assert!(common::poll_until(Duration::from_secs(30), || {
-        String::from_utf8_lossy(&run_served(&m.store, &["backlinks", &a]).stdout)
-            .contains("project/beta-note-on-gannets.md")
-    }));
+    let back = json_lines(&served(&["backlinks", &a, "--json"]));
+    assert_eq!(paths(&back), ["project/beta-note-on-gannets.md"]);
     assert_eq!(
         served(&["unlink", &a, &b])
             .lines()
@@ -1104,11 +1102,6 @@ fn every_command_goes_through_a_running_daemon() {
     assert!(!fs::read_to_string(m.m(&path)).expect("a").contains(&b));
 
     let inbox = served(&["write", "I prefer tabs over spaces in every editor"]);
-    assert!(common::poll_until(Duration::from_secs(30), || {
-        run_served(&m.store, &["read", inbox.trim()])
-            .status
-            .success()
-    }));
     let up = served(&["upgrade", inbox.trim(), "--category", "preferences"]);
     assert!(up.starts_with("upgrade: moved to preferences/"), "{up}");
     for step in ["decay", "consolidate", "resolve-links", "notify"] {
@@ -1146,9 +1139,10 @@ fn every_command_goes_through_a_running_daemon() {
     assert!(served(&["import", "--input", &lines]).starts_with("read 1, written 1"));
     assert!(m.m("preferences/user-prefers-tea.md").is_file());
 
+    // In one batch, a search finds what the write before it wrote.
     let calls = json!([
         {"name": "memory_write", "params": {"content": "agents write through the daemon", "category": "knowledge"}},
-        {"name": "memory_read", "params": {"id": "knowledge/agents-write-through-the-daemon.md"}},
+        {"name": "memory_search", "params": {"query": "agents daemon"}},
     ]);
     let out = json_lines(&ok(&run_env(
         &m.store,
@@ -1157,6 +1151,10 @@ fn every_command_goes_through_a_running_daemon() {
         &[],
     )));
     assert!(out.iter().all(|r| r["ok"] == true), "{out:?}");
+    assert_eq!(
+        out[1]["result"]["results"][0]["path"], "knowledge/agents-write-through-the-daemon.md",
+        "{out:?}"
+    );
     assert!(
         m.m("knowledge/agents-write-through-the-daemon.md")
             .is_file()

@@ -270,6 +270,19 @@ pub(super) fn scoped(scope: Option<&Scope>, request: Request) -> Request {
     }
 }
 
+/// Through a daemon, returns once `paths` are searchable there: its index
+/// hears of changes made through its mount only when its store watcher
+/// reports them, so a search run right after could miss them. Without a
+/// daemon the next command's index catches up as it opens.
+fn settle<'a>(session: &crate::daemon::Session, paths: impl IntoIterator<Item = &'a String>) {
+    if session.through_daemon() {
+        let paths = paths.into_iter().cloned().collect();
+        if let Err(e) = session.call(Request::Settle { paths }) {
+            tracing::debug!("settle: {e}");
+        }
+    }
+}
+
 /// The memory `reference` names: its path and id. A reference that names
 /// nothing is said so in memory-cli's words.
 fn resolve(
@@ -333,6 +346,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             else {
                 bail!("unexpected answer to write");
             };
+            settle(&session, [&path]);
             if json {
                 println!("{}", serde_json::json!({"id": id, "path": path}));
             } else {
@@ -369,6 +383,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let Response::Memory { path, id } = about(&reference, answer)? else {
                 bail!("unexpected answer to delete");
             };
+            settle(&session, [&path]);
             if json {
                 println!("{}", serde_json::json!({"deleted": path, "id": id}));
             } else {
@@ -423,6 +438,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 to: b_path.clone(),
                 both: true,
             })?;
+            settle(&session, [&a_path, &b_path]);
             if json {
                 println!(
                     "{}",
@@ -442,6 +458,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             else {
                 bail!("unexpected answer to unlink");
             };
+            settle(&session, [&a_path, &b_path]);
             if json {
                 println!(
                     "{}",
@@ -622,15 +639,18 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let session = session(&at.target(None)?, None)?;
             let call = crate::front::in_scope(scope, |r| session.call(r));
             let mut failed = 0;
+            let mut changed = Vec::new();
             for (i, input) in calls.iter().enumerate() {
                 if i > 0 {
-                    // What the call before wrote is searchable by this one.
-                    call(Request::Settle)?;
+                    // What the calls before wrote is searchable by this one.
+                    let paths = std::mem::take(&mut changed);
+                    call(Request::Settle { paths })?;
                 }
                 let result = agent::run(&call, input);
                 if result["ok"] != true {
                     failed += 1;
                 }
+                changed.extend(agent::changed_paths(&result));
                 println!("{result}");
             }
             if failed > 0 {

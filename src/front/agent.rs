@@ -70,6 +70,19 @@ pub fn run(call: &dyn Fn(Request) -> ops::Result<Response>, input: &Value) -> Va
     }
 }
 
+/// The paths a result says its call changed (what a write, tag or delete
+/// answers with), for the index to hear of before the next call.
+pub fn changed_paths(result: &Value) -> Vec<String> {
+    if result["ok"] != true {
+        return Vec::new();
+    }
+    result["result"]["path"]
+        .as_str()
+        .map(str::to_string)
+        .into_iter()
+        .collect()
+}
+
 fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",

@@ -57,7 +57,7 @@ use crate::views::{ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
 
 /// The longest [`Request::Settle`] waits for the index.
-const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whose process answers: a daemon serving the store, or the caller
 /// itself under the store lock.
@@ -262,7 +262,9 @@ impl Operations {
             Request::Reindex => Response::Reindexed {
                 files: self.reindex()?,
             },
-            Request::Settle => {
+            Request::Settle { paths } => {
+                let paths: Vec<StorePath> = paths.iter().filter_map(StorePath::new).collect();
+                self.index.notify_paths(&paths);
                 if !self.index.wait_idle(SETTLE) {
                     tracing::debug!("settle: the index is still behind after {SETTLE:?}");
                 }

@@ -148,10 +148,15 @@ pub enum Request {
     Checkpoint(Checkpoint),
     /// Says who serves the store and how the index and tasks are doing.
     Status,
-    /// Waits (a few seconds at most) until the changes the index has been
-    /// told of are searchable: between the calls of a batch, so a search
-    /// finds what the write before it wrote.
-    Settle,
+    /// Waits (ten seconds at most) until `paths`, and every change the
+    /// index has been told of, are searchable: after a command's write,
+    /// and between the calls of a batch, so a search finds what the write
+    /// before it wrote even while the store watcher has yet to report it.
+    Settle {
+        /// Paths just changed, relative to the store.
+        #[serde(default)]
+        paths: Vec<String>,
+    },
     /// Says what is at a path, without following a symlink there (like
     /// `lstat`): a real entry, or a view's folder, file or link.
     Stat {
