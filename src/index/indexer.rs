@@ -62,13 +62,13 @@ enum Bulk {
 }
 
 /// A live path is processed once its queue has been quiet this long...
-const LIVE_SETTLE: Duration = Duration::from_millis(20);
+const LIVE_SETTLE: Duration = Duration::from_millis(5);
 /// ...or once it has waited this long.
-const LIVE_MAX_WAIT: Duration = Duration::from_millis(100);
+const LIVE_MAX_WAIT: Duration = Duration::from_millis(50);
 /// Commit once nothing has arrived for this long...
-const QUIET: Duration = Duration::from_millis(50);
+const QUIET: Duration = Duration::from_millis(5);
 /// ...or when live changes have been uncommitted this long...
-const LIVE_COMMIT_EVERY: Duration = Duration::from_millis(200);
+const LIVE_COMMIT_EVERY: Duration = Duration::from_millis(100);
 /// ...or bulk-only changes this long.
 const BULK_COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// Bulk paths handled per round, between looks at the live queue.
