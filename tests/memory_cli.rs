@@ -849,6 +849,103 @@ fn bad_input_is_one_sentence_and_a_failure() {
     assert_eq!(record["content"], "a memory\n");
 }
 
+/// Every file below `root`, relative to it.
+fn files_below(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).expect("below");
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn an_import_killed_midway_finishes_on_a_rerun_without_duplicates() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    const N: usize = 3000;
+    const CATEGORIES: [&str; 3] = ["knowledge", "project", "people"];
+    let lines: String = (0..N)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": format!("m-{i}"), "content": format!("memory number {i}"),
+                       "phase": "organized", "category": CATEGORIES[i % 3]})
+            )
+        })
+        .collect();
+    let input = tmp.path().join("in.jsonl");
+    fs::write(&input, &lines).expect("input");
+    let mut child = Command::new(bin())
+        .args(["import", "--input"])
+        .arg(&input)
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(store.with_extension("state"))
+        .env("XDG_RUNTIME_DIR", store.with_extension("run"))
+        .env("MNEMOFS_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn import");
+    // Killed once some memories are in (or after it finished: the rerun
+    // must hold either way).
+    common::poll_until(Duration::from_secs(60), || {
+        fs::read_dir(store.join("knowledge")).is_ok_and(|d| d.count() > 50)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let rerun = ok(&run(
+        &store,
+        &["import", "--input", &input.to_string_lossy()],
+        None,
+    ));
+    let counts: Vec<usize> = rerun
+        .trim()
+        .split(", ")
+        .map(|part| {
+            part.rsplit(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("a count")
+        })
+        .collect();
+    eprintln!("rerun after the kill: {rerun}");
+    assert_eq!(counts[0], N, "{rerun}");
+    assert_eq!(
+        counts[1] + counts[2],
+        N,
+        "every memory written or already there: {rerun}"
+    );
+    let files = files_below(&store);
+    assert_eq!(
+        files.len(),
+        N,
+        "no duplicate and no temp file left: {:?}",
+        &files[..5]
+    );
+    assert!(files.iter().all(|f| f.ends_with(".md")), "{files:?}");
+    let again = ok(&run(
+        &store,
+        &["import", "--input", &input.to_string_lossy()],
+        None,
+    ));
+    assert_eq!(
+        again.trim(),
+        format!("read {N}, written 0, duplicates {N}, skipped 0")
+    );
+}
+
 #[test]
 fn an_ambiguous_ref_lists_its_candidates() {
     let tmp = tempfile::tempdir().expect("tempdir");

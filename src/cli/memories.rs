@@ -429,6 +429,11 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                     );
                 }
             }
+            if page.next.is_some() && !json {
+                eprintln!(
+                    "mnemofs: listed the first {limit}; more may match (--limit N lists more)"
+                );
+            }
         }
         MemoryCommand::Link { a, b, at, json } => {
             let session = session(&at.target(None)?, None)?;
