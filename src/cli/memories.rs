@@ -645,8 +645,8 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let call = crate::front::in_scope(scope, |r| session.call(r));
             let mut failed = 0;
             let mut changed = Vec::new();
-            for (i, input) in calls.iter().enumerate() {
-                if i > 0 {
+            for input in &calls {
+                if !changed.is_empty() && agent::reads_the_index(input) {
                     // What the calls before wrote is searchable by this one.
                     let paths = std::mem::take(&mut changed);
                     call(Request::Settle { paths })?;

@@ -70,6 +70,15 @@ pub fn run(call: &dyn Fn(Request) -> ops::Result<Response>, input: &Value) -> Va
     }
 }
 
+/// False for a call that only adds a memory, which needs nothing the
+/// index has: a batch of writes need not wait for it between them.
+pub fn reads_the_index(call: &Value) -> bool {
+    !matches!(
+        call.get("name").and_then(Value::as_str),
+        Some("memory_write" | "write")
+    )
+}
+
 /// The paths a result says its call changed (what a write, tag or delete
 /// answers with), for the index to hear of before the next call.
 pub fn changed_paths(result: &Value) -> Vec<String> {
