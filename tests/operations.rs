@@ -1000,6 +1000,38 @@ fn link_to_a_memory_without_an_id_is_refused() {
     assert_eq!(f.text(&from.to_string()), before);
 }
 
+#[test]
+fn link_both_records_each_id_in_the_other_and_refuses_before_writing_anything() {
+    let f = Fixture::new();
+    let (a, a_id) = f
+        .ops
+        .write_memory(&memory("A body.\n", "Alpha"))
+        .expect("a");
+    let (b, b_id) = f.ops.write_memory(&memory("B body.\n", "Beta")).expect("b");
+    f.settle();
+    assert_eq!(f.ops.link_both("Alpha", "Beta").expect("link"), a);
+    assert_eq!(
+        list_field(&f.text(&a.to_string()), "links"),
+        [b_id.as_str()]
+    );
+    assert_eq!(
+        list_field(&f.text(&b.to_string()), "links"),
+        [a_id.as_str()]
+    );
+    // Unlink takes both away.
+    let (_, removed) = f.ops.unlink(&b.to_string(), &a_id).expect("unlink");
+    assert!(removed);
+    assert!(list_field(&f.text(&a.to_string()), "links").is_empty());
+    assert!(list_field(&f.text(&b.to_string()), "links").is_empty());
+    // A memory without an id, or the same memory twice: nothing written.
+    f.seed("notes/plain.md", "no frontmatter\n");
+    let before = f.text(&a.to_string());
+    assert!(f.ops.link_both(&a.to_string(), "notes/plain.md").is_err());
+    assert!(f.ops.link_both(&a_id, &a.to_string()).is_err());
+    assert_eq!(f.text(&a.to_string()), before);
+    assert_eq!(f.text("notes/plain.md"), "no frontmatter\n");
+}
+
 // ---------------------------------------------------------------------------
 // Requests and responses.
 

@@ -1316,6 +1316,27 @@ mod tests {
     }
 
     #[test]
+    fn link_records_one_way_unless_both_is_asked() {
+        for (args, both) in [
+            (json!({"from": "a", "to": "b"}), false),
+            (json!({"from": "a", "to": "b", "both": true}), true),
+        ] {
+            let (answer, seen) = requests("link", args);
+            assert!(answer.is_ok(), "{answer:?}");
+            assert_eq!(
+                seen.last(),
+                Some(&Request::Link {
+                    from: "a.md".into(),
+                    to: "b.md".into(),
+                    both,
+                })
+            );
+        }
+        let (answer, _) = requests("link", json!({"from": "a", "to": "b", "both": "yes"}));
+        assert!(answer.is_err(), "{answer:?}");
+    }
+
+    #[test]
     fn memory_cli_filters_become_the_query_language() {
         let (answer, seen) = requests(
             "memory_search",
