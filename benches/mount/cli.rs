@@ -170,7 +170,11 @@ pub fn run(cfg: &Config) -> Result<(), Box<dyn Error>> {
             return Err(format!("import wrote too little: {report}").into());
         }
         import.mount.push(t.as_secs_f64());
-        kept = Some((store, state));
+        // Only the last store is kept, for the export figure.
+        if let Some((old_store, old_state)) = kept.replace((store, state)) {
+            fs::remove_dir_all(old_store)?;
+            fs::remove_dir_all(old_state)?;
+        }
     }
     observations.push(format!(
         "import: the limit is 5,000 memories/s; the best run made {:.0}/s",
@@ -256,6 +260,8 @@ pub fn run(cfg: &Config) -> Result<(), Box<dyn Error>> {
     let (t, built) = time(|| mnemofs(&["reindex"], &store, &state));
     built?;
     observations.push(format!("search store indexed in {:.1} s", t.as_secs_f64()));
+    let native_dir = ws.plain.join("search-native");
+    fs::create_dir_all(&native_dir)?;
     let runs = if cfg.quick { 3 } else { 20 };
     let mut round = Row::new(
         format!(
@@ -270,13 +276,13 @@ pub fn run(cfg: &Config) -> Result<(), Box<dyn Error>> {
         let word = format!("zqxbench{i}");
         let (t, found) = time(|| -> Result<usize, Box<dyn Error>> {
             fs::write(
-                ws.plain.join(format!("native-{i}.md")),
+                native_dir.join(format!("{word}.md")),
                 format!("{word} native\n"),
             )?;
             let out = Command::new("grep")
                 .args(["-rl", "--include=*.md", &word])
                 .arg(&store)
-                .arg(&ws.plain)
+                .arg(&native_dir)
                 .output()?;
             Ok(out
                 .stdout
