@@ -1023,13 +1023,26 @@ fn link_both_records_each_id_in_the_other_and_refuses_before_writing_anything() 
     assert!(removed);
     assert!(list_field(&f.text(&a.to_string()), "links").is_empty());
     assert!(list_field(&f.text(&b.to_string()), "links").is_empty());
-    // A memory without an id, or the same memory twice: nothing written.
+    // A memory without an id gets one, its body unchanged.
     f.seed("notes/plain.md", "no frontmatter\n");
+    f.settle();
+    f.ops
+        .link_both(&a.to_string(), "notes/plain.md")
+        .expect("link a plain note");
+    let plain = f.text("notes/plain.md");
+    let plain_id = list_field(&f.text(&a.to_string()), "links");
+    assert_eq!(plain_id.len(), 1, "{plain}");
+    assert!(plain.contains(&format!("id: {}", plain_id[0])), "{plain}");
+    assert_eq!(list_field(&plain, "links"), [a_id.as_str()]);
+    assert_eq!(split(&plain).1, "no frontmatter\n");
+    // The same memory twice, or a file that is not markdown: nothing written.
+    f.seed("notes/data.txt", "numbers\n");
+    f.settle();
     let before = f.text(&a.to_string());
-    assert!(f.ops.link_both(&a.to_string(), "notes/plain.md").is_err());
     assert!(f.ops.link_both(&a_id, &a.to_string()).is_err());
+    assert!(f.ops.link_both(&a_id, "notes/data.txt").is_err());
     assert_eq!(f.text(&a.to_string()), before);
-    assert_eq!(f.text("notes/plain.md"), "no frontmatter\n");
+    assert_eq!(f.text("notes/data.txt"), "numbers\n");
 }
 
 // ---------------------------------------------------------------------------

@@ -1097,7 +1097,9 @@ impl Operations {
     }
 
     /// Records the link both ways: `to`'s id in `from`'s `links:` and
-    /// `from`'s in `to`'s, as memory-cli links. Returns `from`'s path.
+    /// `from`'s in `to`'s, as memory-cli links. A memory without an id gets
+    /// one first, as the normalizer would give it, since links are by id.
+    /// Returns `from`'s path.
     pub fn link_both(&self, from: &str, to: &str) -> Result<StorePath> {
         let source = self.resolve(from)?;
         let target = self.resolve(to)?;
@@ -1106,21 +1108,45 @@ impl Operations {
                 "{source} cannot link to itself"
             )));
         }
-        // Both need an id before either changes, so a refusal writes nothing.
         for path in [&source, &target] {
-            let (_, _, text) = self.read_memory(path)?;
-            if memory::parse("", &text).frontmatter.id.is_none() {
+            let markdown = path
+                .as_path()
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+            if !markdown {
                 return Err(Error::InvalidInput(format!(
-                    "{path} has no id yet; the organizer gives it one shortly"
+                    "{path} is not a markdown memory; links are kept in frontmatter"
                 )));
             }
         }
+        // The version the caller gave is `from`'s, as it was before any of
+        // these edits; each edit below compares and swaps on what it read.
+        if self.expected_version.is_some() {
+            let (_, bytes, _) = self.read_memory(&source)?;
+            self.check_version(&source.to_string(), &bytes)?;
+        }
+        let ops = self.expecting(None);
+        ops.ensure_id(&source)?;
+        ops.ensure_id(&target)?;
         let (source_text, target_text) = (source.to_string(), target.to_string());
-        self.link(&source_text, &target_text)?;
-        // The version the caller gave is `from`'s; `to` is compared and
-        // swapped against what `link` reads.
-        self.expecting(None).link(&target_text, &source_text)?;
+        ops.link(&source_text, &target_text)?;
+        ops.link(&target_text, &source_text)?;
         Ok(source)
+    }
+
+    /// The memory's id, written into its frontmatter first if it has none.
+    fn ensure_id(&self, path: &StorePath) -> Result<String> {
+        let (real, bytes, text) = self.read_memory(path)?;
+        if let Some(id) = memory::parse("", &text).frontmatter.id {
+            return Ok(id);
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        match memory::add_missing_fields(&text, &[("id", id.clone())]) {
+            Ok(Some(new)) => self.rewrite(&path.to_string(), &real, &bytes, &new)?,
+            Ok(None) => {}
+            Err(e) => return Err(Error::InvalidInput(format!("{path}: {e}"))),
+        }
+        Ok(id)
     }
 
     /// Adds `tags` to the `tags:` of the memory `reference` names (a
