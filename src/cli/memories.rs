@@ -1,10 +1,12 @@
 //! memory-cli's commands over the operations layer: write, read, delete,
 //! list, link, unlink, backlinks, the lifecycle steps, ingest, export and
-//! import, and agent mode (search is with mnemofs's own commands, as it
-//! predates these). Each parses,
-//! sends its request through a `Session` (a daemon, or the store under
-//! its lock) and prints the answer: text, or `--json` (one object, or
-//! JSON lines for lists).
+//! import, and agent mode (`search` sits with mnemofs's own commands in
+//! `cli.rs`, which it predates). Each parses, sends its request through a
+//! `Session` (a daemon, or the store under its lock) and prints the
+//! answer: text, or `--json` (one object, or JSON lines for lists).
+//!
+//! Through a daemon, a command that writes returns once the daemon's index
+//! has the change (`Request::Settle`), so the next command finds it.
 
 use std::path::PathBuf;
 
