@@ -5,7 +5,7 @@
 //! Logseq and Claude trees ingested twice, agent mode, an ambiguous ref,
 //! and bad input, each one sentence and a failure), the same where FUSE
 //! is unavailable, and every command again through a running daemon,
-//! whose mount's watchers see the writes.
+//! whose mount's watchers see the writes, and through `mnemofs serve`.
 
 mod common;
 
@@ -1260,4 +1260,85 @@ fn every_command_goes_through_a_running_daemon() {
     served(&["delete", &b]);
     assert!(!m.m("project/beta-note-on-gannets.md").exists());
     refused(&run_served(&m.store, &["read", &b]), "no memory is named");
+}
+
+/// A `mnemofs serve` child, stopped (SIGTERM, then SIGKILL) on drop.
+struct Serve(std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        common::signal(self.0.id(), libc::SIGTERM);
+        if common::wait_timeout(&mut self.0, Duration::from_secs(30)).is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+#[test]
+fn the_commands_go_through_mnemofs_serve_too() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let mut child = Command::new(bin())
+        .args(["serve", "--store"])
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(tmp.path().join("state"))
+        .env("MNEMOFS_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let serving = Serve(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("mnemofs serve says it is ready");
+    assert!(line.starts_with("serving "), "{line:?}");
+    let served = |args: &[&str]| ok(&run_served(&store, args));
+    let a = served(&["write", "Terns migrate far", "--category", "knowledge"]);
+    let b = served(&[
+        "write",
+        "Arctic summers",
+        "--category",
+        "knowledge",
+        "--scope",
+        "agent:claude",
+    ]);
+    let (a, b) = (a.trim(), b.trim());
+    let hits = json_lines(&served(&["search", "terns", "--json"]));
+    assert_eq!(paths(&hits), ["knowledge/terns-migrate-far.md"]);
+    served(&["link", a, b]);
+    let back = json_lines(&served(&["backlinks", a, "--json"]));
+    assert_eq!(paths(&back), ["knowledge/arctic-summers.md"]);
+    let copilot = json_lines(&served(&["list", "--scope", "agent:copilot", "--json"]));
+    assert_eq!(paths(&copilot), ["knowledge/terns-migrate-far.md"]);
+    let call = json!([
+        {"name": "memory_write", "params": {"content": "Skuas chase terns", "category": "knowledge"}},
+        {"name": "memory_search", "params": {"query": "skuas"}},
+    ]);
+    let out = json_lines(&ok(&run_env(
+        &store,
+        &["agent"],
+        Some(&call.to_string()),
+        &[],
+    )));
+    assert_eq!(
+        out[1]["result"]["results"][0]["path"],
+        "knowledge/skuas-chase-terns.md"
+    );
+    let status: Value = serde_json::from_str(&served(&["status", "--json"])).expect("json");
+    assert_eq!(status["served_by"], "daemon", "{status}");
+    served(&["unlink", a, b]);
+    served(&["delete", b]);
+    assert!(!store.join("knowledge/arctic-summers.md").exists());
+    drop(serving);
 }
