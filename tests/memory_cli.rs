@@ -772,6 +772,62 @@ fn logseq_and_claude_trees_are_ingested_once_with_a_report() {
 }
 
 #[test]
+fn car_agent_and_fingersaver_notes_come_in_cut_at_5000_characters_with_all() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let home = tmp.path().join("home");
+    let long = "é".repeat(6000) + "\n";
+    seed(
+        &home,
+        &[
+            (".car-agent/notes/long.md", long.as_str()),
+            (".car-agent/short.md", "A short car-agent note.\n"),
+            (".fingersaver/chat.md", "user: remember the blue door\n"),
+            (".fingersaver/other.md", "not the chat log\n"),
+        ],
+    );
+    let env = [
+        ("HOME", home.as_path()),
+        ("XDG_RUNTIME_DIR", &store.with_extension("run")),
+        ("XDG_CONFIG_HOME", &store.with_extension("config")),
+    ];
+    let report = ok(&run_env(&store, &["ingest", "--source", "all"], None, &env));
+    let mut lines = report.lines();
+    assert_eq!(
+        lines.next(),
+        Some("read 3, written 3, duplicates 0, skipped 3"),
+        "{report}"
+    );
+    assert!(report.contains("not found here: claude"), "{report}");
+    assert!(
+        report.contains("--source obsidian --path VAULT"),
+        "{report}"
+    );
+    let record: Value = serde_json::from_str(&ok(&run_env(
+        &store,
+        &["read", "inbox/long.md", "--json"],
+        None,
+        &env,
+    )))
+    .expect("json");
+    // Cut on a character (not a byte) boundary; the file ends its line.
+    let content = record["content"].as_str().expect("content");
+    assert_eq!(content.trim_end(), "é".repeat(5000));
+    assert_eq!(record["source"], "car-agent");
+    let chat = fs::read_to_string(store.join("inbox/chat.md")).expect("chat");
+    assert!(
+        chat.contains("source: fingersaver") && chat.contains("blue door"),
+        "{chat}"
+    );
+    assert!(!store.join("inbox/other.md").exists());
+    let again = ok(&run_env(&store, &["ingest", "--source", "all"], None, &env));
+    assert!(
+        again.starts_with("read 3, written 0, duplicates 3"),
+        "{again}"
+    );
+}
+
+#[test]
 fn bad_input_is_one_sentence_and_a_failure() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let store = new_store(tmp.path(), "s");
