@@ -398,6 +398,17 @@ impl Index {
     /// Blocks until every change notified so far, and the start-up
     /// reconcile, are committed and searchable. False on timeout.
     pub fn wait_idle(&self, timeout: Duration) -> bool {
+        self.wait_for_commit(timeout, true)
+    }
+
+    /// Blocks until every change notified so far is committed and
+    /// searchable, whatever bulk work (the start-up reconcile, a rebuild)
+    /// is still going on. False on timeout.
+    pub fn wait_committed(&self, timeout: Duration) -> bool {
+        self.wait_for_commit(timeout, false)
+    }
+
+    fn wait_for_commit(&self, timeout: Duration, with_bulk: bool) -> bool {
         let Some(sender) = &self.inner.sender else {
             return true;
         };
@@ -405,17 +416,19 @@ impl Index {
         let deadline = Instant::now() + timeout;
         let core = &self.inner.core;
         let mut p = core.progress.lock();
+        let done = |p: &Progress| {
+            p.committed_seq >= target && !(with_bulk && (p.reconciling || p.bulk_pending > 0))
+        };
         loop {
-            let idle = p.committed_seq >= target && !p.reconciling && p.bulk_pending == 0;
-            if idle || p.stopped {
-                return idle;
+            if done(&p) || p.stopped {
+                return done(&p);
             }
             if core
                 .progress_changed
                 .wait_until(&mut p, deadline)
                 .timed_out()
             {
-                return p.committed_seq >= target && !p.reconciling && p.bulk_pending == 0;
+                return done(&p);
             }
         }
     }

@@ -114,6 +114,20 @@ fn handles_are_send_and_sync() {
 }
 
 #[test]
+fn wait_committed_returns_once_the_changes_notified_are_searchable() {
+    let fx = Fixture::new();
+    fx.write(
+        "notes/petrel.md",
+        "# Petrel\n\nstorm petrels skim the waves\n",
+    );
+    assert!(fx.index.wait_committed(WAIT));
+    assert_eq!(fx.search("petrels"), [sp("notes/petrel.md")]);
+    fx.remove("notes/petrel.md");
+    assert!(fx.index.wait_committed(WAIT));
+    assert!(fx.search("petrels").is_empty());
+}
+
+#[test]
 fn search_finds_a_note() {
     let fx = sample();
     let hits = fx.index.search("dark mode", 10).unwrap();

@@ -265,7 +265,7 @@ impl Operations {
             Request::Settle { paths } => {
                 let paths: Vec<StorePath> = paths.iter().filter_map(StorePath::new).collect();
                 self.index.notify_paths(&paths);
-                if !self.index.wait_idle(SETTLE) {
+                if !self.index.wait_committed(SETTLE) {
                     tracing::debug!("settle: the index is still behind after {SETTLE:?}");
                 }
                 Response::Done
