@@ -173,6 +173,22 @@ fn date(secs: i64) -> DateTime {
     DateTime::from_timestamp_secs(secs)
 }
 
+/// Whether `doc` is a memory without an id of its own, which the index
+/// gives one from its table (see `ids.rs`).
+pub(crate) fn needs_id(f: &Fields, doc: &TantivyDocument) -> bool {
+    use tantivy::schema::Value;
+    doc.get_first(f.kind)
+        .and_then(|v| v.as_str())
+        .is_some_and(|k| k == KIND_MEMORY)
+        && doc.get_first(f.id).is_none()
+}
+
+/// Gives `doc` the id `id`: found by `by-id/`, in links and in hits.
+pub(crate) fn add_id(f: &Fields, doc: &mut TantivyDocument, id: &str) {
+    doc.add_text(f.id, id);
+    doc.add_text(f.key, normalize_key(id));
+}
+
 /// The document for a file with contents `bytes` (at most
 /// [`MAX_INDEXED_BYTES`] of them are used).
 pub(crate) fn build(

@@ -36,6 +36,7 @@ use tantivy::{IndexWriter, TantivyDocument};
 use super::document::{
     self, FileState, MAX_INDEXED_BYTES, is_ignored, is_ignored_name, path_from_key, path_key,
 };
+use super::ids::Identity;
 use super::schema::names;
 use super::{Core, IndexError, WRITER_MEMORY};
 use crate::store::{FileKind, Store, StorePath};
@@ -273,6 +274,7 @@ impl Indexer {
             if stop {
                 self.process_live();
                 self.commit();
+                self.core.ids.flush(true, unix_ms() / 1000);
                 return;
             }
             self.step();
@@ -375,6 +377,7 @@ impl Indexer {
                 }
                 Some(Bulk::ReconcileDone) => {
                     self.reconcile_done = true;
+                    self.sweep_ids();
                     break;
                 }
                 None => break,
@@ -400,7 +403,8 @@ impl Indexer {
             deletes.extend(p.delete);
         }
         // Phase 2: read and parse in parallel.
-        let changes = self.read_files(&to_read);
+        let mut changes = self.read_files(&to_read);
+        self.give_ids(&mut changes);
         for key in deletes {
             self.apply(key, Change::Delete);
         }
@@ -443,6 +447,63 @@ impl Indexer {
         })
     }
 
+    /// Gives the memories among `changes` that have no id of their own
+    /// the one the id table keeps for them (or a new one); the others'
+    /// entries are dropped, since their files carry their ids.
+    fn give_ids(&self, changes: &mut [(Vec<u8>, Change)]) {
+        let fields = &self.core.fields;
+        let mut need = Vec::new();
+        let mut files = Vec::new();
+        for (i, (key, change)) in changes.iter().enumerate() {
+            let Change::Upsert(_, doc, _) = change else {
+                continue;
+            };
+            if !document::needs_id(fields, doc) {
+                self.core.ids.forget(key);
+                continue;
+            }
+            let Some(stat) = path_from_key(key).and_then(|p| self.store.stat(&p).ok()) else {
+                continue;
+            };
+            need.push(i);
+            files.push((key.clone(), Identity::of(&stat)));
+        }
+        if files.is_empty() {
+            return;
+        }
+        let searcher = self.core.reader.searcher();
+        let taken = |id: &str, key: &[u8]| {
+            let query = tantivy::query::TermQuery::new(
+                Term::from_field_text(fields.id, &id.to_lowercase()),
+                tantivy::schema::IndexRecordOption::Basic,
+            );
+            super::query::paths_matching_in(&searcher, &query)
+                .is_ok_and(|paths| paths.iter().any(|p| path_key(p) != key))
+        };
+        let ids = self.core.ids.assign(&files, &|k| self.holds(k), &taken);
+        for (i, id) in need.into_iter().zip(ids) {
+            if let Some((_, Change::Upsert(_, doc, _))) = changes.get_mut(i) {
+                document::add_id(fields, doc, &id);
+            }
+        }
+    }
+
+    /// The inode of the regular file at `key`, if there is one.
+    fn holds(&self, key: &[u8]) -> Option<u64> {
+        let path = path_from_key(key)?;
+        self.store
+            .stat(&path)
+            .ok()
+            .filter(|st| st.kind == FileKind::File)
+            .map(|st| st.ino)
+    }
+
+    /// After a walk of the whole store: ids of files no longer there are
+    /// let go (after a while, in case they moved).
+    fn sweep_ids(&self) {
+        self.core.ids.sweep(&|k| self.holds(k), unix_ms() / 1000);
+    }
+
     fn apply(&mut self, key: Vec<u8>, change: Change) {
         let term = Term::from_field_bytes(self.core.fields.path, &key);
         match change {
@@ -450,6 +511,7 @@ impl Indexer {
                 if self.mirror.remove(&key).is_some() {
                     self.writer.delete_term(term);
                     self.writer_changed = true;
+                    self.core.ids.gone(&key, unix_ms() / 1000);
                 }
             }
             Change::Upsert(state, doc, _) => {
@@ -522,6 +584,7 @@ impl Indexer {
         });
         self.dirty_since = None;
         self.dirty_live = false;
+        self.core.ids.flush(false, unix_ms() / 1000);
     }
 
     /// Drops everything and indexes the whole store; commits once at the
@@ -545,7 +608,9 @@ impl Indexer {
         let mut searchable = 0;
         let mut last_log = Instant::now();
         for (done, chunk) in (1..).zip(files.chunks(REBUILD_CHUNK)) {
-            for (key, change) in self.read_files(chunk) {
+            let mut changes = self.read_files(chunk);
+            self.give_ids(&mut changes);
+            for (key, change) in changes {
                 if let Change::Upsert(_, _, true) = change {
                     searchable += 1;
                 }
@@ -560,6 +625,7 @@ impl Indexer {
             }
         }
         self.mark_dirty(true);
+        self.sweep_ids();
         self.commit();
         self.core.update_progress(|p| {
             p.rebuild_done = 0;

@@ -28,6 +28,7 @@
 //!   drift from the documents (see `document.rs`).
 
 mod document;
+mod ids;
 mod indexer;
 mod query;
 mod schema;
@@ -150,6 +151,8 @@ struct Core {
     last_commit: AtomicI64,
     /// Read-only handles reload on their own; this is false for them.
     writable: bool,
+    /// Ids of memories without one in their frontmatter.
+    ids: ids::IdTable,
 }
 
 impl Core {
@@ -282,7 +285,8 @@ impl Index {
             }
             Err(e) => return Err(e.into()),
         };
-        let index = Self::start(index, store, 2).map_err(|e| match e {
+        let ids = ids::IdTable::open(state_dir);
+        let index = Self::start(index, store, 2, ids).map_err(|e| match e {
             IndexError::Tantivy(t) => map_lock(t, &dir),
             other => other,
         })?;
@@ -294,7 +298,12 @@ impl Index {
     /// behaviour as [`Index::open`], without files.
     pub fn in_memory(store: Arc<Store>) -> Result<Index, IndexError> {
         let (schema, _) = schema::build();
-        Self::start(tantivy::Index::create_in_ram(schema), store, 1)
+        Self::start(
+            tantivy::Index::create_in_ram(schema),
+            store,
+            1,
+            ids::IdTable::in_memory(),
+        )
     }
 
     /// Read-only access to an index that a daemon owns: no writer, and the
@@ -322,6 +331,7 @@ impl Index {
             generation: AtomicU64::new(0),
             last_commit: AtomicI64::new(0),
             writable: false,
+            ids: ids::IdTable::snapshot(state_dir),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -336,6 +346,7 @@ impl Index {
         index: tantivy::Index,
         store: Arc<Store>,
         threads: usize,
+        ids: ids::IdTable,
     ) -> Result<Index, IndexError> {
         tokenizer::register(&index);
         let fields = schema::fields_of(&index.schema())?;
@@ -355,6 +366,7 @@ impl Index {
             generation: AtomicU64::new(0),
             last_commit: AtomicI64::new(0),
             writable: true,
+            ids,
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let thread = indexer::spawn(Arc::clone(&core), store, threads, rx)?;
@@ -479,6 +491,40 @@ impl Index {
             rebuilding,
             failing,
         }
+    }
+
+    /// The id the index keeps for the memory at `path`, which has none in
+    /// its frontmatter (see `ids.rs`); `None` when it has one of its own
+    /// or the index has not seen it.
+    pub fn kept_id(&self, path: &StorePath) -> Option<String> {
+        self.inner.core.ids.get(document::path_key(path))
+    }
+
+    /// The id of the memory at `path`, which has none in its frontmatter:
+    /// the one the index keeps, given now if the index has not seen the
+    /// file yet. The normalizer writes this id into the file.
+    pub fn id_for_untouched(&self, store: &Store, path: &StorePath) -> Option<String> {
+        if let Some(id) = self.kept_id(path) {
+            return Some(id);
+        }
+        let stat = store.stat(path).ok()?;
+        let key = document::path_key(path).to_vec();
+        let holds = |k: &[u8]| {
+            document::path_from_key(k)
+                .and_then(|p| store.stat(&p).ok())
+                .filter(|st| st.kind == crate::store::FileKind::File)
+                .map(|st| st.ino)
+        };
+        let taken = |id: &str, key: &[u8]| {
+            self.paths_with_id(id)
+                .iter()
+                .any(|p| document::path_key(p) != key)
+        };
+        self.inner
+            .core
+            .ids
+            .assign(&[(key, ids::Identity::of(&stat))], &holds, &taken)
+            .pop()
     }
 
     /// Commits pending work and stops the indexer thread. Later calls to

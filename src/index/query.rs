@@ -643,41 +643,7 @@ impl Index {
         searcher: &Searcher,
         query: &dyn Query,
     ) -> Result<Vec<StorePath>, IndexError> {
-        let addresses = searcher.search(query, &DocSetCollector)?;
-        let mut by_segment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-        for a in addresses {
-            by_segment.entry(a.segment_ord).or_default().push(a.doc_id);
-        }
-        let mut paths = Vec::new();
-        for (segment, docs) in by_segment {
-            let Some(column) = searcher
-                .segment_reader(segment)
-                .fast_fields()
-                .bytes(names::PATH)?
-            else {
-                continue;
-            };
-            // One sequential pass over the dictionary instead of a block
-            // lookup per document: large views (a tag on 10k memories) stay
-            // cheap.
-            let mut ords: Vec<u64> = docs.iter().flat_map(|&d| column.term_ords(d)).collect();
-            ords.sort_unstable();
-            ords.dedup();
-            let complete = column
-                .dictionary()
-                .sorted_ords_to_term_cb(ords.into_iter(), |bytes| {
-                    if let Some(p) = path_from_key(bytes) {
-                        paths.push(p);
-                    }
-                    Ok(())
-                });
-            if let Err(e) = complete {
-                tracing::warn!("cannot read paths of a segment: {e}");
-            }
-        }
-        paths.sort();
-        paths.dedup();
-        Ok(paths)
+        paths_matching_in(searcher, query)
     }
 
     /// The memories a link target names: by id, title, file stem, path or
@@ -979,6 +945,48 @@ fn stored_path(doc: &TantivyDocument, field: Field) -> Option<StorePath> {
     doc.get_first(field)
         .and_then(|v| v.as_bytes())
         .and_then(path_from_key)
+}
+
+/// Paths of every document `query` matches in `searcher`, sorted.
+pub(super) fn paths_matching_in(
+    searcher: &Searcher,
+    query: &dyn Query,
+) -> Result<Vec<StorePath>, IndexError> {
+    let addresses = searcher.search(query, &DocSetCollector)?;
+    let mut by_segment: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for a in addresses {
+        by_segment.entry(a.segment_ord).or_default().push(a.doc_id);
+    }
+    let mut paths = Vec::new();
+    for (segment, docs) in by_segment {
+        let Some(column) = searcher
+            .segment_reader(segment)
+            .fast_fields()
+            .bytes(names::PATH)?
+        else {
+            continue;
+        };
+        // One sequential pass over the dictionary instead of a block
+        // lookup per document: large views (a tag on 10k memories) stay
+        // cheap.
+        let mut ords: Vec<u64> = docs.iter().flat_map(|&d| column.term_ords(d)).collect();
+        ords.sort_unstable();
+        ords.dedup();
+        let complete = column
+            .dictionary()
+            .sorted_ords_to_term_cb(ords.into_iter(), |bytes| {
+                if let Some(p) = path_from_key(bytes) {
+                    paths.push(p);
+                }
+                Ok(())
+            });
+        if let Err(e) = complete {
+            tracing::warn!("cannot read paths of a segment: {e}");
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
 }
 
 #[cfg(test)]

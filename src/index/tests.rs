@@ -948,3 +948,60 @@ fn copies_sharing_an_id_are_reported_in_lint() {
     fx.sync();
     assert!(fx.index.duplicate_ids().is_empty());
 }
+
+#[test]
+fn a_memory_without_an_id_gets_one_that_follows_moves_and_survives_a_rebuild() {
+    let f = Fixture::new();
+    f.write("notes/plain.md", "# Plain\n\nno frontmatter here\n");
+    f.write("notes/own.md", "---\nid: my-own-id\n---\nbody\n");
+    f.sync();
+    let id = f.index.kept_id(&sp("notes/plain.md")).expect("an id kept");
+    assert_eq!(f.index.by_id(&id), Some(sp("notes/plain.md")));
+    assert_eq!(f.index.kept_id(&sp("notes/own.md")), None);
+    let hits = f.index.search("frontmatter", 10).unwrap();
+    assert_eq!(hits[0].id.as_deref(), Some(id.as_str()));
+    // A link by that id resolves.
+    assert_eq!(f.index.resolve(&id), paths(&["notes/plain.md"]));
+
+    f.rename("notes/plain.md", "moved/plain.md");
+    f.sync();
+    assert_eq!(f.index.by_id(&id), Some(sp("moved/plain.md")));
+    assert_eq!(f.index.kept_id(&sp("moved/plain.md")), Some(id.clone()));
+
+    // A folder renamed: still the same id.
+    f.rename("moved", "elsewhere");
+    f.sync();
+    assert_eq!(f.index.by_id(&id), Some(sp("elsewhere/plain.md")));
+
+    // A copy gets an id of its own.
+    std::fs::copy(f.abs("elsewhere/plain.md"), f.abs("elsewhere/copy.md")).unwrap();
+    f.index.notify_path(&sp("elsewhere/copy.md"));
+    f.sync();
+    let copy = f.index.kept_id(&sp("elsewhere/copy.md")).unwrap();
+    assert_ne!(copy, id);
+    assert_eq!(f.index.by_id(&id), Some(sp("elsewhere/plain.md")));
+
+    f.index.rebuild().unwrap();
+    assert_eq!(f.index.by_id(&id), Some(sp("elsewhere/plain.md")));
+    assert_eq!(f.index.by_id(&copy), Some(sp("elsewhere/copy.md")));
+}
+
+#[test]
+fn kept_ids_survive_a_new_index_and_a_move_made_while_none_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(dir.path()).unwrap());
+    std::fs::write(dir.path().join("a.md"), "alpha note\n").unwrap();
+    let index = Index::open(state.path(), Arc::clone(&store)).unwrap();
+    assert!(index.wait_idle(WAIT));
+    let id = index.kept_id(&sp("a.md")).unwrap();
+    index.shutdown();
+    drop(index);
+    // Moved while nothing ran, and the index thrown away.
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::rename(dir.path().join("a.md"), dir.path().join("sub/b.md")).unwrap();
+    std::fs::remove_dir_all(state.path().join("index")).unwrap();
+    let index = Index::open(state.path(), Arc::clone(&store)).unwrap();
+    assert!(index.wait_idle(WAIT));
+    assert_eq!(index.by_id(&id), Some(sp("sub/b.md")));
+}

@@ -266,7 +266,10 @@ impl Operations {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let memory = memory::parse(&stem, &text);
+        let mut memory = memory::parse(&stem, &text);
+        if memory.frontmatter.id.is_none() {
+            memory.frontmatter.id = self.index.kept_id(&path);
+        }
         let matches_cwd = matches_session(&memory, &path, cwd, project);
         Some(Candidate {
             path,

@@ -91,7 +91,7 @@ impl Operations {
                     let parsed = memory::parse(&stem(&path), &text);
                     related.push(Related {
                         path: path.to_string(),
-                        id: parsed.frontmatter.id,
+                        id: parsed.frontmatter.id.or_else(|| self.index.kept_id(&path)),
                         title: parsed.title,
                         depth: hops,
                         direction,
@@ -151,7 +151,7 @@ impl Operations {
     /// Removes from `holder`'s `links:` every entry that names `gone`.
     fn drop_link(&self, holder: &StorePath, gone: &StorePath) -> Result<bool> {
         let (_, _, gone_text) = self.read_memory(gone)?;
-        let gone_id = memory::parse("", &gone_text).frontmatter.id;
+        let gone_id = self.id_of(gone, &gone_text);
         let (real, bytes, text) = self.read_memory(holder)?;
         let names_gone = |entry: &str| {
             let Some(link) = Link::from_frontmatter(entry) else {

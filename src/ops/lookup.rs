@@ -102,7 +102,11 @@ impl Operations {
             .unwrap_or_else(|_| serde_json::Value::Object(Default::default()));
         Ok(MemoryText {
             path: path.to_string(),
-            id: parsed.frontmatter.id.clone(),
+            id: parsed
+                .frontmatter
+                .id
+                .clone()
+                .or_else(|| self.index.kept_id(&path)),
             frontmatter,
             content: parsed.body(&text).to_string(),
             version: super::version_of(&bytes),
@@ -237,7 +241,7 @@ impl Operations {
                 let parsed = memory::parse(&stem(&path), &text);
                 Some(MemorySummary {
                     path: path.to_string(),
-                    id: parsed.frontmatter.id,
+                    id: parsed.frontmatter.id.or_else(|| self.index.kept_id(&path)),
                     title: parsed.title,
                     changed,
                 })

@@ -250,7 +250,7 @@ impl Operations {
                 let id = self
                     .read_memory(&path)
                     .ok()
-                    .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id);
+                    .and_then(|(_, _, text)| self.id_of(&path, &text));
                 Response::Memory {
                     path: path.to_string(),
                     id,
@@ -316,7 +316,7 @@ impl Operations {
                 let id = self
                     .read_memory(&path)
                     .ok()
-                    .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id);
+                    .and_then(|(_, _, text)| self.id_of(&path, &text));
                 Response::Memory {
                     path: path.to_string(),
                     id,
@@ -1040,6 +1040,16 @@ impl Operations {
         )))
     }
 
+    /// The id of the memory at `path` whose text is `text`: its `id:`, or
+    /// else the one the index keeps for it until it is written (a note
+    /// nobody has written through the mount).
+    pub(crate) fn id_of(&self, path: &StorePath, text: &str) -> Option<String> {
+        memory::parse("", text)
+            .frontmatter
+            .id
+            .or_else(|| self.index.kept_id(path))
+    }
+
     /// The memory a reference names: a path, an id, a title, a file stem
     /// or an alias. Several candidates are an error that lists them.
     pub fn resolve(&self, reference: &str) -> Result<StorePath> {
@@ -1078,14 +1088,11 @@ impl Operations {
         let source = self.resolve(from)?;
         let target = self.resolve(to)?;
         let (_, _, target_text) = self.read_memory(&target)?;
-        let id = memory::parse("", &target_text)
-            .frontmatter
-            .id
-            .ok_or_else(|| {
-                Error::InvalidInput(format!(
-                    "{target} has no id yet; the organizer gives it one shortly"
-                ))
-            })?;
+        let id = self.id_of(&target, &target_text).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "{target} has no id yet; the organizer gives it one shortly"
+            ))
+        })?;
         let (real, bytes, text) = self.read_memory(&source)?;
         self.check_version(&source.to_string(), &bytes)?;
         match memory::add_to_list_field(&text, "links", &[id]) {

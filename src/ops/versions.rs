@@ -43,7 +43,7 @@ impl Operations {
         let id = self
             .read_memory(&path)
             .ok()
-            .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id);
+            .and_then(|(_, _, text)| self.id_of(&path, &text));
         Some((path, id))
     }
 

@@ -585,7 +585,7 @@ fn decode(bytes: &[u8]) -> Result<Entries, String> {
     Ok(entries)
 }
 
-fn hex_encode(bytes: &[u8]) -> String {
+pub(crate) fn hex_encode(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for &byte in bytes {
@@ -595,7 +595,7 @@ fn hex_encode(bytes: &[u8]) -> String {
     out
 }
 
-fn hex_decode(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn hex_decode(text: &str) -> Option<Vec<u8>> {
     let digits = text.as_bytes();
     if !digits.len().is_multiple_of(2) {
         return None;
@@ -615,10 +615,10 @@ fn hex_decode(text: &str) -> Option<Vec<u8>> {
 
 /// Moves a bad state file out of the way without overwriting an earlier
 /// one, so it can still be inspected.
-fn move_aside(state_file: &Path, reason: &str) {
+pub(crate) fn move_aside(state_file: &Path, reason: &str) {
     let Some(name) = state_file.file_name() else {
         tracing::warn!(
-            "counters: state file {} {reason}; starting empty",
+            "state file {} {reason}; starting empty",
             state_file.display()
         );
         return;
@@ -638,12 +638,12 @@ fn move_aside(state_file: &Path, reason: &str) {
         }
         match fs::rename(state_file, &aside) {
             Ok(()) => tracing::warn!(
-                "counters: state file {} {reason}; moved it to {} and starting empty",
+                "state file {} {reason}; moved it to {} and starting empty",
                 state_file.display(),
                 aside.display()
             ),
             Err(err) => tracing::warn!(
-                "counters: state file {} {reason}; could not move it aside ({err}), \
+                "state file {} {reason}; could not move it aside ({err}), \
                  starting empty and it will be replaced at the next flush",
                 state_file.display()
             ),
@@ -651,13 +651,13 @@ fn move_aside(state_file: &Path, reason: &str) {
         return;
     }
     tracing::warn!(
-        "counters: state file {} {reason}; too many earlier copies to move it aside, \
+        "state file {} {reason}; too many earlier copies to move it aside, \
          starting empty",
         state_file.display()
     );
 }
 
-fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(target: &Path, bytes: &[u8]) -> io::Result<()> {
     static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
     let name = target.file_name().ok_or_else(|| {
         io::Error::new(

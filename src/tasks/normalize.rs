@@ -47,12 +47,14 @@ pub enum Plan {
 
 /// Decides what to add to `text`. `created` is the file's mtime (unix
 /// seconds), used when `created_at` is missing; `classify` picks a
-/// category for memories that have none.
+/// category for memories that have none; `id` gives the id a memory
+/// without one gets: the one the index already shows for it.
 pub fn plan(
     path: &StorePath,
     text: &str,
     created: i64,
     classify: &dyn Fn(&str, &str) -> Option<Category>,
+    id: &dyn Fn() -> String,
 ) -> Plan {
     let stem = Path::new(path.as_path())
         .file_stem()
@@ -70,7 +72,7 @@ pub fn plan(
     let fm = &parsed.frontmatter;
     let mut fields: Vec<(&str, String)> = Vec::new();
     if fm.id.is_none() {
-        fields.push(("id", uuid::Uuid::new_v4().to_string()));
+        fields.push(("id", id()));
     }
     if fm.created_at.is_none() {
         fields.push(("created_at", memory::format_timestamp(created)));
@@ -110,6 +112,10 @@ mod tests {
         None
     }
 
+    fn id() -> String {
+        "the-id".into()
+    }
+
     #[test]
     fn which_files_are_memories() {
         assert!(is_memory_path(&p("a.md")));
@@ -124,26 +130,26 @@ mod tests {
     #[test]
     fn adds_only_missing_fields_and_keeps_the_body() {
         let text = "---\ntitle: T # mine\nphase: organized\n---\nbody *stays*\n";
-        let Plan::Rewrite(new) = plan(&p("a.md"), text, 0, &none) else {
+        let Plan::Rewrite(new) = plan(&p("a.md"), text, 0, &none, &id) else {
             panic!("expected a rewrite");
         };
-        assert!(new.starts_with("---\ntitle: T # mine\nphase: organized\nid: "));
+        assert!(new.starts_with("---\ntitle: T # mine\nphase: organized\nid: the-id\n"));
         assert!(new.contains("created_at: 1970-01-01T00:00:00Z\n"));
         assert!(new.ends_with("---\nbody *stays*\n"));
-        assert_eq!(plan(&p("a.md"), &new, 0, &none), Plan::Complete);
+        assert_eq!(plan(&p("a.md"), &new, 0, &none, &id), Plan::Complete);
     }
 
     #[test]
     fn inbox_items_get_the_inbox_phase_and_a_category() {
         let classify =
             |_: &str, body: &str| body.contains("prefer").then_some(Category::Preferences);
-        let Plan::Rewrite(new) = plan(&p("inbox/x.md"), "I prefer tea\n", 0, &classify) else {
+        let Plan::Rewrite(new) = plan(&p("inbox/x.md"), "I prefer tea\n", 0, &classify, &id) else {
             panic!("expected a rewrite");
         };
         assert!(new.contains("phase: inbox\n"));
         assert!(new.contains("category: preferences\n"));
         assert!(new.ends_with("---\nI prefer tea\n"));
-        let Plan::Rewrite(other) = plan(&p("inbox/y.md"), "hmm\n", 0, &classify) else {
+        let Plan::Rewrite(other) = plan(&p("inbox/y.md"), "hmm\n", 0, &classify, &id) else {
             panic!("expected a rewrite");
         };
         assert!(other.contains("category: inbox\n"));
@@ -153,7 +159,7 @@ mod tests {
     fn malformed_frontmatter_is_left_alone() {
         let text = "---\ntitle: [unclosed\n---\nbody\n";
         assert!(matches!(
-            plan(&p("a.md"), text, 0, &none),
+            plan(&p("a.md"), text, 0, &none, &id),
             Plan::Malformed(_)
         ));
     }

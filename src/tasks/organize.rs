@@ -190,7 +190,8 @@ impl Organizing {
             };
         }
         let classify = |title: &str, body: &str| (self.classify)(title, body);
-        let mut plan = normalize::plan(path, &text, st.mtime.sec, &classify);
+        let id = || self.id_for(path);
+        let mut plan = normalize::plan(path, &text, st.mtime.sec, &classify, &id);
         if self.config.frontmatter.write_counters {
             plan = self.with_counters(path, &text, plan);
         }
@@ -220,6 +221,15 @@ impl Organizing {
                 }
             },
         }
+    }
+
+    /// The id a memory without one gets: the one the index shows for it
+    /// (so it never changes once seen), or a random one if the index
+    /// cannot say.
+    fn id_for(&self, path: &StorePath) -> String {
+        self.index
+            .id_for_untouched(&self.store, path)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
     }
 
     /// `text` with a fresh id when `path` is a copy of another memory
@@ -542,7 +552,9 @@ impl Organizing {
                 return;
             }
         };
-        let new = match normalize::plan(path, &with_fields, created, &|_: &str, _: &str| None) {
+        let id = || self.id_for(path);
+        let unclassified = |_: &str, _: &str| None;
+        let new = match normalize::plan(path, &with_fields, created, &unclassified, &id) {
             Plan::Rewrite(new) => new,
             Plan::Complete | Plan::Malformed(_) => with_fields,
         };
