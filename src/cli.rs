@@ -203,6 +203,24 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// Write the missing frontmatter (id, created_at, phase, category)
+    /// into memories now, notes nobody wrote since the mount included,
+    /// each with the id `by-id/` already shows for it. Through the daemon
+    /// when one serves the store; every rewrite is kept in the history.
+    Normalize {
+        /// The memories: paths in the store, ids or titles.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        memories: Vec<String>,
+        /// Every memory outside archive/.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Configuration file, used when no daemon serves the store
+        /// [default: ~/.config/mnemofs/config.yaml].
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Rebuild the search index from the store.
     Reindex {
         #[command(flatten)]
@@ -895,6 +913,43 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Checkpoint { at } => checkpoint(at),
         Command::Reindex { at } => reindex(at),
         Command::Memories(command) => memories::run(command),
+        Command::Normalize {
+            memories,
+            all,
+            at,
+            config,
+        } => {
+            let session = session(&at.target(None)?, config.as_deref())?;
+            let answer = session.call(Request::Normalize {
+                paths: memories,
+                all,
+            });
+            let Response::Report { report } = answer? else {
+                bail!("unexpected answer to normalize");
+            };
+            let noun = if report.normalized == 1 {
+                "memory"
+            } else {
+                "memories"
+            };
+            println!("normalized {} {noun}", report.normalized);
+            if report.malformed > 0 {
+                eprintln!(
+                    "mnemofs: {} left alone: malformed frontmatter (see .mnemofs/lint on the mount)",
+                    report.malformed
+                );
+            }
+            for skipped in &report.skipped {
+                eprintln!("mnemofs: skipped {}: {}", skipped.path, skipped.reason);
+            }
+            for error in &report.errors {
+                eprintln!("mnemofs: {error}");
+            }
+            if !report.errors.is_empty() {
+                bail!("{} memories could not be normalized", report.errors.len());
+            }
+            Ok(())
+        }
     }
 }
 

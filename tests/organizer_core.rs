@@ -1038,3 +1038,44 @@ fn the_last_report_of_each_level_is_kept_and_saved_in_the_state_dir() {
     let again = Fixture::with_state("", &[], Some(state.path().to_path_buf()));
     assert_eq!(again.organizer.last_reports().get("dream-1"), Some(&report));
 }
+
+#[test]
+fn normalize_writes_the_ids_the_index_shows_and_leaves_busy_files_for_later() {
+    let f = Fixture::new(
+        "",
+        &[
+            ("notes/plain.md", b"Plain words.\n", 0),
+            ("notes/other.md", b"Other words.\n", 0),
+            ("notes/empty.md", b"", 0),
+            ("archive/old.md", b"Archived.\n", 0),
+        ],
+    );
+    assert!(f._index.wait_idle(Duration::from_secs(20)));
+    let plain = StorePath::new("notes/plain.md").unwrap();
+    let shown = f
+        ._index
+        .kept_id(&plain)
+        .expect("an id shown before any write");
+
+    // Files open for writing are left for later, and said so.
+    f.writer.refuse_replace.store(true, Ordering::SeqCst);
+    let report = f.organizer.normalize(None).expect("normalize");
+    assert_eq!((report.normalized, report.retried), (0, 2), "{report:#?}");
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(skipped, ["notes/other.md", "notes/plain.md"]);
+    f.writer.refuse_replace.store(false, Ordering::SeqCst);
+
+    let report = f.organizer.normalize(Some(vec![plain])).expect("normalize");
+    assert_eq!(report.normalized, 1, "{report:#?}");
+    let text = String::from_utf8(f.bytes("notes/plain.md")).unwrap();
+    assert!(text.contains(&format!("id: {shown}\n")), "{text}");
+    assert!(text.ends_with("---\nPlain words.\n"), "{text}");
+    assert_eq!(f.bytes("notes/other.md"), b"Other words.\n");
+
+    let report = f.organizer.normalize(None).expect("normalize");
+    assert_eq!(report.normalized, 1, "{report:#?}");
+    assert_eq!(f.bytes("notes/empty.md"), b"");
+    assert_eq!(f.bytes("archive/old.md"), b"Archived.\n");
+    let report = f.organizer.normalize(None).expect("normalize");
+    assert_eq!(report.normalized, 0, "{report:#?}");
+}

@@ -189,7 +189,7 @@ impl Operations {
         Some(
             self.read_memory(path)
                 .ok()
-                .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id),
+                .and_then(|(_, _, text)| self.id_of(path, &text)),
         )
     }
 }

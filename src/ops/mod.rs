@@ -259,6 +259,9 @@ impl Operations {
             Request::Dream { level } => Response::Report {
                 report: self.dream(level)?,
             },
+            Request::Normalize { paths, all } => Response::Report {
+                report: self.normalize(&paths, all)?,
+            },
             Request::Reindex => Response::Reindexed {
                 files: self.reindex()?,
             },
@@ -1187,6 +1190,38 @@ impl Operations {
         }
         match &self.organizer {
             Some(organizer) => organizer.dream(level),
+            None => Err(Error::Unavailable(
+                "the organizer is off here (--no-organizer)".into(),
+            )),
+        }
+    }
+
+    /// Writes the missing frontmatter (the ids the index shows included)
+    /// into the memories `references` name, or into every memory with
+    /// `all`, whether anyone wrote them since the mount or not. Each
+    /// rewrite keeps the previous bytes in the history.
+    pub fn normalize(&self, references: &[String], all: bool) -> Result<Report> {
+        let paths = match (all, references.is_empty()) {
+            (true, true) => None,
+            (false, false) => Some(
+                references
+                    .iter()
+                    .map(|r| self.resolve(r))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            (true, false) => {
+                return Err(Error::InvalidInput(
+                    "give memories or --all, not both".into(),
+                ));
+            }
+            (false, true) => {
+                return Err(Error::InvalidInput(
+                    "which memories? name them, or --all for every one".into(),
+                ));
+            }
+        };
+        match &self.organizer {
+            Some(organizer) => organizer.normalize(paths),
             None => Err(Error::Unavailable(
                 "the organizer is off here (--no-organizer)".into(),
             )),

@@ -263,7 +263,7 @@ impl Operations {
         let id = self
             .read_memory(&path)
             .ok()
-            .and_then(|(_, _, text)| memory::parse("", &text).frontmatter.id);
+            .and_then(|(_, _, text)| self.id_of(&path, &text));
         self.delete(&path.to_string())?;
         Ok((path, id))
     }
@@ -295,7 +295,7 @@ impl Operations {
             .ok()
             .map(|st| memory::format_timestamp(st.mtime.sec));
         Ok(MemoryRecord {
-            id: fm.id.clone(),
+            id: fm.id.clone().or_else(|| self.index.kept_id(path)),
             content_hash: content_sha256(&content),
             phase: fm
                 .phase

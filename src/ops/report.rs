@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::Result;
+use crate::store::StorePath;
 
 /// What one run did.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -113,6 +114,22 @@ pub trait Organizer: Send + Sync {
 
     /// The last report of each task ("normalize", "dream-1", ...).
     fn last_reports(&self) -> HashMap<String, Report>;
+
+    /// Writes the missing frontmatter (with the ids the index shows) into
+    /// `paths`, or into every memory outside `archive/` when `None`,
+    /// whether written since the mount or not.
+    fn normalize(&self, paths: Option<Vec<StorePath>>) -> Result<Report> {
+        let _ = paths;
+        Err(super::Error::Unavailable(
+            "this organizer does not normalize on request".into(),
+        ))
+    }
+
+    /// `path` was just restored to an earlier version: the normalizer
+    /// leaves those bytes as they are until someone writes the file again.
+    fn restored(&self, path: &StorePath) {
+        let _ = path;
+    }
 
     /// Changes waiting for the organizer: files to normalize and changes
     /// it has not taken yet.

@@ -138,6 +138,16 @@ pub enum Request {
     },
     /// Rebuilds the index from the store.
     Reindex,
+    /// Writes the missing frontmatter into memories now, with the ids
+    /// the index shows: those `paths` name, or every one with `all`.
+    Normalize {
+        /// References (paths, ids, titles) of the memories.
+        #[serde(default)]
+        paths: Vec<String>,
+        /// Every memory outside `archive/`.
+        #[serde(default)]
+        all: bool,
+    },
     /// The session brief for a session in `cwd`.
     Brief {
         /// The session's working directory, if known.

@@ -112,6 +112,9 @@ impl Operations {
             .map_err(|e| Error::io(chosen.path.to_string(), e))?;
         let path = current.unwrap_or_else(|| chosen.path.clone());
         self.put_back(&path, &bytes, self.store.stat(&path).is_ok())?;
+        if let Some(organizer) = &self.organizer {
+            organizer.restored(&path);
+        }
         Ok(Restored {
             path: path.to_string(),
             version: chosen.n,
@@ -138,6 +141,11 @@ impl Operations {
                 .read(&kept)
                 .map_err(|e| Error::io(&version.path, e))
                 .and_then(|bytes| self.put_back(&kept.path, &bytes, false));
+            if put_back.is_ok()
+                && let Some(organizer) = &self.organizer
+            {
+                organizer.restored(&kept.path);
+            }
             match put_back {
                 Ok(()) => restored.push(Restored {
                     path: version.path,

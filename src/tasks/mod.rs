@@ -39,7 +39,7 @@ use crate::ops::{self, Outcome, WriteEvent, Writer};
 pub use crate::ops::{Report, Skipped};
 use crate::store::counters::CounterStore;
 use crate::store::history::History;
-use crate::store::{Store, StorePath};
+use crate::store::{Stat, Store, StorePath, TimeSpec};
 use crate::views::TaskOutputs;
 use organize::Organizing;
 
@@ -256,6 +256,18 @@ impl Runner {
         }
     }
 
+    /// `mnemofs normalize`: the missing frontmatter of `paths` (or every
+    /// memory), written now.
+    fn normalize(&mut self, paths: Option<Vec<StorePath>>) -> Report {
+        let _span = tracing::info_span!("normalize").entered();
+        let report = self.organizing.normalize_all(paths);
+        tracing::info!(
+            "normalize: {} memories given their frontmatter",
+            report.normalized
+        );
+        self.record("normalize", report)
+    }
+
     /// Refreshes `.mnemofs/pending.md` and announces newly due reminders;
     /// returns the due ones.
     fn announce_due(&mut self) -> Vec<(i64, String, StorePath)> {
@@ -434,6 +446,32 @@ impl ops::Organizer for OneShot {
     fn run(&self, chore: ops::Chore) -> ops::Result<ops::StepReport> {
         self.runner.lock().run(chore)
     }
+
+    fn normalize(&self, paths: Option<Vec<StorePath>>) -> ops::Result<Report> {
+        let mut runner = self.runner.lock();
+        let report = runner.normalize(paths);
+        runner.organizing.flush_counters();
+        Ok(report)
+    }
+}
+
+/// What a file looked like: a restored one is left alone while it still
+/// does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileState {
+    ino: u64,
+    size: u64,
+    mtime: TimeSpec,
+}
+
+impl FileState {
+    fn of(st: &Stat) -> FileState {
+        FileState {
+            ino: st.ino,
+            size: st.size,
+            mtime: st.mtime,
+        }
+    }
 }
 
 enum Message {
@@ -443,6 +481,10 @@ enum Message {
     Written(StorePath),
     Dream(u8, Sender<Report>),
     Chore(ops::Chore, Sender<ops::Result<ops::StepReport>>),
+    /// `mnemofs normalize`: these memories, or all of them.
+    Normalize(Option<Vec<StorePath>>, Sender<Report>),
+    /// A memory was restored to an earlier version; its state then.
+    Restored(StorePath, Option<FileState>),
     Stop,
 }
 
@@ -455,6 +497,8 @@ pub struct Tasks {
     closes: Receiver<WriteEvent>,
     thread: Option<JoinHandle<()>>,
     last: Arc<Mutex<HashMap<String, Report>>>,
+    /// For the state of a restored file.
+    store: Arc<Store>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -471,6 +515,7 @@ impl Tasks {
     /// `events` are the writer's (closes of written files).
     pub fn start(setup: Setup, events: Receiver<WriteEvent>) -> std::io::Result<Tasks> {
         let (tx, rx) = crossbeam_channel::unbounded();
+        let store = Arc::clone(&setup.store);
         let runner = Runner::new(setup);
         let last = Arc::clone(&runner.last);
         let queued = Arc::new(AtomicUsize::new(0));
@@ -481,6 +526,7 @@ impl Tasks {
             pending: HashMap::new(),
             due_order: BinaryHeap::new(),
             retries: HashMap::new(),
+            restored: HashMap::new(),
             inbox_due: Some(Instant::now()),
             last_change: Instant::now(),
             idle_done: false,
@@ -495,6 +541,7 @@ impl Tasks {
             closes,
             thread: Some(thread),
             last,
+            store,
         })
     }
 
@@ -522,6 +569,26 @@ impl ops::Organizer for Tasks {
 
     fn last_reports(&self) -> HashMap<String, Report> {
         self.last.lock().clone()
+    }
+
+    fn normalize(&self, paths: Option<Vec<StorePath>>) -> ops::Result<Report> {
+        let (reply, wait) = crossbeam_channel::bounded(1);
+        let gone = || ops::Error::Unavailable("the organizer has stopped".into());
+        self.tx
+            .send(Message::Normalize(paths, reply))
+            .map_err(|_| gone())?;
+        wait.recv_timeout(DREAM_TIMEOUT).map_err(|e| match e {
+            crossbeam_channel::RecvTimeoutError::Timeout => ops::Error::Unavailable(format!(
+                "normalizing did not finish within {} s",
+                DREAM_TIMEOUT.as_secs()
+            )),
+            crossbeam_channel::RecvTimeoutError::Disconnected => gone(),
+        })
+    }
+
+    fn restored(&self, path: &StorePath) {
+        let state = self.store.stat(path).ok().map(|st| FileState::of(&st));
+        let _ = self.tx.send(Message::Restored(path.clone(), state));
     }
 
     fn queue(&self) -> usize {
@@ -564,6 +631,9 @@ struct Worker {
     due_order: BinaryHeap<Reverse<(Instant, StorePath)>>,
     /// How many times each put-off memory was tried (for the backoff).
     retries: HashMap<StorePath, u32>,
+    /// Memories restored to an earlier version, as they were then: left
+    /// as they are until written again.
+    restored: HashMap<StorePath, FileState>,
     /// When the next inbox item passes its quiet period, if one waits.
     inbox_due: Option<Instant>,
     last_change: Instant,
@@ -637,6 +707,16 @@ impl Worker {
                         }
                     }
                 }
+                Ok(Message::Normalize(paths, reply)) => {
+                    let report = self.runner.normalize(paths);
+                    let _ = reply.send(report);
+                }
+                Ok(Message::Restored(path, state)) => {
+                    match state {
+                        Some(state) => self.restored.insert(path, state),
+                        None => self.restored.remove(&path),
+                    };
+                }
                 Ok(Message::Dream(level, reply)) => {
                     let report = self.runner.dream(level, true);
                     self.inbox_due = Some(Instant::now());
@@ -680,6 +760,20 @@ impl Worker {
             .is_ok_and(|st| st.mtime.sec >= self.started)
     }
 
+    /// Whether `path` holds what a restore put there: those bytes were
+    /// asked for, so the normalizer leaves them until the next write.
+    fn still_as_restored(&mut self, path: &StorePath) -> bool {
+        let Some(restored) = self.restored.get(path) else {
+            return false;
+        };
+        let now = self.runner.organizing.store.stat(path).ok();
+        if now.is_some_and(|st| FileState::of(&st) == *restored) {
+            return true;
+        }
+        self.restored.remove(path);
+        false
+    }
+
     /// Normalizes `path` at `due` (replacing an earlier time).
     fn schedule(&mut self, path: StorePath, due: Instant) {
         self.pending.insert(path.clone(), due);
@@ -705,6 +799,9 @@ impl Worker {
         let mut report = Report::default();
         for path in due {
             self.pending.remove(&path);
+            if self.still_as_restored(&path) {
+                continue;
+            }
             match self.runner.organizing.normalize_one(&path, &mut report) {
                 Outcome::Done => {
                     self.retries.remove(&path);

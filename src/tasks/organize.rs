@@ -158,6 +158,29 @@ impl Organizing {
         report
     }
 
+    /// Adds missing frontmatter to `paths`, or to every memory outside
+    /// `archive/` (`mnemofs normalize`): notes nobody wrote since the
+    /// mount included, each with the id the index shows for it.
+    pub(crate) fn normalize_all(&self, paths: Option<Vec<StorePath>>) -> Report {
+        let mut report = Report::default();
+        let paths = paths.unwrap_or_else(|| {
+            self.memories_under(&StorePath::root())
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect()
+        });
+        for path in paths {
+            if self.normalize_one(&path, &mut report) == Outcome::Busy {
+                report.retried += 1;
+                report.skipped.push(Skipped {
+                    path: path.to_string(),
+                    reason: "open for writing; the normalizer takes it once it is closed".into(),
+                });
+            }
+        }
+        report
+    }
+
     /// Adds missing frontmatter to one memory.
     pub(crate) fn normalize_one(&self, path: &StorePath, report: &mut Report) -> Outcome {
         if !is_memory_path(path) {
