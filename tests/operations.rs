@@ -990,14 +990,32 @@ fn link_records_the_target_id_in_links_and_leaves_the_body_alone() {
 }
 
 #[test]
-fn link_to_a_memory_without_an_id_is_refused() {
+fn link_to_a_memory_without_an_id_records_the_id_the_index_shows() {
     let f = Fixture::new();
     let (from, _) = f.ops.write_memory(&memory("x\n", "Source")).expect("from");
     f.seed("notes/plain.md", "no frontmatter\n");
-    let before = f.text(&from.to_string());
-    let e = f.ops.link(&from.to_string(), "notes/plain.md").unwrap_err();
-    assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
-    assert_eq!(f.text(&from.to_string()), before);
+    let shown = f
+        .ops
+        .read_memory_text("notes/plain.md")
+        .expect("read")
+        .id
+        .expect("an id shown");
+    f.ops
+        .link(&from.to_string(), "notes/plain.md")
+        .expect("link");
+    assert_eq!(
+        list_field(&f.text(&from.to_string()), "links"),
+        [shown.as_str()]
+    );
+    // The target is not rewritten, and the link resolves to it.
+    assert_eq!(f.text("notes/plain.md"), "no frontmatter\n");
+    f.index
+        .notify_path(&StorePath::new("notes/plain.md").unwrap());
+    f.settle();
+    assert_eq!(
+        f.ops.resolve(&shown).expect("resolve").to_string(),
+        "notes/plain.md"
+    );
 }
 
 #[test]
@@ -1026,12 +1044,18 @@ fn link_both_records_each_id_in_the_other_and_refuses_before_writing_anything() 
     // A memory without an id gets one, its body unchanged.
     f.seed("notes/plain.md", "no frontmatter\n");
     f.settle();
+    let shown = f
+        .ops
+        .read_memory_text("notes/plain.md")
+        .expect("read")
+        .id
+        .expect("an id shown before it is written");
     f.ops
         .link_both(&a.to_string(), "notes/plain.md")
         .expect("link a plain note");
     let plain = f.text("notes/plain.md");
     let plain_id = list_field(&f.text(&a.to_string()), "links");
-    assert_eq!(plain_id.len(), 1, "{plain}");
+    assert_eq!(plain_id, [shown.as_str()], "{plain}");
     assert!(plain.contains(&format!("id: {}", plain_id[0])), "{plain}");
     assert_eq!(list_field(&plain, "links"), [a_id.as_str()]);
     assert_eq!(split(&plain).1, "no frontmatter\n");

@@ -268,7 +268,7 @@ impl Operations {
             .unwrap_or_default();
         let mut memory = memory::parse(&stem, &text);
         if memory.frontmatter.id.is_none() {
-            memory.frontmatter.id = self.index.kept_id(&path);
+            memory.frontmatter.id = self.untouched_id(&path);
         }
         let matches_cwd = matches_session(&memory, &path, cwd, project);
         Some(Candidate {

@@ -91,7 +91,7 @@ impl Operations {
                     let parsed = memory::parse(&stem(&path), &text);
                     related.push(Related {
                         path: path.to_string(),
-                        id: parsed.frontmatter.id.or_else(|| self.index.kept_id(&path)),
+                        id: parsed.frontmatter.id.or_else(|| self.untouched_id(&path)),
                         title: parsed.title,
                         depth: hops,
                         direction,

@@ -106,7 +106,7 @@ impl Operations {
                 .frontmatter
                 .id
                 .clone()
-                .or_else(|| self.index.kept_id(&path)),
+                .or_else(|| self.untouched_id(&path)),
             frontmatter,
             content: parsed.body(&text).to_string(),
             version: super::version_of(&bytes),
@@ -241,7 +241,7 @@ impl Operations {
                 let parsed = memory::parse(&stem(&path), &text);
                 Some(MemorySummary {
                     path: path.to_string(),
-                    id: parsed.frontmatter.id.or_else(|| self.index.kept_id(&path)),
+                    id: parsed.frontmatter.id.or_else(|| self.untouched_id(&path)),
                     title: parsed.title,
                     changed,
                 })

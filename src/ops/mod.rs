@@ -1050,7 +1050,21 @@ impl Operations {
         memory::parse("", text)
             .frontmatter
             .id
-            .or_else(|| self.index.kept_id(path))
+            .or_else(|| self.untouched_id(path))
+    }
+
+    /// The id the index shows for the markdown memory at `path`, which
+    /// has none in its frontmatter; given now if the index has not seen
+    /// the file yet, so every answer shows the id it will keep.
+    pub(crate) fn untouched_id(&self, path: &StorePath) -> Option<String> {
+        let markdown = path
+            .as_path()
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        if !markdown {
+            return None;
+        }
+        self.index.id_for_untouched(&self.store, path)
     }
 
     /// The memory a reference names: a path, an id, a title, a file stem
@@ -1093,7 +1107,7 @@ impl Operations {
         let (_, _, target_text) = self.read_memory(&target)?;
         let id = self.id_of(&target, &target_text).ok_or_else(|| {
             Error::InvalidInput(format!(
-                "{target} has no id yet; the organizer gives it one shortly"
+                "{target} is not a markdown memory, so it has no id to link by"
             ))
         })?;
         let (real, bytes, text) = self.read_memory(&source)?;
@@ -1144,13 +1158,17 @@ impl Operations {
         Ok(source)
     }
 
-    /// The memory's id, written into its frontmatter first if it has none.
+    /// The memory's id, written into its frontmatter first if it has none:
+    /// the one the index already shows for it, so it never changes.
     fn ensure_id(&self, path: &StorePath) -> Result<String> {
         let (real, bytes, text) = self.read_memory(path)?;
         if let Some(id) = memory::parse("", &text).frontmatter.id {
             return Ok(id);
         }
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = self
+            .index
+            .id_for_untouched(&self.store, path)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         match memory::add_missing_fields(&text, &[("id", id.clone())]) {
             Ok(Some(new)) => self.rewrite(&path.to_string(), &real, &bytes, &new)?,
             Ok(None) => {}

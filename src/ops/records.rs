@@ -295,7 +295,7 @@ impl Operations {
             .ok()
             .map(|st| memory::format_timestamp(st.mtime.sec));
         Ok(MemoryRecord {
-            id: fm.id.clone().or_else(|| self.index.kept_id(path)),
+            id: fm.id.clone().or_else(|| self.untouched_id(path)),
             content_hash: content_sha256(&content),
             phase: fm
                 .phase
