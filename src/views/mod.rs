@@ -680,7 +680,7 @@ fn guide_text(root: ViewRoot) -> String {
     match root {
         ViewRoot::Search => "# search/\n\nOpen `search/<query>/` to search every memory. Results are symlinks named\n`01-<file>`, `02-<file>`, ... in rank order; `summary.md` lists each hit's\nrank, path, title, score and a snippet.\n\nQueries: plain words, \"exact phrases\", `tag:ui`, `category:preferences`,\n`type:decision AND status:open`, `created:>2026-01-01`. Add `limit:200`\nfor more than 50 results. Archived memories are left out unless the\nquery names `phase:archived`. A query that is not valid syntax falls\nback to searching its words.\n".into(),
         ViewRoot::Backlinks => "# backlinks/\n\nOpen `backlinks/<target>/` to list the memories that link to a memory.\nThe target may be its id, title, file name (without .md) or an alias,\nin any case.\n".into(),
-        ViewRoot::ById => "# by-id/\n\n`by-id/<id>.md` is a symlink to wherever the memory with that `id:` lives\nnow; it follows moves.\n".into(),
+        ViewRoot::ById => "# by-id/\n\n`by-id/<id>.md` is a symlink to wherever the memory with that `id:` lives\nnow; it follows moves. A note without `id:` has one all the same (search\nresults show it), kept by mnemofs until the file is next written.\n".into(),
         other => format!("# {}/\n", other.name()),
     }
 }
@@ -751,7 +751,9 @@ entries are links, so editing a result edits the memory itself.
   `people/alice.md`, `projects/atlas/decisions.md`.
 - Not sure where it goes? Write it to `inbox/`; it is filed for you.
 - Frontmatter is optional; missing `id`, `created_at`, `phase` and
-  `category` are added. Fields mnemofs reads:
+  `category` are added when a file is written (`mnemofs normalize --all`
+  adds them everywhere; until then a note's id is in search results and
+  `by-id/`). Fields mnemofs reads:
 
       ---
       title: Dark mode everywhere
