@@ -12,8 +12,10 @@
 //!
 //! Each memory is written whole and atomically by the writer (a temp file
 //! renamed into place), so an interrupted run leaves every memory either
-//! complete or absent. A batch is written by a few threads at once: each
-//! write waits on an fsync, and overlapping them keeps the disk busy.
+//! complete or absent. A batch is planned by a few threads at once, then
+//! created in one go: on the store directly that is two flushes of the
+//! filesystem for the whole batch rather than two fsyncs a memory (see
+//! `Store::create_many_atomic`); through a mount, file by file.
 
 use serde::{Deserialize, Serialize};
 
@@ -60,24 +62,77 @@ pub enum Placed {
     },
 }
 
+/// What putting one memory comes to, before anything is written.
+enum Planned {
+    /// Nothing to write: a duplicate.
+    Placed(Placed),
+    /// Create this file with this text.
+    Create(StorePath, String),
+}
+
 impl Operations {
     /// Puts each memory of `batch` into the store unless it is there
     /// already; answers in the batch's order.
+    ///
+    /// Each memory is planned (duplicate, or the free name it goes to) by
+    /// a few threads at once; then the batch is created in one go, which
+    /// a writer on the store makes durable with two flushes for the whole
+    /// batch. A memory whose name another took meanwhile (two in the batch
+    /// wanting one name, say) is put again on its own, which plans anew.
     pub fn import(&self, batch: &[Incoming]) -> Vec<Placed> {
+        let failed = |e: Error| Placed::Failed {
+            reason: e.to_string(),
+        };
+        let mut placed: Vec<Option<Placed>> = vec![None; batch.len()];
+        let mut creates: Vec<(usize, String, String)> = Vec::new();
+        let mut taken = std::collections::HashSet::new();
+        let mut again = Vec::new();
+        for (i, plan) in self.plan_all(batch).into_iter().enumerate() {
+            match plan {
+                Err(e) => placed[i] = Some(failed(e)),
+                Ok(Planned::Placed(p)) => placed[i] = Some(p),
+                Ok(Planned::Create(path, text)) if taken.insert(path.clone()) => {
+                    creates.push((i, path.to_string(), text));
+                }
+                Ok(Planned::Create(..)) => again.push(i),
+            }
+        }
+        let files: Vec<(String, String)> = creates
+            .iter()
+            .map(|(_, path, text)| (path.clone(), text.clone()))
+            .collect();
+        for ((i, path, _), result) in creates.into_iter().zip(self.create_new_files(&files)) {
+            match result {
+                Ok(()) => placed[i] = Some(Placed::Written { path }),
+                Err(Error::Exists { .. }) => again.push(i),
+                Err(e) => placed[i] = Some(failed(e)),
+            }
+        }
+        again.sort_unstable();
+        for i in again {
+            placed[i] = Some(self.put(&batch[i]).unwrap_or_else(failed));
+        }
+        placed
+            .into_iter()
+            .map(|p| {
+                p.unwrap_or_else(|| Placed::Failed {
+                    reason: "not imported".into(),
+                })
+            })
+            .collect()
+    }
+
+    /// [`plan`](Self::plan) of every memory of `batch`, by a few threads.
+    fn plan_all(&self, batch: &[Incoming]) -> Vec<Result<Planned>> {
         let workers = WORKERS.min(batch.len().div_ceil(16)).max(1);
-        let mut placed: Vec<(usize, Placed)> = std::thread::scope(|scope| {
-            let work = |w: usize| -> Vec<(usize, Placed)> {
+        let mut planned: Vec<(usize, Result<Planned>)> = std::thread::scope(|scope| {
+            let work = |w: usize| -> Vec<(usize, Result<Planned>)> {
                 batch
                     .iter()
                     .enumerate()
                     .skip(w)
                     .step_by(workers)
-                    .map(|(i, incoming)| {
-                        let outcome = self.put(incoming).unwrap_or_else(|e| Placed::Failed {
-                            reason: e.to_string(),
-                        });
-                        (i, outcome)
-                    })
+                    .map(|(i, incoming)| (i, self.plan(incoming)))
                     .collect()
             };
             let handles: Vec<_> = (1..workers)
@@ -89,37 +144,57 @@ impl Operations {
                 .collect();
             let mut all = work(0);
             for (w, handle) in (1..workers).zip(handles) {
-                match handle {
-                    Ok(h) => match h.join() {
-                        Ok(part) => all.extend(part),
-                        Err(_) => all.extend((w..batch.len()).step_by(workers).map(|i| {
-                            (
-                                i,
-                                Placed::Failed {
-                                    reason: "an import worker failed".into(),
-                                },
-                            )
-                        })),
-                    },
+                match handle.map(|h| h.join()) {
+                    Ok(Ok(part)) => all.extend(part),
+                    Ok(Err(_)) => all.extend((w..batch.len()).step_by(workers).map(|i| {
+                        (
+                            i,
+                            Err(Error::InvalidInput("an import worker failed".into())),
+                        )
+                    })),
                     Err(_) => all.extend(work(w)),
                 }
             }
             all
         });
-        placed.sort_by_key(|(i, _)| *i);
-        placed.into_iter().map(|(_, p)| p).collect()
+        planned.sort_by_key(|(i, _)| *i);
+        planned.into_iter().map(|(_, p)| p).collect()
     }
 
     /// Puts one memory, unless it is there already.
     fn put(&self, incoming: &Incoming) -> Result<Placed> {
+        // A name taken between the plan and the create: plan again, which
+        // sees who took it.
+        for _ in 0..64 {
+            match self.plan(incoming)? {
+                Planned::Placed(placed) => return Ok(placed),
+                Planned::Create(path, text) => match self.create(&path.to_string(), &text, false) {
+                    Ok(()) => {
+                        return Ok(Placed::Written {
+                            path: path.to_string(),
+                        });
+                    }
+                    Err(Error::Exists { .. }) => continue,
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+        Err(Error::Conflict {
+            path: incoming.path.clone(),
+        })
+    }
+
+    /// Whether a memory is a duplicate, and else where it goes and its
+    /// text: the wanted path, or the first free `<stem>-N.md` beside it.
+    fn plan(&self, incoming: &Incoming) -> Result<Planned> {
         let id = incoming.id.trim();
         if id.is_empty() {
             return Err(Error::InvalidInput("a memory to import needs an id".into()));
         }
         if let Some(path) = self.index.by_id(id) {
-            return Ok(Placed::Duplicate {
+            return Ok(Planned::Placed(Placed::Duplicate {
                 path: path.to_string(),
-            });
+            }));
         }
         let wanted = self.writable(&incoming.path)?;
         let name = wanted
@@ -134,13 +209,6 @@ impl Operations {
         }
         let stem = &name[..name.len() - 3];
         let folder = wanted.parent().unwrap_or_default();
-        let mut fields = vec![("id".to_string(), serde_json::Value::from(id))];
-        fields.extend(incoming.fields.iter().filter(|(k, _)| k != "id").cloned());
-        let mut text = memory::render_frontmatter(&fields);
-        text.push_str(&incoming.content);
-        if !incoming.content.is_empty() && !incoming.content.ends_with('\n') {
-            text.push('\n');
-        }
         for n in 1..10_000 {
             let candidate = if n == 1 {
                 wanted.clone()
@@ -150,31 +218,23 @@ impl Operations {
                     None => break,
                 }
             };
-            if let Some(found) = self.holder(&candidate) {
-                if found.as_deref().is_some_and(|f| f.eq_ignore_ascii_case(id)) {
-                    return Ok(Placed::Duplicate {
+            match self.holder(&candidate) {
+                Some(found) if found.as_deref().is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
+                    return Ok(Planned::Placed(Placed::Duplicate {
                         path: candidate.to_string(),
-                    });
+                    }));
                 }
-                continue;
-            }
-            match self.create(&candidate.to_string(), &text, false) {
-                Ok(()) => {
-                    return Ok(Placed::Written {
-                        path: candidate.to_string(),
-                    });
-                }
-                // Taken meanwhile, perhaps by this very memory.
-                Err(Error::Exists { .. }) => {
-                    if let Some(Some(found)) = self.holder(&candidate)
-                        && found.eq_ignore_ascii_case(id)
-                    {
-                        return Ok(Placed::Duplicate {
-                            path: candidate.to_string(),
-                        });
+                Some(_) => continue,
+                None => {
+                    let mut fields = vec![("id".to_string(), serde_json::Value::from(id))];
+                    fields.extend(incoming.fields.iter().filter(|(k, _)| k != "id").cloned());
+                    let mut text = memory::render_frontmatter(&fields);
+                    text.push_str(&incoming.content);
+                    if !incoming.content.is_empty() && !incoming.content.ends_with('\n') {
+                        text.push('\n');
                     }
+                    return Ok(Planned::Create(candidate, text));
                 }
-                Err(e) => return Err(e),
             }
         }
         Err(Error::InvalidInput(format!(

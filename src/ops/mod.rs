@@ -737,17 +737,8 @@ impl Operations {
     /// Writes a whole file: a new one, or over an existing one when
     /// `overwrite`. Missing folders above it are made.
     pub fn create(&self, path: &str, content: &str, overwrite: bool) -> Result<()> {
-        let real = self.writable(path)?;
-        self.check_size(path, content.len())?;
-        if let Some(name) = real.file_name()
-            && name.as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes())
-        {
-            return Err(Error::InvalidPath {
-                path: path.into(),
-                why: "the name is reserved for mnemofs's temp files",
-            });
-        }
-        let content = &self.with_session_scope(&real, content)?;
+        let (real, content) = self.checked_new_file(path, content)?;
+        let content = &content;
         if self.expected_version.is_some() {
             // Only over the memory as the caller last read it.
             let (real, bytes, _) = self.read_text(&real, path)?;
@@ -766,6 +757,49 @@ impl Operations {
             self.writer.create(&real, content.as_bytes())
         };
         written.map_err(|e| Error::io(path, e))
+    }
+
+    /// Where a new file at `path` goes and the text it gets (an agent
+    /// session's scope added), once its name and size are checked.
+    fn checked_new_file(&self, path: &str, content: &str) -> Result<(StorePath, String)> {
+        let real = self.writable(path)?;
+        self.check_size(path, content.len())?;
+        if let Some(name) = real.file_name()
+            && name.as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes())
+        {
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                why: "the name is reserved for mnemofs's temp files",
+            });
+        }
+        let content = self.with_session_scope(&real, content)?;
+        Ok((real, content))
+    }
+
+    /// Creates new files (never over anything), made durable together
+    /// where the writer can; one result per file, in order.
+    pub(crate) fn create_new_files(&self, files: &[(String, String)]) -> Vec<Result<()>> {
+        let checked: Vec<Result<(StorePath, String)>> = files
+            .iter()
+            .map(|(path, content)| self.checked_new_file(path, content))
+            .collect();
+        let ready: Vec<(StorePath, &[u8])> = checked
+            .iter()
+            .filter_map(|c| c.as_ref().ok())
+            .map(|(real, content)| (real.clone(), content.as_bytes()))
+            .collect();
+        let mut written = self.writer.create_many(&ready).into_iter();
+        checked
+            .into_iter()
+            .zip(files)
+            .map(|(c, (path, _))| {
+                c?;
+                written
+                    .next()
+                    .unwrap_or_else(|| Err(std::io::Error::other("not written")))
+                    .map_err(|e| Error::io(path, e))
+            })
+            .collect()
     }
 
     /// Replaces the text of a file, compare-and-swap against `bytes`.

@@ -51,6 +51,16 @@ pub trait Writer: Send + Sync + std::fmt::Debug {
     /// taken. Makes missing folders above it.
     fn create(&self, path: &StorePath, content: &[u8]) -> io::Result<()>;
 
+    /// Creates many new files, as [`create`](Writer::create) does each;
+    /// one result per file, in order. A writer that can make a batch
+    /// durable at once (rather than file by file) does so.
+    fn create_many(&self, files: &[(StorePath, &[u8])]) -> Vec<io::Result<()>> {
+        files
+            .iter()
+            .map(|(path, content)| self.create(path, content))
+            .collect()
+    }
+
     /// Moves `from` to `to`, making `to`'s folder, never replacing
     /// anything. `Busy` if `from` is open for writing.
     fn move_to(&self, from: &StorePath, to: &StorePath) -> io::Result<Outcome>;
@@ -174,6 +184,37 @@ impl Writer for DirectWriter {
         self.store.create_atomic(path, content, NEW_FILE_MODE)?;
         self.changed(&[path]);
         Ok(())
+    }
+
+    fn create_many(&self, files: &[(StorePath, &[u8])]) -> Vec<io::Result<()>> {
+        let mut parents: Vec<io::Result<()>> = files
+            .iter()
+            .map(|(path, _)| self.make_parent(path))
+            .collect();
+        let ready: Vec<(StorePath, &[u8])> = files
+            .iter()
+            .zip(&parents)
+            .filter(|(_, made)| made.is_ok())
+            .map(|((path, content), _)| (path.clone(), *content))
+            .collect();
+        let mut created = self
+            .store
+            .create_many_atomic(&ready, NEW_FILE_MODE)
+            .into_iter();
+        let changed: Vec<&StorePath> = files
+            .iter()
+            .zip(parents.iter_mut())
+            .filter_map(|((path, _), made)| {
+                if made.is_ok() {
+                    *made = created
+                        .next()
+                        .unwrap_or_else(|| Err(io::Error::other("not written")));
+                }
+                made.is_ok().then_some(path)
+            })
+            .collect();
+        self.changed(&changed);
+        parents
     }
 
     fn move_to(&self, from: &StorePath, to: &StorePath) -> io::Result<Outcome> {

@@ -409,6 +409,76 @@ impl Store {
         finish_temp(&dir, &tmp, &name, libc::RENAME_NOREPLACE)
     }
 
+    /// Creates many new files, each atomically, and all of them durable
+    /// with two flushes of the filesystem instead of two fsyncs a file:
+    /// every file is written to a temp file beside its target, one
+    /// `syncfs` makes their data durable, each is renamed onto its name
+    /// (failing with `EEXIST` if the name is taken), and a second `syncfs`
+    /// makes the names durable. A crash leaves each file whole or absent
+    /// (temp files are removed when the store is next opened under its
+    /// lock). One result per file, in order.
+    pub fn create_many_atomic(
+        &self,
+        files: &[(StorePath, &[u8])],
+        mode: u32,
+    ) -> Vec<io::Result<()>> {
+        let mut staged: Vec<io::Result<(OwnedFd, CString, CString)>> = files
+            .iter()
+            .map(|(path, bytes)| {
+                let (dir, name) = self.parent_and_name(path)?;
+                let tmp = write_temp_unsynced(&dir, bytes, mode)?;
+                Ok((dir, tmp, name))
+            })
+            .collect();
+        if let Err(e) = self.sync_filesystem() {
+            for entry in &mut staged {
+                if let Ok((dir, tmp, _)) = entry {
+                    // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+                    unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+                }
+                *entry = Err(io::Error::new(e.kind(), e.to_string()));
+            }
+        }
+        let mut results: Vec<io::Result<()>> = staged
+            .into_iter()
+            .map(|entry| {
+                let (dir, tmp, name) = entry?;
+                sys::renameat2(
+                    dir.as_fd(),
+                    &tmp,
+                    dir.as_fd(),
+                    &name,
+                    libc::RENAME_NOREPLACE,
+                )
+                .inspect_err(|_| {
+                    // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+                    unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+                })
+            })
+            .collect();
+        if results.iter().any(Result::is_ok)
+            && let Err(e) = self.sync_filesystem()
+        {
+            for result in results.iter_mut().filter(|r| r.is_ok()) {
+                *result = Err(io::Error::new(e.kind(), e.to_string()));
+            }
+        }
+        results
+    }
+
+    /// Flushes everything written to the store's filesystem (`syncfs`).
+    fn sync_filesystem(&self) -> io::Result<()> {
+        // The root is held as an O_PATH descriptor, which syncfs refuses.
+        let root = sys::openat(
+            self.root.as_fd(),
+            c".",
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        )?;
+        // SAFETY: a valid descriptor; syncfs has no other preconditions.
+        cvt(unsafe { libc::syncfs(root.as_raw_fd()) }).map(|_| ())
+    }
+
     /// Replaces a regular file's content atomically, but only if it still
     /// is the same inode holding exactly `expected`; returns `false` (and
     /// changes nothing) otherwise. The new file keeps the old one's mode.
@@ -548,6 +618,16 @@ pub fn is_temp_name(name: &OsStr) -> bool {
 /// Writes `bytes` to a new temp file in `dir` with exactly `mode` (the
 /// umask does not apply), fsynced; returns its name.
 fn write_temp(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
+    write_temp_with(dir, bytes, mode, true)
+}
+
+/// [`write_temp`] without the fsync, for a caller that flushes a whole
+/// batch at once.
+fn write_temp_unsynced(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
+    write_temp_with(dir, bytes, mode, false)
+}
+
+fn write_temp_with(dir: &OwnedFd, bytes: &[u8], mode: u32, sync: bool) -> io::Result<CString> {
     let mut tmp_name = TEMP_PREFIX.as_bytes().to_vec();
     tmp_name.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
     let tmp = CString::new(tmp_name).map_err(|_| invalid_name())?;
@@ -561,7 +641,7 @@ fn write_temp(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
     // SAFETY: valid descriptor; fchmod has no other preconditions.
     let written = cvt(unsafe { libc::fchmod(file.as_raw_fd(), mode as libc::mode_t) })
         .and_then(|_| file.write_all(bytes))
-        .and_then(|()| file.sync_all());
+        .and_then(|()| if sync { file.sync_all() } else { Ok(()) });
     if let Err(e) = written {
         // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
         unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
@@ -635,6 +715,43 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         (dir, store)
+    }
+
+    #[test]
+    fn create_many_creates_each_new_file_and_refuses_taken_names() {
+        let (dir, store) = store();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("a/taken.md"), b"first").unwrap();
+        let p = |s: &str| StorePath::new(s).unwrap();
+        let files = [
+            (p("a/one.md"), &b"one"[..]),
+            (p("a/taken.md"), &b"second"[..]),
+            (p("missing/two.md"), &b"two"[..]),
+            (p("two.md"), &b"two"[..]),
+        ];
+        let results = store.create_many_atomic(&files, 0o600);
+        assert!(results[0].is_ok() && results[3].is_ok(), "{results:?}");
+        assert_eq!(
+            results[1].as_ref().unwrap_err().raw_os_error(),
+            Some(libc::EEXIST)
+        );
+        assert!(results[2].is_err(), "no folder is made: {results:?}");
+        assert_eq!(std::fs::read(dir.path().join("a/one.md")).unwrap(), b"one");
+        assert_eq!(
+            std::fs::read(dir.path().join("a/taken.md")).unwrap(),
+            b"first"
+        );
+        let mode = std::fs::metadata(dir.path().join("two.md")).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+            0o600
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("a"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| is_temp_name(n))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
     #[test]
