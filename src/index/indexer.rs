@@ -69,7 +69,7 @@ const LIVE_MAX_WAIT: Duration = Duration::from_millis(50);
 /// Commit once nothing has arrived for this long...
 const QUIET: Duration = Duration::from_millis(5);
 /// ...or when live changes have been uncommitted this long...
-const LIVE_COMMIT_EVERY: Duration = Duration::from_millis(100);
+const LIVE_COMMIT_EVERY: Duration = Duration::from_millis(200);
 /// ...or bulk-only changes this long.
 const BULK_COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// Bulk paths handled per round, between looks at the live queue.
