@@ -1069,6 +1069,49 @@ fn link_both_records_each_id_in_the_other_and_refuses_before_writing_anything() 
     assert_eq!(f.text("notes/data.txt"), "numbers\n");
 }
 
+#[test]
+fn records_page_through_the_store_in_path_order_without_repeats() {
+    let f = Fixture::new();
+    let mut want: Vec<String> = [
+        "a.md",
+        "a-b.md",
+        "a/x.md",
+        "a/y/z.md",
+        "a b/c.md",
+        "archive/old.md",
+        "b/c/d.md",
+        "b.md",
+        "inbox/new.md",
+        "zz.md",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .collect();
+    for path in &want {
+        f.seed(path, "---\ntitle: t\n---\nbody\n");
+    }
+    f.seed("a/notes.txt", "not a memory\n");
+    f.seed(".git/x.md", "not a memory either\n");
+    want.sort();
+    for limit in [1, 2, 3, 100] {
+        let mut seen = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = f
+                .ops
+                .records(&ops::RecordFilter::default(), after.as_deref(), limit)
+                .expect("a page");
+            assert!(page.records.len() <= limit);
+            seen.extend(page.records.into_iter().map(|r| r.path));
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(seen, want, "pages of {limit}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Requests and responses.
 

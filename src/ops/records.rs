@@ -338,7 +338,9 @@ impl Operations {
     /// Up to `limit` records matching `filter`, by path, starting after
     /// the path `after`: every markdown file of the store (`archive/`
     /// included) that this session may see, read as it is now. Files that
-    /// vanished or are not text are left out.
+    /// vanished or are not text are left out. A page walks only what it
+    /// lists (folders wholly before `after` are skipped), so paging
+    /// through a large store costs one walk in all, not one a page.
     pub fn records(
         &self,
         filter: &RecordFilter,
@@ -347,19 +349,15 @@ impl Operations {
     ) -> Result<RecordPage> {
         filter.check()?;
         let limit = limit.max(1);
-        let mut paths = self.memory_paths()?;
-        if let Some(after) = after {
-            paths.retain(|(key, _)| key.as_str() > after);
-        }
-        let mut records = Vec::new();
+        let mut records: Vec<MemoryRecord> = Vec::new();
         let mut next = None;
-        for (_, path) in paths {
+        self.walk_memories(&StorePath::root(), after, &mut |path| {
             if records.len() == limit {
-                next = records.last().map(|r: &MemoryRecord| r.path.clone());
-                break;
+                next = records.last().map(|r| r.path.clone());
+                return false;
             }
             let Ok(record) = self.record_at(&path) else {
-                continue;
+                return true;
             };
             // A session sees by each memory's own `scope:`, as a read does.
             let visible = self
@@ -368,46 +366,76 @@ impl Operations {
             if visible && filter.matches(&record) {
                 records.push(record);
             }
-        }
+            true
+        })?;
         Ok(RecordPage { records, next })
     }
 
-    /// Every markdown file in the store, by path (dot-folders left out),
-    /// walked on the store itself so that nothing the index has not seen
-    /// yet is missed.
-    fn memory_paths(&self) -> Result<Vec<(String, StorePath)>> {
-        let mut out = Vec::new();
-        let mut stack = vec![StorePath::root()];
-        while let Some(dir) = stack.pop() {
-            let entries = match self.store.read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(e) if dir.is_root() => return Err(Error::io("", e)),
-                Err(_) => continue,
+    /// Hands `visit` every markdown file below `dir` whose path sorts after
+    /// `after`, in the order of their paths as strings (dot-folders, temp
+    /// files and the views' names at the root left out), walked on the
+    /// store itself so that nothing the index has not seen yet is missed.
+    /// Stops, answering false, when `visit` does.
+    fn walk_memories(
+        &self,
+        dir: &StorePath,
+        after: Option<&str>,
+        visit: &mut dyn FnMut(StorePath) -> bool,
+    ) -> Result<bool> {
+        let entries = match self.store.read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if dir.is_root() => return Err(Error::io("", e)),
+            Err(_) => return Ok(true),
+        };
+        // A folder's key ends in `/`: every path inside it starts so, which
+        // puts the folder where its contents sort among its siblings.
+        let mut items: Vec<(String, StorePath, bool)> = Vec::new();
+        for entry in entries {
+            let name = entry.name.as_encoded_bytes();
+            if name.first() == Some(&b'.') || name.starts_with(crate::store::TEMP_PREFIX.as_bytes())
+            {
+                continue;
+            }
+            let Some(path) = dir.join(&entry.name) else {
+                continue;
             };
-            for entry in entries {
-                let name = entry.name.as_encoded_bytes();
-                if name.first() == Some(&b'.')
-                    || name.starts_with(crate::store::TEMP_PREFIX.as_bytes())
+            match entry.kind {
+                FileKind::Directory
+                    if !(dir.is_root()
+                        && crate::views::ViewRoot::from_name(&entry.name).is_some()) =>
                 {
-                    continue;
+                    items.push((format!("{path}/"), path, true));
                 }
-                let Some(path) = dir.join(&entry.name) else {
-                    continue;
-                };
-                match entry.kind {
-                    FileKind::Directory
-                        if !(dir.is_root()
-                            && crate::views::ViewRoot::from_name(&entry.name).is_some()) =>
-                    {
-                        stack.push(path);
-                    }
-                    FileKind::File if name.ends_with(b".md") => out.push((path.to_string(), path)),
-                    _ => {}
+                FileKind::File if name.ends_with(b".md") => {
+                    items.push((path.to_string(), path, false));
                 }
+                _ => {}
             }
         }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, path, folder) in items {
+            if let Some(after) = after {
+                // Skip what sorts wholly before `after`: a file at or
+                // before it, a folder whose paths all do.
+                let before = if folder {
+                    after > key.as_str() && !after.starts_with(&key)
+                } else {
+                    key.as_str() <= after
+                };
+                if before {
+                    continue;
+                }
+            }
+            let go_on = if folder {
+                self.walk_memories(&path, after, visit)?
+            } else {
+                visit(path)
+            };
+            if !go_on {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
