@@ -42,49 +42,119 @@ pub(crate) fn register(index: &tantivy::Index) {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct MemoryTextTokenizer;
 
-/// The tokens of one text, computed eagerly.
-pub(crate) struct MemoryTokenStream {
-    tokens: Vec<Token>,
-    /// Index of the current token plus one (0 = before the first).
-    next: usize,
-    /// Returned by `token()` before the first `advance()`.
-    empty: Token,
+/// The tokens of one text, found one at a time in a token buffer that is
+/// reused, so indexing a note allocates nothing per word.
+pub(crate) struct MemoryTokenStream<'a> {
+    text: &'a str,
+    /// Where scanning resumes, in bytes.
+    pos: usize,
+    /// Inside a CJK run: where the last bigram's second character starts.
+    cjk_prev: Option<usize>,
+    /// Positions handed out so far.
+    count: usize,
+    token: Token,
 }
 
 impl Tokenizer for MemoryTextTokenizer {
-    type TokenStream<'a> = MemoryTokenStream;
+    type TokenStream<'a> = MemoryTokenStream<'a>;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> MemoryTokenStream {
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> MemoryTokenStream<'a> {
         MemoryTokenStream {
-            tokens: tokenize(text),
-            next: 0,
-            empty: Token::default(),
+            text,
+            pos: 0,
+            cjk_prev: None,
+            count: 0,
+            token: Token::default(),
         }
     }
 }
 
-impl TokenStream for MemoryTokenStream {
-    fn advance(&mut self) -> bool {
-        if self.next < self.tokens.len() {
-            self.next += 1;
-            true
+impl MemoryTokenStream<'_> {
+    fn next_char(&self, at: usize) -> Option<char> {
+        self.text[at..].chars().next()
+    }
+
+    /// Sets the current token to `text[from..to]`.
+    fn emit(&mut self, from: usize, to: usize, lowercase: bool) {
+        let piece = &self.text[from..to];
+        let t = &mut self.token;
+        t.offset_from = from;
+        t.offset_to = to;
+        t.position = self.count;
+        t.position_length = 1;
+        t.text.clear();
+        if !lowercase {
+            t.text.push_str(piece);
+        } else if piece.is_ascii() {
+            t.text.extend(piece.chars().map(|c| c.to_ascii_lowercase()));
         } else {
-            false
+            // str::to_lowercase knows word-final sigma; char's does not.
+            t.text.push_str(&piece.to_lowercase());
+        }
+        self.count += 1;
+    }
+}
+
+impl TokenStream for MemoryTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        loop {
+            if let Some(prev) = self.cjk_prev {
+                // Inside a CJK run: the next bigram, or the run's end.
+                match self.next_char(self.pos) {
+                    Some(c) if is_cjk(c) => {
+                        let end = self.pos + c.len_utf8();
+                        self.emit(prev, end, false);
+                        self.cjk_prev = Some(self.pos);
+                        self.pos = end;
+                        return true;
+                    }
+                    _ => self.cjk_prev = None,
+                }
+            }
+            let Some(c) = self.next_char(self.pos) else {
+                return false;
+            };
+            let start = self.pos;
+            let kind = class(c);
+            let mut end = start + c.len_utf8();
+            match kind {
+                Class::Other | Class::Word => {
+                    while let Some(c) = self.next_char(end)
+                        && class(c) == kind
+                    {
+                        end += c.len_utf8();
+                    }
+                    self.pos = end;
+                    if kind == Class::Word && end - start <= MAX_WORD_BYTES {
+                        self.emit(start, end, true);
+                        return true;
+                    }
+                }
+                Class::Cjk => {
+                    self.pos = end;
+                    match self.next_char(end) {
+                        // A run of two or more: overlapping bigrams.
+                        Some(next) if is_cjk(next) => {
+                            let to = end + next.len_utf8();
+                            self.emit(start, to, false);
+                            self.cjk_prev = Some(end);
+                            self.pos = to;
+                        }
+                        // A run of one: a unigram.
+                        _ => self.emit(start, end, false),
+                    }
+                    return true;
+                }
+            }
         }
     }
 
     fn token(&self) -> &Token {
-        match self.next.checked_sub(1) {
-            Some(i) => self.tokens.get(i).unwrap_or(&self.empty),
-            None => &self.empty,
-        }
+        &self.token
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        match self.next.checked_sub(1) {
-            Some(i) if i < self.tokens.len() => &mut self.tokens[i],
-            _ => &mut self.empty,
-        }
+        &mut self.token
     }
 }
 
@@ -127,57 +197,12 @@ fn class(c: char) -> Class {
 /// Splits `text` into tokens; see the module documentation.
 pub(crate) fn tokenize(text: &str) -> Vec<Token> {
     let mut tokens = Vec::new();
-    let mut position = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some(&(start, c)) = chars.peek() {
-        let kind = class(c);
-        // Collect the run of characters of the same class.
-        let mut run: Vec<(usize, char)> = Vec::new();
-        while let Some(&(i, c)) = chars.peek() {
-            if class(c) != kind {
-                break;
-            }
-            run.push((i, c));
-            chars.next();
-        }
-        let end = chars.peek().map_or(text.len(), |&(i, _)| i);
-        match kind {
-            Class::Other => {}
-            Class::Word => {
-                if end - start <= MAX_WORD_BYTES {
-                    tokens.push(token(&text[start..end], start, end, position, true));
-                    position += 1;
-                }
-            }
-            Class::Cjk if run.len() == 1 => {
-                tokens.push(token(&text[start..end], start, end, position, false));
-                position += 1;
-            }
-            Class::Cjk => {
-                for pair in run.windows(2) {
-                    let from = pair[0].0;
-                    let to = pair[1].0 + pair[1].1.len_utf8();
-                    tokens.push(token(&text[from..to], from, to, position, false));
-                    position += 1;
-                }
-            }
-        }
+    let mut tokenizer = MemoryTextTokenizer;
+    let mut stream = tokenizer.token_stream(text);
+    while stream.advance() {
+        tokens.push(stream.token().clone());
     }
     tokens
-}
-
-fn token(text: &str, from: usize, to: usize, position: usize, lowercase: bool) -> Token {
-    Token {
-        offset_from: from,
-        offset_to: to,
-        position,
-        text: if lowercase {
-            text.to_lowercase()
-        } else {
-            text.to_owned()
-        },
-        position_length: 1,
-    }
 }
 
 #[cfg(test)]
@@ -210,6 +235,27 @@ mod tests {
     fn overlong_words_are_dropped() {
         let long = "a".repeat(200);
         assert_eq!(texts(&format!("x {long} y")), ["x", "y"]);
+    }
+
+    #[test]
+    fn mixed_scripts_keep_offsets_and_positions() {
+        let text = "Σίσυφος 我偏好 ÉTÉ x 好";
+        let toks = tokenize(text);
+        let got: Vec<(&str, String, usize)> = toks
+            .iter()
+            .map(|t| (&text[t.offset_from..t.offset_to], t.text.clone(), t.position))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Σίσυφος", "σίσυφος".to_owned(), 0),
+                ("我偏", "我偏".to_owned(), 1),
+                ("偏好", "偏好".to_owned(), 2),
+                ("ÉTÉ", "été".to_owned(), 3),
+                ("x", "x".to_owned(), 4),
+                ("好", "好".to_owned(), 5),
+            ]
+        );
     }
 
     #[test]
