@@ -219,19 +219,27 @@ impl IdTable {
 
     /// Gives an id to each of `files` (memories without one of their
     /// own), in order: the one they had, the one of the file they were
-    /// moved from, or a new one. `holds` says which inode a path holds
-    /// now (`None`: no file); `taken` whether another path's frontmatter
-    /// has an id already.
+    /// moved from, the one the index last had for the path (a file whose
+    /// `id:` was taken out, say by restoring a version from before it was
+    /// written, keeps it), or a new one. `holds` says which inode a path
+    /// holds now (`None`: no file); `taken` whether another path's
+    /// frontmatter has an id already; `previous` the id the index last
+    /// had for a path.
     pub(crate) fn assign(
         &self,
         files: &[(Vec<u8>, Identity)],
         holds: &dyn Fn(&[u8]) -> Option<u64>,
         taken: &dyn Fn(&str, &[u8]) -> bool,
+        previous: &dyn Fn(&[u8]) -> Option<String>,
     ) -> Vec<String> {
         if !self.writable {
             return files
                 .iter()
-                .map(|(k, _)| self.get(k).unwrap_or_else(|| derive(k, 1)))
+                .map(|(k, _)| {
+                    self.get(k)
+                        .or_else(|| previous(k))
+                        .unwrap_or_else(|| derive(k, 1))
+                })
                 .collect();
         }
         let mut guard = self.state.lock();
@@ -283,10 +291,15 @@ impl IdTable {
                 state.insert(key.clone(), entry);
                 continue;
             }
-            let id = (1..)
-                .map(|n| derive(key, n))
-                .find(|id| !state.by_id.contains_key(id) && !taken(id, key))
-                .expect("an unbounded search");
+            let free = |id: &String| !state.by_id.contains_key(id) && !taken(id, key);
+            let id = previous(key)
+                .filter(|id| !id.trim().is_empty() && free(id))
+                .unwrap_or_else(|| {
+                    (1..)
+                        .map(|n| derive(key, n))
+                        .find(free)
+                        .expect("an unbounded search")
+                });
             *slot = Some(id.clone());
             state.insert(
                 key.clone(),
@@ -509,6 +522,10 @@ mod tests {
         s.as_bytes().to_vec()
     }
 
+    fn no(_: &[u8]) -> Option<String> {
+        None
+    }
+
     #[test]
     fn derived_ids_are_stable_uuids() {
         let a = derive(b"notes/a.md", 1);
@@ -524,13 +541,19 @@ mod tests {
         let t = IdTable::in_memory();
         let none = |_: &str, _: &[u8]| false;
         let at_a = |key: &[u8]| (key == b"a.md").then_some(1);
-        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &at_a, &none);
+        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &at_a, &none, &no);
         // Seen again: the same id.
-        assert_eq!(t.assign(&[(k("a.md"), ident(1, 12, 6))], &at_a, &none), a);
+        assert_eq!(
+            t.assign(&[(k("a.md"), ident(1, 12, 6))], &at_a, &none, &no),
+            a
+        );
         // Moved to b.md (the old path seen gone first).
         t.gone(b"a.md", 0);
         let at_b = |key: &[u8]| (key == b"b.md").then_some(1);
-        assert_eq!(t.assign(&[(k("b.md"), ident(1, 12, 6))], &at_b, &none), a);
+        assert_eq!(
+            t.assign(&[(k("b.md"), ident(1, 12, 6))], &at_b, &none, &no),
+            a
+        );
         assert_eq!(t.get(b"a.md"), None);
         // Copied to c.md: another inode, another id.
         let both = |key: &[u8]| match key {
@@ -538,10 +561,10 @@ mod tests {
             b"c.md" => Some(2),
             _ => None,
         };
-        let c = t.assign(&[(k("c.md"), ident(2, 12, 7))], &both, &none);
+        let c = t.assign(&[(k("c.md"), ident(2, 12, 7))], &both, &none, &no);
         assert_ne!(c, a);
         // A new a.md: its derived id is b.md's, so it gets another.
-        let fresh = t.assign(&[(k("a.md"), ident(3, 1, 8))], &both, &none);
+        let fresh = t.assign(&[(k("a.md"), ident(3, 1, 8))], &both, &none, &no);
         assert_ne!(fresh, a);
         assert_eq!(fresh[0], derive(b"a.md", 2));
     }
@@ -550,7 +573,7 @@ mod tests {
     fn a_move_and_a_new_file_at_the_old_path_in_one_batch() {
         let t = IdTable::in_memory();
         let none = |_: &str, _: &[u8]| false;
-        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &|_| Some(1), &none);
+        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &|_| Some(1), &none, &no);
         let now = |key: &[u8]| match key {
             b"a.md" => Some(2),
             b"b.md" => Some(1),
@@ -560,6 +583,7 @@ mod tests {
             &[(k("a.md"), ident(2, 3, 9)), (k("b.md"), ident(1, 10, 5))],
             &now,
             &none,
+            &no,
         );
         assert_eq!(ids[1], a[0]);
         assert_ne!(ids[0], a[0]);
@@ -569,10 +593,27 @@ mod tests {
     fn a_save_by_rename_keeps_the_id_and_ids_taken_elsewhere_are_skipped() {
         let t = IdTable::in_memory();
         let taken = |id: &str, _: &[u8]| id == derive(b"a.md", 1);
-        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &|_| Some(1), &taken);
+        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &|_| Some(1), &taken, &no);
         assert_eq!(a[0], derive(b"a.md", 2));
-        let again = t.assign(&[(k("a.md"), ident(9, 11, 6))], &|_| Some(9), &taken);
+        let again = t.assign(&[(k("a.md"), ident(9, 11, 6))], &|_| Some(9), &taken, &no);
         assert_eq!(again, a);
+    }
+
+    #[test]
+    fn the_id_the_index_last_had_is_kept_unless_another_file_has_it() {
+        let t = IdTable::in_memory();
+        let none = |_: &str, _: &[u8]| false;
+        let had = |_: &[u8]| Some("restored-id".to_string());
+        let ids = t.assign(&[(k("a.md"), ident(1, 1, 1))], &|_| Some(1), &none, &had);
+        assert_eq!(ids, ["restored-id"]);
+        let elsewhere = |id: &str, _: &[u8]| id == "restored-id";
+        let ids = t.assign(
+            &[(k("b.md"), ident(2, 1, 1))],
+            &|_| Some(2),
+            &elsewhere,
+            &had,
+        );
+        assert_eq!(ids[0], derive(b"b.md", 1));
     }
 
     #[test]
@@ -580,8 +621,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = IdTable::open(dir.path());
         let none = |_: &str, _: &[u8]| false;
-        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &|_| Some(1), &none);
-        t.assign(&[(k("b.md"), ident(2, 10, 5))], &|_| Some(2), &none);
+        let a = t.assign(&[(k("a.md"), ident(1, 10, 5))], &|_| Some(1), &none, &no);
+        t.assign(&[(k("b.md"), ident(2, 10, 5))], &|_| Some(2), &none, &no);
         t.flush(true, 0);
         let loaded = IdTable::open(dir.path());
         assert_eq!(loaded.get(b"a.md"), Some(a[0].clone()));

@@ -278,6 +278,9 @@ impl Indexer {
                 return;
             }
             self.step();
+            // Saved a moment after its last change, whether or not a
+            // commit follows.
+            self.core.ids.flush(false, unix_ms() / 1000);
         }
     }
 
@@ -480,7 +483,11 @@ impl Indexer {
             super::query::paths_matching_in(&searcher, &query)
                 .is_ok_and(|paths| paths.iter().any(|p| path_key(p) != key))
         };
-        let ids = self.core.ids.assign(&files, &|k| self.holds(k), &taken);
+        let previous = |key: &[u8]| super::query::indexed_id_in(&searcher, fields, key);
+        let ids = self
+            .core
+            .ids
+            .assign(&files, &|k| self.holds(k), &taken, &previous);
         for (i, id) in need.into_iter().zip(ids) {
             if let Some((_, Change::Upsert(_, doc, _))) = changes.get_mut(i) {
                 document::add_id(fields, doc, &id);

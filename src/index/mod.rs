@@ -520,10 +520,16 @@ impl Index {
                 .iter()
                 .any(|p| document::path_key(p) != key)
         };
-        self.inner
-            .core
-            .ids
-            .assign(&[(key, ids::Identity::of(&stat))], &holds, &taken)
+        let core = &self.inner.core;
+        let searcher = core.reader.searcher();
+        let previous = |key: &[u8]| query::indexed_id_in(&searcher, &core.fields, key);
+        core.ids
+            .assign(
+                &[(key, ids::Identity::of(&stat))],
+                &holds,
+                &taken,
+                &previous,
+            )
             .pop()
     }
 

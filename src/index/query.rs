@@ -947,6 +947,25 @@ fn stored_path(doc: &TantivyDocument, field: Field) -> Option<StorePath> {
         .and_then(path_from_key)
 }
 
+/// The id the document at `key` had when last indexed (its `id:`, or one
+/// the index kept for it).
+pub(super) fn indexed_id_in(
+    searcher: &Searcher,
+    f: &super::schema::Fields,
+    key: &[u8],
+) -> Option<String> {
+    let query = TermQuery::new(
+        Term::from_field_bytes(f.path, key),
+        IndexRecordOption::Basic,
+    );
+    let top = searcher.search(&query, &TopDocs::with_limit(1)).ok()?;
+    let (_, address) = top.first()?;
+    let doc: TantivyDocument = searcher.doc(*address).ok()?;
+    doc.get_first(f.id)
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+}
+
 /// Paths of every document `query` matches in `searcher`, sorted.
 pub(super) fn paths_matching_in(
     searcher: &Searcher,

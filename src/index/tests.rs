@@ -599,7 +599,9 @@ struct ModelNote {
     category: Option<String>,
 }
 
-fn model(root: &Path) -> BTreeMap<StorePath, ModelNote> {
+/// The notes under `root` as the model sees them; a note without `id:`
+/// answers to the id `index` keeps for it.
+fn model(root: &Path, index: &Index) -> BTreeMap<StorePath, ModelNote> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -614,10 +616,11 @@ fn model(root: &Path) -> BTreeMap<StorePath, ModelNote> {
             let text = std::fs::read_to_string(&p).unwrap();
             let m = memory::parse(&stem(&rel), &text);
             let fm = &m.frontmatter;
+            let id = fm.id.clone().or_else(|| index.kept_id(&rel));
             out.insert(
                 rel.clone(),
                 ModelNote {
-                    keys: memory_keys(&rel, &m.title, fm.id.as_deref(), &fm.aliases),
+                    keys: memory_keys(&rel, &m.title, id.as_deref(), &fm.aliases),
                     links: link_keys(&m),
                     tags: m.tags.iter().cloned().collect(),
                     category: fm.category.map(|c| c.as_str().to_owned()),
@@ -662,7 +665,7 @@ fn apply_op(fx: &Fixture, op: &Op) {
 }
 
 fn check_against_model(fx: &Fixture) -> Result<(), TestCaseError> {
-    let notes = model(fx.dir.path());
+    let notes = model(fx.dir.path(), &fx.index);
     let mut targets: Vec<String> = Vec::new();
     for i in 0..6 {
         targets.push(format!("n{i}"));
@@ -1004,4 +1007,19 @@ fn kept_ids_survive_a_new_index_and_a_move_made_while_none_ran() {
     let index = Index::open(state.path(), Arc::clone(&store)).unwrap();
     assert!(index.wait_idle(WAIT));
     assert_eq!(index.by_id(&id), Some(sp("sub/b.md")));
+}
+
+#[test]
+fn a_memory_whose_id_line_is_taken_out_keeps_that_id() {
+    let f = Fixture::new();
+    f.write("a.md", "---\nid: written-id-1\n---\nbody words\n");
+    f.sync();
+    // A version from before the id was written, restored.
+    f.write("a.md", "body words, restored\n");
+    f.sync();
+    assert_eq!(
+        f.index.kept_id(&sp("a.md")).as_deref(),
+        Some("written-id-1")
+    );
+    assert_eq!(f.index.by_id("written-id-1"), Some(sp("a.md")));
 }
