@@ -26,6 +26,10 @@
 //! - The link graph is not a separate structure: each document stores
 //!   the keys it answers to and the keys its links point at, so it cannot
 //!   drift from the documents (see `document.rs`).
+//! - A memory without `id:` still has an id in its document: the one the
+//!   id table (`ids.rs`, `<state_dir>/ids.json`, outside the versioned
+//!   index directory) keeps for it, so a rebuild or a new schema does not
+//!   change it.
 
 mod document;
 mod ids;
@@ -95,7 +99,8 @@ pub struct Hit {
     pub score: f32,
     /// A plain-text, single-line excerpt of the body (at most 200 chars).
     pub snippet: String,
-    /// The memory's frontmatter id, if any.
+    /// The memory's id: its `id:`, or the one the index keeps for a memory
+    /// without one; `None` for files that are not memories.
     pub id: Option<String>,
 }
 
