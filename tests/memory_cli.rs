@@ -841,6 +841,10 @@ fn bad_input_is_one_sentence_and_a_failure() {
         &run(&store, &["write", "  \n"], None),
         "the content is empty",
     );
+    refused(
+        &run(&store, &["write", "x", "--scope", "claude"], None),
+        "\"claude\" is not a scope: use global or agent:NAME",
+    );
     for args in [
         vec!["read", "no-such-memory"],
         vec!["delete", "no-such-memory"],

@@ -987,7 +987,13 @@ impl Operations {
             ),
             None => None,
         };
-        let scope = self.scope_for_new(new.scope.as_deref())?;
+        let named = new
+            .scope
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(Scope::parse)
+            .transpose()?;
+        let scope = self.scope_for_new(named.as_ref().map(Scope::as_str))?;
         let title = new
             .title
             .clone()
