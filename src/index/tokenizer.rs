@@ -86,7 +86,8 @@ impl MemoryTokenStream<'_> {
         if !lowercase {
             t.text.push_str(piece);
         } else if piece.is_ascii() {
-            t.text.extend(piece.chars().map(|c| c.to_ascii_lowercase()));
+            t.text.push_str(piece);
+            t.text.make_ascii_lowercase();
         } else {
             // str::to_lowercase knows word-final sigma; char's does not.
             t.text.push_str(&piece.to_lowercase());
@@ -119,10 +120,22 @@ impl TokenStream for MemoryTokenStream<'_> {
             let mut end = start + c.len_utf8();
             match kind {
                 Class::Other | Class::Word => {
-                    while let Some(c) = self.next_char(end)
-                        && class(c) == kind
-                    {
-                        end += c.len_utf8();
+                    let bytes = self.text.as_bytes();
+                    loop {
+                        // ASCII, most of any note, without decoding.
+                        match bytes.get(end) {
+                            None => break,
+                            Some(&b) if b.is_ascii() => {
+                                if b.is_ascii_alphanumeric() != (kind == Class::Word) {
+                                    break;
+                                }
+                                end += 1;
+                            }
+                            Some(_) => match self.next_char(end) {
+                                Some(c) if class(c) == kind => end += c.len_utf8(),
+                                _ => break,
+                            },
+                        }
                     }
                     self.pos = end;
                     if kind == Class::Word && end - start <= MAX_WORD_BYTES {
@@ -256,6 +269,51 @@ mod tests {
                 ("好", "好".to_owned(), 5),
             ]
         );
+    }
+
+    /// The rules of the module documentation, written plainly.
+    fn reference(text: &str) -> Vec<(usize, usize, String)> {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let kind = class(chars[i].1);
+            let mut j = i;
+            while j < chars.len() && class(chars[j].1) == kind {
+                j += 1;
+            }
+            let at = |k: usize| chars.get(k).map_or(text.len(), |c| c.0);
+            match kind {
+                Class::Other => {}
+                Class::Word if at(j) - at(i) <= MAX_WORD_BYTES => {
+                    out.push((at(i), at(j), text[at(i)..at(j)].to_lowercase()));
+                }
+                Class::Word => {}
+                Class::Cjk if j - i == 1 => out.push((at(i), at(j), text[at(i)..at(j)].into())),
+                Class::Cjk => {
+                    for k in i..j - 1 {
+                        out.push((at(k), at(k + 2), text[at(k)..at(k + 2)].into()));
+                    }
+                }
+            }
+            i = j;
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn streaming_matches_the_plain_rules(text in "[a-zA-Z0-9 ,.éÉΣς_\\-我偏好深色かなり한국\\n]{0,60}") {
+            let got: Vec<(usize, usize, String)> = tokenize(&text)
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    assert_eq!(t.position, i);
+                    (t.offset_from, t.offset_to, t.text)
+                })
+                .collect();
+            proptest::prop_assert_eq!(got, reference(&text));
+        }
     }
 
     #[test]
