@@ -256,7 +256,13 @@ mod tests {
         let toks = tokenize(text);
         let got: Vec<(&str, String, usize)> = toks
             .iter()
-            .map(|t| (&text[t.offset_from..t.offset_to], t.text.clone(), t.position))
+            .map(|t| {
+                (
+                    &text[t.offset_from..t.offset_to],
+                    t.text.clone(),
+                    t.position,
+                )
+            })
             .collect();
         assert_eq!(
             got,

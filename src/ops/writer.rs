@@ -52,12 +52,39 @@ pub trait Writer: Send + Sync + std::fmt::Debug {
     fn create(&self, path: &StorePath, content: &[u8]) -> io::Result<()>;
 
     /// Creates many new files, as [`create`](Writer::create) does each;
-    /// one result per file, in order. A writer that can make a batch
-    /// durable at once (rather than file by file) does so.
+    /// one result per file, in order. By default a few threads create
+    /// them, so their fsyncs overlap; a writer that can make a batch
+    /// durable at once (rather than file by file) does that instead.
     fn create_many(&self, files: &[(StorePath, &[u8])]) -> Vec<io::Result<()>> {
-        files
-            .iter()
-            .map(|(path, content)| self.create(path, content))
+        const WORKERS: usize = 4;
+        let workers = WORKERS.min(files.len().div_ceil(16)).max(1);
+        let work = |w: usize| -> Vec<(usize, io::Result<()>)> {
+            files
+                .iter()
+                .enumerate()
+                .skip(w)
+                .step_by(workers)
+                .map(|(i, (path, content))| (i, self.create(path, content)))
+                .collect()
+        };
+        let mut done: Vec<(usize, io::Result<()>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (1..workers).map(|w| scope.spawn(move || work(w))).collect();
+            let mut all = work(0);
+            for handle in handles {
+                // A thread that panicked leaves its files failed below.
+                if let Ok(part) = handle.join() {
+                    all.extend(part);
+                }
+            }
+            all
+        });
+        done.sort_by_key(|(i, _)| *i);
+        let mut done = done.into_iter().peekable();
+        (0..files.len())
+            .map(|i| match done.peek() {
+                Some((j, _)) if *j == i => done.next().map_or(Ok(()), |(_, r)| r),
+                _ => Err(io::Error::other("a writer thread failed")),
+            })
             .collect()
     }
 
@@ -360,6 +387,74 @@ mod tests {
             b"a"
         );
         assert!(temp_files(dir.path()).is_empty());
+    }
+
+    /// A writer with only the required methods (its `create_many` is the
+    /// default one), over a direct writer.
+    #[derive(Debug)]
+    struct OneByOne(DirectWriter);
+
+    impl Writer for OneByOne {
+        fn replace(&self, path: &StorePath, expected: &[u8], new: &[u8]) -> io::Result<Outcome> {
+            self.0.replace(path, expected, new)
+        }
+        fn write(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
+            self.0.write(path, content)
+        }
+        fn create(&self, path: &StorePath, content: &[u8]) -> io::Result<()> {
+            self.0.create(path, content)
+        }
+        fn move_to(&self, from: &StorePath, to: &StorePath) -> io::Result<Outcome> {
+            self.0.move_to(from, to)
+        }
+        fn remove_file(&self, path: &StorePath) -> io::Result<()> {
+            self.0.remove_file(path)
+        }
+        fn remove_folder(&self, path: &StorePath) -> io::Result<()> {
+            self.0.remove_folder(path)
+        }
+        fn is_busy(&self, path: &StorePath) -> bool {
+            self.0.is_busy(path)
+        }
+        fn describe(&self) -> String {
+            self.0.describe()
+        }
+    }
+
+    #[test]
+    fn create_many_answers_each_file_in_order_by_default_and_directly() {
+        let (dir, direct) = writer();
+        let names: Vec<String> = (0..100).map(|i| format!("d{}/n{i}.md", i % 7)).collect();
+        std::fs::create_dir_all(dir.path().join("d3")).unwrap();
+        std::fs::write(dir.path().join("d3/n3.md"), b"taken").unwrap();
+        let one_by_one = OneByOne(direct);
+        for (round, w) in [(0, &one_by_one as &dyn Writer), (1, &one_by_one.0)] {
+            let files: Vec<(StorePath, Vec<u8>)> = names
+                .iter()
+                .map(|n| (p(&format!("r{round}/{n}")), n.clone().into_bytes()))
+                .chain([(p("d3/n3.md"), b"again".to_vec())])
+                .collect();
+            let borrowed: Vec<(StorePath, &[u8])> = files
+                .iter()
+                .map(|(p, c)| (p.clone(), c.as_slice()))
+                .collect();
+            let results = w.create_many(&borrowed);
+            assert_eq!(results.len(), files.len());
+            for ((path, content), result) in files.iter().zip(&results).take(names.len()) {
+                assert!(result.is_ok(), "{path}: {result:?}");
+                assert_eq!(
+                    &std::fs::read(dir.path().join(path.as_path())).unwrap(),
+                    content
+                );
+            }
+            let taken = results.last().unwrap().as_ref().unwrap_err();
+            assert_eq!(taken.raw_os_error(), Some(libc::EEXIST));
+            assert!(temp_files(dir.path()).is_empty());
+        }
+        assert_eq!(
+            std::fs::read(dir.path().join("d3/n3.md")).unwrap(),
+            b"taken"
+        );
     }
 
     #[test]
