@@ -33,7 +33,7 @@ const MASK: u32 = libc::IN_CREATE
 
 /// How long the first change after a quiet spell waits for the rest of
 /// its burst (a `git checkout`) before the batch is handed out.
-const GATHER: Duration = Duration::from_millis(10);
+const GATHER: Duration = Duration::from_millis(3);
 
 /// While changes keep coming, how often the queue is drained.
 const BURST_INTERVAL: Duration = Duration::from_millis(20);
