@@ -30,8 +30,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::io;
+use std::ops::Bound;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -75,9 +77,45 @@ impl Identity {
     }
 }
 
+/// An id as kept: a UUID in 16 bytes, anything else (an id a file had
+/// in its frontmatter once) as text. Tables of 100k entries stay small.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum StoredId {
+    Uuid(uuid::Uuid),
+    Other(Box<str>),
+}
+
+impl StoredId {
+    fn new(id: String) -> StoredId {
+        match uuid::Uuid::parse_str(&id) {
+            // Only the canonical form, so the text comes back as it was.
+            Ok(uuid) if uuid.to_string() == id => StoredId::Uuid(uuid),
+            _ => StoredId::Other(id.into_boxed_str()),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            StoredId::Uuid(uuid) => uuid.to_string(),
+            StoredId::Other(text) => text.to_string(),
+        }
+    }
+}
+
+/// A path's bytes, shared by the maps that refer to it.
+type Key = Arc<[u8]>;
+
+/// A hash of an id's text, to tell quickly whether an id is in use.
+fn id_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Entry {
-    id: String,
+    id: StoredId,
     identity: Identity,
     /// Unix seconds when its path was seen gone.
     gone_at: Option<i64>,
@@ -85,37 +123,54 @@ struct Entry {
 
 #[derive(Default)]
 struct Table {
-    by_path: BTreeMap<Vec<u8>, Entry>,
-    by_id: HashMap<String, Vec<u8>>,
-    by_ino: HashMap<u64, BTreeSet<Vec<u8>>>,
+    by_path: BTreeMap<Key, Entry>,
+    /// How many entries have an id of each hash (a collision only makes
+    /// a free id look taken, and the next one is used).
+    ids_in_use: HashMap<u64, u32>,
+    /// (inode, path) of every entry, for moves.
+    by_ino: BTreeSet<(u64, Key)>,
     dirty: bool,
 }
 
 impl Table {
-    fn insert(&mut self, key: Vec<u8>, entry: Entry) {
-        self.remove(&key);
-        self.by_id.insert(entry.id.clone(), key.clone());
-        self.by_ino
-            .entry(entry.identity.ino)
-            .or_default()
-            .insert(key.clone());
+    fn insert(&mut self, key: &[u8], entry: Entry) {
+        self.remove(key);
+        let key: Key = Arc::from(key);
+        *self
+            .ids_in_use
+            .entry(id_hash(&entry.id.text()))
+            .or_default() += 1;
+        self.by_ino.insert((entry.identity.ino, Arc::clone(&key)));
         self.by_path.insert(key, entry);
         self.dirty = true;
     }
 
     fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let entry = self.by_path.remove(key)?;
-        if self.by_id.get(&entry.id).is_some_and(|k| k == key) {
-            self.by_id.remove(&entry.id);
-        }
-        if let Some(keys) = self.by_ino.get_mut(&entry.identity.ino) {
-            keys.remove(key);
-            if keys.is_empty() {
-                self.by_ino.remove(&entry.identity.ino);
+        let (key, entry) = self.by_path.remove_entry(key)?;
+        let hash = id_hash(&entry.id.text());
+        if let Some(n) = self.ids_in_use.get_mut(&hash) {
+            *n -= 1;
+            if *n == 0 {
+                self.ids_in_use.remove(&hash);
             }
         }
+        self.by_ino.remove(&(entry.identity.ino, key));
         self.dirty = true;
         Some(entry)
+    }
+
+    fn has_id(&self, id: &str) -> bool {
+        self.ids_in_use.contains_key(&id_hash(id))
+    }
+
+    /// Paths of the entries with inode `ino`.
+    fn with_ino(&self, ino: u64) -> Vec<Key> {
+        let from: Key = Arc::from(&[][..]);
+        self.by_ino
+            .range((ino, from)..)
+            .take_while(|(i, _)| *i == ino)
+            .map(|(_, k)| Arc::clone(k))
+            .collect()
     }
 }
 
@@ -214,7 +269,7 @@ impl IdTable {
             .by_path
             .get(key)
             .filter(|e| e.gone_at.is_none())
-            .map(|e| e.id.clone())
+            .map(|e| e.id.text())
     }
 
     /// Gives an id to each of `files` (memories without one of their
@@ -247,7 +302,7 @@ impl IdTable {
         let mut ids: Vec<Option<String>> = vec![None; files.len()];
         // Pass 1: the same file where it was, or moved here.
         for (slot, (key, identity)) in ids.iter_mut().zip(files) {
-            if let Some(entry) = state.by_path.get_mut(key)
+            if let Some(entry) = state.by_path.get_mut(&key[..])
                 && entry.identity.ino == identity.ino
             {
                 if entry.identity != *identity || entry.gone_at.is_some() {
@@ -255,28 +310,23 @@ impl IdTable {
                     entry.gone_at = None;
                     state.dirty = true;
                 }
-                *slot = Some(entry.id.clone());
+                *slot = Some(entry.id.text());
                 continue;
             }
-            let moved_from = state.by_ino.get(&identity.ino).and_then(|keys| {
-                keys.iter()
-                    .find(|k| {
-                        *k != key
-                            && state.by_path.get(*k).is_some_and(|e| {
-                                e.identity.size == identity.size
-                                    && e.identity.mtime_ns == identity.mtime_ns
-                            })
-                            && holds(k) != Some(identity.ino)
+            let moved_from = state.with_ino(identity.ino).into_iter().find(|k| {
+                **k != key[..]
+                    && state.by_path.get(k).is_some_and(|e| {
+                        e.identity.size == identity.size && e.identity.mtime_ns == identity.mtime_ns
                     })
-                    .cloned()
+                    && holds(k) != Some(identity.ino)
             });
             if let Some(from) = moved_from
                 && let Some(mut entry) = state.remove(&from)
             {
                 entry.identity = *identity;
                 entry.gone_at = None;
-                *slot = Some(entry.id.clone());
-                state.insert(key.clone(), entry);
+                *slot = Some(entry.id.text());
+                state.insert(key, entry);
             }
         }
         // Pass 2: the same path, whatever file is there now; else new.
@@ -287,11 +337,11 @@ impl IdTable {
             if let Some(mut entry) = state.remove(key) {
                 entry.identity = *identity;
                 entry.gone_at = None;
-                *slot = Some(entry.id.clone());
-                state.insert(key.clone(), entry);
+                *slot = Some(entry.id.text());
+                state.insert(key, entry);
                 continue;
             }
-            let free = |id: &String| !state.by_id.contains_key(id) && !taken(id, key);
+            let free = |id: &String| !state.has_id(id) && !taken(id, key);
             let id = previous(key)
                 .filter(|id| !id.trim().is_empty() && free(id))
                 .unwrap_or_else(|| {
@@ -302,9 +352,9 @@ impl IdTable {
                 });
             *slot = Some(id.clone());
             state.insert(
-                key.clone(),
+                key,
                 Entry {
-                    id,
+                    id: StoredId::new(id),
                     identity: *identity,
                     gone_at: None,
                 },
@@ -330,15 +380,15 @@ impl IdTable {
         let state = &mut *guard;
         let mut dir = key.to_vec();
         dir.push(b'/');
-        let below: Vec<Vec<u8>> = state
+        let below: Vec<Key> = state
             .by_path
-            .range(dir.clone()..)
+            .range::<[u8], _>((Bound::Included(dir.as_slice()), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(&dir))
-            .map(|(k, _)| k.clone())
-            .chain(state.by_path.contains_key(key).then(|| key.to_vec()))
+            .map(|(k, _)| Arc::clone(k))
+            .chain(state.by_path.contains_key(key).then(|| Arc::from(key)))
             .collect();
         for k in below {
-            if let Some(entry) = state.by_path.get_mut(&k)
+            if let Some(entry) = state.by_path.get_mut(&*k)
                 && entry.gone_at.is_none()
             {
                 entry.gone_at = Some(now);
@@ -354,12 +404,12 @@ impl IdTable {
         if !self.writable {
             return;
         }
-        let keys: Vec<Vec<u8>> = self.state.lock().by_path.keys().cloned().collect();
-        let missing: Vec<Vec<u8>> = keys.into_iter().filter(|k| holds(k).is_none()).collect();
+        let keys: Vec<Key> = self.state.lock().by_path.keys().cloned().collect();
+        let missing: Vec<Key> = keys.into_iter().filter(|k| holds(k).is_none()).collect();
         let mut guard = self.state.lock();
         let state = &mut *guard;
         for k in missing {
-            if let Some(entry) = state.by_path.get_mut(&k)
+            if let Some(entry) = state.by_path.get_mut(&*k)
                 && entry.gone_at.is_none()
             {
                 entry.gone_at = Some(now);
@@ -370,7 +420,7 @@ impl IdTable {
     }
 
     fn drop_expired(&self, state: &mut Table, now: i64) {
-        let expired: Vec<Vec<u8>> = state
+        let expired: Vec<Key> = state
             .by_path
             .iter()
             .filter(|(_, e)| {
@@ -450,7 +500,7 @@ fn encode(table: &Table) -> Vec<u8> {
             EntryForm {
                 path,
                 path_hex,
-                id: e.id.clone(),
+                id: e.id.text(),
                 ino: e.identity.ino,
                 size: e.identity.size,
                 mtime_ns: e.identity.mtime_ns,
@@ -490,9 +540,9 @@ fn decode(bytes: &[u8]) -> Result<Table, String> {
             continue;
         }
         table.insert(
-            key,
+            &key,
             Entry {
-                id: e.id,
+                id: StoredId::new(e.id),
                 identity: Identity {
                     ino: e.ino,
                     size: e.size,
