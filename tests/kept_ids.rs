@@ -197,6 +197,22 @@ fn an_untouched_notes_id_is_kept_through_remounts_reindexes_and_moves() {
     std::thread::sleep(Duration::from_secs(7));
     assert_vault_untouched(&m, &paths);
 
+    // Moved while nothing was mounted (a vault edited on its own).
+    m.stop();
+    fs::rename(m.s("friends/ada.md"), m.s("ada.md")).unwrap();
+    paths.insert("charlieword", "ada.md".into());
+    m.spawn(&[
+        "--config".into(),
+        config.path().join("config.yaml").display().to_string(),
+    ]);
+    assert!(
+        poll_until(WAIT, || by_id(&m, &ids["charlieword"]).as_deref()
+            == Some("ada.md")),
+        "by-id lost the note moved while unmounted: {:?}",
+        by_id(&m, &ids["charlieword"])
+    );
+    assert_eq!(all_ids(&m.store, None), ids, "after a move while unmounted");
+
     // A copy through the mount is another note, with another id.
     fs::copy(m.m("friday.md"), m.m("friday-copy.md")).unwrap();
     let mut copy_id = None;
