@@ -260,6 +260,12 @@ fn normalize_all_writes_the_ids_by_id_showed_and_history_undoes_it() {
     let config = tempfile::tempdir().unwrap();
     let mut m = mount(config.path());
     let ids = all_ids(&m.store, None);
+    let kept = || {
+        let out = mnemofs(&["status", "--json"], &m.store, None);
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        status["kept_ids"].as_u64().unwrap()
+    };
+    assert_eq!(kept(), 3);
 
     let out = mnemofs(&["normalize", "--all"], &m.store, None);
     assert_eq!(
@@ -276,6 +282,10 @@ fn normalize_all_writes_the_ids_by_id_showed_and_history_undoes_it() {
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "normalized 0 memories\n"
+    );
+    assert!(
+        poll_until(WAIT, || kept() == 0),
+        "ids still kept after normalize"
     );
 
     // Undone: the bytes from before come back, and stay.

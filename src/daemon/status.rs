@@ -111,6 +111,19 @@ impl Overview {
             "index",
             format!("{} documents, {freshness}{committed}", s.documents),
         ));
+        if s.kept_ids > 0 {
+            let notes = match s.kept_ids {
+                1 => "1 note".to_owned(),
+                n => format!("{n} notes"),
+            };
+            lines.push((
+                "ids",
+                format!(
+                    "{notes} without id: in the file, kept here until written \
+                     (mnemofs normalize --all writes them)"
+                ),
+            ));
+        }
         let mut tasks: Vec<_> = s.tasks.iter().collect();
         tasks.sort_by_key(|(_, r)| std::cmp::Reverse(r.finished_at));
         let queue = match s.organizer_queue {

@@ -460,7 +460,17 @@ impl IdTable {
         }
     }
 
-    /// Entries kept (tests and status).
+    /// Memories whose id is kept here, not in their file.
+    pub(crate) fn kept(&self) -> u64 {
+        let state = self.state.lock();
+        state
+            .by_path
+            .values()
+            .filter(|e| e.gone_at.is_none())
+            .count() as u64
+    }
+
+    /// Entries kept, those of files gone included.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.state.lock().by_path.len()

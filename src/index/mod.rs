@@ -123,6 +123,8 @@ pub struct IndexStatus {
     /// Why indexing is failing (the last commit's error), until a commit
     /// succeeds again.
     pub failing: Option<String>,
+    /// Memories whose id the index keeps because their file has none yet.
+    pub kept_ids: u64,
 }
 
 /// What `wait_idle` waits on; guarded by `Core::progress`.
@@ -495,6 +497,7 @@ impl Index {
             generation: self.generation(),
             rebuilding,
             failing,
+            kept_ids: core.ids.kept(),
         }
     }
 

@@ -1307,6 +1307,7 @@ impl Operations {
             documents: s.documents,
             pending_changes: s.pending_changes,
             reconciling: s.reconciling,
+            kept_ids: s.kept_ids,
             last_commit_ms: s.last_commit,
             index_failing: s.failing.clone(),
             rebuilding: s

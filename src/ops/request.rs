@@ -610,6 +610,10 @@ pub struct Status {
     pub pending_changes: u64,
     /// True until the start-up reconcile has committed.
     pub reconciling: bool,
+    /// Memories without `id:` in their file, whose id the index keeps
+    /// until they are written (or `mnemofs normalize --all`).
+    #[serde(default)]
+    pub kept_ids: u64,
     /// Unix milliseconds of the last index commit, 0 if none yet.
     pub last_commit_ms: i64,
     /// Why indexing is failing (say, the state dir's disk is full), until
