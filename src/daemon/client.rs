@@ -70,7 +70,7 @@ impl ops::Writer for ReadOnly {
 /// How long a local command lets the index catch up with the store.
 #[derive(Debug, Clone, Copy)]
 enum CatchUp {
-    /// Until it has (or [`CATCH_UP`] passed, which is an error).
+    /// Until it has (or [`CATCH_UP`] passed), from the first query on.
     Wait,
     /// At most this long; then answer with what it has.
     AtMost(Duration),
@@ -287,11 +287,9 @@ fn open_local(
     let index =
         Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
     match catch_up {
-        CatchUp::Wait => {
-            if !index.wait_idle(CATCH_UP) {
-                bail!("the index did not catch up with the store in time");
-            }
-        }
+        // Many commands never query the index (a listing of a real folder,
+        // a write): the first query waits for the catch-up instead.
+        CatchUp::Wait => index.defer_catch_up(CATCH_UP),
         CatchUp::AtMost(within) => {
             // What the index has is enough; the answer says so.
             index.wait_idle(within);

@@ -182,6 +182,9 @@ struct Inner {
     core: Arc<Core>,
     sender: Option<Mutex<Sender>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Set by [`Index::defer_catch_up`]: the first query waits this long
+    /// for the start-up reconcile.
+    deferred: Mutex<Option<Duration>>,
 }
 
 impl Drop for Inner {
@@ -345,6 +348,7 @@ impl Index {
                 core,
                 sender: None,
                 thread: Mutex::new(None),
+                deferred: Mutex::new(None),
             }),
         })
     }
@@ -382,6 +386,7 @@ impl Index {
                 core,
                 sender: Some(Mutex::new(Sender { seq: 0, tx })),
                 thread: Mutex::new(Some(thread)),
+                deferred: Mutex::new(None),
             }),
         })
     }
@@ -418,6 +423,26 @@ impl Index {
     /// reconcile, are committed and searchable. False on timeout.
     pub fn wait_idle(&self, timeout: Duration) -> bool {
         self.wait_for_commit(timeout, true)
+    }
+
+    /// Lets a command that may never query the index (the memory tool's
+    /// `view` of a real folder, a `create`) start without waiting for the
+    /// start-up reconcile: the first query waits for it instead, at most
+    /// `within`, and then answers with what the index has.
+    pub fn defer_catch_up(&self, within: Duration) {
+        *self.inner.deferred.lock() = Some(within);
+    }
+
+    /// Waits out a deferred catch-up, once.
+    pub fn caught_up(&self) {
+        let mut deferred = self.inner.deferred.lock();
+        if let Some(within) = deferred.take()
+            && !self.wait_idle(within)
+        {
+            tracing::warn!(
+                "the index has not caught up with the store; answering with what it has"
+            );
+        }
     }
 
     /// Blocks until every change notified so far is committed and
@@ -505,6 +530,7 @@ impl Index {
     /// its frontmatter (see `ids.rs`); `None` when it has one of its own
     /// or the index has not seen it.
     pub fn kept_id(&self, path: &StorePath) -> Option<String> {
+        self.caught_up();
         self.inner.core.ids.get(document::path_key(path))
     }
 

@@ -350,6 +350,7 @@ fn one_line(text: &str, max: usize) -> String {
 
 impl Index {
     fn searcher(&self) -> Searcher {
+        self.caught_up();
         self.inner.core.reader.searcher()
     }
 

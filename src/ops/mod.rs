@@ -1288,6 +1288,7 @@ impl Operations {
 
     /// Rebuilds the index from the store.
     pub fn reindex(&self) -> Result<usize> {
+        self.index.caught_up();
         self.index
             .rebuild()
             .map_err(|e| Error::Index(e.to_string()))
@@ -1295,6 +1296,7 @@ impl Operations {
 
     /// Who serves the store, and how the index and tasks are doing.
     pub fn status(&self) -> Status {
+        self.index.caught_up();
         let s = self.index.status();
         Status {
             served_by: match self.served_by {
