@@ -252,6 +252,23 @@ fn an_untouched_notes_id_is_kept_through_remounts_reindexes_and_moves() {
         by_id(&m, &ids["bravoword"]).as_deref(),
         Some("moved/atlas.md")
     );
+
+    // Deleted through the mount: its history is found by that id too.
+    let ada = VAULT[2].2;
+    fs::remove_file(m.m("ada.md")).unwrap();
+    let history = mnemofs(&["history", &ids["charlieword"]], &m.store, None);
+    let listed = String::from_utf8_lossy(&history.stdout);
+    assert!(
+        listed.contains("deleted") && listed.contains("ada.md"),
+        "{listed}"
+    );
+    mnemofs(&["restore", &ids["charlieword"]], &m.store, None);
+    assert_eq!(fs::read_to_string(m.s("ada.md")).unwrap(), ada);
+    assert!(
+        poll_until(WAIT, || by_id(&m, &ids["charlieword"]).as_deref()
+            == Some("ada.md")),
+        "the restored note lost its id"
+    );
     m.stop();
 }
 

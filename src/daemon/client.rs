@@ -298,7 +298,8 @@ fn open_local(
     let views = Views::new(index.clone());
     let history = Arc::new(
         History::open(state_dir, config.history.settings())
-            .with_context(|| format!("cannot open the history in {}", state_dir.display()))?,
+            .with_context(|| format!("cannot open the history in {}", state_dir.display()))?
+            .with_ids(super::ids_of(&index)),
     );
     let writer: Arc<dyn ops::Writer> = Arc::new(
         DirectWriter::new(Arc::clone(&store))

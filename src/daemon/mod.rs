@@ -102,6 +102,14 @@ pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
 /// mount (nothing the daemon makes is readable by others), the user's
 /// umask when other users are let in. FUSE requests are not affected: the
 /// kernel applied the caller's umask already (see `fs::fuse`).
+/// The ids the history records for memories without `id:` in their file:
+/// those the index shows, read from its last commit (never waiting, as a
+/// delete through the mount asks).
+pub(crate) fn ids_of(index: &Index) -> crate::store::history::IdSource {
+    let index = index.clone();
+    Box::new(move |path| index.indexed_id(path))
+}
+
 fn daemon_umask(allow_other: bool) -> u32 {
     if !allow_other {
         return 0o077;
@@ -274,9 +282,9 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         .context("cannot open the search index")?;
     let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
     let history = Arc::new(
-        History::open(&config.state_dir, config.config.history.settings()).with_context(|| {
-            format!("cannot open the history in {}", config.state_dir.display())
-        })?,
+        History::open(&config.state_dir, config.config.history.settings())
+            .with_context(|| format!("cannot open the history in {}", config.state_dir.display()))?
+            .with_ids(ids_of(&index)),
     );
     let views = Views::new(index.clone()).with_root_guide(config.guide);
     let fs = Arc::new(

@@ -19,7 +19,7 @@ use anyhow::{Context, bail};
 use super::client::COUNTERS_FILE;
 use super::control::ControlServer;
 use super::socket::RpcServer;
-use super::{StoreLock, registry};
+use super::{StoreLock, ids_of, registry};
 use crate::index::Index;
 use crate::ops::{DirectWriter, Operations, ServedBy, Writer};
 use crate::store::Store;
@@ -78,9 +78,9 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
     let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
     let views = Views::new(index.clone());
     let history = Arc::new(
-        History::open(&config.state_dir, config.config.history.settings()).with_context(|| {
-            format!("cannot open the history in {}", config.state_dir.display())
-        })?,
+        History::open(&config.state_dir, config.config.history.settings())
+            .with_context(|| format!("cannot open the history in {}", config.state_dir.display()))?
+            .with_ids(ids_of(&index)),
     );
     let writer: Arc<dyn Writer> = Arc::new(
         DirectWriter::new(Arc::clone(&store))

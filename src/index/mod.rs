@@ -534,6 +534,18 @@ impl Index {
         self.inner.core.ids.get(document::path_key(path))
     }
 
+    /// The id the index last committed for the document at `path` (its
+    /// `id:`, or the one kept for it). Reads only the committed index:
+    /// never waits for the indexer.
+    pub fn indexed_id(&self, path: &StorePath) -> Option<String> {
+        let core = &self.inner.core;
+        query::indexed_id_in(
+            &core.reader.searcher(),
+            &core.fields,
+            document::path_key(path),
+        )
+    }
+
     /// The id of the memory at `path`, which has none in its frontmatter:
     /// the one the index keeps, given now if the index has not seen the
     /// file yet. The normalizer writes this id into the file.

@@ -295,7 +295,13 @@ pub struct History {
     dir: PathBuf,
     settings: HistorySettings,
     log: Mutex<Log>,
+    /// The id of a memory whose file has none (the one the index keeps),
+    /// so that a version can be found by it too.
+    ids: Option<IdSource>,
 }
+
+/// Where [`History`] finds the id of a memory without `id:` in its file.
+pub type IdSource = Box<dyn Fn(&StorePath) -> Option<String> + Send + Sync>;
 
 impl std::fmt::Debug for History {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -334,7 +340,16 @@ impl History {
             dir,
             settings,
             log: Mutex::new(Log::new(versions, next)),
+            ids: None,
         })
+    }
+
+    /// Records, with each version of a memory whose file has no `id:`, the
+    /// id `ids` gives for its path (it must not block: it is asked while a
+    /// delete through the mount waits).
+    pub fn with_ids(mut self, ids: IdSource) -> History {
+        self.ids = Some(ids);
+        self
     }
 
     /// The settings in force.
@@ -419,6 +434,14 @@ impl History {
         why: Why,
         link_from: Option<&File>,
     ) -> io::Result<Option<u64>> {
+        let is_md = path
+            .as_path()
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        let id = match (id, &self.ids) {
+            (None, Some(ids)) if is_md => ids(path),
+            (id, _) => id,
+        };
         let now = now_unix();
         let hash = content.hash()?;
         let mut log = self.log.lock();
