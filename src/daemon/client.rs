@@ -140,6 +140,9 @@ enum Way {
     Local {
         ops: Operations,
         index: Index,
+        /// The sweep of temp files a crash left, finished before the lock
+        /// is let go.
+        sweep: Mutex<Option<std::thread::JoinHandle<()>>>,
         _lock: StoreLock,
     },
     ReadOnly {
@@ -233,11 +236,12 @@ impl Session {
                 found.store.display()
             );
         };
-        let (ops, index) = open_local(&found.store, &state_dir, config, catch_up)?;
+        let (ops, index, sweep) = open_local(&found.store, &state_dir, config, catch_up)?;
         Ok(Session {
             way: Way::Local {
                 ops,
                 index,
+                sweep: Mutex::new(sweep),
                 _lock: lock,
             },
         })
@@ -259,8 +263,11 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Way::Local { ops, .. } = &self.way {
+        if let Way::Local { ops, sweep, .. } = &self.way {
             ops.flush_counters();
+            if let Some(sweep) = sweep.lock().take() {
+                let _ = sweep.join();
+            }
         }
         if let Way::Local { index, .. } | Way::ReadOnly { index, .. } = &self.way {
             index.shutdown();
@@ -275,25 +282,38 @@ fn open_local(
     state_dir: &Path,
     config: &Config,
     catch_up: CatchUp,
-) -> anyhow::Result<(Operations, Index)> {
+) -> anyhow::Result<(Operations, Index, Option<std::thread::JoinHandle<()>>)> {
     let store = Arc::new(
         Store::open(store_dir)
             .with_context(|| format!("cannot open store {}", store_dir.display()))?,
     );
     std::fs::create_dir_all(state_dir)
         .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
-    // Under the store lock: no write of ours is in flight.
-    store.remove_temp_files();
-    let index =
-        Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
-    match catch_up {
+    // Under the store lock, what a crash left: temp files from before this
+    // command, swept beside it (a walk of a large store takes longer than
+    // the command itself). Timestamps are coarse: 10 ms of margin.
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+        - 10_000_000;
+    let sweeper = Arc::clone(&store);
+    let sweep = std::thread::Builder::new()
+        .name("mnemofs-sweep".into())
+        .spawn(move || {
+            sweeper.remove_temp_files_changed_before(Some(started));
+        })
+        .ok();
+    let index = match catch_up {
         // Many commands never query the index (a listing of a real folder,
-        // a write): the first query waits for the catch-up instead.
-        CatchUp::Wait => index.defer_catch_up(CATCH_UP),
-        CatchUp::AtMost(within) => {
-            // What the index has is enough; the answer says so.
-            index.wait_idle(within);
-        }
+        // a write): the indexer starts, and the first query waits for the
+        // catch-up, only when something needs them.
+        CatchUp::Wait => Index::open_deferred(state_dir, Arc::clone(&store), CATCH_UP),
+        CatchUp::AtMost(_) => Index::open(state_dir, Arc::clone(&store)),
+    }
+    .context("cannot open the search index")?;
+    if let CatchUp::AtMost(within) = catch_up {
+        // What the index has is enough; the answer says so.
+        index.wait_idle(within);
     }
     let views = Views::new(index.clone());
     let history = Arc::new(
@@ -321,5 +341,5 @@ fn open_local(
         .with_organizer(Arc::new(organizer))
         .with_history(history)
         .with_counters(counters);
-    Ok((ops, index))
+    Ok((ops, index, sweep))
 }

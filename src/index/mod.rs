@@ -182,10 +182,16 @@ struct Inner {
     core: Arc<Core>,
     sender: Option<Mutex<Sender>>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Set by [`Index::defer_catch_up`]: the first query waits this long
+    /// Set by [`Index::open_deferred`]: the first query waits this long
     /// for the start-up reconcile.
     deferred: Mutex<Option<Duration>>,
+    /// Set by [`Index::open_deferred`]: starts the indexer thread, on the
+    /// first call that needs it.
+    starter: Mutex<Option<Starter>>,
 }
+
+/// Starts an index's indexer thread.
+type Starter = Box<dyn FnOnce() -> Result<JoinHandle<()>, IndexError> + Send>;
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -195,6 +201,20 @@ impl Drop for Inner {
 
 impl Inner {
     fn stop(&self) {
+        if let Some(start) = self.starter.lock().take() {
+            // Never started: started now only to index what was written.
+            let notified = self.sender.as_ref().is_some_and(|s| s.lock().seq > 0);
+            if !notified {
+                return;
+            }
+            match start() {
+                Ok(thread) => *self.thread.lock() = Some(thread),
+                Err(e) => {
+                    tracing::error!("cannot start the indexer: {e}");
+                    return;
+                }
+            }
+        }
         if let Some(sender) = &self.sender {
             let _ = sender.lock().tx.send(indexer::Live::Shutdown);
         }
@@ -267,6 +287,26 @@ impl Index {
     /// Fails with [`IndexError::Locked`] if another process holds the
     /// writer lock.
     pub fn open(state_dir: &Path, store: Arc<Store>) -> Result<Index, IndexError> {
+        Self::open_with(state_dir, store, None)
+    }
+
+    /// [`Index::open`] for a command that may never query the index (the
+    /// memory tool's `view` of a note, a `create`): the indexer starts, and
+    /// the first query waits for the start-up reconcile (at most
+    /// `within`), only when something needs them.
+    pub fn open_deferred(
+        state_dir: &Path,
+        store: Arc<Store>,
+        within: Duration,
+    ) -> Result<Index, IndexError> {
+        Self::open_with(state_dir, store, Some(within))
+    }
+
+    fn open_with(
+        state_dir: &Path,
+        store: Arc<Store>,
+        deferred: Option<Duration>,
+    ) -> Result<Index, IndexError> {
         let dir = index_dir(state_dir);
         std::fs::create_dir_all(&dir).map_err(|error| IndexError::Directory {
             path: dir.clone(),
@@ -296,7 +336,7 @@ impl Index {
             Err(e) => return Err(e.into()),
         };
         let ids = ids::IdTable::open(state_dir);
-        let index = Self::start(index, store, 2, ids).map_err(|e| match e {
+        let index = Self::start(index, store, 2, ids, deferred).map_err(|e| match e {
             IndexError::Tantivy(t) => map_lock(t, &dir),
             other => other,
         })?;
@@ -313,6 +353,7 @@ impl Index {
             store,
             1,
             ids::IdTable::in_memory(),
+            None,
         )
     }
 
@@ -349,6 +390,7 @@ impl Index {
                 sender: None,
                 thread: Mutex::new(None),
                 deferred: Mutex::new(None),
+                starter: Mutex::new(None),
             }),
         })
     }
@@ -358,6 +400,7 @@ impl Index {
         store: Arc<Store>,
         threads: usize,
         ids: ids::IdTable,
+        deferred: Option<Duration>,
     ) -> Result<Index, IndexError> {
         tokenizer::register(&index);
         let fields = schema::fields_of(&index.schema())?;
@@ -380,13 +423,19 @@ impl Index {
             ids,
         });
         let (tx, rx) = crossbeam_channel::unbounded();
-        let thread = indexer::spawn(Arc::clone(&core), store, threads, rx)?;
+        let spawn_core = Arc::clone(&core);
+        let starter: Starter = Box::new(move || indexer::spawn(spawn_core, store, threads, rx));
+        let (thread, starter) = match deferred {
+            None => (Some(starter()?), None),
+            Some(_) => (None, Some(starter)),
+        };
         Ok(Index {
             inner: Arc::new(Inner {
                 core,
                 sender: Some(Mutex::new(Sender { seq: 0, tx })),
-                thread: Mutex::new(Some(thread)),
-                deferred: Mutex::new(None),
+                thread: Mutex::new(thread),
+                deferred: Mutex::new(deferred),
+                starter: Mutex::new(starter),
             }),
         })
     }
@@ -425,16 +474,25 @@ impl Index {
         self.wait_for_commit(timeout, true)
     }
 
-    /// Lets a command that may never query the index (the memory tool's
-    /// `view` of a real folder, a `create`) start without waiting for the
-    /// start-up reconcile: the first query waits for it instead, at most
-    /// `within`, and then answers with what the index has.
-    pub fn defer_catch_up(&self, within: Duration) {
-        *self.inner.deferred.lock() = Some(within);
+    /// Starts a deferred indexer thread.
+    fn ensure_started(&self) {
+        let Some(start) = self.inner.starter.lock().take() else {
+            return;
+        };
+        match start() {
+            Ok(thread) => *self.inner.thread.lock() = Some(thread),
+            Err(e) => {
+                tracing::error!("cannot start the indexer: {e}");
+                let core = &self.inner.core;
+                core.progress.lock().stopped = true;
+                core.progress_changed.notify_all();
+            }
+        }
     }
 
     /// Waits out a deferred catch-up, once.
     pub fn caught_up(&self) {
+        self.ensure_started();
         let mut deferred = self.inner.deferred.lock();
         if let Some(within) = deferred.take()
             && !self.wait_idle(within)
@@ -456,6 +514,7 @@ impl Index {
         let Some(sender) = &self.inner.sender else {
             return true;
         };
+        self.ensure_started();
         let target = sender.lock().seq;
         let deadline = Instant::now() + timeout;
         let core = &self.inner.core;
@@ -484,6 +543,7 @@ impl Index {
         let Some(sender) = &self.inner.sender else {
             return Err(IndexError::ReadOnly);
         };
+        self.ensure_started();
         let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
         sender
             .lock()

@@ -184,6 +184,13 @@ impl Store {
     /// writing one and renaming it); returns how many. Run at start-up,
     /// before anything writes.
     pub fn remove_temp_files(&self) -> usize {
+        self.remove_temp_files_changed_before(None)
+    }
+
+    /// Removes the temp files last changed before `before` (Unix time in
+    /// nanoseconds), or all of them: a sweep that may run beside writers
+    /// started after that moment.
+    pub fn remove_temp_files_changed_before(&self, before: Option<i128>) -> usize {
         let mut removed = 0;
         let mut folders = vec![StorePath::root()];
         while let Some(folder) = folders.pop() {
@@ -196,7 +203,15 @@ impl Store {
                 };
                 if entry.kind == FileKind::Directory {
                     folders.push(path);
-                } else if is_temp_name(&entry.name) && self.unlink(&path).is_ok() {
+                } else if is_temp_name(&entry.name)
+                    && before.is_none_or(|before| {
+                        self.stat(&path).is_ok_and(|st| {
+                            i128::from(st.ctime.sec) * 1_000_000_000 + i128::from(st.ctime.nsec)
+                                < before
+                        })
+                    })
+                    && self.unlink(&path).is_ok()
+                {
                     removed += 1;
                 }
             }
