@@ -577,18 +577,32 @@ impl Index {
         if limit == 0 {
             return Ok(None);
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
-            (Occur::Must, query.box_clone()),
-            (
+        // Exclusions only for terms some document has: an exclusion stops
+        // tantivy from skipping the blocks that cannot make the top (a
+        // common word over 100k notes took 2 ms more).
+        let present = |field: Field, value: &str| {
+            searcher
+                .doc_freq(&Term::from_field_text(field, value))
+                .map_or(true, |n| n > 0)
+        };
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        if present(f.kind, KIND_SKIPPED) {
+            clauses.push((
                 Occur::MustNot,
                 Box::new(self.term_query(f.kind, KIND_SKIPPED)),
-            ),
-        ];
-        for scope in hidden_scopes {
-            clauses.push((Occur::MustNot, Box::new(self.term_query(f.scope, scope))));
+            ));
         }
-        let filtered = BooleanQuery::new(clauses);
-        let top = searcher.search(&filtered, &TopDocs::with_limit(limit))?;
+        for scope in hidden_scopes {
+            if present(f.scope, scope) {
+                clauses.push((Occur::MustNot, Box::new(self.term_query(f.scope, scope))));
+            }
+        }
+        let top = if clauses.is_empty() {
+            searcher.search(&*query, &TopDocs::with_limit(limit))?
+        } else {
+            clauses.push((Occur::Must, query.box_clone()));
+            searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(limit))?
+        };
         Ok(Some((searcher, query, top)))
     }
 
