@@ -231,6 +231,9 @@ struct Log {
     objects: HashMap<String, (u64, usize)>,
     /// The size of the objects versions refer to.
     total: u64,
+    /// The numbers of each path's versions, oldest first, so a keep finds
+    /// a path's last version without a scan of the log.
+    by_path: HashMap<StorePath, Vec<u64>>,
 }
 
 impl Log {
@@ -241,6 +244,7 @@ impl Log {
             file: None,
             objects: HashMap::new(),
             total: 0,
+            by_path: HashMap::new(),
         };
         log.recount();
         log
@@ -251,7 +255,9 @@ impl Log {
     fn recount(&mut self) {
         self.objects.clear();
         self.total = 0;
+        self.by_path.clear();
         for v in &self.versions {
+            self.by_path.entry(v.path.clone()).or_default().push(v.n);
             let entry = self.objects.entry(v.object.clone()).or_insert((v.size, 0));
             if entry.1 == 0 {
                 self.total += v.size;
@@ -270,13 +276,29 @@ impl Log {
             self.total += version.size;
         }
         entry.1 += 1;
+        self.by_path
+            .entry(version.path.clone())
+            .or_default()
+            .push(version.n);
         self.versions.push(version);
+    }
+
+    /// Where the last version of `path` is in `versions`.
+    fn last_of(&self, path: &StorePath) -> Option<usize> {
+        let n = *self.by_path.get(path)?.last()?;
+        self.versions.binary_search_by_key(&n, |v| v.n).ok()
     }
 
     /// Drops the `i`th version; returns it, and its object's name if no
     /// version refers to that object any more.
     fn remove(&mut self, i: usize) -> (Version, Option<String>) {
         let version = self.versions.remove(i);
+        if let Some(ns) = self.by_path.get_mut(&version.path) {
+            ns.retain(|&n| n != version.n);
+            if ns.is_empty() {
+                self.by_path.remove(&version.path);
+            }
+        }
         let mut unreferenced = None;
         if let Some((size, refs)) = self.objects.get_mut(&version.object) {
             *refs = refs.saturating_sub(1);
@@ -445,7 +467,7 @@ impl History {
         let now = now_unix();
         let hash = content.hash()?;
         let mut log = self.log.lock();
-        let last = log.versions.iter().rposition(|v| v.path == *path);
+        let last = log.last_of(path);
         let object = self.store_object(content, hash, link_from)?;
         let collapse = self.settings.collapse.as_secs() as i64;
         let (window, first, drop) = match last.map(|i| (i, &log.versions[i])) {
