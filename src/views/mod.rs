@@ -183,8 +183,10 @@ struct Generated {
     content: Arc<Vec<u8>>,
 }
 
-/// How long a generated file's content is reused.
-const GENERATED_TTL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a generated file's content is reused: long enough for the
+/// `stat` and the read after it, short enough that `status.json` shows a
+/// finished reconcile (which changes no index generation) at once.
+const GENERATED_TTL: std::time::Duration = std::time::Duration::from_millis(100);
 /// Generated files kept at once.
 const GENERATED_KEPT: usize = 16;
 
