@@ -289,18 +289,14 @@ fn open_local(
     );
     std::fs::create_dir_all(state_dir)
         .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
-    // Under the store lock, what a crash left: temp files from before this
-    // command, swept beside it (a walk of a large store takes longer than
-    // the command itself). Timestamps are coarse: 10 ms of margin.
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
-        - 10_000_000;
+    // Under the store lock, what a crash left: temp files of other
+    // processes, swept beside this command (a walk of a large store takes
+    // longer than the command itself).
     let sweeper = Arc::clone(&store);
     let sweep = std::thread::Builder::new()
         .name("mnemofs-sweep".into())
         .spawn(move || {
-            sweeper.remove_temp_files_changed_before(Some(started));
+            sweeper.remove_others_temp_files();
         })
         .ok();
     let index = match catch_up {

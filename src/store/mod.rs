@@ -184,13 +184,17 @@ impl Store {
     /// writing one and renaming it); returns how many. Run at start-up,
     /// before anything writes.
     pub fn remove_temp_files(&self) -> usize {
-        self.remove_temp_files_changed_before(None)
+        self.sweep_temp_files(false)
     }
 
-    /// Removes the temp files last changed before `before` (Unix time in
-    /// nanoseconds), or all of them: a sweep that may run beside writers
-    /// started after that moment.
-    pub fn remove_temp_files_changed_before(&self, before: Option<i128>) -> usize {
+    /// [`Store::remove_temp_files`] beside this process's own writes:
+    /// its temp files carry its pid and are left alone.
+    pub fn remove_others_temp_files(&self) -> usize {
+        self.sweep_temp_files(true)
+    }
+
+    fn sweep_temp_files(&self, spare_ours: bool) -> usize {
+        let ours = own_temp_prefix();
         let mut removed = 0;
         let mut folders = vec![StorePath::root()];
         while let Some(folder) = folders.pop() {
@@ -204,12 +208,7 @@ impl Store {
                 if entry.kind == FileKind::Directory {
                     folders.push(path);
                 } else if is_temp_name(&entry.name)
-                    && before.is_none_or(|before| {
-                        self.stat(&path).is_ok_and(|st| {
-                            i128::from(st.ctime.sec) * 1_000_000_000 + i128::from(st.ctime.nsec)
-                                < before
-                        })
-                    })
+                    && !(spare_ours && entry.name.as_bytes().starts_with(ours.as_bytes()))
                     && self.unlink(&path).is_ok()
                 {
                     removed += 1;
@@ -642,8 +641,13 @@ fn write_temp_unsynced(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CSt
     write_temp_with(dir, bytes, mode, false)
 }
 
+/// The start of this process's temp file names: the prefix and its pid.
+fn own_temp_prefix() -> String {
+    format!("{TEMP_PREFIX}{:x}-", std::process::id())
+}
+
 fn write_temp_with(dir: &OwnedFd, bytes: &[u8], mode: u32, sync: bool) -> io::Result<CString> {
-    let mut tmp_name = TEMP_PREFIX.as_bytes().to_vec();
+    let mut tmp_name = own_temp_prefix().into_bytes();
     tmp_name.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
     let tmp = CString::new(tmp_name).map_err(|_| invalid_name())?;
     let fd = sys::openat(
