@@ -23,7 +23,9 @@ impl Progress {
     pub fn start(message: &str, unit: &'static str) -> Progress {
         let bar = ProgressBar::new_spinner();
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("a valid template"),
+            // A fixed template: the fallback is never used.
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         bar.set_message(message.to_owned());
         bar.enable_steady_tick(TICK);
@@ -43,8 +45,9 @@ impl Progress {
                 self.unit
             );
             self.bar.set_style(
+                // The unit is plain text: the fallback is never used.
                 ProgressStyle::with_template(&template)
-                    .expect("a valid template")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
         }

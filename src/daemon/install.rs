@@ -105,7 +105,9 @@ fn in_build_dir(binary: &Path) -> bool {
 
 /// Writes `text` to `path` through a temporary file beside it.
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = path.parent().expect("a service file's path has a parent");
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no parent folder", path.display()))?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let temp = path.with_extension("tmp");
     std::fs::write(&temp, text)

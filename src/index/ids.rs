@@ -345,10 +345,16 @@ impl IdTable {
             let id = previous(key)
                 .filter(|id| !id.trim().is_empty() && free(id))
                 .unwrap_or_else(|| {
-                    (1..)
-                        .map(|n| derive(key, n))
-                        .find(free)
-                        .expect("an unbounded search")
+                    // The first derived id not in use: each try is a new
+                    // hash, so the search ends.
+                    let mut n = 1;
+                    loop {
+                        let id = derive(key, n);
+                        if free(&id) {
+                            break id;
+                        }
+                        n += 1;
+                    }
                 });
             *slot = Some(id.clone());
             state.insert(

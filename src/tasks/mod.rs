@@ -785,10 +785,10 @@ impl Worker {
         // In time order; entries whose time was replaced are skipped. Each
         // costs O(log n), so a backlog of thousands stays cheap to serve.
         let mut due = Vec::new();
-        while let Some(Reverse((at, _))) = self.due_order.peek()
-            && *at <= now
+        while let Some(top) = self.due_order.peek_mut()
+            && top.0.0 <= now
         {
-            let Reverse((at, path)) = self.due_order.pop().expect("peeked");
+            let Reverse((at, path)) = std::collections::binary_heap::PeekMut::pop(top);
             if self.pending.get(&path) == Some(&at) {
                 due.push(path);
             }

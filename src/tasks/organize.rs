@@ -28,6 +28,12 @@ const BUSY_RETRY: Duration = Duration::from_secs(2);
 /// Inbox items moved at once.
 const INBOX_WORKERS: usize = 4;
 
+/// The inbox folder.
+fn inbox() -> StorePath {
+    // "inbox" is a single valid name, which `StorePath::new` always takes.
+    StorePath::new("inbox").unwrap_or_default()
+}
+
 /// Everything the organizer works with.
 pub(crate) struct Organizing {
     pub(crate) writer: Arc<dyn Writer>,
@@ -149,7 +155,7 @@ impl Organizing {
     /// Normalizes every memory (start-up).
     pub(crate) fn normalize_inbox(&self) -> Report {
         let mut report = Report::default();
-        let inbox = StorePath::new("inbox").expect("a valid path");
+        let inbox = inbox();
         for (path, _) in self.memories_under(&inbox) {
             if self.normalize_one(&path, &mut report) == Outcome::Busy {
                 report.retried += 1;
@@ -384,7 +390,7 @@ impl Organizing {
     /// period (or read often enough to be wanted now). Also returns how
     /// long until the next waiting item can be tried.
     pub(crate) fn organize_inbox(&self, asked: bool) -> (Report, Option<Duration>) {
-        let inbox = StorePath::new("inbox").unwrap_or_default();
+        let inbox = inbox();
         let items = self.memories_under(&inbox);
         // Each move waits on an fsync; a few at once keep the disk busy.
         let workers = INBOX_WORKERS.min(items.len().div_ceil(64)).max(1);
