@@ -250,43 +250,6 @@ fn rss_detail(pid: u32) -> String {
     )
 }
 
-/// The mappings holding the most resident memory, from /proc/PID/smaps.
-fn biggest_mappings(smaps: &str) -> String {
-    let mut maps: Vec<(u64, String)> = Vec::new();
-    for line in smaps.lines() {
-        if line
-            .split_whitespace()
-            .next()
-            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
-        {
-            maps.push((0, line.to_owned()));
-        } else if let Some(v) = line.strip_prefix("Rss:")
-            && let Some(last) = maps.last_mut()
-        {
-            last.0 = v
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0);
-        }
-    }
-    maps.sort_by_key(|m| std::cmp::Reverse(m.0));
-    let anon: Vec<&(u64, String)> = maps
-        .iter()
-        .filter(|(_, l)| l.split_whitespace().count() < 6)
-        .collect();
-    format!(
-        "anonymous mappings: {} holding {} MiB; biggest:\n{}",
-        anon.len(),
-        anon.iter().map(|(r, _)| r).sum::<u64>() / 1024,
-        maps.iter()
-            .take(15)
-            .map(|(r, l)| format!("  {r:>8} KiB  {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    )
-}
-
 #[test]
 fn mixed_load_leaves_the_store_equal_to_the_writers_models() {
     let config = tempfile::tempdir().unwrap();
@@ -406,10 +369,6 @@ fn mixed_load_leaves_the_store_equal_to_the_writers_models() {
     std::thread::sleep(Duration::from_secs(10));
     let after = rss_mib(m.pid());
     eprintln!("daemon RSS 10 s after the load: {}", rss_detail(m.pid()));
-    if std::env::var_os("MNEMOFS_LOAD_MAPS").is_some() {
-        let smaps = fs::read_to_string(format!("/proc/{}/smaps", m.pid())).unwrap_or_default();
-        eprintln!("{}", biggest_mappings(&smaps));
-    }
     m.stop();
     m.spawn(&[]);
     assert!(poll_until(Duration::from_secs(120), || {

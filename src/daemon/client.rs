@@ -142,7 +142,7 @@ enum Way {
         index: Index,
         /// The sweep of temp files a crash left, finished before the lock
         /// is let go.
-        sweep: Mutex<Option<std::thread::JoinHandle<()>>>,
+        sweep: Option<std::thread::JoinHandle<()>>,
         _lock: StoreLock,
     },
     ReadOnly {
@@ -241,7 +241,7 @@ impl Session {
             way: Way::Local {
                 ops,
                 index,
-                sweep: Mutex::new(sweep),
+                sweep,
                 _lock: lock,
             },
         })
@@ -263,9 +263,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Way::Local { ops, sweep, .. } = &self.way {
+        if let Way::Local { ops, sweep, .. } = &mut self.way {
             ops.flush_counters();
-            if let Some(sweep) = sweep.lock().take() {
+            if let Some(sweep) = sweep.take() {
                 let _ = sweep.join();
             }
         }

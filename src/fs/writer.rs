@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use super::StoreFs;
 use crate::ops::{Outcome, Writer};
-use crate::store::{FileKind, StorePath, TEMP_PREFIX};
+use crate::store::{FileKind, StorePath};
 
 /// Performs changes through the mountpoint.
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ impl MountWriter {
 
     /// Writes `content` to a new temp file beside `target` with `mode`.
     fn write_temp(&self, target: &Path, content: &[u8], mode: u32) -> io::Result<PathBuf> {
-        let tmp = target.with_file_name(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+        let tmp = target.with_file_name(crate::store::temp_name());
         let written = (|| {
             let mut file = OpenOptions::new()
                 .write(true)

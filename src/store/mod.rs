@@ -646,10 +646,13 @@ fn own_temp_prefix() -> String {
     format!("{TEMP_PREFIX}{:x}-", std::process::id())
 }
 
+/// A new temp file name: this process's prefix and a random part.
+pub fn temp_name() -> String {
+    format!("{}{}", own_temp_prefix(), uuid::Uuid::new_v4().simple())
+}
+
 fn write_temp_with(dir: &OwnedFd, bytes: &[u8], mode: u32, sync: bool) -> io::Result<CString> {
-    let mut tmp_name = own_temp_prefix().into_bytes();
-    tmp_name.extend_from_slice(uuid::Uuid::new_v4().simple().to_string().as_bytes());
-    let tmp = CString::new(tmp_name).map_err(|_| invalid_name())?;
+    let tmp = CString::new(temp_name()).map_err(|_| invalid_name())?;
     let fd = sys::openat(
         dir.as_fd(),
         &tmp,
