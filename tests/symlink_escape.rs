@@ -311,3 +311,21 @@ fn a_folder_swapped_for_a_symlink_behind_the_mount_never_gives_eio() {
     assert!(!outside.path().join("new.md").exists());
     m.stop();
 }
+
+#[test]
+fn an_open_folder_swapped_for_a_symlink_behind_the_mount_is_gone_not_eio() {
+    let outside = tempfile::tempdir().unwrap();
+    let mut m = Mount::start();
+    fs::create_dir(m.m("d")).unwrap();
+    let held = fs::File::open(m.m("d")).unwrap();
+    fs::rename(m.s("d"), m.s("d2")).unwrap();
+    symlink(outside.path(), m.s("d")).unwrap();
+    // Past the attribute lifetime, so the kernel asks the daemon again:
+    // a change of type in the answer would mark the inode bad (EIO).
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    let e = held.metadata().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+    assert_eq!(fs::read_dir(m.m("d2")).unwrap().count(), 0);
+    drop(held);
+    m.stop();
+}

@@ -578,12 +578,25 @@ impl StoreFs {
             return Ok(crate::store::fstat(&file.file)?);
         }
         match self.path_of(ino) {
-            Ok(path) => Ok(self.store.stat(&path)?),
+            Ok(path) => self.stat_same_kind(ino, &path),
             Err(FsError::Unlinked) => match self.handles.any_file_for(ino).as_deref() {
                 Some(Handle::File(file)) => Ok(crate::store::fstat(&file.file)?),
                 _ => Err(FsError::Unlinked),
             },
             Err(e) => Err(e),
+        }
+    }
+
+    /// The object at the inode's path, if it is still of the inode's
+    /// kind. A folder swapped for a symlink behind the mount is gone as
+    /// far as the old inode goes: the kernel fails a change of type with
+    /// EIO and marks the inode bad, where ENOENT makes it look again.
+    fn stat_same_kind(&self, ino: u64, path: &StorePath) -> FsResult<Stat> {
+        let st = self.store.stat(path)?;
+        let kind = self.inodes.lock().get(ino).map(|node| node.kind);
+        match kind {
+            Some(kind) if kind != st.kind => Err(FsError::from_errno(libc::ENOENT)),
+            _ => Ok(st),
         }
     }
 
@@ -672,7 +685,7 @@ impl StoreFs {
             )?;
         }
         match (&path, changes.fh) {
-            (Ok(path), None) => Ok(self.attr(ino, &self.store.stat(path)?)),
+            (Ok(path), None) => Ok(self.attr(ino, &self.stat_same_kind(ino, path)?)),
             _ => self.getattr(ino, changes.fh),
         }
     }
