@@ -74,6 +74,10 @@ pub(crate) struct Walkers {
     listed: Mutex<HashMap<u64, Vec<Listing>>>,
     /// Opens in a row, by folder and thread.
     streaks: Mutex<HashMap<(u64, u32), Streak>>,
+    /// Families read from `/proc` lately, by thread: a walk opens many
+    /// files in a row, and reading two status files for each open cost
+    /// more than the open itself.
+    families: Mutex<HashMap<u32, (Vec<u32>, Instant)>>,
 }
 
 impl Walkers {
@@ -153,7 +157,7 @@ impl Walkers {
             .into_iter()
             .map(|t| (t, process_of(t).map_or(t, |p| p.tgid)))
             .collect();
-        let family = family_of(tid);
+        let family = self.family(tid, now);
         let mut listed = self.listed.lock();
         let Some(listings) = listed.get_mut(&dir) else {
             return false;
@@ -173,6 +177,26 @@ impl Walkers {
             }
         }
         walk
+    }
+
+    /// [`family_of`] `tid`, as read at most [`WALK_WINDOW`] ago. A thread
+    /// id reused that soon by an unrelated process could be taken for the
+    /// old one's family; ids are handed out in turn up to `pid_max`, so
+    /// that takes more than `pid_max` new threads within the window.
+    fn family(&self, tid: u32, now: Instant) -> Vec<u32> {
+        let mut families = self.families.lock();
+        if let Some((family, at)) = families.get(&tid)
+            && now.duration_since(*at) < WALK_WINDOW
+        {
+            return family.clone();
+        }
+        if families.len() >= PRUNE_AT {
+            families.retain(|_, (_, at)| now.duration_since(*at) < WALK_WINDOW);
+        }
+        drop(families);
+        let family = family_of(tid);
+        self.families.lock().insert(tid, (family.clone(), now));
+        family
     }
 }
 
