@@ -105,6 +105,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Some(user) = std::env::var_os(AS_ENV) {
+        return match run_as(&user.to_string_lossy()) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("benchmark as {user:?}: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -117,6 +126,31 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `MNEMOFS_BENCH_AS=<user>` runs the whole benchmark, the daemon and the
+/// FUSE floor included, as that user: the way a systemd user unit runs the
+/// daemon, without CAP_SYS_ADMIN and so without FUSE passthrough.
+const AS_ENV: &str = "MNEMOFS_BENCH_AS";
+
+/// Runs this benchmark again as the user named `name`.
+fn run_as(name: &str) -> Result<ExitCode, Box<dyn Error>> {
+    use std::os::unix::process::CommandExt;
+    let user = nix::unistd::User::from_name(name)?.ok_or_else(|| format!("no user {name}"))?;
+    // The standard library drops supplementary groups when root sets a uid.
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .args(std::env::args_os().skip(1))
+        .env_remove(AS_ENV)
+        .env("HOME", &user.dir)
+        .env("USER", name)
+        .current_dir("/")
+        .gid(user.gid.as_raw())
+        .uid(user.uid.as_raw())
+        .status()?;
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    })
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -282,6 +316,15 @@ fn print_environment(cfg: &Config, ws: &Workspace) {
         "fs:       {} for {}",
         filesystem_of(&ws.store),
         ws.store.display()
+    );
+    let uid = nix::unistd::geteuid();
+    println!(
+        "user:     uid {uid}{} (daemon and floor)",
+        if uid.is_root() {
+            ", root: FUSE passthrough on"
+        } else {
+            ", not root: no FUSE passthrough"
+        }
     );
 }
 
