@@ -89,10 +89,14 @@ fn merge_policy() -> tantivy::merge_policy::LogMergePolicy {
 }
 
 /// Threads for reading and parsing files, and for walking the store.
+/// Read once: the standard library asks the cgroup files each time.
 fn io_threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 8)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, 8)
+    })
 }
 
 /// Starts the indexer thread.
@@ -816,7 +820,10 @@ fn is_skipped(fields: &super::schema::Fields, doc: &TantivyDocument) -> bool {
 /// Reads at most [`MAX_INDEXED_BYTES`] of a file.
 fn read_clipped(store: &Store, path: &StorePath) -> io::Result<Vec<u8>> {
     let file = store.open_file(path, libc::O_RDONLY, 0)?;
-    let mut bytes = Vec::new();
+    // Sized from the start, so a note is read in one call, not in doubling
+    // pieces.
+    let size = crate::store::fstat(&file).map_or(0, |st| st.size);
+    let mut bytes = Vec::with_capacity(size.min(MAX_INDEXED_BYTES) as usize + 1);
     file.take(MAX_INDEXED_BYTES).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
