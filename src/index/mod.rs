@@ -36,6 +36,7 @@ mod ids;
 mod indexer;
 mod query;
 mod schema;
+mod snippet;
 mod tokenizer;
 
 #[cfg(test)]

@@ -18,15 +18,17 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use tantivy::collector::{Count, DocSetCollector, TopDocs};
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, QueryParser, TermQuery};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query, QueryParser, TermQuery,
+};
 use tantivy::schema::{Field, IndexRecordOption, Term, Value};
-use tantivy::snippet::SnippetGenerator;
 use tantivy::time::OffsetDateTime;
 use tantivy::time::format_description::well_known::Rfc3339;
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 
 use super::document::{normalize_key, path_from_key};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
+use super::snippet::SnippetWords;
 use super::tokenizer::tokenize;
 use super::{Hit, Index, IndexError};
 use crate::memory::parse_timestamp;
@@ -326,10 +328,6 @@ pub fn take_limit(query: &str) -> (String, Option<usize>) {
     (rest.join(" "), limit)
 }
 
-fn query_text_for_log(query: &dyn Query) -> String {
-    format!("{query:?}").chars().take(200).collect()
-}
-
 /// Text on one line, whitespace collapsed, at most `max` characters.
 fn one_line(text: &str, max: usize) -> String {
     let mut out = String::new();
@@ -348,25 +346,105 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
+/// Turns a parsed query into the one tantivy runs fast: title and alias
+/// clauses get their boosts here instead of in the parser, and clauses of
+/// terms no document has are dropped.
+///
+/// tantivy skips the blocks of a union of term queries that cannot reach
+/// the top (block-max WAND) only when every term of the union has postings
+/// with frequencies. One word over the four default fields is a union of
+/// four term queries, and a word that is not a tag or an alias anywhere
+/// has empty postings there: the union then scored every document that
+/// has the word (a common word over 100k notes: all of them).
+struct Tuning<'a> {
+    searcher: &'a Searcher,
+    fields: &'a super::schema::Fields,
+}
+
+impl Tuning<'_> {
+    /// `query` as it should run, or `None` when it can match nothing.
+    fn tune(&self, query: &dyn Query) -> Option<Box<dyn Query>> {
+        if let Some(boolean) = query.downcast_ref::<BooleanQuery>() {
+            return self.tune_boolean(boolean);
+        }
+        let field = if let Some(term) = query.downcast_ref::<TermQuery>() {
+            if !self.present(term.term()) {
+                return None;
+            }
+            Some(term.term().field())
+        } else if let Some(phrase) = query.downcast_ref::<PhraseQuery>() {
+            if !phrase.phrase_terms().iter().all(|t| self.present(t)) {
+                return None;
+            }
+            Some(phrase.field())
+        } else {
+            query
+                .downcast_ref::<PhrasePrefixQuery>()
+                .map(PhrasePrefixQuery::field)
+        };
+        let boost = match field {
+            Some(f) if f == self.fields.title => TITLE_BOOST,
+            Some(f) if f == self.fields.alias => ALIAS_BOOST,
+            _ => return Some(query.box_clone()),
+        };
+        Some(Box::new(BoostQuery::new(query.box_clone(), boost)))
+    }
+
+    fn tune_boolean(&self, boolean: &BooleanQuery) -> Option<Box<dyn Query>> {
+        let minimum = boolean.get_minimum_number_should_match();
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for (occur, clause) in boolean.clauses() {
+            match self.tune(clause.as_ref()) {
+                Some(tuned) => clauses.push((*occur, tuned)),
+                // A required clause that matches nothing: nothing matches.
+                None if *occur == Occur::Must => return None,
+                // An optional clause or an exclusion of nothing: no effect.
+                None => {}
+            }
+        }
+        let count = |wanted: Occur| clauses.iter().filter(|(o, _)| *o == wanted).count();
+        let (should, must) = (count(Occur::Should), count(Occur::Must));
+        if should < minimum || should + must == 0 {
+            return None;
+        }
+        if clauses.len() == 1 && minimum <= 1 {
+            // The clause alone matches and scores the same documents.
+            return clauses.pop().map(|(_, q)| q);
+        }
+        Some(Box::new(BooleanQuery::with_minimum_required_clauses(
+            clauses, minimum,
+        )))
+    }
+
+    /// Whether some document has `term`.
+    fn present(&self, term: &Term) -> bool {
+        self.searcher.doc_freq(term).map_or(true, |n| n > 0)
+    }
+}
+
 impl Index {
     fn searcher(&self) -> Searcher {
         self.caught_up();
         self.inner.core.reader.searcher()
     }
 
-    fn parser(&self) -> QueryParser {
+    /// The query parser over the default fields; with `boosted`, it
+    /// boosts title and alias itself (see [`Tuning`] for the other way).
+    fn parser(&self, boosted: bool) -> QueryParser {
         let f = &self.inner.core.fields;
         let mut parser = QueryParser::for_index(
             &self.inner.core.index,
             vec![f.title, f.body, f.tag, f.alias],
         );
-        parser.set_field_boost(f.title, TITLE_BOOST);
-        parser.set_field_boost(f.alias, ALIAS_BOOST);
+        if boosted {
+            parser.set_field_boost(f.title, TITLE_BOOST);
+            parser.set_field_boost(f.alias, ALIAS_BOOST);
+        }
         parser.set_conjunction_by_default();
         parser
     }
 
-    /// An OR of the query's words over the default fields.
+    /// An OR of the query's words over the default fields, unboosted.
     fn plain_terms(&self, query: &str) -> Option<Box<dyn Query>> {
         let f = &self.inner.core.fields;
         let mut words: Vec<String> = tokenize(query).into_iter().map(|t| t.text).collect();
@@ -374,20 +452,12 @@ impl Index {
         words.dedup();
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for word in &words {
-            for (field, boost) in [
-                (f.title, TITLE_BOOST),
-                (f.body, 1.0),
-                (f.alias, ALIAS_BOOST),
-                (f.tag, 1.0),
-            ] {
+            for field in [f.title, f.body, f.alias, f.tag] {
                 let term = TermQuery::new(
                     Term::from_field_text(field, word),
                     IndexRecordOption::WithFreqs,
                 );
-                clauses.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(term), boost)),
-                ));
+                clauses.push((Occur::Should, Box::new(term)));
             }
         }
         (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
@@ -411,16 +481,7 @@ impl Index {
         let Some((searcher, query, top)) = self.ranked(query, limit, hidden)? else {
             return Ok(Vec::new());
         };
-        let snippets = match SnippetGenerator::create(&searcher, &*query, f.body) {
-            Ok(mut g) => {
-                g.set_max_num_chars(SNIPPET_CHARS);
-                Some(g)
-            }
-            Err(e) => {
-                tracing::debug!("no snippets for {}: {e}", query_text_for_log(&*query));
-                None
-            }
-        };
+        let snippets = SnippetWords::of(&searcher, &*query, f.body);
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address)?;
@@ -436,18 +497,16 @@ impl Index {
                 .get_first(f.id)
                 .and_then(|v| v.as_str())
                 .map(str::to_owned);
-            let fragment = snippets
-                .as_ref()
-                .map(|g| g.snippet_from_doc(&doc).fragment().to_owned())
-                .unwrap_or_default();
+            let body = doc
+                .get_first(f.body)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .trim();
+            let fragment = snippets.best(body, SNIPPET_CHARS);
             let snippet = if fragment.trim().is_empty() {
-                let body = doc
-                    .get_first(f.body)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or_default();
                 one_line(body, SNIPPET_CHARS)
             } else {
-                one_line(&fragment, SNIPPET_CHARS)
+                one_line(fragment, SNIPPET_CHARS)
             };
             hits.push(Hit {
                 path,
@@ -467,9 +526,20 @@ impl Index {
             |field: Option<&'static str>, prefix: &str| self.prefix_terms(searcher, field, prefix);
         let rewritten = rewrite_query(text, &expand);
         let mut warnings = rewritten.warnings;
-        let (parsed, errors) = self.parser().parse_query_lenient(&rewritten.text);
+        // A query with boosts of its own (`word^2`) is run as the parser
+        // builds it: a boosted clause is opaque to the tuning, which would
+        // leave the title and alias inside it unboosted.
+        let own_boosts = rewritten.text.contains('^');
+        let (parsed, errors) = self.parser(own_boosts).parse_query_lenient(&rewritten.text);
+        let tuning = Tuning {
+            searcher,
+            fields: &self.inner.core.fields,
+        };
         if errors.is_empty() {
-            return (Some(parsed), warnings);
+            if own_boosts {
+                return (Some(parsed), warnings);
+            }
+            return (tuning.tune(&*parsed), warnings);
         }
         tracing::debug!(
             "query {text:?} is not valid syntax ({:?}); searching its words",
@@ -492,7 +562,8 @@ impl Index {
                 unknown.join(", ")
             )
         });
-        (self.plain_terms(text), warnings)
+        let plain = self.plain_terms(text).and_then(|q| tuning.tune(&*q));
+        (plain, warnings)
     }
 
     /// What [`Index::search`] would say about how it read `query`: fields

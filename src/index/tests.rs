@@ -217,6 +217,65 @@ fn date_ranges() {
     );
 }
 
+/// Hits as (path, score), for comparing two ways of asking.
+fn scored(fx: &Fixture, q: &str) -> Vec<(StorePath, f32)> {
+    fx.index
+        .search(q, 50)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.path, h.score))
+        .collect()
+}
+
+#[test]
+fn titles_and_aliases_outrank_bodies_once_words_no_document_has_are_dropped() {
+    let fx = Fixture::new();
+    fx.write("a.md", "# Kestrel\n\nfalcons nest on the tower\n");
+    fx.write(
+        "b.md",
+        "---\ntitle: Small falcon\naliases: [kestrel]\ntags: [birds]\n---\na small falcon hovering\n",
+    );
+    fx.write(
+        "c.md",
+        "---\ntags: [birds]\n---\nwe saw a kestrel over the field today\n",
+    );
+    fx.write("d.md", "nothing to see about falcons\n");
+    fx.sync();
+    let ranked = |q: &str| fx.search(q);
+    assert_eq!(ranked("kestrel"), paths(&["a.md", "b.md", "c.md"]));
+    // Clauses of words no document has drop out without changing the rest.
+    assert_eq!(ranked("kestrel OR zzqx"), ranked("kestrel"));
+    assert_eq!(scored(&fx, "kestrel OR zzqx"), scored(&fx, "kestrel"));
+    assert!(ranked("kestrel AND zzqx").is_empty());
+    assert!(ranked("\"kestrel zzqx\"").is_empty());
+    assert_eq!(ranked("kestrel -zzqx"), ranked("kestrel"));
+    assert!(ranked("zzqx").is_empty());
+    // The boosts are the parser's own: a query boosting itself is run as
+    // the parser builds it, with the same scores.
+    for q in [
+        "kestrel",
+        "falcon",
+        "kestrel falcon",
+        "kestrel OR falcons",
+        "\"small falcon\"",
+        "tag:birds kestrel",
+        "kestrel -tower",
+        "title:kestrel OR alias:kestrel",
+        "kestrel OR zzqx",
+    ] {
+        let boosted = format!("({q})^1");
+        assert!(fx.index.query_warnings(&boosted).is_empty(), "{boosted}");
+        let (plain, own) = (scored(&fx, q), scored(&fx, &boosted));
+        assert_eq!(plain.len(), own.len(), "{q}: {plain:?} {own:?}");
+        for ((p1, s1), (p2, s2)) in plain.iter().zip(&own) {
+            assert_eq!(p1, p2, "{q}: {plain:?} {own:?}");
+            assert!((s1 - s2).abs() < 1e-4, "{q}: {plain:?} {own:?}");
+        }
+    }
+    // The fallback for bad syntax is tuned the same way.
+    assert_eq!(ranked("kestrel ("), paths(&["a.md", "b.md", "c.md"]));
+}
+
 #[test]
 fn syntax_errors_fall_back_to_words() {
     let fx = sample();

@@ -96,25 +96,25 @@ impl MemoryTokenStream<'_> {
     }
 }
 
-impl TokenStream for MemoryTokenStream<'_> {
-    fn advance(&mut self) -> bool {
+impl MemoryTokenStream<'_> {
+    /// The next token's byte range in the text, and whether its text is
+    /// the lowercased range (words) or the range as is (CJK), without
+    /// building the token: for a caller that only compares words.
+    pub(crate) fn next_span(&mut self) -> Option<(usize, usize, bool)> {
         loop {
             if let Some(prev) = self.cjk_prev {
                 // Inside a CJK run: the next bigram, or the run's end.
                 match self.next_char(self.pos) {
                     Some(c) if is_cjk(c) => {
                         let end = self.pos + c.len_utf8();
-                        self.emit(prev, end, false);
                         self.cjk_prev = Some(self.pos);
                         self.pos = end;
-                        return true;
+                        return Some((prev, end, false));
                     }
                     _ => self.cjk_prev = None,
                 }
             }
-            let Some(c) = self.next_char(self.pos) else {
-                return false;
-            };
+            let c = self.next_char(self.pos)?;
             let start = self.pos;
             let kind = class(c);
             let mut end = start + c.len_utf8();
@@ -139,26 +139,36 @@ impl TokenStream for MemoryTokenStream<'_> {
                     }
                     self.pos = end;
                     if kind == Class::Word && end - start <= MAX_WORD_BYTES {
-                        self.emit(start, end, true);
-                        return true;
+                        return Some((start, end, true));
                     }
                 }
                 Class::Cjk => {
                     self.pos = end;
-                    match self.next_char(end) {
+                    return Some(match self.next_char(end) {
                         // A run of two or more: overlapping bigrams.
                         Some(next) if is_cjk(next) => {
                             let to = end + next.len_utf8();
-                            self.emit(start, to, false);
                             self.cjk_prev = Some(end);
                             self.pos = to;
+                            (start, to, false)
                         }
                         // A run of one: a unigram.
-                        _ => self.emit(start, end, false),
-                    }
-                    return true;
+                        _ => (start, end, false),
+                    });
                 }
             }
+        }
+    }
+}
+
+impl TokenStream for MemoryTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        match self.next_span() {
+            Some((from, to, lowercase)) => {
+                self.emit(from, to, lowercase);
+                true
+            }
+            None => false,
         }
     }
 
