@@ -100,6 +100,7 @@ impl Store {
                 self.root.as_fd(),
                 dir.as_path(),
                 libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                0,
             ) {
                 Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
                     self.has_openat2.store(false, Ordering::Relaxed);
@@ -140,6 +141,24 @@ impl Store {
     /// Opens (and possibly creates) a regular file. `O_NOFOLLOW` is always
     /// added, so a final symlink fails with `ELOOP` instead of being followed.
     pub fn open_file(&self, path: &StorePath, flags: i32, mode: u32) -> io::Result<File> {
+        if path.is_root() {
+            return Err(io::Error::from_raw_os_error(libc::EBUSY));
+        }
+        if self.has_openat2.load(Ordering::Relaxed) {
+            // One call for the whole path, where the parent's descriptor
+            // took three (open, open, close).
+            match sys::openat2_beneath(
+                self.root.as_fd(),
+                path.as_path(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode,
+            ) {
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    self.has_openat2.store(false, Ordering::Relaxed);
+                }
+                other => return other.map(File::from),
+            }
+        }
         let (dir, name) = self.parent_and_name(path)?;
         let fd = sys::openat(
             dir.as_fd(),

@@ -148,12 +148,22 @@ fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
     }
 }
 
-/// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`.
-pub(crate) fn openat2_beneath(dir: BorrowedFd<'_>, path: &Path, flags: i32) -> io::Result<OwnedFd> {
+/// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`;
+/// `mode` applies when `flags` create a file.
+pub(crate) fn openat2_beneath(
+    dir: BorrowedFd<'_>,
+    path: &Path,
+    flags: i32,
+    mode: u32,
+) -> io::Result<OwnedFd> {
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| super::invalid_name())?;
     // SAFETY: open_how is plain data; zeroed is a valid initial value.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = flags as u64;
+    // openat2 refuses a mode on an open that creates nothing.
+    if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 {
+        how.mode = u64::from(mode);
+    }
     how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
     // SAFETY: valid fd, NUL-terminated path and a correctly sized open_how.
     let ret = unsafe {
