@@ -24,7 +24,7 @@ pub use sys::{DirEntry, FileKind, Stat, TimeSpec};
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,6 +37,28 @@ pub fn fstat(fd: impl AsFd) -> io::Result<Stat> {
 /// `lstat` of `name` inside a directory opened with [`Store::open_dir`].
 pub fn stat_at(dir: &OwnedFd, name: &OsStr) -> io::Result<Stat> {
     sys::fstatat_nofollow(dir.as_fd(), &cstr(name)?)
+}
+
+/// The folder a call works in: the store's root, borrowed, or a folder
+/// opened for the call (so a name at the top costs no `dup` and `close`).
+enum Folder<'a> {
+    Root(BorrowedFd<'a>),
+    Opened(OwnedFd),
+}
+
+impl AsFd for Folder<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Folder::Root(fd) => *fd,
+            Folder::Opened(fd) => fd.as_fd(),
+        }
+    }
+}
+
+impl AsRawFd for Folder<'_> {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.as_fd().as_raw_fd()
+    }
 }
 
 /// The sandboxed backing directory.
@@ -122,11 +144,16 @@ impl Store {
     }
 
     /// Splits a non-root path into its opened parent directory and last name.
-    fn parent_and_name(&self, path: &StorePath) -> io::Result<(OwnedFd, CString)> {
+    fn parent_and_name(&self, path: &StorePath) -> io::Result<(Folder<'_>, CString)> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(io::Error::from_raw_os_error(libc::EBUSY));
         };
-        Ok((self.open_dir(&parent)?, cstr(name)?))
+        let folder = if parent.is_root() {
+            Folder::Root(self.root.as_fd())
+        } else {
+            Folder::Opened(self.open_dir(&parent)?)
+        };
+        Ok((folder, cstr(name)?))
     }
 
     /// `lstat` of a path; never follows a final symlink.
@@ -455,7 +482,7 @@ impl Store {
         files: &[(StorePath, &[u8])],
         mode: u32,
     ) -> Vec<io::Result<()>> {
-        let mut staged: Vec<io::Result<(OwnedFd, CString, CString)>> = files
+        let mut staged: Vec<io::Result<(Folder<'_>, CString, CString)>> = files
             .iter()
             .map(|(path, bytes)| {
                 let (dir, name) = self.parent_and_name(path)?;
@@ -650,13 +677,13 @@ pub fn is_temp_name(name: &OsStr) -> bool {
 
 /// Writes `bytes` to a new temp file in `dir` with exactly `mode` (the
 /// umask does not apply), fsynced; returns its name.
-fn write_temp(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
+fn write_temp(dir: &impl AsFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
     write_temp_with(dir, bytes, mode, true)
 }
 
 /// [`write_temp`] without the fsync, for a caller that flushes a whole
 /// batch at once.
-fn write_temp_unsynced(dir: &OwnedFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
+fn write_temp_unsynced(dir: &impl AsFd, bytes: &[u8], mode: u32) -> io::Result<CString> {
     write_temp_with(dir, bytes, mode, false)
 }
 
@@ -670,7 +697,7 @@ pub fn temp_name() -> String {
     format!("{}{}", own_temp_prefix(), uuid::Uuid::new_v4().simple())
 }
 
-fn write_temp_with(dir: &OwnedFd, bytes: &[u8], mode: u32, sync: bool) -> io::Result<CString> {
+fn write_temp_with(dir: &impl AsFd, bytes: &[u8], mode: u32, sync: bool) -> io::Result<CString> {
     let tmp = CString::new(temp_name()).map_err(|_| invalid_name())?;
     let fd = sys::openat(
         dir.as_fd(),
@@ -685,7 +712,7 @@ fn write_temp_with(dir: &OwnedFd, bytes: &[u8], mode: u32, sync: bool) -> io::Re
         .and_then(|()| if sync { file.sync_all() } else { Ok(()) });
     if let Err(e) = written {
         // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
-        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+        unsafe { libc::unlinkat(dir.as_fd().as_raw_fd(), tmp.as_ptr(), 0) };
         return Err(e);
     }
     Ok(tmp)
@@ -699,10 +726,10 @@ fn write_temp_with(dir: &OwnedFd, bytes: &[u8], mode: u32, sync: bool) -> io::Re
 /// took the name meanwhile, the exchange is undone. The old file, now
 /// under the temp name, is removed. Returns whether the new content is in
 /// place.
-fn exchange_temp(dir: &OwnedFd, tmp: &CString, name: &CString, ino: u64) -> io::Result<bool> {
+fn exchange_temp(dir: &impl AsFd, tmp: &CString, name: &CString, ino: u64) -> io::Result<bool> {
     let unlink_tmp = || {
         // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
-        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+        unsafe { libc::unlinkat(dir.as_fd().as_raw_fd(), tmp.as_ptr(), 0) };
     };
     match sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, libc::RENAME_EXCHANGE) {
         Ok(()) => {}
@@ -733,10 +760,10 @@ fn exchange_temp(dir: &OwnedFd, tmp: &CString, name: &CString, ino: u64) -> io::
     Ok(true)
 }
 
-fn finish_temp(dir: &OwnedFd, tmp: &CString, name: &CString, flags: u32) -> io::Result<()> {
+fn finish_temp(dir: &impl AsFd, tmp: &CString, name: &CString, flags: u32) -> io::Result<()> {
     if let Err(e) = sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, flags) {
         // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
-        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+        unsafe { libc::unlinkat(dir.as_fd().as_raw_fd(), tmp.as_ptr(), 0) };
         return Err(e);
     }
     let dir_file = sys::openat(
@@ -858,7 +885,7 @@ mod tests {
     }
 
     /// The temp file, the name and the folder of a replace about to finish.
-    fn staged(dir: &std::path::Path, store: &Store) -> (OwnedFd, CString, CString, u64) {
+    fn staged<'a>(dir: &std::path::Path, store: &'a Store) -> (Folder<'a>, CString, CString, u64) {
         std::fs::write(dir.join("f.md"), "old").unwrap();
         let (fd, name) = store
             .parent_and_name(&StorePath::new("f.md").unwrap())
