@@ -185,3 +185,79 @@ fn tool_in_an_agents_scope_sees_global_memories_and_its_own() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A temp file of mnemofs's own in `folder`, named as process `pid` names
+/// them.
+fn temp_file_of(folder: &Path, pid: u32) -> std::path::PathBuf {
+    folder.join(format!(
+        ".mnemofs-tmp-{pid:x}-0123456789abcdef0123456789abcdef"
+    ))
+}
+
+#[test]
+fn a_command_after_a_killed_writer_sweeps_and_one_after_a_clean_end_does_not() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    let notes = store.join("notes");
+    fs::create_dir_all(&notes).expect("mkdir");
+    fs::write(notes.join("a.md"), "# A\n\nalpha\n").expect("seed");
+    let view = "{\"command\": \"view\", \"path\": \"/memories/notes/a.md\"}\n";
+    let clean_exit = state.join("clean-exit");
+
+    // A new state dir: the first command sweeps, and records its clean end.
+    let left = temp_file_of(&notes, 1);
+    fs::write(&left, "half a note").expect("plant");
+    let answers = tool_session(&store, &state, &[], view);
+    assert!(!answers[0].1, "{answers:?}");
+    assert!(!left.exists(), "the first command did not sweep");
+    assert!(clean_exit.exists(), "no clean end recorded");
+
+    // After a clean end nothing is swept: no walk of the store.
+    let planted = temp_file_of(&notes, 2);
+    fs::write(&planted, "not left by a crash").expect("plant");
+    tool_session(&store, &state, &[], view);
+    assert!(
+        planted.exists(),
+        "a command after a clean end walked the store"
+    );
+    fs::remove_file(&planted).expect("unplant");
+
+    // A writer killed with a write of its own cut short: the next command
+    // sweeps.
+    let mut writer = Command::new(bin())
+        .arg("tool")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mnemofs tool");
+    let mut input = writer.stdin.take().expect("stdin");
+    let mut output = BufReader::new(writer.stdout.take().expect("stdout"));
+    writeln!(
+        input,
+        "{{\"command\": \"create\", \"path\": \"/memories/notes/b.md\", \"file_text\": \"# B\\n\"}}"
+    )
+    .expect("send a create");
+    let mut answer = String::new();
+    output.read_line(&mut answer).expect("the create's answer");
+    assert!(answer.contains("\"is_error\":false"), "{answer}");
+    assert!(!clean_exit.exists(), "a writer left the clean end recorded");
+    let cut_short = temp_file_of(&notes, writer.id());
+    fs::write(&cut_short, "half of the next write").expect("plant");
+    writer.kill().expect("kill the writer");
+    writer.wait().expect("reap the writer");
+    tool_session(&store, &state, &[], view);
+    assert!(
+        !cut_short.exists(),
+        "a command after a killed writer did not sweep"
+    );
+    assert!(clean_exit.exists(), "no clean end recorded after the sweep");
+    assert_eq!(
+        fs::read_to_string(notes.join("b.md")).expect("the killed writer's note"),
+        "# B\n"
+    );
+}

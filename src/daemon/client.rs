@@ -23,6 +23,7 @@ use super::registry;
 use crate::config::Config;
 use crate::index::Index;
 use crate::ops::{self, DirectWriter, Operations, Request, Response, ServedBy};
+use crate::store::clean_exit::CleanExit;
 use crate::store::counters::CounterStore;
 use crate::store::history::History;
 use crate::store::{Store, StorePath};
@@ -143,6 +144,8 @@ enum Way {
         /// The sweep of temp files a crash left, finished before the lock
         /// is let go.
         sweep: Option<std::thread::JoinHandle<()>>,
+        /// Recorded again at a clean end (see `store::clean_exit`).
+        clean_exit: CleanExit,
         _lock: StoreLock,
     },
     ReadOnly {
@@ -242,6 +245,7 @@ impl Session {
                 ops,
                 index,
                 sweep,
+                clean_exit: CleanExit::in_state_dir(&state_dir),
                 _lock: lock,
             },
         })
@@ -263,14 +267,25 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        let mut swept = true;
         if let Way::Local { ops, sweep, .. } = &mut self.way {
             ops.flush_counters();
             if let Some(sweep) = sweep.take() {
-                let _ = sweep.join();
+                swept = sweep.join().is_ok();
             }
         }
         if let Way::Local { index, .. } | Way::ReadOnly { index, .. } = &self.way {
             index.shutdown();
+        }
+        // Still under the store lock. A panic may have cut a write short
+        // between its temp file and the rename: no record then.
+        if let Way::Local { clean_exit, .. } = &self.way
+            && swept
+            && !std::thread::panicking()
+            && !clean_exit.recorded()
+            && let Err(e) = clean_exit.record()
+        {
+            tracing::debug!("cannot record a clean exit: {e}");
         }
     }
 }
@@ -283,22 +298,30 @@ fn open_local(
     config: &Config,
     catch_up: CatchUp,
 ) -> anyhow::Result<(Operations, Index, Option<std::thread::JoinHandle<()>>)> {
-    let store = Arc::new(
-        Store::open(store_dir)
-            .with_context(|| format!("cannot open store {}", store_dir.display()))?,
-    );
     std::fs::create_dir_all(state_dir)
         .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
+    let clean_exit = CleanExit::in_state_dir(state_dir);
+    let forget = clean_exit.clone();
+    let store = Arc::new(
+        Store::open(store_dir)
+            .with_context(|| format!("cannot open store {}", store_dir.display()))?
+            .before_first_temp(move || forget.forget()),
+    );
     // Under the store lock, what a crash left: temp files of other
     // processes, swept beside this command (a walk of a large store takes
-    // longer than the command itself).
-    let sweeper = Arc::clone(&store);
-    let sweep = std::thread::Builder::new()
-        .name("mnemofs-sweep".into())
-        .spawn(move || {
-            sweeper.remove_others_temp_files();
-        })
-        .ok();
+    // longer than the command itself), unless the last one here ended
+    // cleanly.
+    let sweep = if clean_exit.recorded() {
+        None
+    } else {
+        let sweeper = Arc::clone(&store);
+        std::thread::Builder::new()
+            .name("mnemofs-sweep".into())
+            .spawn(move || {
+                sweeper.remove_others_temp_files();
+            })
+            .ok()
+    };
     let index = match catch_up {
         // Many commands never query the index (a listing of a real folder,
         // a write): the indexer starts, and the first query waits for the

@@ -41,6 +41,7 @@ use crate::fs::{ExternalChangeWatcher, FsOptions, FuseAdapter, MountWriter, Stor
 use crate::index::Index;
 use crate::ops::{Operations, ServedBy};
 use crate::store::Store;
+use crate::store::clean_exit::CleanExit;
 use crate::store::counters::CounterStore;
 use crate::store::history::History;
 use crate::tasks::{Setup, Tasks};
@@ -275,6 +276,10 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     );
     // The store lock is held: no write of ours is in flight.
     let swept = store.remove_temp_files();
+    // A crash of this daemon must make the next command without one sweep.
+    CleanExit::in_state_dir(&config.state_dir)
+        .forget()
+        .context("cannot update the state dir")?;
     if swept > 0 {
         tracing::info!("removed {swept} temp files left by an interrupted write");
     }

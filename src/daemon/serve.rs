@@ -23,6 +23,7 @@ use super::{StoreLock, ids_of, registry};
 use crate::index::Index;
 use crate::ops::{DirectWriter, Operations, ServedBy, Writer};
 use crate::store::Store;
+use crate::store::clean_exit::CleanExit;
 use crate::store::counters::CounterStore;
 use crate::store::history::History;
 use crate::store::watch::StoreWatcher;
@@ -70,6 +71,10 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
             .with_context(|| format!("cannot open store {}", config.store.display()))?,
     );
     let swept = store.remove_temp_files();
+    // A crash of this daemon must make the next command without one sweep.
+    CleanExit::in_state_dir(&config.state_dir)
+        .forget()
+        .context("cannot update the state dir")?;
     if swept > 0 {
         tracing::info!("removed {swept} temp files left by an interrupted write");
     }

@@ -12,6 +12,7 @@
 //! Errors are plain `io::Error`s carrying the errno the kernel gave, because
 //! the filesystem layer must hand exactly that errno back to its caller.
 
+pub mod clean_exit;
 pub mod counters;
 pub mod history;
 mod path;
@@ -67,6 +68,21 @@ pub struct Store {
     root: OwnedFd,
     root_path: PathBuf,
     has_openat2: AtomicBool,
+    first_temp: FirstTemp,
+}
+
+/// What runs before this process's first temp file in the store.
+type TempHook = Box<dyn Fn() -> io::Result<()> + Send + Sync>;
+
+/// The hook of [`Store::before_first_temp`], until it has succeeded once.
+#[derive(Default)]
+struct FirstTemp(parking_lot::Mutex<Option<TempHook>>);
+
+impl std::fmt::Debug for FirstTemp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pending = self.0.lock().is_some();
+        f.debug_tuple("FirstTemp").field(&pending).finish()
+    }
 }
 
 /// The error for a path that is not a valid single name or escapes the store.
@@ -103,7 +119,30 @@ impl Store {
             root,
             root_path: root_path.to_path_buf(),
             has_openat2: AtomicBool::new(true),
+            first_temp: FirstTemp::default(),
         })
+    }
+
+    /// Runs `hook` before the first temp file this store handle writes
+    /// (again before the next one if it failed, and the write fails with
+    /// its error): a command forgets its clean exit there
+    /// ([`clean_exit`]).
+    pub fn before_first_temp(
+        self,
+        hook: impl Fn() -> io::Result<()> + Send + Sync + 'static,
+    ) -> Store {
+        *self.first_temp.0.lock() = Some(Box::new(hook));
+        self
+    }
+
+    /// Runs the hook of [`Store::before_first_temp`] if it has not run.
+    fn announce_temp(&self) -> io::Result<()> {
+        let mut pending = self.first_temp.0.lock();
+        if let Some(hook) = pending.as_ref() {
+            hook()?;
+            *pending = None;
+        }
+        Ok(())
     }
 
     /// The absolute path of the backing directory (for watchers and messages).
@@ -457,6 +496,7 @@ impl Store {
     /// fsync, rename over the target, fsync of the directory.
     pub fn write_atomic(&self, path: &StorePath, bytes: &[u8], mode: u32) -> io::Result<()> {
         let (dir, name) = self.parent_and_name(path)?;
+        self.announce_temp()?;
         let tmp = write_temp(&dir, bytes, mode)?;
         finish_temp(&dir, &tmp, &name, 0)
     }
@@ -465,6 +505,7 @@ impl Store {
     /// half written. Fails with `EEXIST` if the name is taken.
     pub fn create_atomic(&self, path: &StorePath, bytes: &[u8], mode: u32) -> io::Result<()> {
         let (dir, name) = self.parent_and_name(path)?;
+        self.announce_temp()?;
         let tmp = write_temp(&dir, bytes, mode)?;
         finish_temp(&dir, &tmp, &name, libc::RENAME_NOREPLACE)
     }
@@ -482,6 +523,12 @@ impl Store {
         files: &[(StorePath, &[u8])],
         mode: u32,
     ) -> Vec<io::Result<()>> {
+        if let Err(e) = self.announce_temp() {
+            return files
+                .iter()
+                .map(|_| Err(io::Error::new(e.kind(), e.to_string())))
+                .collect();
+        }
         let mut staged: Vec<io::Result<(Folder<'_>, CString, CString)>> = files
             .iter()
             .map(|(path, bytes)| {
@@ -561,6 +608,7 @@ impl Store {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(false),
             Err(e) => return Err(e),
         };
+        self.announce_temp()?;
         let tmp = write_temp(&dir, new, before.mode & 0o7777)?;
         let unchanged = (|| -> io::Result<bool> {
             let fd = sys::openat(
