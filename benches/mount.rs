@@ -258,10 +258,23 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
         cpu.join("; ")
     ));
 
-    if let Some(kib) = bench.daemon.vm_rss_kib() {
+    let status = |field: &str| {
+        bench
+            .daemon
+            .proc_status_kib(field)
+            .map(|k| k as f64 / 1024.0)
+    };
+    if let (Some(rss), Some(anon), Some(file), Some(peak)) = (
+        status("VmRSS"),
+        status("RssAnon"),
+        status("RssFile"),
+        status("VmHWM"),
+    ) {
+        // Mapped index pages are page cache the kernel can take back at
+        // will; the heap is what the daemon holds.
         bench.observations.push(format!(
-            "daemon VmRSS at the end: {:.0} MiB",
-            kib as f64 / 1024.0
+            "daemon VmRSS at the end: {rss:.0} MiB ({anon:.0} MiB heap and stacks, \
+             {file:.0} MiB mapped files: binary and index); peak (VmHWM) {peak:.0} MiB"
         ));
     }
     println!("{}", render_table(&rows));

@@ -60,8 +60,10 @@ enum Command {
         /// Largest file size allowed through the mount (e.g. 64MiB, 1048576).
         #[arg(long, default_value = "64MiB", value_parser = parse_size)]
         max_file_size: u64,
-        /// Seconds the kernel may cache attributes and names.
-        #[arg(long, default_value_t = 1.0)]
+        /// Seconds the kernel may cache attributes and names of real files
+        /// (a change behind the mount is invalidated as the watcher sees it;
+        /// views keep theirs for at most a second).
+        #[arg(long, default_value_t = 10.0)]
         cache_ttl: f64,
         /// `shown` lists the virtual folders (search/, by-tag/, ...) at the
         /// root; by default they are unlisted and resolve by path

@@ -30,7 +30,7 @@ use fuser::{
 static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
 
 /// Same attribute and entry lifetime as mnemofs's default.
-const TTL: Duration = Duration::from_secs(1);
+const TTL: Duration = Duration::from_secs(10);
 
 #[derive(Default)]
 struct Tree {

@@ -77,7 +77,7 @@ impl Default for FsOptions {
     fn default() -> Self {
         FsOptions {
             max_file_size: 64 * 1024 * 1024,
-            ttl: Duration::from_secs(1),
+            ttl: Duration::from_secs(10),
             passthrough: true,
         }
     }

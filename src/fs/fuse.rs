@@ -15,7 +15,7 @@
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     AccessFlags, BsdFileFlags, Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo,
@@ -26,6 +26,7 @@ use fuser::{
 
 use super::core::{AttrChanges, Entry, Opened, Requester, StoreFs};
 use super::error::FsError;
+use super::viewnodes::is_virtual;
 use crate::store::TimeSpec;
 
 /// The `fuser::Filesystem` implementation over a shared `StoreFs`.
@@ -42,6 +43,10 @@ impl FuseAdapter {
 }
 
 const GENERATION: Generation = Generation(0);
+
+/// The longest the kernel may keep a view's names and attributes: their
+/// answers follow the index and the clock, not only the store.
+const VIEW_TTL: Duration = Duration::from_secs(1);
 
 thread_local! {
     static EXACT_MODES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -122,10 +127,21 @@ fn open_flags(opened: &Opened) -> FopenFlags {
 }
 
 impl FuseAdapter {
-    fn reply_entry(&self, op: &str, result: Result<Entry, FsError>, reply: ReplyEntry) {
+    /// How long the kernel may cache what it learns of `ino`. Real files
+    /// and folders keep it for `--cache-ttl`: changes behind the mount are
+    /// invalidated as the watcher reports them.
+    fn ttl(&self, ino: u64) -> Duration {
         let ttl = self.fs.options().ttl;
+        if is_virtual(ino) {
+            ttl.min(VIEW_TTL)
+        } else {
+            ttl
+        }
+    }
+
+    fn reply_entry(&self, op: &str, result: Result<Entry, FsError>, reply: ReplyEntry) {
         match result {
-            Ok(e) => reply.entry(&ttl, &e.attr, GENERATION),
+            Ok(e) => reply.entry(&self.ttl(e.ino), &e.attr, GENERATION),
             Err(e) => reply.error(errno(op, &e)),
         }
     }
@@ -186,7 +202,7 @@ impl Filesystem for FuseAdapter {
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         let _span = tracing::debug_span!("fuse", op = "getattr", ino = ino.0).entered();
         match self.fs.getattr(ino.0, fh.map(|f| f.0)) {
-            Ok(attr) => reply.attr(&self.fs.options().ttl, &attr),
+            Ok(attr) => reply.attr(&self.ttl(ino.0), &attr),
             Err(e) => reply.error(errno("getattr", &e)),
         }
     }
@@ -220,7 +236,7 @@ impl Filesystem for FuseAdapter {
             fh: fh.map(|f| f.0),
         };
         match self.fs.setattr(ino.0, changes) {
-            Ok(attr) => reply.attr(&self.fs.options().ttl, &attr),
+            Ok(attr) => reply.attr(&self.ttl(ino.0), &attr),
             Err(e) => reply.error(errno("setattr", &e)),
         }
     }
@@ -463,14 +479,13 @@ impl Filesystem for FuseAdapter {
         mut reply: ReplyDirectoryPlus,
     ) {
         let _span = tracing::debug_span!("fuse", op = "readdirplus", ino = ino.0).entered();
-        let ttl = self.fs.options().ttl;
         let result = self.fs.readdir(ino.0, fh.0, offset, true, &mut |item| {
             let Some(attr) = item.attr else { return false };
             reply.add(
                 INodeNo(item.ino),
                 item.next_offset,
                 item.name,
-                &ttl,
+                &self.ttl(item.ino),
                 &attr,
                 GENERATION,
             )
@@ -574,7 +589,7 @@ impl Filesystem for FuseAdapter {
         exact_modes();
         match self.fs.create(parent.0, name, mode, flags, who(req)) {
             Ok((entry, opened)) => reply.created(
-                &self.fs.options().ttl,
+                &self.ttl(entry.ino),
                 &entry.attr,
                 GENERATION,
                 FileHandle(opened.fh),
