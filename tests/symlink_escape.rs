@@ -282,14 +282,14 @@ proptest! {
 fn a_folder_swapped_for_a_symlink_behind_the_mount_never_gives_eio() {
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("f.md"), "outside\n").unwrap();
-    let mut m = Mount::start();
+    let mut m = Mount::with_args(&["--cache-ttl", "1"]);
     fs::create_dir(m.m("d")).unwrap();
     fs::write(m.m("d/f.md"), "inside\n").unwrap();
     assert_eq!(fs::read_to_string(m.m("d/f.md")).unwrap(), "inside\n");
     fs::rename(m.s("d"), m.s("d2")).unwrap();
     symlink(outside.path(), m.s("d")).unwrap();
     let start = std::time::Instant::now();
-    // Across the attribute and entry lifetime (1 s) and beyond.
+    // Across the attribute and entry lifetime (1 s here) and beyond.
     while start.elapsed() < std::time::Duration::from_secs(3) {
         for result in [
             fs::read_dir(m.m("d")).map(drop),
@@ -315,7 +315,8 @@ fn a_folder_swapped_for_a_symlink_behind_the_mount_never_gives_eio() {
 #[test]
 fn an_open_folder_swapped_for_a_symlink_behind_the_mount_is_gone_not_eio() {
     let outside = tempfile::tempdir().unwrap();
-    let mut m = Mount::start();
+    // A short attribute lifetime, so the kernel asks again within the test.
+    let mut m = Mount::with_args(&["--cache-ttl", "1"]);
     fs::create_dir(m.m("d")).unwrap();
     let held = fs::File::open(m.m("d")).unwrap();
     fs::rename(m.s("d"), m.s("d2")).unwrap();
