@@ -35,6 +35,7 @@ mod document;
 mod ids;
 mod indexer;
 mod query;
+mod ranking;
 mod schema;
 mod snippet;
 mod tokenizer;

@@ -27,6 +27,7 @@ use tantivy::time::format_description::well_known::Rfc3339;
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 
 use super::document::{normalize_key, path_from_key};
+use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
 use super::snippet::SnippetWords;
 use super::tokenizer::tokenize;
@@ -648,31 +649,23 @@ impl Index {
         if limit == 0 {
             return Ok(None);
         }
-        // Exclusions only for terms some document has: an exclusion stops
-        // tantivy from skipping the blocks that cannot make the top (a
-        // common word over 100k notes took 2 ms more).
-        let present = |field: Field, value: &str| {
-            searcher
-                .doc_freq(&Term::from_field_text(field, value))
-                .map_or(true, |n| n > 0)
-        };
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        if present(f.kind, KIND_SKIPPED) {
-            clauses.push((
-                Occur::MustNot,
-                Box::new(self.term_query(f.kind, KIND_SKIPPED)),
-            ));
-        }
-        for scope in hidden_scopes {
-            if present(f.scope, scope) {
-                clauses.push((Occur::MustNot, Box::new(self.term_query(f.scope, scope))));
-            }
-        }
-        let top = if clauses.is_empty() {
-            searcher.search(&*query, &TopDocs::with_limit(limit))?
+        // Exclusions only for terms some document has, left out inside
+        // tantivy's pruning (see `ranking.rs`).
+        let present = |term: &Term| searcher.doc_freq(term).map_or(true, |n| n > 0);
+        let excluded: Vec<Term> = std::iter::once(Term::from_field_text(f.kind, KIND_SKIPPED))
+            .chain(
+                hidden_scopes
+                    .iter()
+                    .map(|scope| Term::from_field_text(f.scope, scope)),
+            )
+            .filter(present)
+            .collect();
+        let collector = TopHits::with_limit(limit);
+        let pruned = prunable(query.box_clone(), searcher.schema());
+        let top = if excluded.is_empty() {
+            searcher.search(&*pruned, &collector)?
         } else {
-            clauses.push((Occur::Must, query.box_clone()));
-            searcher.search(&BooleanQuery::new(clauses), &TopDocs::with_limit(limit))?
+            searcher.search(&Excluding::new(pruned, excluded), &collector)?
         };
         Ok(Some((searcher, query, top)))
     }

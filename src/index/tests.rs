@@ -277,6 +277,89 @@ fn titles_and_aliases_outrank_bodies_once_words_no_document_has_are_dropped() {
 }
 
 #[test]
+fn a_top_ten_over_many_segments_and_hidden_scopes_is_the_full_ranking_cut() {
+    let fx = Fixture::new();
+    // Several commits: several segments, each pruned against the best of
+    // those before it; equal scores abound, so ties are checked too.
+    for batch in 0..4 {
+        for i in (batch * 80)..(batch * 80 + 80) {
+            let scope = if i % 3 == 0 { "agent:b" } else { "global" };
+            let title = if i % 7 == 0 {
+                "Kestrel sighting"
+            } else {
+                "Field notes"
+            };
+            let words = "kestrel ".repeat(1 + i % 5);
+            fx.write(
+                &format!("n/{i:03}.md"),
+                format!("---\ntitle: {title}\nscope: {scope}\n---\n{words}over the field {i}\n"),
+            );
+        }
+        fx.write(&format!("bin/{batch}.bin"), b"\x00\x01kestrel\x00");
+        fx.sync();
+    }
+    let hidden = ["agent:b".to_owned()];
+    let hidden_paths: BTreeSet<StorePath> = fx.index.by_scope("agent:b").into_iter().collect();
+    assert_eq!(hidden_paths.len(), 107);
+    let full = |hide: bool| -> Vec<(StorePath, f32)> {
+        fx.index
+            .search("kestrel", 1000)
+            .unwrap()
+            .into_iter()
+            .filter(|h| !(hide && hidden_paths.contains(&h.path)))
+            .map(|h| (h.path, h.score))
+            .collect()
+    };
+    assert_eq!(full(false).len(), 320);
+    for limit in [1, 3, 10, 25, 100] {
+        let cut = |hits: Vec<Hit>| -> Vec<(StorePath, f32)> {
+            hits.into_iter().map(|h| (h.path, h.score)).collect()
+        };
+        let top = cut(fx.index.search("kestrel", limit).unwrap());
+        assert_eq!(top, full(false)[..limit], "limit {limit}");
+        let top = cut(fx.index.search_hiding("kestrel", limit, &hidden).unwrap());
+        assert_eq!(top, full(true)[..limit], "limit {limit}, hiding");
+    }
+}
+
+#[test]
+fn a_lone_keyword_query_over_full_blocks_of_postings_is_the_full_ranking_cut() {
+    // Keyword fields keep no frequencies, so their postings have no block
+    // maxima to prune by: the best hits are in every block.
+    let fx = Fixture::new();
+    std::fs::create_dir(fx.abs("n")).unwrap();
+    for i in 0..400 {
+        // Fewer tags (a shorter field, a higher score) further on, so the
+        // best hits are in the last blocks.
+        let extra: Vec<String> = (0..(400 - i) / 50).map(|t| format!("t{t}")).collect();
+        std::fs::write(
+            fx.abs(&format!("n/{i:03}.md")),
+            format!(
+                "---\ntags: [birds, {}]\ncategory: people\n---\nnote {i}\n",
+                extra.join(", ")
+            ),
+        )
+        .unwrap();
+    }
+    // One batch: one segment, with full blocks of postings.
+    fx.index.notify_path(&sp("n"));
+    fx.sync();
+    for q in ["tag:birds", "category:people", "tag:t1"] {
+        let all = fx.index.search(q, 1000).unwrap();
+        assert!(all.len() > 50, "{q}: {}", all.len());
+        let all: Vec<(StorePath, f32)> = all.into_iter().map(|h| (h.path, h.score)).collect();
+        let top: Vec<(StorePath, f32)> = fx
+            .index
+            .search(q, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.path, h.score))
+            .collect();
+        assert_eq!(top, all[..10], "{q}");
+    }
+}
+
+#[test]
 fn syntax_errors_fall_back_to_words() {
     let fx = sample();
     for q in [
