@@ -1649,3 +1649,40 @@ fn reads_of_memories_are_counted_and_listings_are_not() {
     f.ops.read_memory_text("Alpha").expect("read by title");
     assert_eq!(count(), 2);
 }
+
+#[test]
+fn a_search_request_answers_hits_and_how_its_query_was_read() {
+    let f = Fixture::new();
+    f.seed(
+        "notes/quokka.md",
+        "# Quokka\n\nA quokka smiled at the camera.\n",
+    );
+    f.settle();
+    let search = |query: &str| match f
+        .ops
+        .handle(Request::Search {
+            query: query.into(),
+            limit: 10,
+        })
+        .expect("search")
+    {
+        Response::Hits { hits, warnings } => (
+            hits.into_iter().map(|h| h.path).collect::<Vec<_>>(),
+            warnings,
+        ),
+        other => panic!("not hits: {other:?}"),
+    };
+    assert_eq!(
+        search("quokka"),
+        (vec!["notes/quokka.md".to_string()], vec![])
+    );
+    let (hits, warnings) = search("nosuchfield:x quokka limit:5");
+    assert_eq!(hits, ["notes/quokka.md"]);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("`nosuchfield:`"), "{warnings:?}");
+    let (_, warnings) = search("quokka created:>notadate");
+    assert!(
+        warnings[0].contains("`notadate` is not a date"),
+        "{warnings:?}"
+    );
+}

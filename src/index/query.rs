@@ -478,9 +478,23 @@ impl Index {
         limit: usize,
         hidden: &[String],
     ) -> Result<Vec<Hit>, IndexError> {
+        self.search_noting(query, limit, hidden)
+            .map(|(hits, _)| hits)
+    }
+
+    /// [`search_hiding`](Self::search_hiding), and what
+    /// [`query_warnings`](Self::query_warnings) says of the query, from
+    /// one reading of it.
+    pub fn search_noting(
+        &self,
+        query: &str,
+        limit: usize,
+        hidden: &[String],
+    ) -> Result<(Vec<Hit>, Vec<String>), IndexError> {
         let f = self.inner.core.fields;
-        let Some((searcher, query, top)) = self.ranked(query, limit, hidden)? else {
-            return Ok(Vec::new());
+        let mut warnings = Vec::new();
+        let Some((searcher, query, top)) = self.ranked(query, limit, hidden, &mut warnings)? else {
+            return Ok((Vec::new(), warnings));
         };
         let snippets = SnippetWords::of(&searcher, &*query, f.body);
         let mut hits = Vec::with_capacity(top.len());
@@ -517,7 +531,7 @@ impl Index {
                 id,
             });
         }
-        Ok(hits)
+        Ok((hits, warnings))
     }
 
     /// The query `text` means, or `None` when it has no words, and what
@@ -627,21 +641,25 @@ impl Index {
         (words.into_iter().map(|(w, _)| w).collect(), cut)
     }
 
-    /// The parsed (or fallback) query and its top `limit` documents.
+    /// The parsed (or fallback) query and its top `limit` documents; what
+    /// its author should be told goes to `warnings`.
     #[allow(clippy::type_complexity)]
     fn ranked(
         &self,
         query: &str,
         limit: usize,
         hidden_scopes: &[String],
+        warnings: &mut Vec<String>,
     ) -> Result<Option<(Searcher, Box<dyn Query>, Vec<(f32, DocAddress)>)>, IndexError> {
         let text = query.trim();
-        if text.is_empty() || limit == 0 {
+        if text.is_empty() {
             return Ok(None);
         }
         let f = self.inner.core.fields;
         let searcher = self.searcher();
-        let Some(query) = self.prepare(&searcher, text).0 else {
+        let (query, noted) = self.prepare(&searcher, text);
+        *warnings = noted;
+        let Some(query) = query else {
             return Ok(None);
         };
         // The limit comes from user text: never size buffers by it.
@@ -673,7 +691,7 @@ impl Index {
     /// The paths [`Index::search`] would return, in rank order, without
     /// loading documents or making snippets (for directory listings).
     pub fn search_paths(&self, query: &str, limit: usize) -> Result<Vec<StorePath>, IndexError> {
-        let Some((searcher, _, top)) = self.ranked(query, limit, &[])? else {
+        let Some((searcher, _, top)) = self.ranked(query, limit, &[], &mut Vec::new())? else {
             return Ok(Vec::new());
         };
         let mut out = Vec::with_capacity(top.len());

@@ -114,10 +114,20 @@ impl MemoryTokenStream<'_> {
                     _ => self.cjk_prev = None,
                 }
             }
-            let c = self.next_char(self.pos)?;
             let start = self.pos;
-            let kind = class(c);
-            let mut end = start + c.len_utf8();
+            let first = *self.text.as_bytes().get(start)?;
+            let (kind, mut end) = if first.is_ascii() {
+                // Most of any note, without decoding a char.
+                let kind = if first.is_ascii_alphanumeric() {
+                    Class::Word
+                } else {
+                    Class::Other
+                };
+                (kind, start + 1)
+            } else {
+                let c = self.next_char(start)?;
+                (class(c), start + c.len_utf8())
+            };
             match kind {
                 Class::Other | Class::Word => {
                     let bytes = self.text.as_bytes();

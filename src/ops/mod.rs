@@ -194,10 +194,8 @@ impl Operations {
             },
             Request::Search { query, limit } => {
                 let (query, in_query) = crate::index::take_limit(&query);
-                Response::Hits {
-                    hits: self.search(&query, in_query.unwrap_or(limit))?,
-                    warnings: self.index.query_warnings(&query),
-                }
+                let (hits, warnings) = self.search_noting(&query, in_query.unwrap_or(limit))?;
+                Response::Hits { hits, warnings }
             }
             Request::Create {
                 path,
@@ -707,11 +705,17 @@ impl Operations {
 
     /// Searches the index.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
-        let hits = self
+        self.search_noting(query, limit).map(|(hits, _)| hits)
+    }
+
+    /// Searches the index; also what its author should be told about how
+    /// the query was read.
+    fn search_noting(&self, query: &str, limit: usize) -> Result<(Vec<SearchHit>, Vec<String>)> {
+        let (hits, warnings) = self
             .index
-            .search_hiding(query, limit, &self.hidden_scopes())
+            .search_noting(query, limit, &self.hidden_scopes())
             .map_err(|e| Error::Index(e.to_string()))?;
-        Ok(hits
+        let hits = hits
             .into_iter()
             .map(|h| SearchHit {
                 path: h.path.escaped(),
@@ -721,7 +725,8 @@ impl Operations {
                 snippet: h.snippet,
                 id: h.id,
             })
-            .collect())
+            .collect();
+        Ok((hits, warnings))
     }
 
     fn check_size(&self, path: &str, len: usize) -> Result<()> {
