@@ -12,7 +12,11 @@
 //! The runner may open the store lazily: `initialize` and the listings of
 //! tools and prompts never call it, so a client is answered at once even
 //! when the index still has to be built. Calls run on tokio's blocking
-//! pool, one runner shared by all. The protocol version is rmcp's
+//! pool, one runner shared by all. When stdin and stdout are pipes (as an
+//! MCP client starts a server), they are read and written on tokio's
+//! reactor rather than through a blocking thread each (rmcp reopens them
+//! on descriptions of their own, so the non-blocking mode stays there).
+//! The protocol version is rmcp's
 //! negotiation: the client's own when rmcp knows it (2025-06-18 and
 //! 2025-11-25 among them), else the newest rmcp has. stdout carries only
 //! the protocol; logs go to stderr.
@@ -55,7 +59,7 @@ pub fn serve(
             call: Arc::new(call),
         };
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(rmcp::transport::stdio_pipes())
             .await
             .map_err(io::Error::other)?;
         running.waiting().await.map_err(io::Error::other)?;
