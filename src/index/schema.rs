@@ -11,6 +11,11 @@
 //!   paths without touching the document store.
 //! - Filter fields (`tag`, `category`, `type`, ...) use a whole-value,
 //!   lowercasing tokenizer, so `type:Decision` and `type:decision` agree.
+//! - `tag` keeps frequencies (always 1: a memory's tags have no
+//!   duplicates) because it is a default field of plain queries: tantivy
+//!   prunes a union of term queries by block maxima only when every term
+//!   has frequencies, so without them a word that is also a tag scored
+//!   every note with the word.
 //! - `key` holds every name a document answers to in a link and `link`
 //!   every name its links point at, both normalized by
 //!   [`normalize_key`](super::document::normalize_key); backlinks are a term
@@ -26,7 +31,7 @@ use tantivy::schema::{
 use super::tokenizer::{KEYWORD_TOKENIZER, TEXT_TOKENIZER};
 
 /// Version of the schema and of the way documents are built from files.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `kind` of a markdown memory.
 pub(crate) const KIND_MEMORY: &str = "memory";
@@ -104,10 +109,14 @@ fn text(stored: bool) -> TextOptions {
 }
 
 fn keyword(stored: bool) -> TextOptions {
+    keyword_with(stored, IndexRecordOption::Basic)
+}
+
+fn keyword_with(stored: bool, record: IndexRecordOption) -> TextOptions {
     let options = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(KEYWORD_TOKENIZER)
-            .set_index_option(IndexRecordOption::Basic),
+            .set_index_option(record),
     );
     if stored {
         options.set_stored()
@@ -132,7 +141,7 @@ pub(crate) fn build() -> (Schema, Fields) {
         kind: b.add_text_field(KIND, keyword(false)),
         title: b.add_text_field(TITLE, text(true)),
         body: b.add_text_field(BODY, text(true)),
-        tag: b.add_text_field(TAG, keyword(false)),
+        tag: b.add_text_field(TAG, keyword_with(false, IndexRecordOption::WithFreqs)),
         category: b.add_text_field(CATEGORY, keyword(false)),
         kind_type: b.add_text_field(TYPE, keyword(false)),
         status: b.add_text_field(STATUS, keyword(false)),

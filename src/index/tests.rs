@@ -344,7 +344,13 @@ fn a_lone_keyword_query_over_full_blocks_of_postings_is_the_full_ranking_cut() {
     // One batch: one segment, with full blocks of postings.
     fx.index.notify_path(&sp("n"));
     fx.sync();
-    for q in ["tag:birds", "category:people", "tag:t1"] {
+    for q in [
+        "tag:birds",
+        "category:people",
+        "tag:t1",
+        "birds",
+        "t1 OR birds",
+    ] {
         let all = fx.index.search(q, 1000).unwrap();
         assert!(all.len() > 50, "{q}: {}", all.len());
         let all: Vec<(StorePath, f32)> = all.into_iter().map(|h| (h.path, h.score)).collect();
