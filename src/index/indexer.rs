@@ -74,6 +74,9 @@ const LIVE_COMMIT_EVERY: Duration = Duration::from_millis(200);
 const BULK_COMMIT_EVERY: Duration = Duration::from_secs(1);
 /// Bulk paths handled per round, between looks at the live queue.
 const BULK_CHUNK: usize = 1024;
+
+/// Files read and built into documents at once.
+const READ_CHUNK: usize = 256;
 /// Files per round during a rebuild.
 const REBUILD_CHUNK: usize = 2048;
 
@@ -268,6 +271,7 @@ impl Indexer {
                     self.bulk.push_back(item);
                 },
                 default(timeout) => if !busy {
+                    self.follow_merges();
                     self.idle_trim();
                 },
             }
@@ -285,6 +289,36 @@ impl Indexer {
             // Saved a moment after its last change, whether or not a
             // commit follows.
             self.core.ids.flush(false, unix_ms() / 1000);
+        }
+    }
+
+    /// Moves the reader to the segments a finished background merge left.
+    /// The reader is reloaded by hand after each commit, and a merge that
+    /// ends later would otherwise keep the merged-away segments (deleted
+    /// files, often hundreds of MiB at 100k notes) mapped and resident
+    /// until the next write. A merge changes no document, so the views'
+    /// generation stays.
+    fn follow_merges(&self) {
+        if self.last_commit.is_none() {
+            return;
+        }
+        let Ok(mut committed) = self.core.index.searchable_segment_ids() else {
+            return;
+        };
+        let mut served: Vec<_> = self
+            .core
+            .reader
+            .searcher()
+            .segment_readers()
+            .iter()
+            .map(|r| r.segment_id())
+            .collect();
+        committed.sort();
+        served.sort();
+        if committed != served
+            && let Err(e) = self.core.reader.reload()
+        {
+            tracing::error!("cannot reload the index reader: {e}");
         }
     }
 
@@ -409,14 +443,18 @@ impl Indexer {
             to_read.extend(p.read);
             deletes.extend(p.delete);
         }
-        // Phase 2: read and parse in parallel.
-        let mut changes = self.read_files(&to_read);
-        self.give_ids(&mut changes);
         for key in deletes {
             self.apply(key, Change::Delete);
         }
-        for (key, change) in changes {
-            self.apply(key, change);
+        // Phase 2: read and parse in parallel, a chunk at a time: a burst
+        // of new files or a folder of 100k notes never holds more than a
+        // chunk of built documents (each a copy of its note) at once.
+        for chunk in to_read.chunks(READ_CHUNK) {
+            let mut changes = self.read_files(chunk);
+            self.give_ids(&mut changes);
+            for (key, change) in changes {
+                self.apply(key, change);
+            }
         }
     }
 
