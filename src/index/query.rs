@@ -7,8 +7,13 @@
 //! `updated:` are turned into the RFC 3339 instants tantivy expects (a
 //! bare day `created:2025-03-01` becomes that whole day). If tantivy still
 //! reports a syntax error, the query falls back to a plain OR of its words.
+//! After parsing, [`Tuning`] boosts title and alias and drops the clauses
+//! of words no document has, so tantivy can prune; `ranking.rs` collects
+//! the best hits and `snippet.rs` picks each hit's excerpt.
 //!
 //! Subtleties:
+//! - A query with boosts of its own (`word^2`) is run as the parser builds
+//!   it, boosts included: the tuning cannot see inside a boosted clause.
 //! - Deleted documents stay in term dictionaries until segments merge, so
 //!   [`Index::tags`] checks each term's postings against the alive bitset
 //!   instead of trusting the dictionary.
