@@ -564,7 +564,12 @@ impl Indexer {
                 }
             }
             Change::Upsert(state, doc, _) => {
-                self.writer.delete_term(term);
+                // The mirror is what the index holds: a new file has no
+                // document to replace, and a delete costs a lookup in
+                // every segment at the next commit.
+                if self.mirror.contains_key(&key) {
+                    self.writer.delete_term(term);
+                }
                 if let Err(e) = self.writer.add_document(*doc) {
                     tracing::error!(
                         "cannot add {} to the index: {e}",
