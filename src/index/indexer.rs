@@ -76,7 +76,7 @@ const BULK_COMMIT_EVERY: Duration = Duration::from_secs(1);
 const BULK_CHUNK: usize = 1024;
 
 /// Files read and built into documents at once.
-const READ_CHUNK: usize = 256;
+pub(super) const READ_CHUNK: usize = 256;
 /// Files per round during a rebuild.
 const REBUILD_CHUNK: usize = 2048;
 

@@ -1171,3 +1171,68 @@ fn a_memory_whose_id_line_is_taken_out_keeps_that_id() {
     );
     assert_eq!(f.index.by_id("written-id-1"), Some(sp("a.md")));
 }
+
+#[test]
+fn the_reader_follows_a_merge_that_ends_after_the_last_commit() {
+    let fx = Fixture::new();
+    // One commit per note: the eighth segment makes the merge policy
+    // merge all eight in the background, after that last commit.
+    for i in 0..8 {
+        fx.write(&format!("m/{i:02}.md"), format!("merge note {i}\n"));
+        fx.sync();
+    }
+    let core = &fx.index.inner.core;
+    let ids = |mut v: Vec<tantivy::index::SegmentId>| {
+        v.sort();
+        v
+    };
+    let served = || {
+        ids(core
+            .reader
+            .searcher()
+            .segment_readers()
+            .iter()
+            .map(|r| r.segment_id())
+            .collect())
+    };
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let committed = ids(core.index.searchable_segment_ids().unwrap());
+        if committed.len() < 8 && served() == committed {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the reader serves {:?}, the index holds {committed:?}",
+            served()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(fx.search_sorted("merge").len(), 8);
+}
+
+#[test]
+fn a_folder_of_more_notes_than_one_read_chunk_is_indexed_whole() {
+    let fx = Fixture::new();
+    let n = 2 * indexer::READ_CHUNK + 3;
+    std::fs::create_dir_all(fx.abs("big")).unwrap();
+    for i in 0..n {
+        std::fs::write(
+            fx.abs(&format!("big/{i:04}.md")),
+            format!("chunked note {i}\n"),
+        )
+        .unwrap();
+    }
+    // The folder alone: the indexer finds the notes under it.
+    fx.index.notify_path(&sp("big"));
+    fx.sync();
+    let found: BTreeSet<StorePath> = fx
+        .index
+        .search("chunked", 10_000)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(found.len(), n);
+    assert!(found.contains(&sp(&format!("big/{:04}.md", n - 1))));
+}
