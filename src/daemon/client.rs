@@ -25,7 +25,6 @@ use crate::index::Index;
 use crate::ops::{self, DirectWriter, Operations, Request, Response, ServedBy};
 use crate::store::clean_exit::CleanExit;
 use crate::store::counters::CounterStore;
-use crate::store::history::History;
 use crate::store::{Store, StorePath};
 use crate::tasks::{OneShot, Setup};
 use crate::views::Views;
@@ -335,11 +334,7 @@ fn open_local(
         index.wait_idle(within);
     }
     let views = Views::new(index.clone());
-    let history = Arc::new(
-        History::open(state_dir, config.history.settings())
-            .with_context(|| format!("cannot open the history in {}", state_dir.display()))?
-            .with_ids(super::ids_of(&index)),
-    );
+    let history = Arc::new(super::open_history(state_dir, config, &index)?);
     let writer: Arc<dyn ops::Writer> = Arc::new(
         DirectWriter::new(Arc::clone(&store))
             .with_index(index.clone())

@@ -99,18 +99,64 @@ pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
     daemonize(config, lock, umask)
 }
 
+/// The history in `state_dir`, recording for memories without `id:` in
+/// their file the ids the index shows, read from its last commit (never
+/// waiting, as a delete through the mount asks).
+pub(crate) fn open_history(
+    state_dir: &Path,
+    config: &crate::config::Config,
+    index: &Index,
+) -> anyhow::Result<History> {
+    let index = index.clone();
+    Ok(History::open(state_dir, config.history.settings())
+        .with_context(|| format!("cannot open the history in {}", state_dir.display()))?
+        .with_ids(Box::new(move |path| index.indexed_id(path))))
+}
+
+/// What a daemon (mount or serve) works on, opened under the store lock.
+struct DaemonState {
+    store: Arc<Store>,
+    index: Index,
+    counters: Arc<CounterStore>,
+    history: Arc<History>,
+}
+
+/// Opens the store, swept of the temp files an interrupted write left (the
+/// store lock is held: no write of ours is in flight), and its index,
+/// counters and history.
+fn open_daemon_state(
+    store_dir: &Path,
+    state_dir: &Path,
+    config: &crate::config::Config,
+) -> anyhow::Result<DaemonState> {
+    let store = Arc::new(
+        Store::open(store_dir)
+            .with_context(|| format!("cannot open store {}", store_dir.display()))?,
+    );
+    let swept = store.remove_temp_files();
+    // A crash of this daemon must make the next command without one sweep.
+    CleanExit::in_state_dir(state_dir)
+        .forget()
+        .context("cannot update the state dir")?;
+    if swept > 0 {
+        tracing::info!("removed {swept} temp files left by an interrupted write");
+    }
+    let index =
+        Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
+    let counters = Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)));
+    let history = Arc::new(open_history(state_dir, config, &index)?);
+    Ok(DaemonState {
+        store,
+        index,
+        counters,
+        history,
+    })
+}
+
 /// The umask the daemon's own files are made under: 0077 for a private
 /// mount (nothing the daemon makes is readable by others), the user's
 /// umask when other users are let in. FUSE requests are not affected: the
 /// kernel applied the caller's umask already (see `fs::fuse`).
-/// The ids the history records for memories without `id:` in their file:
-/// those the index shows, read from its last commit (never waiting, as a
-/// delete through the mount asks).
-pub(crate) fn ids_of(index: &Index) -> crate::store::history::IdSource {
-    let index = index.clone();
-    Box::new(move |path| index.indexed_id(path))
-}
-
 fn daemon_umask(allow_other: bool) -> u32 {
     if !allow_other {
         return 0o077;
@@ -270,27 +316,12 @@ struct Mounted {
 
 /// Opens the store and its index, and mounts it.
 fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
-    let store = Arc::new(
-        Store::open(&config.store)
-            .with_context(|| format!("cannot open store {}", config.store.display()))?,
-    );
-    // The store lock is held: no write of ours is in flight.
-    let swept = store.remove_temp_files();
-    // A crash of this daemon must make the next command without one sweep.
-    CleanExit::in_state_dir(&config.state_dir)
-        .forget()
-        .context("cannot update the state dir")?;
-    if swept > 0 {
-        tracing::info!("removed {swept} temp files left by an interrupted write");
-    }
-    let index = Index::open(&config.state_dir, Arc::clone(&store))
-        .context("cannot open the search index")?;
-    let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
-    let history = Arc::new(
-        History::open(&config.state_dir, config.config.history.settings())
-            .with_context(|| format!("cannot open the history in {}", config.state_dir.display()))?
-            .with_ids(ids_of(&index)),
-    );
+    let DaemonState {
+        store,
+        index,
+        counters,
+        history,
+    } = open_daemon_state(&config.store, &config.state_dir, &config.config)?;
     let views = Views::new(index.clone()).with_root_guide(config.guide);
     let fs = Arc::new(
         StoreFs::new(Arc::clone(&store), config.fs.clone())?

@@ -16,16 +16,12 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 
-use super::client::COUNTERS_FILE;
 use super::control::ControlServer;
 use super::socket::RpcServer;
-use super::{StoreLock, ids_of, registry};
+use super::{DaemonState, StoreLock, open_daemon_state, registry};
 use crate::index::Index;
 use crate::ops::{DirectWriter, Operations, ServedBy, Writer};
 use crate::store::Store;
-use crate::store::clean_exit::CleanExit;
-use crate::store::counters::CounterStore;
-use crate::store::history::History;
 use crate::store::watch::StoreWatcher;
 use crate::tasks::{Setup, Tasks};
 use crate::views::Views;
@@ -66,27 +62,13 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ])?;
-    let store = Arc::new(
-        Store::open(&config.store)
-            .with_context(|| format!("cannot open store {}", config.store.display()))?,
-    );
-    let swept = store.remove_temp_files();
-    // A crash of this daemon must make the next command without one sweep.
-    CleanExit::in_state_dir(&config.state_dir)
-        .forget()
-        .context("cannot update the state dir")?;
-    if swept > 0 {
-        tracing::info!("removed {swept} temp files left by an interrupted write");
-    }
-    let index = Index::open(&config.state_dir, Arc::clone(&store))
-        .context("cannot open the search index")?;
-    let counters = Arc::new(CounterStore::open(&config.state_dir.join(COUNTERS_FILE)));
+    let DaemonState {
+        store,
+        index,
+        counters,
+        history,
+    } = open_daemon_state(&config.store, &config.state_dir, &config.config)?;
     let views = Views::new(index.clone());
-    let history = Arc::new(
-        History::open(&config.state_dir, config.config.history.settings())
-            .with_context(|| format!("cannot open the history in {}", config.state_dir.display()))?
-            .with_ids(ids_of(&index)),
-    );
     let writer: Arc<dyn Writer> = Arc::new(
         DirectWriter::new(Arc::clone(&store))
             .with_index(index.clone())
