@@ -156,18 +156,10 @@ impl Store {
         if dir.is_root() {
             return self.root.try_clone();
         }
-        if self.has_openat2.load(Ordering::Relaxed) {
-            match sys::openat2_beneath(
-                self.root.as_fd(),
-                dir.as_path(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-                0,
-            ) {
-                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-                    self.has_openat2.store(false, Ordering::Relaxed);
-                }
-                other => return other,
-            }
+        if let Some(opened) =
+            self.open_beneath(dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+        {
+            return opened;
         }
         let mut fd = self.root.try_clone()?;
         for component in dir.as_path().components() {
@@ -180,6 +172,22 @@ impl Store {
             )?;
         }
         Ok(fd)
+    }
+
+    /// `path` opened with one `openat2` beneath the root, refusing any
+    /// symlink on the way; `None` on a kernel without `openat2` (the
+    /// caller then walks the path a component at a time).
+    fn open_beneath(&self, path: &StorePath, flags: i32, mode: u32) -> Option<io::Result<OwnedFd>> {
+        if !self.has_openat2.load(Ordering::Relaxed) {
+            return None;
+        }
+        match sys::openat2_beneath(self.root.as_fd(), path.as_path(), flags, mode) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                self.has_openat2.store(false, Ordering::Relaxed);
+                None
+            }
+            other => Some(other),
+        }
     }
 
     /// Splits a non-root path into its opened parent directory and last name.
@@ -210,20 +218,12 @@ impl Store {
         if path.is_root() {
             return Err(io::Error::from_raw_os_error(libc::EBUSY));
         }
-        if self.has_openat2.load(Ordering::Relaxed) {
-            // One call for the whole path, where the parent's descriptor
-            // took three (open, open, close).
-            match sys::openat2_beneath(
-                self.root.as_fd(),
-                path.as_path(),
-                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                mode,
-            ) {
-                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-                    self.has_openat2.store(false, Ordering::Relaxed);
-                }
-                other => return other.map(File::from),
-            }
+        // One call for the whole path, where the parent's descriptor took
+        // three (open, open, close).
+        if let Some(opened) =
+            self.open_beneath(path, flags | libc::O_NOFOLLOW | libc::O_CLOEXEC, mode)
+        {
+            return opened.map(File::from);
         }
         let (dir, name) = self.parent_and_name(path)?;
         let fd = sys::openat(
