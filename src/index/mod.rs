@@ -202,19 +202,31 @@ impl Drop for Inner {
 }
 
 impl Inner {
+    /// Starts a deferred indexer thread; false if it could not start.
+    fn start_deferred(&self) -> bool {
+        let Some(start) = self.starter.lock().take() else {
+            return true;
+        };
+        match start() {
+            Ok(thread) => {
+                *self.thread.lock() = Some(thread);
+                true
+            }
+            Err(e) => {
+                tracing::error!("cannot start the indexer: {e}");
+                self.core.progress.lock().stopped = true;
+                self.core.progress_changed.notify_all();
+                false
+            }
+        }
+    }
+
     fn stop(&self) {
-        if let Some(start) = self.starter.lock().take() {
+        if self.starter.lock().is_some() {
             // Never started: started now only to index what was written.
             let notified = self.sender.as_ref().is_some_and(|s| s.lock().seq > 0);
-            if !notified {
+            if !notified || !self.start_deferred() {
                 return;
-            }
-            match start() {
-                Ok(thread) => *self.thread.lock() = Some(thread),
-                Err(e) => {
-                    tracing::error!("cannot start the indexer: {e}");
-                    return;
-                }
             }
         }
         if let Some(sender) = &self.sender {
@@ -476,25 +488,9 @@ impl Index {
         self.wait_for_commit(timeout, true)
     }
 
-    /// Starts a deferred indexer thread.
-    fn ensure_started(&self) {
-        let Some(start) = self.inner.starter.lock().take() else {
-            return;
-        };
-        match start() {
-            Ok(thread) => *self.inner.thread.lock() = Some(thread),
-            Err(e) => {
-                tracing::error!("cannot start the indexer: {e}");
-                let core = &self.inner.core;
-                core.progress.lock().stopped = true;
-                core.progress_changed.notify_all();
-            }
-        }
-    }
-
     /// Waits out a deferred catch-up, once.
     pub fn caught_up(&self) {
-        self.ensure_started();
+        self.inner.start_deferred();
         let mut deferred = self.inner.deferred.lock();
         if let Some(within) = deferred.take()
             && !self.wait_idle(within)
@@ -516,7 +512,7 @@ impl Index {
         let Some(sender) = &self.inner.sender else {
             return true;
         };
-        self.ensure_started();
+        self.inner.start_deferred();
         let target = sender.lock().seq;
         let deadline = Instant::now() + timeout;
         let core = &self.inner.core;
@@ -545,7 +541,7 @@ impl Index {
         let Some(sender) = &self.inner.sender else {
             return Err(IndexError::ReadOnly);
         };
-        self.ensure_started();
+        self.inner.start_deferred();
         let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
         sender
             .lock()

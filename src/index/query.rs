@@ -422,10 +422,14 @@ impl Tuning<'_> {
         )))
     }
 
-    /// Whether some document has `term`.
     fn present(&self, term: &Term) -> bool {
-        self.searcher.doc_freq(term).map_or(true, |n| n > 0)
+        some_document_has(self.searcher, term)
     }
+}
+
+/// Whether some document has `term` (true when the searcher cannot tell).
+fn some_document_has(searcher: &Searcher, term: &Term) -> bool {
+    searcher.doc_freq(term).map_or(true, |n| n > 0)
 }
 
 impl Index {
@@ -674,14 +678,13 @@ impl Index {
         }
         // Exclusions only for terms some document has, left out inside
         // tantivy's pruning (see `ranking.rs`).
-        let present = |term: &Term| searcher.doc_freq(term).map_or(true, |n| n > 0);
         let excluded: Vec<Term> = std::iter::once(Term::from_field_text(f.kind, KIND_SKIPPED))
             .chain(
                 hidden_scopes
                     .iter()
                     .map(|scope| Term::from_field_text(f.scope, scope)),
             )
-            .filter(present)
+            .filter(|term| some_document_has(&searcher, term))
             .collect();
         let collector = TopHits::with_limit(limit);
         let pruned = prunable(query.box_clone(), searcher.schema());
