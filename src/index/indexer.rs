@@ -30,6 +30,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
+use tantivy::indexer::UserOperation;
 use tantivy::schema::Term;
 use tantivy::{IndexWriter, TantivyDocument};
 
@@ -77,6 +78,8 @@ const BULK_CHUNK: usize = 1024;
 
 /// Files read and built into documents at once.
 pub(super) const READ_CHUNK: usize = 256;
+/// Operations handed to the writer at once, at most.
+const SEND_BATCH: usize = READ_CHUNK;
 /// Files per round during a rebuild.
 const REBUILD_CHUNK: usize = 2048;
 
@@ -150,6 +153,8 @@ pub(super) fn spawn(
                 dirty_since: None,
                 dirty_live: false,
                 writer_changed: false,
+                ops: Vec::new(),
+                adding: Vec::new(),
                 bulk: VecDeque::new(),
                 bulk_uncommitted: 0,
                 reconcile_done: false,
@@ -240,6 +245,10 @@ struct Indexer {
     dirty_live: bool,
     /// Whether the writer holds uncommitted operations.
     writer_changed: bool,
+    /// Operations not yet handed to the writer, and the keys of the
+    /// documents they add (see [`Indexer::send`]).
+    ops: Vec<UserOperation>,
+    adding: Vec<Vec<u8>>,
     bulk: VecDeque<Bulk>,
     /// Bulk items processed but not committed.
     bulk_uncommitted: u64,
@@ -446,6 +455,7 @@ impl Indexer {
         for key in deletes {
             self.apply(key, Change::Delete);
         }
+        self.send();
         // Phase 2: read and parse in parallel, a chunk at a time: a burst
         // of new files or a folder of 100k notes never holds more than a
         // chunk of built documents (each a copy of its note) at once.
@@ -455,6 +465,7 @@ impl Indexer {
             for (key, change) in changes {
                 self.apply(key, change);
             }
+            self.send();
         }
     }
 
@@ -558,8 +569,7 @@ impl Indexer {
         match change {
             Change::Delete => {
                 if self.mirror.remove(&key).is_some() {
-                    self.writer.delete_term(term);
-                    self.writer_changed = true;
+                    self.ops.push(UserOperation::Delete(term));
                     self.core.ids.gone(&key, unix_ms() / 1000);
                 }
             }
@@ -567,19 +577,32 @@ impl Indexer {
                 // The mirror is what the index holds: a new file has no
                 // document to replace, and a delete costs a lookup in
                 // every segment at the next commit.
-                if self.mirror.contains_key(&key) {
-                    self.writer.delete_term(term);
+                if self.mirror.insert(key.clone(), state).is_some() {
+                    self.ops.push(UserOperation::Delete(term));
                 }
-                if let Err(e) = self.writer.add_document(*doc) {
-                    tracing::error!(
-                        "cannot add {} to the index: {e}",
-                        String::from_utf8_lossy(&key)
-                    );
-                    self.mirror.remove(&key);
-                } else {
-                    self.mirror.insert(key, state);
-                }
-                self.writer_changed = true;
+                self.ops.push(UserOperation::Add(*doc));
+                self.adding.push(key);
+            }
+        }
+        if self.ops.len() >= SEND_BATCH {
+            self.send();
+        }
+    }
+
+    /// Hands the pending operations to the writer as one batch: its
+    /// documents go to one of the writer's threads together, which then
+    /// wakes once for the batch instead of once per document.
+    fn send(&mut self) {
+        if self.ops.is_empty() {
+            return;
+        }
+        let ops = std::mem::take(&mut self.ops);
+        let adding = std::mem::take(&mut self.adding);
+        self.writer_changed = true;
+        if let Err(e) = self.writer.run(ops) {
+            tracing::error!("cannot add {} documents to the index: {e}", adding.len());
+            for key in adding {
+                self.mirror.remove(&key);
             }
         }
     }
@@ -588,9 +611,11 @@ impl Indexer {
         for k in keys_at_or_below(&self.mirror, key) {
             self.apply(k, Change::Delete);
         }
+        self.send();
     }
 
     fn commit(&mut self) {
+        self.send();
         if self.writer_changed {
             self.last_commit = Some(Instant::now());
             match self.writer.commit() {
@@ -645,6 +670,7 @@ impl Indexer {
     /// end, so searches see the old index until the new one is complete.
     fn rebuild(&mut self) -> Result<usize, IndexError> {
         let start = Instant::now();
+        self.send();
         self.writer.delete_all_documents()?;
         self.mirror.clear();
         self.writer_changed = true;
