@@ -56,8 +56,9 @@ use std::time::Duration;
 
 use common::nullfs::NullMount;
 use common::{
-    Config, Daemon, Measure, Row, Target, Workspace, drop_file_cache, generate_store, note_dirs,
-    note_path, note_text, read_sequential, render_table, sync_filesystem, time, write_big_file,
+    Config, Daemon, Measure, MemorySampler, Row, Target, Workspace, drop_file_cache,
+    generate_store, note_dirs, note_path, note_text, read_sequential, render_table,
+    sync_filesystem, time, write_big_file,
 };
 
 /// Seed for the notes the write figure creates (distinct from the store's).
@@ -75,6 +76,8 @@ struct Bench {
     big: PathBuf,
     /// Lines printed under the table: what was seen but has no target here.
     observations: Vec<String>,
+    /// The daemon's memory, sampled through the run.
+    memory: MemorySampler,
 }
 
 impl Bench {
@@ -212,6 +215,7 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
     println!("mount:    --no-organizer (filesystem figures)");
     let (start_time, daemon) = time(|| Daemon::start_with(&ws, &["--no-organizer"]));
     let daemon = daemon?;
+    let memory = daemon.sample_memory("the initial index");
     let mut bench = Bench {
         daemon,
         ws,
@@ -219,6 +223,7 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
         notes,
         big,
         observations: Vec::new(),
+        memory,
     };
     let index_time = bench.settle("mount");
     bench.observations.push(format!(
@@ -235,24 +240,27 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
 
     let mut rows = Vec::new();
     let mut cpu = Vec::new();
-    let mut figure =
-        |bench: &mut Bench, f: &dyn Fn(&mut Bench) -> io::Result<Vec<Row>>| -> io::Result<()> {
-            let before = bench.daemon.cpu_seconds();
-            let new = f(bench)?;
-            if let (Some(a), Some(b)) = (before, bench.daemon.cpu_seconds()) {
-                cpu.push(format!("{} {:.2} s", new[0].figure, b - a));
-            }
-            rows.extend(new);
-            Ok(())
-        };
-    figure(&mut bench, &|b| sequential_read(b))?;
-    figure(&mut bench, &|b| Ok(vec![stat_walk(b)?]))?;
-    figure(&mut bench, &|b| Ok(vec![stat_known_paths(b)?]))?;
+    let mut figure = |bench: &mut Bench,
+                      f: &dyn Fn(&mut Bench) -> io::Result<Vec<Row>>,
+                      what: &str|
+     -> io::Result<()> {
+        bench.memory.phase(what);
+        let before = bench.daemon.cpu_seconds();
+        let new = f(bench)?;
+        if let (Some(a), Some(b)) = (before, bench.daemon.cpu_seconds()) {
+            cpu.push(format!("{} {:.2} s", new[0].figure, b - a));
+        }
+        rows.extend(new);
+        Ok(())
+    };
+    figure(&mut bench, &|b| sequential_read(b), "sequential read")?;
+    figure(&mut bench, &|b| Ok(vec![stat_walk(b)?]), "stat walk")?;
+    figure(&mut bench, &|b| Ok(vec![stat_known_paths(b)?]), "lstat")?;
     let (floor_mount, floor) = floor_notes(&bench)?;
-    figure(&mut bench, &|b| cat_notes(b, &floor))?;
-    figure(&mut bench, &|b| open_close_notes(b, &floor))?;
+    figure(&mut bench, &|b| cat_notes(b, &floor), "cat")?;
+    figure(&mut bench, &|b| open_close_notes(b, &floor), "open+close")?;
     drop(floor_mount);
-    figure(&mut bench, &|b| create_small_files(b))?;
+    figure(&mut bench, &|b| create_small_files(b), "create+write")?;
     bench.observations.push(format!(
         "daemon CPU time per figure (all passes incl. warm-up): {}",
         cpu.join("; ")
@@ -277,6 +285,18 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
              {file:.0} MiB mapped files: binary and index); peak (VmHWM) {peak:.0} MiB"
         ));
     }
+    let peak = bench.memory.peak();
+    let mib = |k: u64| k as f64 / 1024.0;
+    bench.observations.push(format!(
+        "daemon peak RSS (sampled every 20 ms) {:.0} MiB during {}: {:.0} MiB heap and stacks, \
+         {:.0} MiB mapped files; the largest heap was {:.0} MiB, during {}",
+        mib(peak.rss_kib),
+        peak.phase,
+        mib(peak.anon_kib),
+        mib(peak.file_kib),
+        mib(peak.max_anon_kib),
+        peak.max_anon_phase
+    ));
     println!("{}", render_table(&rows));
     for o in &bench.observations {
         println!("note: {o}");
@@ -665,6 +685,7 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
     drop(null_mount);
     // The floor is compared with the same native passes as the mount.
     floor.native = r.native.clone();
+    b.memory.phase("removing the written files");
     for dir in written {
         fs::remove_dir_all(&dir)?;
     }

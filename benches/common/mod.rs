@@ -580,6 +580,11 @@ impl Daemon {
         Ok(d)
     }
 
+    /// Samples the daemon's memory until dropped (see [`MemorySampler`]).
+    pub fn sample_memory(&self, phase: &str) -> MemorySampler {
+        MemorySampler::start(self.pid(), phase)
+    }
+
     /// The daemon's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -1038,4 +1043,93 @@ pub fn render_table(rows: &[Row]) -> String {
         );
     }
     out
+}
+
+/// The largest resident set a process reached, split into heap (`RssAnon`)
+/// and mapped files (`RssFile`: the binary and mmap'd index pages, which
+/// the kernel can take back at will), and the phase it was reached in.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryPeak {
+    pub rss_kib: u64,
+    pub anon_kib: u64,
+    pub file_kib: u64,
+    pub phase: String,
+    /// The largest heap seen, whenever it was.
+    pub max_anon_kib: u64,
+    pub max_anon_phase: String,
+}
+
+/// Reads /proc/<pid>/status every 20 ms on a thread of its own and keeps
+/// the peak; `VmHWM` gives the peak but not what it was made of.
+pub struct MemorySampler {
+    shared: std::sync::Arc<std::sync::Mutex<(String, MemoryPeak, bool)>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MemorySampler {
+    fn start(pid: u32, phase: &str) -> MemorySampler {
+        let shared = std::sync::Arc::new(std::sync::Mutex::new((
+            phase.to_string(),
+            MemoryPeak::default(),
+            false,
+        )));
+        let inner = std::sync::Arc::clone(&shared);
+        let thread = std::thread::spawn(move || {
+            let path = format!("/proc/{pid}/status");
+            loop {
+                let Ok(status) = fs::read_to_string(&path) else {
+                    return;
+                };
+                let field = |name: &str| -> u64 {
+                    status
+                        .lines()
+                        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+                        .unwrap_or(0)
+                };
+                let (rss, anon, file) = (field("VmRSS"), field("RssAnon"), field("RssFile"));
+                {
+                    let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+                    let (phase, peak, stop) = &mut *guard;
+                    if *stop {
+                        return;
+                    }
+                    if rss > peak.rss_kib {
+                        (peak.rss_kib, peak.anon_kib, peak.file_kib) = (rss, anon, file);
+                        peak.phase.clone_from(phase);
+                    }
+                    if anon > peak.max_anon_kib {
+                        peak.max_anon_kib = anon;
+                        peak.max_anon_phase.clone_from(phase);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        MemorySampler {
+            shared,
+            thread: Some(thread),
+        }
+    }
+
+    /// Names what the process is doing from now on.
+    pub fn phase(&self, phase: &str) {
+        let mut guard = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        guard.0 = phase.to_string();
+    }
+
+    /// The peak so far.
+    pub fn peak(&self) -> MemoryPeak {
+        let guard = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        guard.1.clone()
+    }
+}
+
+impl Drop for MemorySampler {
+    fn drop(&mut self) {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner()).2 = true;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
