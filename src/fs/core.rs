@@ -1323,12 +1323,11 @@ impl StoreFs {
             table.closed(h.ino, h.writable);
             let last_writer_closed =
                 h.writable && table.get(h.ino).is_some_and(|n| n.open_writers == 0);
-            let path = table.path(h.ino);
+            let path = (last_writer_closed && self.events.get().is_some())
+                .then(|| table.path(h.ino))
+                .flatten();
             drop(table);
-            if last_writer_closed
-                && let Some(path) = path
-                && self.events.get().is_some()
-            {
+            if let Some(path) = path {
                 self.pending_events.lock().push(WriteEvent::Closed(path));
             }
         }

@@ -189,14 +189,7 @@ pub fn parse(stem: &str, text: &str) -> Memory {
         observations.extend(observations::observation(raw, masked, &skip));
     }
 
-    let title = frontmatter
-        .title
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .or(heading)
-        .unwrap_or(stem)
-        .to_owned();
+    let title = title_of(&frontmatter, heading, stem);
 
     Memory {
         frontmatter,
@@ -208,6 +201,54 @@ pub fn parse(stem: &str, text: &str) -> Memory {
         observations,
         lint,
     }
+}
+
+/// A memory's title: its frontmatter's, else its first level-1 heading,
+/// else its file name.
+fn title_of(frontmatter: &Frontmatter, heading: Option<&str>, stem: &str) -> String {
+    frontmatter
+        .title
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .or(heading)
+        .unwrap_or(stem)
+        .to_owned()
+}
+
+/// The id and title [`parse_bytes`] gives a file, or `None` if it looks
+/// binary, without reading its links, tags and observations: the body is
+/// read only as far as the first heading, and only when the frontmatter
+/// has no title.
+pub fn id_and_title(stem: &str, bytes: &[u8]) -> Option<(Option<String>, String)> {
+    if is_probably_binary(bytes) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let (frontmatter, body_offset) = match frontmatter::locate(&text) {
+        Located::Absent { body_start } | Located::Unclosed { body_start } => {
+            (Frontmatter::default(), body_start)
+        }
+        Located::Found(block) => (frontmatter::decode(&block, &mut Vec::new()), block.span.end),
+    };
+    let has_title = frontmatter
+        .title
+        .as_deref()
+        .is_some_and(|t| !t.trim().is_empty());
+    let mut heading = None;
+    if !has_title {
+        let body = text.get(body_offset..).unwrap_or_default();
+        let masked = markdown::mask_code(body);
+        heading = body
+            .split('\n')
+            .zip(masked.split('\n'))
+            .find_map(|(raw, masked)| {
+                let raw = raw.strip_suffix('\r').unwrap_or(raw);
+                first_level_heading(raw, masked.strip_suffix('\r').unwrap_or(masked))
+            });
+    }
+    let title = title_of(&frontmatter, heading, stem);
+    Some((frontmatter.id, title))
 }
 
 /// The text of a level-1 ATX heading. The mask decides whether the line is

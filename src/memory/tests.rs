@@ -74,6 +74,32 @@ fn a_full_memory() {
 }
 
 #[test]
+fn id_and_title_read_as_the_whole_parse_does() {
+    let cases: [&[u8]; 7] = [
+        EXAMPLE.as_bytes(),
+        b"---\nid: a-1\ntitle: \"  \"\n---\n```\n# not this\n```\n# This one\r\n",
+        b"---\nid: a-2\n---\nno heading here\n",
+        b"---\nid: [unclosed\n# Heading after an unclosed list\n",
+        b"---\ntitle: open frontmatter\n# Heading\n",
+        b"# Caf\xc3\xa9 \xff\n",
+        b"\0binary",
+    ];
+    for bytes in cases {
+        let whole = parse_bytes("stem", bytes).map(|m| (m.frontmatter.id, m.title));
+        assert_eq!(
+            id_and_title("stem", bytes),
+            whole,
+            "{:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+    assert_eq!(
+        id_and_title("stem", b"---\nid: a-2\n---\nno heading here\n"),
+        Some((Some("a-2".to_owned()), "stem".to_owned()))
+    );
+}
+
+#[test]
 fn title_falls_back_to_first_h1_then_stem() {
     assert_eq!(
         parse("s", "intro\n## Two\n# One `x`\n# Later").title,
@@ -271,6 +297,12 @@ fn is_single_insertion(old: &str, new: &str) -> bool {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn id_and_title_agree_with_the_whole_parse(text in markdownish()) {
+        let whole = parse_bytes("stem", text.as_bytes()).map(|m| (m.frontmatter.id, m.title));
+        prop_assert_eq!(id_and_title("stem", text.as_bytes()), whole);
+    }
 
     #[test]
     fn parse_never_panics_on_markdownish_text(text in markdownish()) {

@@ -850,8 +850,8 @@ fn describe(path: &StorePath, bytes: &[u8]) -> (Option<String>, Option<String>) 
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match crate::memory::parse_bytes(&stem, bytes) {
-        Some(memory) => (memory.frontmatter.id, Some(memory.title)),
+    match crate::memory::id_and_title(&stem, bytes) {
+        Some((id, title)) => (id, Some(title)),
         None => (None, None),
     }
 }
