@@ -46,7 +46,7 @@
 //!   goes ahead (refusing deletes because the state dir is full would be
 //!   worse).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
@@ -224,7 +224,8 @@ fn path_from(path: Option<String>, path_hex: Option<String>) -> Option<StorePath
 }
 
 struct Log {
-    versions: Vec<Version>,
+    /// Oldest first: the oldest go first when time or the cap runs out.
+    versions: VecDeque<Version>,
     next: u64,
     file: Option<File>,
     /// Each object's size and how many versions refer to it.
@@ -239,7 +240,7 @@ struct Log {
 impl Log {
     fn new(versions: Vec<Version>, next: u64) -> Log {
         let mut log = Log {
-            versions,
+            versions: VecDeque::from(versions),
             next,
             file: None,
             objects: HashMap::new(),
@@ -280,7 +281,7 @@ impl Log {
             .entry(version.path.clone())
             .or_default()
             .push(version.n);
-        self.versions.push(version);
+        self.versions.push_back(version);
     }
 
     /// Where the last version of `path` is in `versions`.
@@ -291,8 +292,8 @@ impl Log {
 
     /// Drops the `i`th version; returns it, and its object's name if no
     /// version refers to that object any more.
-    fn remove(&mut self, i: usize) -> (Version, Option<String>) {
-        let version = self.versions.remove(i);
+    fn remove(&mut self, i: usize) -> Option<(Version, Option<String>)> {
+        let version = self.versions.remove(i)?;
         if let Some(ns) = self.by_path.get_mut(&version.path) {
             ns.retain(|&n| n != version.n);
             if ns.is_empty() {
@@ -308,7 +309,7 @@ impl Log {
                 unreferenced = Some(version.object.clone());
             }
         }
-        (version, unreferenced)
+        Some((version, unreferenced))
     }
 }
 
@@ -503,8 +504,7 @@ impl History {
         let mut lines = vec![version.to_line()];
         log.push(version);
         let mut unreferenced = Vec::new();
-        if let Some(i) = drop {
-            let (dropped, object) = log.remove(i);
+        if let Some((dropped, object)) = drop.and_then(|i| log.remove(i)) {
             lines.push(Line::Drop { drop: dropped.n });
             unreferenced.extend(object);
         }
@@ -515,8 +515,8 @@ impl History {
         while log.versions.len() > 1
             && (log.total > self.settings.max_bytes
                 || now.saturating_sub(log.versions[0].at) >= keep)
+            && let Some((dropped, object)) = log.remove(0)
         {
-            let (dropped, object) = log.remove(0);
             lines.push(Line::Drop { drop: dropped.n });
             unreferenced.extend(object);
         }
@@ -598,7 +598,7 @@ impl History {
 
     /// Every kept version, oldest first.
     pub fn versions(&self) -> Vec<Version> {
-        self.log.lock().versions.clone()
+        self.log.lock().versions.iter().cloned().collect()
     }
 
     /// The versions of the file at `path`, or of the memory `id`, oldest
@@ -645,9 +645,7 @@ impl History {
         let keep = i64::try_from(self.settings.keep.as_secs()).unwrap_or(i64::MAX);
         log.versions.retain(|v| now.saturating_sub(v.at) < keep);
         log.recount();
-        while log.total > self.settings.max_bytes && !log.versions.is_empty() {
-            log.remove(0);
-        }
+        while log.total > self.settings.max_bytes && log.remove(0).is_some() {}
         let dropped = before - log.versions.len();
         let live: HashSet<&str> = log.versions.iter().map(|v| v.object.as_str()).collect();
         for entry in fs::read_dir(self.dir.join(OBJECTS_DIR))? {
@@ -860,6 +858,9 @@ fn describe(path: &StorePath, bytes: &[u8]) -> (Option<String>, Option<String>) 
 /// number the log ever gave out, dropped ones included.
 fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
     let mut versions: Vec<Version> = Vec::new();
+    // Numbers are never given out twice, so the dropped ones can go in
+    // one pass at the end.
+    let mut dropped = HashSet::new();
     let mut next = 1;
     let mut bad = 0;
     for line in bytes.split(|b| *b == b'\n') {
@@ -897,7 +898,9 @@ fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
                     _ => bad += 1,
                 }
             }
-            Ok(Line::Drop { drop }) => versions.retain(|v| v.n != drop),
+            Ok(Line::Drop { drop }) => {
+                dropped.insert(drop);
+            }
             Ok(Line::Next { next: n }) => next = next.max(n),
             Err(_) => bad += 1,
         }
@@ -905,6 +908,7 @@ fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
     if bad > 0 {
         tracing::warn!("history: skipped {bad} unreadable lines of the version log");
     }
+    versions.retain(|v| !dropped.contains(&v.n));
     (versions, next)
 }
 
@@ -1123,6 +1127,30 @@ mod tests {
         drop(h);
         let h = History::open(&f.state, settings(60)).unwrap();
         assert_eq!(h.versions().len(), 2);
+    }
+
+    #[test]
+    fn versions_the_cap_drops_as_they_come_stay_dropped_after_a_reopen() {
+        let f = fixture();
+        let capped = || HistorySettings {
+            keep: Duration::from_secs(100),
+            max_bytes: 10,
+            collapse: Duration::ZERO,
+        };
+        let h = History::open(&f.state, capped()).unwrap();
+        for name in ["a.md", "b.md", "c.md", "d.md", "e.md"] {
+            h.keep_bytes(&p(name), name.repeat(2).as_bytes(), Why::Deleted)
+                .unwrap();
+        }
+        let paths = |h: &History| -> Vec<String> {
+            h.versions().iter().map(|v| v.path.to_string()).collect()
+        };
+        // Eight bytes each under a cap of ten: only the newest fits.
+        assert_eq!(paths(&h), ["e.md"]);
+        drop(h);
+        let h = History::open(&f.state, capped()).unwrap();
+        assert_eq!(paths(&h), ["e.md"]);
+        assert_eq!(h.usage(), (1, 8));
     }
 
     #[test]
