@@ -49,7 +49,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -913,10 +913,10 @@ fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
 }
 
 /// A hard link of an open file at `to` (through `/proc/self/fd`, which
-/// needs no privilege for a file that still has a name).
+/// needs no privilege for a file that still has a name; on macOS through
+/// the path the file has now).
 fn link_fd(file: &File, to: &Path) -> io::Result<()> {
-    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .map_err(io::Error::other)?;
+    let from = super::sys::proc_fd_path(file.as_fd());
     let to = std::ffi::CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
     // SAFETY: NUL-terminated paths.
     let ret = unsafe {

@@ -20,7 +20,9 @@ mod sys;
 pub mod watch;
 
 pub use path::{StorePath, is_valid_name};
-pub use sys::{DirEntry, FileKind, Stat, TimeSpec};
+pub use sys::{
+    DirEntry, FileKind, O_NOATIME, RENAME_EXCHANGE, RENAME_NOREPLACE, Stat, TimeSpec, mode_bits,
+};
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
@@ -107,18 +109,13 @@ impl Store {
     pub fn open(root_path: &Path) -> io::Result<Store> {
         let c = CString::new(root_path.as_os_str().as_bytes()).map_err(|_| invalid_name())?;
         // SAFETY: `c` is a valid NUL-terminated string; the fd is owned below.
-        let fd = cvt(unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        })?;
+        let fd = cvt(unsafe { libc::open(c.as_ptr(), sys::DIR_HANDLE | libc::O_CLOEXEC) })?;
         // SAFETY: `fd` was just returned by open and is owned by nobody else.
         let root = unsafe { OwnedFd::from_raw_fd(fd) };
         Ok(Store {
             root,
             root_path: root_path.to_path_buf(),
-            has_openat2: AtomicBool::new(true),
+            has_openat2: AtomicBool::new(cfg!(target_os = "linux")),
             first_temp: FirstTemp::default(),
         })
     }
@@ -156,9 +153,7 @@ impl Store {
         if dir.is_root() {
             return self.root.try_clone();
         }
-        if let Some(opened) =
-            self.open_beneath(dir, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
-        {
+        if let Some(opened) = self.open_beneath(dir, sys::DIR_HANDLE | libc::O_CLOEXEC, 0) {
             return opened;
         }
         let mut fd = self.root.try_clone()?;
@@ -167,7 +162,7 @@ impl Store {
             fd = sys::openat(
                 fd.as_fd(),
                 &name,
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                sys::DIR_HANDLE | libc::O_NOFOLLOW | libc::O_CLOEXEC,
                 0,
             )?;
         }
@@ -241,12 +236,7 @@ impl Store {
             return self.root.try_clone();
         }
         let (dir, name) = self.parent_and_name(path)?;
-        sys::openat(
-            dir.as_fd(),
-            &name,
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0,
-        )
+        sys::openat(dir.as_fd(), &name, sys::OBJECT_HANDLE | libc::O_CLOEXEC, 0)
     }
 
     /// Creates a directory.
@@ -381,26 +371,13 @@ impl Store {
         if sys::fstat(fd.as_fd())?.kind == FileKind::Symlink {
             return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
         }
-        let proc = sys::proc_fd_path(fd.as_fd());
-        // SAFETY: NUL-terminated path naming our own O_PATH descriptor.
-        cvt(unsafe { libc::chmod(proc.as_ptr(), mode as libc::mode_t) })?;
-        Ok(())
+        sys::chmod_handle(fd.as_fd(), mode)
     }
 
     /// chown without following a final symlink. `u32::MAX` leaves a field.
     pub fn set_owner(&self, path: &StorePath, uid: u32, gid: u32) -> io::Result<()> {
         if path.is_root() {
-            // SAFETY: valid fd.
-            cvt(unsafe {
-                libc::fchownat(
-                    self.root.as_raw_fd(),
-                    c"".as_ptr(),
-                    uid,
-                    gid,
-                    libc::AT_EMPTY_PATH,
-                )
-            })?;
-            return Ok(());
+            return sys::chown_handle(self.root.as_fd(), uid, gid);
         }
         let (dir, name) = self.parent_and_name(path)?;
         // SAFETY: valid fd and NUL-terminated name.
@@ -507,7 +484,7 @@ impl Store {
         let (dir, name) = self.parent_and_name(path)?;
         self.announce_temp()?;
         let tmp = write_temp(&dir, bytes, mode)?;
-        finish_temp(&dir, &tmp, &name, libc::RENAME_NOREPLACE)
+        finish_temp(&dir, &tmp, &name, RENAME_NOREPLACE)
     }
 
     /// Creates many new files, each atomically, and all of them durable
@@ -550,17 +527,12 @@ impl Store {
             .into_iter()
             .map(|entry| {
                 let (dir, tmp, name) = entry?;
-                sys::renameat2(
-                    dir.as_fd(),
-                    &tmp,
-                    dir.as_fd(),
-                    &name,
-                    libc::RENAME_NOREPLACE,
+                sys::renameat2(dir.as_fd(), &tmp, dir.as_fd(), &name, RENAME_NOREPLACE).inspect_err(
+                    |_| {
+                        // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
+                        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+                    },
                 )
-                .inspect_err(|_| {
-                    // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
-                    unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
-                })
             })
             .collect();
         if results.iter().any(Result::is_ok)
@@ -582,8 +554,7 @@ impl Store {
             libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
             0,
         )?;
-        // SAFETY: a valid descriptor; syncfs has no other preconditions.
-        cvt(unsafe { libc::syncfs(root.as_raw_fd()) }).map(|_| ())
+        sys::sync_filesystem(root.as_fd())
     }
 
     /// Replaces a regular file's content atomically, but only if it still
@@ -694,6 +665,16 @@ pub mod open_file {
         cvt(unsafe { libc::futimens(fd.as_fd().as_raw_fd(), times.as_ptr()) }).map(drop)
     }
 
+    /// fallocate (macOS: mode 0 only, by `F_PREALLOCATE`).
+    pub fn allocate(fd: impl AsFd, mode: i32, offset: u64, length: u64) -> io::Result<()> {
+        sys::allocate(fd.as_fd(), mode, offset, length)
+    }
+
+    /// Whether a fallocate `mode` leaves the file's size as it is.
+    pub fn allocate_keeps_size(mode: i32) -> bool {
+        sys::allocate_keeps_size(mode)
+    }
+
     /// fgetxattr.
     pub fn get_xattr(fd: impl AsFd, name: &OsStr) -> io::Result<Vec<u8>> {
         sys::get_xattr(fd.as_fd(), &cstr(name)?)
@@ -779,7 +760,7 @@ fn exchange_temp(dir: &impl AsFd, tmp: &CString, name: &CString, ino: u64) -> io
         // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
         unsafe { libc::unlinkat(dir.as_fd().as_raw_fd(), tmp.as_ptr(), 0) };
     };
-    match sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, libc::RENAME_EXCHANGE) {
+    match sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, RENAME_EXCHANGE) {
         Ok(()) => {}
         Err(e) => {
             unlink_tmp();
@@ -793,7 +774,7 @@ fn exchange_temp(dir: &impl AsFd, tmp: &CString, name: &CString, ino: u64) -> io
     if swapped_out.as_ref().ok() != Some(&ino) {
         // Someone put another file at `name` just before the exchange:
         // give it its name back.
-        sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, libc::RENAME_EXCHANGE)?;
+        sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, RENAME_EXCHANGE)?;
         unlink_tmp();
         return Ok(false);
     }

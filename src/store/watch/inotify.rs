@@ -1,15 +1,9 @@
-//! Reports which paths of the backing store changed, from inotify.
+//! The store watcher on Linux: inotify, one watch per folder.
 //!
 //! Only changes are watched: creation, deletion, moves, a close after
 //! writing, and attribute changes. Opening or reading a file queues
 //! nothing, so reads through the mount cost the watcher nothing, and a
 //! file written in many pieces is reported once, when it is closed.
-//!
-//! Most changes in the store are the daemon's own, made while a FUSE worker
-//! answers a request. Waking a sleeping thread costs that worker a
-//! cross-CPU interrupt, so while changes keep coming the watcher drains its
-//! queue on a timer and nobody sleeps on it; only the first change after a
-//! quiet spell wakes it.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -19,6 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::{BURST_INTERVAL, GATHER};
 use crate::store::{FileKind, Store, StorePath};
 
 /// What a directory watch asks for.
@@ -30,13 +25,6 @@ const MASK: u32 = libc::IN_CREATE
     | libc::IN_ATTRIB
     | libc::IN_ONLYDIR
     | libc::IN_EXCL_UNLINK;
-
-/// How long the first change after a quiet spell waits for the rest of
-/// its burst (a `git checkout`) before the batch is handed out.
-const GATHER: Duration = Duration::from_millis(3);
-
-/// While changes keep coming, how often the queue is drained.
-const BURST_INTERVAL: Duration = Duration::from_millis(20);
 
 /// An inotify instance watching every directory of the store.
 pub struct StoreWatcher {

@@ -1,0 +1,169 @@
+//! The store watcher on macOS: FSEvents, through the `notify` crate.
+//!
+//! One stream watches the whole tree, so unlike inotify there is no watch
+//! to add for a new folder or to drop for one moved out. FSEvents names
+//! paths with symlinks resolved (`/private/var/...` for `/var/...`), so the
+//! root is resolved once at the start and paths that are not below it (a
+//! folder moved out of the store) are dropped. Reads are ignored. A folder
+//! that appears (made, or moved in) is walked, since FSEvents reports the
+//! folder but not what it already holds; when FSEvents says it dropped
+//! events, the whole store is reported, as after an inotify overflow.
+//!
+//! This backend is type-checked and linted for macOS but has never run.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use notify::{EventKind, RecursiveMode, Watcher};
+
+use super::{BURST_INTERVAL, GATHER};
+use crate::store::{FileKind, Store, StorePath};
+
+/// An FSEvents stream over the whole store.
+pub struct StoreWatcher {
+    /// Stops the stream when dropped.
+    _stream: notify::RecommendedWatcher,
+    events: Receiver<notify::Result<notify::Event>>,
+    store: Arc<Store>,
+    /// The store's root with symlinks resolved, as FSEvents names it.
+    root: PathBuf,
+    /// The last drain found changes: keep draining on a timer.
+    busy: bool,
+}
+
+impl std::fmt::Debug for StoreWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreWatcher")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoreWatcher {
+    /// Watches every directory of `store`, now and later.
+    pub fn start(store: Arc<Store>) -> io::Result<Self> {
+        let root = std::fs::canonicalize(store.root_path())?;
+        let (tx, events) = crossbeam_channel::unbounded();
+        let mut stream = notify::recommended_watcher(move |event| {
+            // The receiver is gone only once the watcher is dropped.
+            let _ = tx.send(event);
+        })
+        .map_err(into_io)?;
+        stream
+            .watch(&root, RecursiveMode::Recursive)
+            .map_err(into_io)?;
+        Ok(StoreWatcher {
+            _stream: stream,
+            events,
+            store,
+            root,
+            busy: false,
+        })
+    }
+
+    /// Waits up to `idle_timeout` for changes and returns the paths that
+    /// changed, sorted and without repeats (empty after a quiet wait).
+    pub fn next_batch(&mut self, idle_timeout: Duration) -> io::Result<Vec<StorePath>> {
+        let mut changed = Vec::new();
+        if self.busy {
+            std::thread::sleep(BURST_INTERVAL);
+        } else {
+            match self.events.recv_timeout(idle_timeout) {
+                Ok(event) => self.take(event, &mut changed),
+                Err(RecvTimeoutError::Timeout) => return Ok(Vec::new()),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(io::Error::other("the FSEvents stream stopped"));
+                }
+            }
+            std::thread::sleep(GATHER);
+        }
+        while let Ok(event) = self.events.try_recv() {
+            self.take(event, &mut changed);
+        }
+        self.busy = !changed.is_empty();
+        changed.sort();
+        changed.dedup();
+        Ok(changed)
+    }
+
+    /// Adds what one event says changed to `changed`.
+    fn take(&self, event: notify::Result<notify::Event>, changed: &mut Vec<StorePath>) {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!("the store watcher: {e}; rescanning the whole store");
+                self.walk(&StorePath::root(), changed);
+                return;
+            }
+        };
+        if event.need_rescan() {
+            tracing::warn!("FSEvents dropped events; rescanning the whole store");
+            self.walk(&StorePath::root(), changed);
+            return;
+        }
+        if matches!(event.kind, EventKind::Access(_)) {
+            return;
+        }
+        let appeared = matches!(
+            event.kind,
+            EventKind::Create(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))
+        );
+        for path in &event.paths {
+            let Some(path) = self.store_path(path) else {
+                continue;
+            };
+            if appeared
+                && self
+                    .store
+                    .stat(&path)
+                    .is_ok_and(|st| st.kind == FileKind::Directory)
+            {
+                self.walk(&path, changed);
+            }
+            changed.push(path);
+        }
+    }
+
+    /// The store path of an absolute path FSEvents named; `None` for the
+    /// root itself and for paths outside the store.
+    fn store_path(&self, path: &Path) -> Option<StorePath> {
+        let relative = path.strip_prefix(&self.root).ok()?;
+        if relative.as_os_str().is_empty() {
+            return None;
+        }
+        StorePath::new(relative)
+    }
+
+    /// Pushes every path below `top` to `changed`.
+    fn walk(&self, top: &StorePath, changed: &mut Vec<StorePath>) {
+        let mut stack = vec![top.clone()];
+        while let Some(dir) = stack.pop() {
+            let entries = match self.store.read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) => {
+                    tracing::debug!("cannot list {dir}: {e}");
+                    continue;
+                }
+            };
+            for entry in entries {
+                let Some(path) = dir.join(&entry.name) else {
+                    continue;
+                };
+                if entry.kind == FileKind::Directory {
+                    stack.push(path.clone());
+                }
+                changed.push(path);
+            }
+        }
+    }
+}
+
+fn into_io(e: notify::Error) -> io::Error {
+    match e.kind {
+        notify::ErrorKind::Io(e) => e,
+        _ => io::Error::other(e.to_string()),
+    }
+}
