@@ -6,6 +6,7 @@
 
 /// Lowers the calling thread's CPU priority to nice 10. Threads it starts
 /// afterwards inherit that.
+#[cfg(target_os = "linux")]
 pub fn lower_priority() {
     // SAFETY: gettid and setpriority have no memory-safety preconditions;
     // on Linux PRIO_PROCESS with a thread id affects that thread only.
@@ -17,3 +18,8 @@ pub fn lower_priority() {
         tracing::debug!("cannot lower the priority of a background thread");
     }
 }
+
+/// Nothing on macOS: there a thread's nice value is the whole process's,
+/// so background threads run at the FUSE workers' priority.
+#[cfg(not(target_os = "linux"))]
+pub fn lower_priority() {}

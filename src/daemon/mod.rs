@@ -29,7 +29,7 @@ pub use paths::{default_state_dir, default_store_dir};
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -220,7 +220,9 @@ fn daemonize(config: &MountConfig, lock: StoreLock, umask: u32) -> anyhow::Resul
     }
 }
 
+#[cfg(target_os = "linux")]
 fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    use std::os::fd::FromRawFd;
     let mut fds = [0; 2];
     // SAFETY: fds is a two-element array the kernel fills.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
@@ -228,6 +230,18 @@ fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
     }
     // SAFETY: both descriptors were just created and are owned only here.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// macOS has no `pipe2`: close-on-exec is set right after, before the
+/// daemon forks (no other thread runs yet).
+#[cfg(not(target_os = "linux"))]
+fn pipe() -> anyhow::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    let (read, write) = nix::unistd::pipe().context("cannot create a pipe")?;
+    for fd in [&read, &write] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC)).context("cannot create a pipe")?;
+    }
+    Ok((read, write))
 }
 
 /// Waits for the daemon's one-line report: `ready` or an error sentence.
@@ -286,6 +300,7 @@ fn serve(
 /// Fails with one sentence when this machine cannot mount FUSE
 /// filesystems: `/dev/fuse` must be the FUSE character device (10, 229)
 /// and open for reading and writing.
+#[cfg(target_os = "linux")]
 fn check_fuse() -> anyhow::Result<()> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     const FIX: &str = "install fuse3 and load the fuse module (modprobe fuse); in a container, \
@@ -301,6 +316,21 @@ fn check_fuse() -> anyhow::Result<()> {
     }
     if let Err(e) = OpenOptions::new().read(true).write(true).open(device) {
         bail!("FUSE is not available here: cannot open /dev/fuse ({e}); {FIX}");
+    }
+    Ok(())
+}
+
+/// Fails with one sentence when macFUSE is not installed: its bundle in
+/// `/Library/Filesystems` is what mounts (the device appears only then).
+#[cfg(target_os = "macos")]
+fn check_fuse() -> anyhow::Result<()> {
+    let bundle = Path::new("/Library/Filesystems/macfuse.fs");
+    if !bundle.is_dir() {
+        bail!(
+            "FUSE is not available here: {} is missing; install macFUSE \
+             (https://macfuse.github.io). Every command but mount works without FUSE",
+            bundle.display()
+        );
     }
     Ok(())
 }
@@ -499,6 +529,7 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
 }
 
 /// Tells systemd (`Type=notify`) that the mount is live, if it asked.
+#[cfg(target_os = "linux")]
 fn notify_systemd_ready() {
     let Some(socket) = std::env::var_os("NOTIFY_SOCKET") else {
         return;
@@ -516,6 +547,10 @@ fn notify_systemd_ready() {
         tracing::warn!("cannot notify systemd at {}: {e}", socket.to_string_lossy());
     }
 }
+
+/// launchd has no readiness protocol: nothing to tell.
+#[cfg(not(target_os = "linux"))]
+fn notify_systemd_ready() {}
 
 /// Unmounts on SIGINT/SIGTERM and rebuilds the index on SIGUSR1, from a
 /// thread of its own.

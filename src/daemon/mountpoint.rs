@@ -8,7 +8,6 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
@@ -159,10 +158,11 @@ pub fn unmount(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
 const BUSY_WAIT: Duration = Duration::from_secs(10);
 
 /// One attempt: fusermount3 (or fusermount), then umount2 as root.
+#[cfg(target_os = "linux")]
 fn detach(target: &Path, lazy: bool) -> Result<(), String> {
     let mut last_error = String::new();
     for tool in ["fusermount3", "fusermount"] {
-        let mut cmd = Command::new(tool);
+        let mut cmd = std::process::Command::new(tool);
         cmd.arg(if lazy { "-uz" } else { "-u" })
             .arg("--")
             .arg(target);
@@ -187,6 +187,19 @@ fn detach(target: &Path, lazy: bool) -> Result<(), String> {
         last_error = "fusermount3 not found (apt-get install fuse3)".into();
     }
     Err(last_error)
+}
+
+/// One attempt: unmount(2), which macOS lets the user who mounted a
+/// macFUSE filesystem call; lazy is `MNT_FORCE` (macOS has no detach).
+#[cfg(target_os = "macos")]
+fn detach(target: &Path, lazy: bool) -> Result<(), String> {
+    let c = std::ffi::CString::new(target.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    let flags = if lazy { libc::MNT_FORCE } else { 0 };
+    // SAFETY: NUL-terminated path.
+    if unsafe { libc::unmount(c.as_ptr(), flags) } == 0 {
+        return Ok(());
+    }
+    Err(io::Error::last_os_error().to_string())
 }
 
 /// How long `unmount` waits for the daemon to save its index and exit.

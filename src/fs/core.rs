@@ -30,7 +30,7 @@ use super::viewnodes::{ViewTable, is_virtual};
 use crate::ops::WriteEvent;
 use crate::store::counters::CounterStore;
 use crate::store::history::{History, Keep, Why};
-use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec, is_temp_name};
+use crate::store::{DirEntry, FileKind, Stat, Store, StorePath, TimeSpec, is_temp_name, mode_bits};
 use crate::views::{ViewEntry, Views};
 
 /// How long a writer waits for a background replace of its file.
@@ -195,8 +195,16 @@ enum Walk {
 
 /// Whether `pid` (a kernel request's thread id) is a thread of this
 /// process.
+#[cfg(target_os = "linux")]
 fn is_own_thread(pid: u32) -> bool {
     pid == std::process::id() || Path::new(&format!("/proc/self/task/{pid}")).exists()
+}
+
+/// Whether `pid` (a kernel request's process id: macFUSE names processes,
+/// not threads) is this process.
+#[cfg(not(target_os = "linux"))]
+fn is_own_thread(pid: u32) -> bool {
+    pid == std::process::id()
 }
 
 impl StoreFs {
@@ -831,11 +839,11 @@ impl StoreFs {
         self.check_mutable(new_parent, new_name, true)?;
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
-        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let exchange = flags & crate::store::RENAME_EXCHANGE != 0;
         // Only the counters and the history care whether a file is being
         // replaced.
         let replaced = if (self.counters.is_some() || self.history.is_some())
-            && flags & libc::RENAME_NOREPLACE == 0
+            && flags & crate::store::RENAME_NOREPLACE == 0
         {
             self.store
                 .stat(&to)
@@ -954,7 +962,7 @@ impl StoreFs {
                 | libc::O_SYNC
                 | libc::O_DSYNC
                 | libc::O_EXCL
-                | libc::O_NOATIME)
+                | crate::store::O_NOATIME)
     }
 
     /// Records an open handle. `st` is the file's stat when the caller
@@ -1270,15 +1278,15 @@ impl StoreFs {
         self.with_file(fh, |h| {
             let st = crate::store::fstat(&h.file)?;
             let mode = st.mode & 0o7777;
-            let mut kept = mode & !libc::S_ISUID;
-            if mode & libc::S_ISGID != 0
-                && (mode & libc::S_IXGRP != 0 || !in_group(who, pid, st.gid))
+            let mut kept = mode & !mode_bits::S_ISUID;
+            if mode & mode_bits::S_ISGID != 0
+                && (mode & mode_bits::S_IXGRP != 0 || !in_group(who, pid, st.gid))
             {
-                kept &= !libc::S_ISGID;
+                kept &= !mode_bits::S_ISGID;
             }
             if kept != mode {
                 // SAFETY: valid descriptor.
-                if unsafe { libc::fchmod(h.file.as_raw_fd(), kept) } < 0 {
+                if unsafe { libc::fchmod(h.file.as_raw_fd(), kept as libc::mode_t) } < 0 {
                     return Err(io::Error::last_os_error().into());
                 }
             }
@@ -1336,17 +1344,12 @@ impl StoreFs {
 
     /// fallocate; growing past the size cap fails with `EFBIG`.
     pub fn fallocate(&self, fh: u64, offset: u64, length: u64, mode: i32) -> FsResult<()> {
-        let keeps_size = mode & (libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE) != 0;
+        let keeps_size = crate::store::open_file::allocate_keeps_size(mode);
         if !keeps_size && offset.saturating_add(length) > self.options.max_file_size {
             return Err(FsError::TooBig(self.options.max_file_size));
         }
         self.with_file(fh, |h| {
-            // SAFETY: valid descriptor; the kernel validates the range.
-            let ret =
-                unsafe { libc::fallocate(h.file.as_raw_fd(), mode, offset as i64, length as i64) };
-            if ret < 0 {
-                return Err(io::Error::last_os_error().into());
-            }
+            crate::store::open_file::allocate(&h.file, mode, offset, length)?;
             Ok(())
         })
     }
@@ -1753,6 +1756,7 @@ impl StoreFs {
 
 /// Whether the caller `who` (process `pid`) is in group `gid`: its own group
 /// or one of its supplementary groups (from `/proc`; unknown counts as no).
+#[cfg(target_os = "linux")]
 fn in_group(who: Requester, pid: u32, gid: u32) -> bool {
     if who.gid == gid {
         return true;
@@ -1768,6 +1772,14 @@ fn in_group(who: Requester, pid: u32, gid: u32) -> bool {
                 .split_whitespace()
                 .any(|g| g.parse::<u32>() == Ok(gid))
         })
+}
+
+/// Whether the caller `who` is in group `gid`, by its own group only:
+/// macOS has no `/proc` to read another process's supplementary groups,
+/// so those count as no (a set-group-id bit is dropped more often).
+#[cfg(not(target_os = "linux"))]
+fn in_group(who: Requester, _pid: u32, gid: u32) -> bool {
+    who.gid == gid
 }
 
 /// The counter an extended attribute name refers to, if it is one of ours.
@@ -1810,10 +1822,10 @@ fn kind_to_type(kind: FileKind, mode: u32) -> FileType {
         FileKind::File => FileType::RegularFile,
         FileKind::Directory => FileType::Directory,
         FileKind::Symlink => FileType::Symlink,
-        FileKind::Special => match mode & libc::S_IFMT {
-            libc::S_IFIFO => FileType::NamedPipe,
-            libc::S_IFSOCK => FileType::Socket,
-            libc::S_IFBLK => FileType::BlockDevice,
+        FileKind::Special => match mode & mode_bits::S_IFMT {
+            mode_bits::S_IFIFO => FileType::NamedPipe,
+            mode_bits::S_IFSOCK => FileType::Socket,
+            mode_bits::S_IFBLK => FileType::BlockDevice,
             _ => FileType::CharDevice,
         },
     }

@@ -55,6 +55,7 @@ thread_local! {
 /// Gives this thread its own umask of 0 (once), so modes from the kernel
 /// are used as they arrive. Without it (unshare refused) new entries get
 /// the daemon's umask on top, which only ever takes bits away.
+#[cfg(target_os = "linux")]
 fn exact_modes() {
     EXACT_MODES.with(|done| {
         if done.replace(true) {
@@ -74,6 +75,11 @@ fn exact_modes() {
         }
     });
 }
+
+/// macOS has no per-thread umask: new entries get the daemon's umask on
+/// top of the caller's mode, which only ever takes bits away.
+#[cfg(not(target_os = "linux"))]
+fn exact_modes() {}
 
 fn errno(op: &str, err: &FsError) -> Errno {
     if err.is_routine() {
@@ -523,12 +529,14 @@ impl Filesystem for FuseAdapter {
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         let _span = tracing::debug_span!("fuse", op = "statfs").entered();
         match self.fs.statfs() {
+            // The counts are 32 bits wide on macOS.
+            #[allow(clippy::useless_conversion)]
             Ok(st) => reply.statfs(
-                st.f_blocks,
-                st.f_bfree,
-                st.f_bavail,
-                st.f_files,
-                st.f_ffree,
+                u64::from(st.f_blocks),
+                u64::from(st.f_bfree),
+                u64::from(st.f_bavail),
+                u64::from(st.f_files),
+                u64::from(st.f_ffree),
                 st.f_bsize as u32,
                 st.f_namemax as u32,
                 st.f_frsize as u32,

@@ -10,6 +10,7 @@ mod core;
 mod error;
 mod fuse;
 mod handles;
+mod held;
 mod inodes;
 mod invalidate;
 mod viewnodes;

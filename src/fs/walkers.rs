@@ -25,7 +25,8 @@
 //! the walkers it is for read one file after another on one thread.
 //!
 //! The kernel names the calling *thread* in each request, so listers are
-//! compared by thread group (process), read from `/proc/<tid>/status`. That
+//! compared by thread group (process), read from `/proc/<tid>/status` (on
+//! macOS, where macFUSE names the process, from `proc_pidinfo`). That
 //! costs a few microseconds, so it is done only for an open in a folder
 //! listed within the window, never on opendir; a lister that has exited by
 //! then counts as the process of its own id (true of a single-threaded
@@ -207,6 +208,7 @@ struct Process {
     ppid: u32,
 }
 
+#[cfg(target_os = "linux")]
 fn process_of(tid: u32) -> Option<Process> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
     let field = |name: &str| -> Option<u32> {
@@ -220,6 +222,30 @@ fn process_of(tid: u32) -> Option<Process> {
     Some(Process {
         tgid: field("Tgid:")?,
         ppid: field("PPid:")?,
+    })
+}
+
+/// A process and its parent from `proc_pidinfo`: macOS has no `/proc`,
+/// and macFUSE names the calling process, not the thread, so the id is
+/// the process's own.
+#[cfg(target_os = "macos")]
+fn process_of(pid: u32) -> Option<Process> {
+    // SAFETY: proc_bsdinfo is plain data; zeroed is a valid initial value.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: a buffer of `size` bytes for the PROC_PIDTBSDINFO flavour.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            libc::c_int::try_from(pid).ok()?,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            (&mut info as *mut libc::proc_bsdinfo).cast(),
+            size,
+        )
+    };
+    (n == size).then_some(Process {
+        tgid: pid,
+        ppid: info.pbi_ppid,
     })
 }
 
@@ -247,9 +273,16 @@ fn family_of(tid: u32) -> Vec<u32> {
 mod tests {
     use super::*;
 
+    #[cfg(target_os = "linux")]
     fn this_thread() -> u32 {
         // SAFETY: gettid has no preconditions.
         unsafe { libc::gettid() as u32 }
+    }
+
+    /// macFUSE names processes: the process stands for the thread.
+    #[cfg(target_os = "macos")]
+    fn this_thread() -> u32 {
+        std::process::id()
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //!
 //! Each change first pins the mount: it opens the mountpoint (`O_PATH`),
 //! checks that a FUSE filesystem is what it opened, and works through that
-//! descriptor (`/proc/self/fd/N/...`). A change that runs while the mount
+//! descriptor (`/proc/self/fd/N/...`; on macOS through its path, see
+//! [`held`](super::held)). A change that runs while the mount
 //! is being unmounted then either keeps the mount busy until it is done
 //! or fails; it never lands in the bare folder beneath the mountpoint.
 //!
@@ -32,15 +33,14 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::StoreFs;
+use super::{StoreFs, held};
 use crate::ops::{Outcome, Writer};
-use crate::store::{FileKind, StorePath};
+use crate::store::{FileKind, RENAME_EXCHANGE, RENAME_NOREPLACE, StorePath};
 
 /// Performs changes through the mountpoint.
 #[derive(Debug, Clone)]
@@ -49,18 +49,6 @@ pub struct MountWriter {
     fs: Arc<StoreFs>,
     /// The process's umask when the writer was made.
     umask: u32,
-}
-
-/// The process's umask, from /proc (reading it with umask(2) would change
-/// it for a moment under other threads); the strictest if unknown.
-fn current_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("Umask:"))?;
-            u32::from_str_radix(line.split_whitespace().nth(1)?, 8).ok()
-        })
-        .unwrap_or(0o777)
 }
 
 /// Runs `op`; if it fails because `target`'s folder is missing, makes the
@@ -87,41 +75,20 @@ impl MountWriter {
         MountWriter {
             mountpoint,
             fs,
-            umask: current_umask(),
+            umask: held::current_umask(),
         }
     }
 
     /// Pins the mount for one change; fails if no FUSE filesystem is
     /// mounted at the mountpoint any more.
     fn pin(&self) -> io::Result<Pinned> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        let c = std::ffi::CString::new(self.mountpoint.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: NUL-terminated path.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: fd was just opened and is owned only here.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: zeroed statfs is a valid out-parameter.
-        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-        // SAFETY: valid descriptor and out-parameter.
-        if unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if st.f_type as i64 != FUSE_SUPER_MAGIC {
+        let (fd, root) = held::hold(&self.mountpoint)?;
+        if !held::is_fuse(&fd)? {
             return Err(io::Error::new(
                 io::ErrorKind::NotConnected,
                 format!("the mount at {} is gone", self.mountpoint.display()),
             ));
         }
-        let root = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
         Ok(Pinned { _fd: fd, root })
     }
 
@@ -167,27 +134,9 @@ struct Folder {
 }
 
 fn open_folder(path: &Path) -> io::Result<Folder> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: NUL-terminated path.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fd was just opened and is owned only here.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let path = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+    let (fd, path) = held::hold(path)?;
     Ok(Folder { _fd: fd, path })
 }
-
-/// `statfs.f_type` of a FUSE filesystem.
-const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 
 /// The mount, held open for one change.
 struct Pinned {
@@ -252,7 +201,7 @@ impl Writer for MountWriter {
         // all, and sends writers that arrive later holding the old inode to
         // the new one. The guard is held to the end, so no writer opens
         // the new content while it may still be swapped back.
-        if let Err(e) = renameat2(&tmp, &target, libc::RENAME_EXCHANGE) {
+        if let Err(e) = held::rename(&tmp, &target, RENAME_EXCHANGE) {
             let _ = fs::remove_file(&tmp);
             return match e.raw_os_error() {
                 Some(libc::ENOENT | libc::EBUSY) => Ok(Outcome::Busy),
@@ -263,7 +212,7 @@ impl Writer for MountWriter {
         // took the name just before the exchange, it gets its name back.
         let swapped_out = fs::symlink_metadata(&tmp).map(|st| st.ino()).ok();
         if swapped_out != Some(seen.ino()) {
-            renameat2(&tmp, &target, libc::RENAME_EXCHANGE)?;
+            held::rename(&tmp, &target, RENAME_EXCHANGE)?;
             let _ = fs::remove_file(&tmp);
             return Ok(Outcome::Busy);
         }
@@ -335,28 +284,5 @@ impl Writer for MountWriter {
 }
 
 fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    renameat2(from, to, libc::RENAME_NOREPLACE)
-}
-
-fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
-    let c = |p: &Path| {
-        std::ffi::CString::new(p.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-    };
-    let (from, to) = (c(from)?, c(to)?);
-    // SAFETY: NUL-terminated paths; AT_FDCWD resolves them as given.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            flags,
-        )
-    };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    held::rename(from, to, RENAME_NOREPLACE)
 }

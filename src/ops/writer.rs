@@ -246,7 +246,8 @@ impl Writer for DirectWriter {
 
     fn move_to(&self, from: &StorePath, to: &StorePath) -> io::Result<Outcome> {
         self.make_parent(to)?;
-        self.store.rename(from, to, libc::RENAME_NOREPLACE)?;
+        self.store
+            .rename(from, to, crate::store::RENAME_NOREPLACE)?;
         self.changed(&[from, to]);
         Ok(Outcome::Done)
     }
