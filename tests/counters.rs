@@ -1,5 +1,7 @@
 //! Volatile counters: kept in state, shown as `user.mnemofs.*` attributes.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::ffi::CString;

@@ -4,6 +4,8 @@
 //! its old content, its new content, or empty (its `O_TRUNC` open went
 //! through, as on any filesystem), never a mix.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::collections::BTreeMap;

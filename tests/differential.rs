@@ -3,6 +3,8 @@
 //! modes) must be identical. The plain directory sits on the same backing
 //! filesystem as the store, so it is the ext4 behaviour we promise.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::sys;

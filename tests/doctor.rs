@@ -1,6 +1,8 @@
 //! `mnemofs doctor`: all is well on a fresh store, and a machine without
 //! FUSE is told so in a line that names it.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

@@ -3,6 +3,8 @@
 //! again and again is rewritten only once writes stop for the quiet
 //! period, and a copied memory gets an id of its own.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

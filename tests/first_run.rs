@@ -3,6 +3,8 @@
 //! before making a store, quiet offline commands, a busy `unmount` that
 //! names who holds the mount, and one clear sentence for a bad option.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

@@ -2,6 +2,8 @@
 //! and with fixed dates the commit ids must equal those made on a plain
 //! directory (same trees, same modes, same contents).
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::{Mount, TEST_UMASK, have_program, run_with_timeout, set_umask};

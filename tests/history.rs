@@ -3,6 +3,8 @@
 //! the previous content in the state dir, and `mnemofs history`, `trash`
 //! and `restore` bring it back.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

@@ -4,6 +4,8 @@
 //! whatever happens. With and without a daemon; the brief is also
 //! `.mnemofs/brief.md` on the mount.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

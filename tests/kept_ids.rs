@@ -4,6 +4,8 @@
 //! through it), written into the file as they are when it is next
 //! written, and by `mnemofs normalize --all`, which history can undo.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -2,6 +2,8 @@
 //! mount recovery, clean shutdown on signals, and external edits to the store
 //! showing through the mount.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::{

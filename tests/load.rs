@@ -8,6 +8,8 @@
 //!
 //! Short by default so CI stays fast; `MNEMOFS_LOAD_SECS=120` runs longer.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1035,6 +1035,7 @@ fn an_ambiguous_ref_lists_its_candidates() {
 
 /// Runs the binary in a private mount namespace whose `/dev/fuse` is
 /// `/dev/null`, as in a container without the device.
+#[cfg(target_os = "linux")]
 fn without_fuse(store: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     let input = store.with_extension("nofuse-stdin");
     fs::write(&input, stdin.unwrap_or("")).expect("stdin file");
@@ -1060,6 +1061,7 @@ fn without_fuse(store: &Path, args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn the_commands_work_where_fuse_is_unavailable() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -1127,8 +1129,10 @@ fn run_served(store: &Path, args: &[&str]) -> Output {
 
 /// Watches a folder on the mount for creates, moves in and closes after
 /// writing.
+#[cfg(target_os = "linux")]
 struct Watcher(i32);
 
+#[cfg(target_os = "linux")]
 impl Watcher {
     fn new(folder: &Path) -> Watcher {
         // SAFETY: plain syscalls on a descriptor this test owns.
@@ -1152,6 +1156,7 @@ impl Watcher {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Watcher {
     fn drop(&mut self) {
         // SAFETY: closes the descriptor this watcher opened.
@@ -1160,6 +1165,7 @@ impl Drop for Watcher {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn every_command_goes_through_a_running_daemon() {
     let config_dir = tempfile::tempdir().expect("tempdir");
     let config = config_dir.path().join("config.yaml");

@@ -4,6 +4,8 @@
 //! sequence and the comparison live in `tests/python/memory_tool_diff.py`;
 //! the package goes into a venv the test makes under the target dir.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::{Mount, TEST_UMASK, python_with, run_with_timeout, set_umask};

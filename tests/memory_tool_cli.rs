@@ -8,6 +8,8 @@
 //! in `tests/python/memory_tool_cli_diff.py`; the `anthropic` package goes
 //! into a venv the tests make under the target dir.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

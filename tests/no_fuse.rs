@@ -9,6 +9,8 @@
 //! Needs root (for the namespace). Real mounts are used only for the
 //! comparison run.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::collections::BTreeMap;

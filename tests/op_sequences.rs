@@ -3,6 +3,8 @@
 //! mount; every result and the final trees must be identical. Small names
 //! make collisions (EEXIST, ENOTEMPTY, ENOTDIR, renames over things) common.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::sys;

@@ -6,6 +6,8 @@
 //! anything took: the scale test proves correctness with many items, the
 //! 10k timing is measured by hand with the release binary.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -3,6 +3,8 @@
 //! while the state dir is full `status` says indexing is failing and why,
 //! then indexing resumes on its own. Needs root (small tmpfs mounts).
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

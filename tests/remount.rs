@@ -3,6 +3,8 @@
 //! the daemon's own background writes never land in the bare folder
 //! beneath the mountpoint after the mount is gone.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

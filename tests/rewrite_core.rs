@@ -52,7 +52,7 @@ fn an_append_to_the_old_inode_between_exchange_and_cleanup_reaches_the_memory() 
         OsStr::new(TMP),
         ROOT_INO,
         OsStr::new("f.md"),
-        libc::RENAME_EXCHANGE,
+        mnemofs::store::RENAME_EXCHANGE,
     )
     .expect("exchange");
     // The writer arrives with the old inode, now under the temp name,
@@ -83,7 +83,7 @@ fn an_append_to_the_old_inode_after_the_rewrite_reaches_the_memory() {
         OsStr::new(TMP),
         ROOT_INO,
         OsStr::new("f.md"),
-        libc::RENAME_EXCHANGE,
+        mnemofs::store::RENAME_EXCHANGE,
     )
     .expect("exchange");
     fs.unlink(ROOT_INO, OsStr::new(TMP)).expect("cleanup");
@@ -131,7 +131,7 @@ fn a_truncate_by_path_during_a_rewrite_waits_for_it() {
         OsStr::new(TMP),
         ROOT_INO,
         OsStr::new("f.md"),
-        libc::RENAME_EXCHANGE,
+        mnemofs::store::RENAME_EXCHANGE,
     )
     .expect("exchange");
     fs.unlink(ROOT_INO, OsStr::new(TMP)).expect("cleanup");
@@ -189,7 +189,7 @@ fn a_writer_that_stopped_waiting_makes_the_exchange_give_up() {
             OsStr::new(TMP),
             ROOT_INO,
             OsStr::new("f.md"),
-            libc::RENAME_EXCHANGE,
+            mnemofs::store::RENAME_EXCHANGE,
         )
         .expect_err("the exchange must give up");
     assert_eq!(refused.errno(), libc::EBUSY);

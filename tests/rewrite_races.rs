@@ -4,6 +4,8 @@
 //! under its old name. `MNEMOFS_RACE_TRIALS` runs more trials (the short
 //! default keeps CI fast).
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -10,6 +10,8 @@
 //! operation on the link to its target, or resolve a backing path through an
 //! intermediate component that has become a symlink.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::sys;

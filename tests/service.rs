@@ -6,6 +6,8 @@
 //! /sbin/mount.mnemofs (restoring whatever was there) and need root. They
 //! hold one lock, because they share that path.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

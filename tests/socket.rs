@@ -492,6 +492,7 @@ fn every_front_end_writes_through_the_serving_daemon() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn the_mount_daemon_listens_too_and_writes_through_its_mount() {
     let m = common::Mount::with_options(common::MountOptions::default());
     let out = run_with_timeout(

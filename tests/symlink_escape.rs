@@ -2,6 +2,8 @@
 //! of symlinks and renames made it: the mount refuses to hand the kernel
 //! a link that, followed from where it is now, would leave the store.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::ffi::OsStr;

@@ -3,6 +3,8 @@
 //! found through the mount, removed with a folder the user empties, and
 //! swept at start-up when a crash left them behind.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

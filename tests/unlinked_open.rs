@@ -2,6 +2,8 @@
 //! the backing filesystem: fchmod, fchown, futimens, ftruncate and the
 //! f*xattr calls give what they give on a plain folder beside the store.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::ffi::CString;

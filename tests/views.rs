@@ -2,6 +2,8 @@
 //! tags, ids, the control folder, walker safety, the root's guide and
 //! listing, read-only errors, sizes, archived memories and long names.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::fs;

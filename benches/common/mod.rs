@@ -19,6 +19,7 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, Read, Write};
+#[cfg(target_os = "linux")]
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -448,6 +449,7 @@ pub fn write_big_file(path: &Path, bytes: u64) -> io::Result<()> {
 }
 
 /// Drops the page cache of one file (`POSIX_FADV_DONTNEED`); clean pages only.
+#[cfg(target_os = "linux")]
 pub fn drop_file_cache(path: &Path) -> io::Result<()> {
     let f = fs::File::open(path)?;
     // SAFETY: the fd is valid for the lifetime of `f`; fadvise has no
@@ -459,14 +461,29 @@ pub fn drop_file_cache(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// macOS has no call that drops one file's cached pages.
+#[cfg(not(target_os = "linux"))]
+pub fn drop_file_cache(_path: &Path) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// Flushes the filesystem holding `path` (`syncfs`), so writeback and
 /// journal work left by one step is not charged to the next one.
+#[cfg(target_os = "linux")]
 pub fn sync_filesystem(path: &Path) -> io::Result<()> {
     let f = fs::File::open(path)?;
     // SAFETY: the fd is valid for the lifetime of `f`.
     if unsafe { libc::syncfs(f.as_raw_fd()) } == -1 {
         return Err(io::Error::last_os_error());
     }
+    Ok(())
+}
+
+/// macOS has no `syncfs`: `sync` flushes every filesystem.
+#[cfg(not(target_os = "linux"))]
+pub fn sync_filesystem(_path: &Path) -> io::Result<()> {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
     Ok(())
 }
 

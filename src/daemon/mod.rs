@@ -15,6 +15,8 @@ mod control;
 pub mod doctor;
 pub mod install;
 mod lock;
+#[cfg(target_os = "macos")]
+mod mount_table;
 mod mountpoint;
 mod paths;
 pub mod registry;

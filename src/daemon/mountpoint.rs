@@ -4,9 +4,8 @@
 //! fails with ENOTCONN ("Transport endpoint is not connected"). `prepare`
 //! recognises that state and detaches the dead mount before mounting again.
 
-use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -72,7 +71,9 @@ pub(crate) fn explain_mount_error(mountpoint: &Path, err: io::Error) -> anyhow::
 }
 
 /// Decodes the octal escapes (`\040` for space) of /proc/self/mountinfo.
-fn unescape(field: &[u8]) -> OsString {
+#[cfg(target_os = "linux")]
+fn unescape(field: &[u8]) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
     while i < field.len() {
@@ -87,10 +88,11 @@ fn unescape(field: &[u8]) -> OsString {
         out.push(field[i]);
         i += 1;
     }
-    OsString::from_vec(out)
+    std::ffi::OsString::from_vec(out)
 }
 
 /// True if `path` is a mount point in this mount namespace.
+#[cfg(target_os = "linux")]
 pub fn is_mounted(path: &Path) -> bool {
     let target = absolute(path);
     let Ok(info) = std::fs::read("/proc/self/mountinfo") else {
@@ -101,6 +103,15 @@ pub fn is_mounted(path: &Path) -> bool {
             .nth(4)
             .is_some_and(|mp| unescape(mp) == target.as_os_str())
     })
+}
+
+/// True if `path` is a mount point.
+#[cfg(target_os = "macos")]
+pub fn is_mounted(path: &Path) -> bool {
+    let target = absolute(path);
+    super::mount_table::mounts()
+        .iter()
+        .any(|m| m.mountpoint == target)
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -235,6 +246,7 @@ fn wait_for_exit(pid: Option<u32>, mountpoint: &Path) -> anyhow::Result<()> {
 /// Processes that hold something under `mountpoint` (their working
 /// folder, root, an open file or a mapping), as `pid 12 (vim)`. Read from
 /// `/proc` by link text only, so a hung mount cannot hang the listing.
+/// Empty on macOS, which has no `/proc`.
 fn holders(mountpoint: &Path) -> Vec<(u32, String)> {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -271,9 +283,10 @@ fn holders(mountpoint: &Path) -> Vec<(u32, String)> {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+    use std::ffi::OsString;
 
     #[test]
     fn mountinfo_escapes() {

@@ -123,14 +123,26 @@ pub fn is_mnemofs_mount(path: &Path) -> bool {
 }
 
 /// Every mnemofs mountpoint in this mount namespace.
+#[cfg(target_os = "linux")]
 pub(crate) fn mnemofs_mounts() -> Vec<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     info.lines().filter_map(mnemofs_mountpoint).collect()
 }
 
+/// Every mnemofs mountpoint.
+#[cfg(target_os = "macos")]
+pub(crate) fn mnemofs_mounts() -> Vec<PathBuf> {
+    super::mount_table::mounts()
+        .into_iter()
+        .filter(|m| m.is_mnemofs())
+        .map(|m| m.mountpoint)
+        .collect()
+}
+
 /// The mountpoint of a mountinfo line if it is a mnemofs mount: type
 /// `fuse.mnemofs`, or plain `fuse` with source `mnemofs` when root mounted
 /// it without fusermount3.
+#[cfg(target_os = "linux")]
 fn mnemofs_mountpoint(line: &str) -> Option<PathBuf> {
     let fields: Vec<&str> = line.split(' ').collect();
     let dash = fields.iter().position(|f| *f == "-")?;
@@ -142,6 +154,7 @@ fn mnemofs_mountpoint(line: &str) -> Option<PathBuf> {
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
+#[cfg(target_os = "linux")]
 fn unescape(field: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
     let bytes = field.as_bytes();
@@ -163,7 +176,7 @@ fn unescape(field: &str) -> PathBuf {
     PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

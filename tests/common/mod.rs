@@ -304,7 +304,15 @@ pub fn force_unmount(path: &Path) {
         // Last resort when fusermount3 is missing or refuses.
         let c = cstr(path);
         // SAFETY: c is a valid NUL-terminated path.
-        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::umount2(c.as_ptr(), libc::MNT_DETACH)
+        };
+        // SAFETY: c is a valid NUL-terminated path.
+        #[cfg(not(target_os = "linux"))]
+        unsafe {
+            libc::unmount(c.as_ptr(), libc::MNT_FORCE)
+        };
     }
 }
 
@@ -757,6 +765,7 @@ pub fn have_program(name: &str) -> bool {
 }
 
 /// Thin `io::Result` wrappers over the syscalls the tests compare.
+#[cfg(target_os = "linux")]
 pub mod sys {
     use super::{cstr, cvt, cvt_size};
     use std::io;
@@ -1200,6 +1209,7 @@ impl Trace {
 
     /// Record the comparable attributes of `path` (lstat): type, permission
     /// bits, and size for non-directories.
+    #[cfg(target_os = "linux")]
     pub fn stat(&mut self, label: &str, path: &Path) {
         let r = sys::lstat(path).map(|st| describe_stat(&st));
         self.rec(label, r);
