@@ -1676,13 +1676,13 @@ impl StoreFs {
     /// Gets an extended attribute.
     pub fn getxattr(&self, ino: u64, name: &OsStr) -> FsResult<Vec<u8>> {
         if is_virtual(ino) {
-            return Err(FsError::from_errno(libc::ENODATA));
+            return Err(FsError::from_errno(crate::store::NO_XATTR));
         }
         if let (Some(counters), Some(field)) = (&self.counters, counter_xattr(name)) {
             let path = self.path_of(ino)?;
             return counters
                 .xattr(&path, field)
-                .ok_or(FsError::from_errno(libc::ENODATA));
+                .ok_or(FsError::from_errno(crate::store::NO_XATTR));
         }
         self.by_path_or_open(
             ino,

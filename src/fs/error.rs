@@ -72,7 +72,7 @@ impl FsError {
             self.errno(),
             libc::ENOENT
                 | libc::EEXIST
-                | libc::ENODATA
+                | crate::store::NO_XATTR
                 | libc::ENOTEMPTY
                 | libc::ENOTDIR
                 | libc::EISDIR

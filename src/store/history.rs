@@ -914,8 +914,10 @@ fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
 
 /// A hard link of an open file at `to` (through `/proc/self/fd`, which
 /// needs no privilege for a file that still has a name; on macOS through
-/// the path the file has now).
+/// the path the file has now, checked to be the same file after).
 fn link_fd(file: &File, to: &Path) -> io::Result<()> {
+    #[cfg(not(target_os = "linux"))]
+    let to_path = to;
     let from = super::sys::proc_fd_path(file.as_fd());
     let to = std::ffi::CString::new(to.as_os_str().as_bytes()).map_err(io::Error::other)?;
     // SAFETY: NUL-terminated paths.
@@ -930,6 +932,17 @@ fn link_fd(file: &File, to: &Path) -> io::Result<()> {
     };
     if ret < 0 {
         return Err(io::Error::last_os_error());
+    }
+    // A path, unlike /proc/self/fd, may name another file by now: keep the
+    // link only if it is the open file (the caller copies otherwise).
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (open, linked) = (file.metadata()?, fs::symlink_metadata(to_path)?);
+        if (open.dev(), open.ino()) != (linked.dev(), linked.ino()) {
+            let _ = fs::remove_file(to_path);
+            return Err(io::Error::other("the file was renamed while it was kept"));
+        }
     }
     Ok(())
 }

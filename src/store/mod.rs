@@ -6,8 +6,8 @@
 //! descriptor for the root, and the last component is always operated on
 //! with `*at` calls that do not follow symlinks. So a symlink planted inside
 //! the store (or a directory swapped for one while mounted) can never lead
-//! the daemon outside the root. On kernels without `openat2` the resolver
-//! falls back to walking the path one `O_NOFOLLOW` component at a time.
+//! the daemon outside the root. On kernels without `openat2`, and always on
+//! macOS, the resolver walks the path one `O_NOFOLLOW` component at a time.
 //!
 //! Errors are plain `io::Error`s carrying the errno the kernel gave, because
 //! the filesystem layer must hand exactly that errno back to its caller.
@@ -21,7 +21,8 @@ pub mod watch;
 
 pub use path::{StorePath, is_valid_name};
 pub use sys::{
-    DirEntry, FileKind, O_NOATIME, RENAME_EXCHANGE, RENAME_NOREPLACE, Stat, TimeSpec, mode_bits,
+    DirEntry, FileKind, NO_XATTR, O_NOATIME, RENAME_EXCHANGE, RENAME_NOREPLACE, Stat, TimeSpec,
+    mode_bits,
 };
 
 use std::ffi::{CString, OsStr};

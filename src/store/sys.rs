@@ -73,6 +73,13 @@ pub const O_NOATIME: i32 = libc::O_NOATIME;
 #[cfg(target_os = "macos")]
 pub const O_NOATIME: i32 = 0;
 
+/// The errno of a missing extended attribute: `ENODATA` on Linux.
+#[cfg(target_os = "linux")]
+pub const NO_XATTR: i32 = libc::ENODATA;
+/// The errno of a missing extended attribute: `ENOATTR` on macOS.
+#[cfg(target_os = "macos")]
+pub const NO_XATTR: i32 = libc::ENOATTR;
+
 /// The mode bits of `struct stat` as `u32`, the width the daemon keeps
 /// modes in (`mode_t` is 16 bits on macOS).
 pub mod mode_bits {
