@@ -374,8 +374,14 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     } else {
         SessionACL::Owner
     };
-    fuse_config.n_threads = Some(config.threads.max(2));
-    fuse_config.clone_fd = true;
+    if cfg!(target_os = "linux") {
+        fuse_config.n_threads = Some(config.threads.max(2));
+        fuse_config.clone_fd = true;
+    } else {
+        // fuser serves a mount from one thread elsewhere (no cloned
+        // device descriptors), and refuses more.
+        fuse_config.n_threads = Some(1);
+    }
     let session = fuser::Session::new(
         FuseAdapter::new(Arc::clone(&fs)),
         &config.mountpoint,

@@ -748,13 +748,18 @@ pub(crate) fn sync_filesystem(dir: BorrowedFd<'_>) -> io::Result<()> {
 
 /// Makes everything written durable. macOS has no `syncfs`: `sync` queues
 /// every dirty buffer of every filesystem, then `F_FULLFSYNC` on the folder
-/// waits for its drive to flush its cache.
+/// waits for its drive to flush its cache (a plain `fsync` of the folder
+/// where the filesystem refuses that).
 #[cfg(target_os = "macos")]
 pub(crate) fn sync_filesystem(dir: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: sync has no preconditions; fcntl gets a valid descriptor.
+    // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
     // SAFETY: a valid descriptor.
-    cvt(unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_FULLFSYNC) }).map(|_| ())
+    if unsafe { libc::fcntl(dir.as_raw_fd(), libc::F_FULLFSYNC) } == 0 {
+        return Ok(());
+    }
+    // SAFETY: a valid descriptor.
+    cvt(unsafe { libc::fsync(dir.as_raw_fd()) }).map(|_| ())
 }
 
 /// Whether a `fallocate` mode leaves the file's size as it is.

@@ -167,3 +167,65 @@ fn into_io(e: notify::Error) -> io::Error {
         _ => io::Error::other(e.to_string()),
     }
 }
+
+// Compiled (type-checked) for macOS by .ci/check-macos; they run only on a
+// Mac. The same cases as the inotify backend's.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::time::Instant;
+
+    fn watcher() -> (tempfile::TempDir, StoreWatcher) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let w = StoreWatcher::start(store).unwrap();
+        (dir, w)
+    }
+
+    /// Collects batches until `want` has been reported or five seconds pass.
+    fn collect_until(w: &mut StoreWatcher, want: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut seen = Vec::new();
+        while Instant::now() < deadline {
+            for p in w.next_batch(Duration::from_millis(50)).unwrap() {
+                seen.push(p.as_path().to_string_lossy().into_owned());
+            }
+            if seen.iter().any(|s| s == want) {
+                break;
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn reports_writes_in_nested_folders() {
+        let (dir, mut w) = watcher();
+        fs::write(dir.path().join("a/b/note.md"), "x").unwrap();
+        let seen = collect_until(&mut w, "a/b/note.md");
+        assert!(seen.contains(&"a/b/note.md".to_string()), "{seen:?}");
+    }
+
+    #[test]
+    fn a_folder_moved_in_is_reported_with_what_it_holds() {
+        let (dir, mut w) = watcher();
+        let outside = tempfile::tempdir().unwrap();
+        fs::create_dir_all(outside.path().join("new/deep")).unwrap();
+        fs::write(outside.path().join("new/deep/early.md"), "x").unwrap();
+        fs::rename(outside.path().join("new"), dir.path().join("new")).unwrap();
+        let seen = collect_until(&mut w, "new/deep/early.md");
+        assert!(seen.contains(&"new/deep/early.md".to_string()), "{seen:?}");
+    }
+
+    #[test]
+    fn paths_outside_the_store_and_the_root_itself_are_dropped() {
+        let (_dir, w) = watcher();
+        assert_eq!(w.store_path(&w.root), None);
+        assert_eq!(w.store_path(Path::new("/elsewhere/x.md")), None);
+        assert_eq!(
+            w.store_path(&w.root.join("a/b.md")),
+            StorePath::new("a/b.md")
+        );
+    }
+}
