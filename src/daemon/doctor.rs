@@ -7,7 +7,7 @@
 //! FUSE checks say what is missing rather than failing early.
 
 use std::io;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -64,6 +64,8 @@ pub struct Subject {
 pub fn run(subject: &Subject) -> anyhow::Result<()> {
     let mut findings = Vec::new();
     findings.push(fuse_device());
+    // macOS mounts and unmounts through macFUSE, without fusermount3.
+    #[cfg(target_os = "linux")]
     findings.push(fusermount());
     findings.extend(allow_other());
     findings.extend(directory(
@@ -103,16 +105,21 @@ fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// What [`super::check_fuse`] found when it passed.
+#[cfg(target_os = "linux")]
+const FUSE_OK: &str = "FUSE: /dev/fuse is the FUSE device and opens read-write";
+/// What [`super::check_fuse`] found when it passed.
+#[cfg(not(target_os = "linux"))]
+const FUSE_OK: &str = "FUSE: macFUSE is installed";
+
 fn fuse_device() -> Finding {
     match super::check_fuse() {
-        Ok(()) => finding(
-            Level::Ok,
-            "FUSE: /dev/fuse is the FUSE device and opens read-write",
-        ),
+        Ok(()) => finding(Level::Ok, FUSE_OK),
         Err(e) => finding(Level::Fail, format!("{e}")),
     }
 }
 
+#[cfg(target_os = "linux")]
 fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
     std::env::split_paths(&path)
@@ -121,7 +128,9 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+#[cfg(target_os = "linux")]
 fn fusermount() -> Finding {
+    use std::os::unix::fs::MetadataExt;
     let Some(path) = find_on_path("fusermount3") else {
         let level = if is_root() { Level::Warn } else { Level::Fail };
         return finding(
