@@ -30,7 +30,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
-use tantivy::indexer::{IndexWriterOptions, UserOperation};
+use tantivy::indexer::UserOperation;
 use tantivy::schema::Term;
 use tantivy::{IndexWriter, TantivyDocument};
 
@@ -120,15 +120,10 @@ pub(super) fn spawn(
             // answered first and made searchable a moment later. The
             // writer's own threads are created here, so they inherit this.
             crate::background::lower_priority();
-            // Merges run one at a time: a second one at once only competes
-            // with the first and with the FUSE workers for the same cores,
-            // and doubles the segment pages mapped and the memory held.
-            let options = IndexWriterOptions::builder()
-                .num_worker_threads(writer_threads)
-                .memory_budget_per_thread(WRITER_MEMORY / writer_threads)
-                .num_merge_threads(1)
-                .build();
-            let writer = match core.index.writer_with_options(options) {
+            let writer = match core
+                .index
+                .writer_with_num_threads(writer_threads, WRITER_MEMORY)
+            {
                 Ok(w) => {
                     w.set_merge_policy(Box::new(merge_policy()));
                     let _ = ready_tx.send(Ok(()));
