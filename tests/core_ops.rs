@@ -196,3 +196,62 @@ fn an_unlinked_open_file_stays_readable() {
         libc::ESTALE
     );
 }
+
+/// Requests inside a folder, by the folder's inode, while another thread
+/// renames the folder back and forth: each finds its files where the
+/// folder is now, and none fails for a path the rename made stale.
+#[test]
+fn requests_inside_a_folder_never_miss_while_it_is_renamed() {
+    let (_dir, fs) = setup(1 << 20);
+    let fs = Arc::new(fs);
+    let folder = fs
+        .mkdir(ROOT_INO, OsStr::new("x"), 0o755, ME)
+        .expect("mkdir")
+        .ino;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mover = {
+        let (fs, stop) = (Arc::clone(&fs), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut moves = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (a, b) = if moves.is_multiple_of(2) {
+                    ("x", "y")
+                } else {
+                    ("y", "x")
+                };
+                fs.rename(ROOT_INO, OsStr::new(a), ROOT_INO, OsStr::new(b), 0)
+                    .expect("rename the folder");
+                moves += 1;
+            }
+            moves
+        })
+    };
+    for i in 0..2000 {
+        let name = format!("n{i}.md");
+        let name = OsStr::new(&name);
+        let (entry, opened) = fs
+            .create(folder, name, 0o644, libc::O_RDWR | libc::O_EXCL, ME)
+            .unwrap_or_else(|e| panic!("create {i}: {e:?}"));
+        fs.write(opened.fh, 0, b"note").expect("write");
+        fs.release(opened.fh).expect("release");
+        fs.lookup(folder, name)
+            .unwrap_or_else(|e| panic!("lookup {i}: {e:?}"));
+        fs.getattr(entry.ino, None)
+            .unwrap_or_else(|e| panic!("getattr {i}: {e:?}"));
+        let reopened = fs
+            .open(entry.ino, libc::O_RDONLY, 0)
+            .unwrap_or_else(|e| panic!("open {i}: {e:?}"));
+        fs.release(reopened.fh).expect("release");
+        fs.unlink(folder, name)
+            .unwrap_or_else(|e| panic!("unlink {i}: {e:?}"));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let moves = mover.join().expect("mover");
+    assert!(moves > 0, "the folder never moved");
+    let left: Vec<OsString> = list(&fs, folder)
+        .into_iter()
+        .map(|(_, name)| name)
+        .filter(|name| name != "." && name != "..")
+        .collect();
+    assert!(left.is_empty(), "left in the folder: {left:?}");
+}

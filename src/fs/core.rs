@@ -7,7 +7,11 @@
 //!
 //! Locking: the inode table is locked only to read a path or record an
 //! outcome, never across a system call, so a slow disk never blocks
-//! unrelated requests.
+//! unrelated requests. The store is reached by path, so a request that
+//! turns an inode into a path holds `names` for reading until it is done
+//! with that path, and a folder's rename holds it for writing: no request
+//! acts on a path that a concurrent folder rename made stale (it would
+//! miss the file, or in an exchange find another one).
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -21,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fuser::{FileAttr, FileType};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::error::{FsError, FsResult};
 use super::handles::{DirHandle, FileHandle, Handle, HandleTable, ViewDirHandle};
@@ -166,8 +170,14 @@ pub struct StoreFs {
     walkers: super::walkers::Walkers,
     redirects: Mutex<HashMap<StorePath, (StorePath, Instant)>>,
     /// Paths a background task is replacing right now, with the inode it
-    /// is replacing. Lock order: this before `inodes`.
+    /// is replacing. Lock order: this, then `names`, then `inodes`.
     replacing: Mutex<HashMap<StorePath, Option<u64>>>,
+    /// Read while a request acts on the store by a path it got from the
+    /// inode table; written while a folder moves (see the module's
+    /// comment). A request takes it once, and takes `replacing` only
+    /// before it, so a folder's rename never waits on a request that waits
+    /// on it.
+    names: RwLock<()>,
     replace_done: parking_lot::Condvar,
     /// Inodes background rewrites swapped out, and the inode that took
     /// their place.
@@ -224,6 +234,7 @@ impl StoreFs {
             redirects: Mutex::new(HashMap::new()),
             passthrough: std::sync::atomic::AtomicBool::new(false),
             replacing: Mutex::new(HashMap::new()),
+            names: RwLock::new(()),
             replace_done: parking_lot::Condvar::new(),
             replaced: Mutex::new(HashMap::new()),
             pending_events: Mutex::new(Vec::new()),
@@ -510,6 +521,7 @@ impl StoreFs {
                 });
             }
         }
+        let _names = self.names.read();
         let path = self.child_path(parent, name)?;
         let st = match self.store.stat(&path) {
             Ok(st) => st,
@@ -569,6 +581,7 @@ impl StoreFs {
         on_path: impl FnOnce(&StorePath) -> std::io::Result<T>,
         on_open: impl FnOnce(&std::fs::File) -> std::io::Result<T>,
     ) -> FsResult<T> {
+        let _names = self.names.read();
         match self.path_of(ino) {
             Ok(path) => Ok(on_path(&path)?),
             Err(FsError::Unlinked) => match self.unlinked_open(ino, None).as_deref() {
@@ -585,6 +598,7 @@ impl StoreFs {
         {
             return Ok(crate::store::fstat(&file.file)?);
         }
+        let _names = self.names.read();
         match self.path_of(ino) {
             Ok(path) => self.stat_same_kind(ino, &path),
             Err(FsError::Unlinked) => match self.handles.any_file_for(ino).as_deref() {
@@ -622,13 +636,14 @@ impl StoreFs {
         if is_virtual(ino) {
             return Err(FsError::ReadOnly);
         }
-        let mut path = self.path_of(ino);
         if changes
             .size
             .is_some_and(|size| size > self.options.max_file_size)
         {
             return Err(FsError::TooBig(self.options.max_file_size));
         }
+        let mut names = Some(self.names.read());
+        let mut path = self.path_of(ino);
         if matches!(path, Err(FsError::Unlinked))
             && let Some(handle) = self.unlinked_open(ino, changes.fh)
             && let Handle::File(file) = handle.as_ref()
@@ -651,6 +666,7 @@ impl StoreFs {
             if changes.atime.is_some() || changes.mtime.is_some() {
                 open_file::set_times(&file.file, changes.atime, changes.mtime)?;
             }
+            drop(names);
             return self.getattr(ino, changes.fh);
         }
         if let Some(mode) = changes.mode {
@@ -677,7 +693,11 @@ impl StoreFs {
                 _ => {
                     // truncate(2) by name writes like an open for writing,
                     // and may be sent to the file a rewrite put in place.
-                    let (writing, now) = self.announce_writer(ino)?;
+                    // It waits with `names` let go (see `names`), and
+                    // comes back holding it.
+                    drop(names.take());
+                    let (writing, now, held) = self.announce_writer(ino)?;
+                    names = Some(held);
                     let truncated = self.store.truncate(&now, size);
                     self.inodes.lock().closed(writing, true);
                     truncated?;
@@ -694,7 +714,10 @@ impl StoreFs {
         }
         match (&path, changes.fh) {
             (Ok(path), None) => Ok(self.attr(ino, &self.stat_same_kind(ino, path)?)),
-            _ => self.getattr(ino, changes.fh),
+            _ => {
+                drop(names);
+                self.getattr(ino, changes.fh)
+            }
         }
     }
 
@@ -703,6 +726,7 @@ impl StoreFs {
         if is_virtual(ino) {
             return self.view_table()?.readlink(ino);
         }
+        let _names = self.names.read();
         let path = self.path_of(ino)?;
         let text = self.store.readlink(&path)?;
         // Checked where the link is now, as the kernel will follow it: a
@@ -764,15 +788,19 @@ impl StoreFs {
     /// Creates a directory.
     pub fn mkdir(&self, parent: u64, name: &OsStr, mode: u32, who: Requester) -> FsResult<Entry> {
         self.check_mutable(parent, name, true)?;
-        let path = self.child_path(parent, name)?;
-        self.store.mkdir(&path, mode & 0o7777)?;
-        self.give_to(&path, who)?;
+        {
+            let _names = self.names.read();
+            let path = self.child_path(parent, name)?;
+            self.store.mkdir(&path, mode & 0o7777)?;
+            self.give_to(&path, who)?;
+        }
         self.lookup(parent, name)
     }
 
     /// Removes a file or symlink.
     pub fn unlink(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         self.check_mutable(parent, name, false)?;
+        let _names = self.names.read();
         let path = self.child_path(parent, name)?;
         if !is_temp_name(name) {
             self.keep_previous(&path, Why::Deleted, self.keep_how(parent, name));
@@ -788,6 +816,7 @@ impl StoreFs {
     /// Removes an empty directory.
     pub fn rmdir(&self, parent: u64, name: &OsStr) -> FsResult<()> {
         self.check_mutable(parent, name, false)?;
+        let _names = self.names.read();
         let path = self.child_path(parent, name)?;
         match self.store.rmdir(&path) {
             // A folder that looks empty may hold temp files a failed write
@@ -813,13 +842,16 @@ impl StoreFs {
         who: Requester,
     ) -> FsResult<Entry> {
         self.check_mutable(parent, name, true)?;
-        let path = self.child_path(parent, name)?;
-        let depth = path.parent().map_or(0, |p| p.depth());
-        if !target_stays_inside(target, depth) {
-            return Err(FsError::EscapingSymlink);
+        {
+            let _names = self.names.read();
+            let path = self.child_path(parent, name)?;
+            let depth = path.parent().map_or(0, |p| p.depth());
+            if !target_stays_inside(target, depth) {
+                return Err(FsError::EscapingSymlink);
+            }
+            self.store.symlink(target, &path)?;
+            self.give_to(&path, who)?;
         }
-        self.store.symlink(target, &path)?;
-        self.give_to(&path, who)?;
         self.lookup(parent, name)
     }
 
@@ -837,9 +869,23 @@ impl StoreFs {
             return self.unlink(parent, name);
         }
         self.check_mutable(new_parent, new_name, true)?;
+        let exchange = flags & crate::store::RENAME_EXCHANGE != 0;
+        // A folder that moves takes its whole subtree to new paths.
+        let moves_folder =
+            self.is_folder(parent, name) || (exchange && self.is_folder(new_parent, new_name));
+        // A background rewrite swapping its temp file in: under the lock
+        // writers announce themselves with, so it is refused once one holds
+        // the inode it would swap out, and writers arriving later with that
+        // inode find its successor.
+        let rewrite = exchange && is_temp_name(name) && !moves_folder;
+        let replacing = rewrite.then(|| self.replacing.lock());
+        let (names_shared, names_exclusive) = if moves_folder {
+            (None, Some(self.names.write()))
+        } else {
+            (Some(self.names.read()), None)
+        };
         let from = self.child_path(parent, name)?;
         let to = self.child_path(new_parent, new_name)?;
-        let exchange = flags & crate::store::RENAME_EXCHANGE != 0;
         // Only the counters and the history care whether a file is being
         // replaced.
         let replaced = if (self.counters.is_some() || self.history.is_some())
@@ -866,12 +912,6 @@ impl StoreFs {
                 self.keep_previous(&to, Why::Overwritten, self.keep_how(new_parent, new_name));
             }
         }
-        // A background rewrite swapping its temp file in: under the lock
-        // writers announce themselves with, so it is refused once one holds
-        // the inode it would swap out, and writers arriving later with that
-        // inode find its successor.
-        let rewrite = exchange && is_temp_name(name);
-        let replacing = rewrite.then(|| self.replacing.lock());
         let swap = replacing.as_ref().and_then(|replacing| {
             let table = self.inodes.lock();
             let old = table.child(new_parent, new_name)?;
@@ -899,6 +939,7 @@ impl StoreFs {
             replaced.retain(|_, (_, t)| now.duration_since(*t) < REPLACED_KEPT);
             replaced.insert(old, (new, now));
         }
+        drop((names_shared, names_exclusive));
         drop(replacing);
         let ours = self.replacing.lock().contains_key(&to);
         match &self.counters {
@@ -909,6 +950,28 @@ impl StoreFs {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Whether `name` in `parent` is a folder: by the inode table, which
+    /// knows every name the kernel has looked up, or else by the store.
+    fn is_folder(&self, parent: u64, name: &OsStr) -> bool {
+        let known = {
+            let table = self.inodes.lock();
+            table
+                .child(parent, name)
+                .and_then(|ino| table.get(ino))
+                .map(|node| node.kind)
+        };
+        match known {
+            Some(kind) => kind == FileKind::Directory,
+            None => {
+                let _names = self.names.read();
+                self.child_path(parent, name)
+                    .ok()
+                    .and_then(|path| self.store.stat(&path).ok())
+                    .is_some_and(|st| st.kind == FileKind::Directory)
+            }
+        }
     }
 
     /// Whether a rename puts a file holding exactly the guide's bytes over
@@ -1051,11 +1114,13 @@ impl StoreFs {
         let flags = Self::open_flags(flags) & !libc::O_EXCL;
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
         if writable {
-            let (ino, path) = self.announce_writer(ino)?;
+            let (ino, path, names) = self.announce_writer(ino)?;
             if flags & libc::O_TRUNC != 0 {
                 self.keep_previous(&path, Why::Truncated, Keep::Copy);
             }
-            return match self.store.open_file(&path, flags, 0) {
+            let opened = self.store.open_file(&path, flags, 0);
+            drop(names);
+            return match opened {
                 Ok(file) => self.register_open(ino, file, None, flags, true),
                 Err(e) => {
                     self.inodes.lock().closed(ino, true);
@@ -1063,8 +1128,12 @@ impl StoreFs {
                 }
             };
         }
-        let path = self.path_of(ino)?;
-        let file = self.store.open_file(&path, flags, 0)?;
+        let (path, file) = {
+            let _names = self.names.read();
+            let path = self.path_of(ino)?;
+            let file = self.store.open_file(&path, flags, 0)?;
+            (path, file)
+        };
         if pid != std::process::id()
             && let Some(counters) = &self.counters
             && !self.is_walk(ino, pid)
@@ -1079,12 +1148,12 @@ impl StoreFs {
     /// slip between a writer's open and its first write. A writer holding
     /// an inode a replace swapped out (it looked the file up just before)
     /// is sent to the inode that took its place. Returns the inode and
-    /// path to open.
+    /// path to open, and `names` held for reading while the caller opens it.
     ///
     /// The wait is bounded, because the replace needs a FUSE worker for
     /// its exchange; a writer that stops waiting is counted on the inode,
     /// and a replace that has not swapped yet then gives up (see `rename`).
-    fn announce_writer(&self, ino: u64) -> FsResult<(u64, StorePath)> {
+    fn announce_writer(&self, ino: u64) -> FsResult<(u64, StorePath, RwLockReadGuard<'_, ()>)> {
         let mut replacing = self.replacing.lock();
         let deadline = Instant::now() + REPLACE_WAIT;
         loop {
@@ -1096,9 +1165,10 @@ impl StoreFs {
                     .wait_until(&mut replacing, deadline)
                     .timed_out()
             {
+                let names = self.names.read();
                 let (ino, path) = self.writer_target(ino)?;
                 self.inodes.lock().opened(ino, true);
-                return Ok((ino, path));
+                return Ok((ino, path, names));
             }
         }
     }
@@ -1156,18 +1226,13 @@ impl StoreFs {
         who: Requester,
     ) -> FsResult<(Entry, Opened)> {
         self.check_mutable(parent, name, true)?;
-        let path = self.child_path(parent, name)?;
         let flags = Self::open_flags(flags) | libc::O_CREAT;
-        if flags & (libc::O_TRUNC | libc::O_EXCL) == libc::O_TRUNC {
-            // The kernel asks to create a name it believes free; one made
-            // behind the mount may be there after all.
-            self.keep_previous(&path, Why::Truncated, Keep::Copy);
-        }
         // Without O_EXCL an existing file may be opened: like any writer's
         // open it waits out a background replace, and is counted before an
         // exchange can take the inode away.
         let mut replacing = (flags & libc::O_EXCL == 0).then(|| self.replacing.lock());
         if let Some(replacing) = replacing.as_mut() {
+            let path = self.child_path(parent, name)?;
             let deadline = Instant::now() + REPLACE_WAIT;
             while replacing.contains_key(&path)
                 && !self
@@ -1176,7 +1241,15 @@ impl StoreFs {
                     .timed_out()
             {}
         }
+        let names = self.names.read();
+        let path = self.child_path(parent, name)?;
+        if flags & (libc::O_TRUNC | libc::O_EXCL) == libc::O_TRUNC {
+            // The kernel asks to create a name it believes free; one made
+            // behind the mount may be there after all.
+            self.keep_previous(&path, Why::Truncated, Keep::Copy);
+        }
         let file = self.store.open_file(&path, flags, mode & 0o7777)?;
+        drop(names);
         let st = crate::store::fstat(&file)?;
         let ino = self.remember(parent, name, &st, true);
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
@@ -1393,8 +1466,10 @@ impl StoreFs {
                 snapshot: Mutex::new(None),
             })));
         }
-        let path = self.path_of(ino)?;
-        let st = self.store.stat(&path)?;
+        let st = {
+            let _names = self.names.read();
+            self.store.stat(&self.path_of(ino)?)?
+        };
         match st.kind {
             FileKind::Directory => {}
             // The folder was swapped for a symlink behind the mount; the
@@ -1428,6 +1503,7 @@ impl StoreFs {
             }
             _ => return Err(FsError::from_errno(libc::ENOTDIR)),
         };
+        let names = self.names.read();
         let path = self.path_of(dir.ino)?;
         let entries = {
             let mut snap = dir.snapshot.lock();
@@ -1448,6 +1524,13 @@ impl StoreFs {
                 }
             }
         };
+        // One descriptor for the directory, so each entry costs one fstatat.
+        let dir_fd = if plus {
+            Some(self.store.open_dir(&path)?)
+        } else {
+            None
+        };
+        drop(names);
         let parent_ino = self
             .inodes
             .lock()
@@ -1473,12 +1556,6 @@ impl StoreFs {
             }
         }
         let start = offset.saturating_sub(2) as usize;
-        // One descriptor for the directory, so each entry costs one fstatat.
-        let dir_fd = if plus {
-            Some(self.store.open_dir(&path)?)
-        } else {
-            None
-        };
         for (i, entry) in entries.iter().enumerate().skip(start) {
             let next_offset = i as u64 + 3;
             let (entry_ino, attr) = if let Some(dir_fd) = &dir_fd {
@@ -1660,10 +1737,11 @@ impl StoreFs {
         if is_virtual(ino) {
             return Ok(());
         }
-        let path = self.path_of(ino)?;
-        let dir = self
-            .store
-            .open_file(&path, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let dir = {
+            let _names = self.names.read();
+            self.store
+                .open_file(&self.path_of(ino)?, libc::O_RDONLY | libc::O_DIRECTORY, 0)?
+        };
         dir.sync_all()?;
         Ok(())
     }
@@ -1679,6 +1757,7 @@ impl StoreFs {
             return Err(FsError::from_errno(crate::store::NO_XATTR));
         }
         if let (Some(counters), Some(field)) = (&self.counters, counter_xattr(name)) {
+            let _names = self.names.read();
             let path = self.path_of(ino)?;
             return counters
                 .xattr(&path, field)
