@@ -12,9 +12,17 @@
 //!
 //! A node whose name was unlinked or renamed over is *detached*: it keeps
 //! its number for open handles and pending forgets but has no path.
+//!
+//! A name is kept once, in its node: the index from (parent, name) to an
+//! attached node holds only inode numbers, hashed by the name their node
+//! carries, so a large tree costs one name per inode and a lookup by name
+//! allocates nothing.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 
 use crate::store::{FileKind, StorePath, TimeSpec};
 
@@ -25,7 +33,7 @@ pub(crate) const ROOT: u64 = 1;
 #[derive(Debug)]
 pub(crate) struct Node {
     parent: u64,
-    name: OsString,
+    name: Box<OsStr>,
     lookups: u64,
     open_handles: u32,
     pub(crate) open_writers: u32,
@@ -44,8 +52,19 @@ pub(crate) struct Node {
 #[derive(Debug)]
 pub(crate) struct InodeTable {
     nodes: HashMap<u64, Node>,
-    by_name: HashMap<(u64, OsString), u64>,
+    /// The attached nodes other than the root, by their parent and name.
+    by_name: HashTable<u64>,
+    hasher: hashbrown::DefaultHashBuilder,
     next: u64,
+}
+
+/// Whether an entry of `by_name` is the binding of `name` in `parent`.
+fn names(nodes: &HashMap<u64, Node>, parent: u64, name: &OsStr) -> impl Fn(&u64) -> bool {
+    move |ino| {
+        nodes
+            .get(ino)
+            .is_some_and(|node| node.parent == parent && *node.name == *name)
+    }
 }
 
 impl InodeTable {
@@ -55,7 +74,7 @@ impl InodeTable {
             ROOT,
             Node {
                 parent: ROOT,
-                name: OsString::new(),
+                name: OsStr::new("").into(),
                 lookups: 1,
                 open_handles: 0,
                 open_writers: 0,
@@ -69,9 +88,35 @@ impl InodeTable {
         );
         InodeTable {
             nodes,
-            by_name: HashMap::new(),
+            by_name: HashTable::new(),
+            hasher: Default::default(),
             next: ROOT + 1,
         }
+    }
+
+    fn hash(&self, parent: u64, name: &OsStr) -> u64 {
+        self.hasher.hash_one((parent, name))
+    }
+
+    /// Binds `name` in `parent` to `ino`, whose node already carries them.
+    fn bind(&mut self, parent: u64, name: &OsStr, ino: u64) {
+        let hash = self.hash(parent, name);
+        let (nodes, hasher) = (&self.nodes, &self.hasher);
+        self.by_name.insert_unique(hash, ino, |ino| {
+            nodes
+                .get(ino)
+                .map_or(0, |node| hasher.hash_one((node.parent, &*node.name)))
+        });
+    }
+
+    /// Removes the binding of `name` in `parent`; returns its node.
+    fn unbind(&mut self, parent: u64, name: &OsStr) -> Option<u64> {
+        let hash = self.hash(parent, name);
+        let found = self
+            .by_name
+            .find_entry(hash, names(&self.nodes, parent, name))
+            .ok()?;
+        Some(found.remove().0)
     }
 
     pub(crate) fn get(&self, ino: u64) -> Option<&Node> {
@@ -91,7 +136,7 @@ impl InodeTable {
             if !node.attached {
                 return None;
             }
-            names.push(node.name.clone());
+            names.push(node.name.to_os_string());
             cur = node.parent;
         }
         names.reverse();
@@ -100,13 +145,15 @@ impl InodeTable {
 
     /// The node currently bound to `name` in `parent`, if known.
     pub(crate) fn child(&self, parent: u64, name: &OsStr) -> Option<u64> {
-        self.by_name.get(&(parent, name.to_os_string())).copied()
+        self.by_name
+            .find(self.hash(parent, name), names(&self.nodes, parent, name))
+            .copied()
     }
 
     /// The parent and name of an attached node.
     pub(crate) fn parent_and_name(&self, ino: u64) -> Option<(u64, OsString)> {
         let node = self.nodes.get(&ino)?;
-        (node.attached && ino != ROOT).then(|| (node.parent, node.name.clone()))
+        (node.attached && ino != ROOT).then(|| (node.parent, node.name.to_os_string()))
     }
 
     /// Binds `name` in `parent` to the backing object, reusing the node when
@@ -119,8 +166,7 @@ impl InodeTable {
         kind: FileKind,
         count_lookup: bool,
     ) -> u64 {
-        let key = (parent, name.to_os_string());
-        if let Some(&ino) = self.by_name.get(&key) {
+        if let Some(ino) = self.child(parent, name) {
             if let Some(node) = self.nodes.get_mut(&ino)
                 && node.backing_ino == backing_ino
                 && node.kind == kind
@@ -138,7 +184,7 @@ impl InodeTable {
             ino,
             Node {
                 parent,
-                name: name.to_os_string(),
+                name: name.into(),
                 lookups: u64::from(count_lookup),
                 open_handles: 0,
                 open_writers: 0,
@@ -150,7 +196,7 @@ impl InodeTable {
                 cached_version: None,
             },
         );
-        self.by_name.insert(key, ino);
+        self.bind(parent, name, ino);
         if let Some(p) = self.nodes.get_mut(&parent) {
             p.children += 1;
         }
@@ -160,7 +206,7 @@ impl InodeTable {
     /// Drops the binding of `name` in `parent` (after unlink, rmdir, or when
     /// the name turned out to name another object). Returns the old node.
     pub(crate) fn detach(&mut self, parent: u64, name: &OsStr) -> Option<u64> {
-        let ino = self.by_name.remove(&(parent, name.to_os_string()))?;
+        let ino = self.unbind(parent, name)?;
         if let Some(node) = self.nodes.get_mut(&ino) {
             node.attached = false;
         }
@@ -175,18 +221,17 @@ impl InodeTable {
         if parent == new_parent && name == new_name {
             return;
         }
-        let Some(ino) = self.by_name.remove(&(parent, name.to_os_string())) else {
+        let Some(ino) = self.unbind(parent, name) else {
             // Unknown source: just forget whatever the target was.
             self.detach(new_parent, new_name);
             return;
         };
         self.detach(new_parent, new_name);
-        self.by_name
-            .insert((new_parent, new_name.to_os_string()), ino);
         if let Some(node) = self.nodes.get_mut(&ino) {
             node.parent = new_parent;
-            node.name = new_name.to_os_string();
+            node.name = new_name.into();
         }
+        self.bind(new_parent, new_name, ino);
         if let Some(p) = self.nodes.get_mut(&new_parent) {
             p.children += 1;
         }
@@ -201,15 +246,15 @@ impl InodeTable {
         new_parent: u64,
         new_name: &OsStr,
     ) {
-        let a = self.by_name.remove(&(parent, name.to_os_string()));
-        let b = self.by_name.remove(&(new_parent, new_name.to_os_string()));
+        let a = self.unbind(parent, name);
+        let b = self.unbind(new_parent, new_name);
         let rebind = |ino: Option<u64>, p: u64, n: &OsStr, table: &mut Self| {
             if let Some(ino) = ino {
-                table.by_name.insert((p, n.to_os_string()), ino);
                 if let Some(node) = table.nodes.get_mut(&ino) {
                     node.parent = p;
-                    node.name = n.to_os_string();
+                    node.name = n.into();
                 }
+                table.bind(p, n, ino);
             }
         };
         rebind(a, new_parent, new_name, self);
@@ -348,6 +393,93 @@ mod tests {
         t.closed(b, false);
         assert!(t.get(b).is_none());
         assert_eq!(t.child(ROOT, OsStr::new("b")), Some(a));
+    }
+
+    /// One step of [`lookups_by_name_match_a_plain_map`]: names are
+    /// `0..4`, in the root or in the folder `d`.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Remember(bool, u8, u64),
+        Rename(bool, u8, bool, u8),
+        Exchange(bool, u8, bool, u8),
+        Detach(bool, u8),
+        Forget(bool, u8),
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let at = || (any::<bool>(), 0u8..4);
+        prop_oneof![
+            (at(), 20u64..24).prop_map(|((d, n), b)| Step::Remember(d, n, b)),
+            (at(), at()).prop_map(|((d, n), (e, m))| Step::Rename(d, n, e, m)),
+            (at(), at()).prop_map(|((d, n), (e, m))| Step::Exchange(d, n, e, m)),
+            at().prop_map(|(d, n)| Step::Detach(d, n)),
+            at().prop_map(|(d, n)| Step::Forget(d, n)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever the sequence of changes, finding a node by its parent
+        /// and name agrees with a plain map of the bindings, and each bound
+        /// node's path ends in its name.
+        #[test]
+        fn lookups_by_name_match_a_plain_map(steps in proptest::collection::vec(step(), 1..80)) {
+            let mut t = InodeTable::new(2);
+            let d = t.remember(ROOT, OsStr::new("d"), 9, FileKind::Directory, true);
+            let mut model: HashMap<(u64, OsString), u64> = HashMap::new();
+            let key = |in_d: bool, n: u8| (if in_d { d } else { ROOT }, OsString::from(format!("n{n}")));
+            for step in steps {
+                match step {
+                    Step::Remember(in_d, n, backing) => {
+                        let (p, name) = key(in_d, n);
+                        let ino = t.remember(p, &name, backing, FileKind::File, true);
+                        model.insert((p, name), ino);
+                    }
+                    Step::Rename(a, n, b, m) => {
+                        let (from, to) = (key(a, n), key(b, m));
+                        t.rename(from.0, &from.1, to.0, &to.1);
+                        if from != to {
+                            model.remove(&to);
+                            if let Some(ino) = model.remove(&from) {
+                                model.insert(to, ino);
+                            }
+                        }
+                    }
+                    Step::Exchange(a, n, b, m) => {
+                        let (x, y) = (key(a, n), key(b, m));
+                        t.exchange(x.0, &x.1, y.0, &y.1);
+                        let (ix, iy) = (model.remove(&x), model.remove(&y));
+                        if let Some(ino) = ix {
+                            model.insert(y.clone(), ino);
+                        }
+                        if let Some(ino) = iy {
+                            model.insert(x, ino);
+                        }
+                    }
+                    Step::Detach(in_d, n) => {
+                        let (p, name) = key(in_d, n);
+                        t.detach(p, &name);
+                        model.remove(&(p, name));
+                    }
+                    Step::Forget(in_d, n) => {
+                        if let Some(&ino) = model.get(&key(in_d, n)) {
+                            t.forget(ino, 1);
+                        }
+                    }
+                }
+                for in_d in [false, true] {
+                    for n in 0..4 {
+                        let (p, name) = key(in_d, n);
+                        let found = t.child(p, &name);
+                        proptest::prop_assert_eq!(found, model.get(&(p, name.clone())).copied());
+                        if let Some(ino) = found {
+                            let path = t.path(ino).expect("a bound node has a path");
+                            proptest::prop_assert_eq!(path.as_path().file_name(), Some(name.as_os_str()));
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
