@@ -48,13 +48,16 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
+use std::hash::BuildHasher;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use hashbrown::HashTable;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
@@ -143,7 +146,8 @@ pub struct Version {
     pub at: i64,
     /// Size in bytes.
     pub size: u64,
-    object: String,
+    /// Shared with every other version of the same content.
+    object: Arc<str>,
     /// Start of the collapse window this version belongs to.
     window: i64,
     /// Whether it is the first version of its window.
@@ -199,7 +203,7 @@ impl Version {
             why: self.why,
             at: self.at,
             size: self.size,
-            object: self.object.clone(),
+            object: self.object.to_string(),
             window: self.window,
             first: self.first,
         }
@@ -223,18 +227,28 @@ fn path_from(path: Option<String>, path_hex: Option<String>) -> Option<StorePath
     }
 }
 
+/// The versions in memory. A version's path and object name are kept
+/// once: the object's name is shared by every version of that content, and
+/// the index of each path's newest version holds only its number.
 struct Log {
     /// Oldest first: the oldest go first when time or the cap runs out.
+    /// Numbers grow from front to back.
     versions: VecDeque<Version>,
     next: u64,
     file: Option<File>,
     /// Each object's size and how many versions refer to it.
-    objects: HashMap<String, (u64, usize)>,
+    objects: HashMap<Arc<str>, (u64, usize)>,
     /// The size of the objects versions refer to.
     total: u64,
-    /// The numbers of each path's versions, oldest first, so a keep finds
-    /// a path's last version without a scan of the log.
-    by_path: HashMap<StorePath, Vec<u64>>,
+    /// The number of each path's newest version, hashed by the path, so a
+    /// keep finds it without a scan of the log.
+    newest: HashTable<u64>,
+    hasher: hashbrown::DefaultHashBuilder,
+}
+
+/// Where version `n` is in `versions`.
+fn position(versions: &VecDeque<Version>, n: u64) -> Option<usize> {
+    versions.binary_search_by_key(&n, |v| v.n).ok()
 }
 
 impl Log {
@@ -245,7 +259,8 @@ impl Log {
             file: None,
             objects: HashMap::new(),
             total: 0,
-            by_path: HashMap::new(),
+            newest: HashTable::new(),
+            hasher: Default::default(),
         };
         log.recount();
         log
@@ -256,57 +271,101 @@ impl Log {
     fn recount(&mut self) {
         self.objects.clear();
         self.total = 0;
-        self.by_path.clear();
-        for v in &self.versions {
-            self.by_path.entry(v.path.clone()).or_default().push(v.n);
-            let entry = self.objects.entry(v.object.clone()).or_insert((v.size, 0));
-            if entry.1 == 0 {
-                self.total += v.size;
-            }
-            entry.1 += 1;
+        self.newest.clear();
+        for i in 0..self.versions.len() {
+            self.count(i);
         }
     }
 
     /// Adds `version`.
     fn push(&mut self, version: Version) {
+        self.versions.push_back(version);
+        self.count(self.versions.len() - 1);
+    }
+
+    /// Counts the `i`th version, the newest so far of its path, in
+    /// `objects` and `newest`.
+    fn count(&mut self, i: usize) {
+        let version = &mut self.versions[i];
+        if let Some((name, _)) = self.objects.get_key_value(&version.object) {
+            version.object = Arc::clone(name);
+        }
         let entry = self
             .objects
-            .entry(version.object.clone())
+            .entry(Arc::clone(&version.object))
             .or_insert((version.size, 0));
         if entry.1 == 0 {
             self.total += version.size;
         }
         entry.1 += 1;
-        self.by_path
-            .entry(version.path.clone())
-            .or_default()
-            .push(version.n);
-        self.versions.push_back(version);
+        let n = version.n;
+        let path = version.path.clone();
+        match self.find_newest(&path) {
+            Some(slot) => *slot = n,
+            None => self.insert_newest(n),
+        }
+    }
+
+    fn hash(&self, path: &StorePath) -> u64 {
+        self.hasher.hash_one(path)
+    }
+
+    /// The slot in `newest` of `path`'s newest version.
+    fn find_newest(&mut self, path: &StorePath) -> Option<&mut u64> {
+        let hash = self.hash(path);
+        let versions = &self.versions;
+        self.newest.find_mut(hash, |&n| {
+            position(versions, n).is_some_and(|i| versions[i].path == *path)
+        })
+    }
+
+    /// Records version `n` (in `versions`) as its path's newest.
+    fn insert_newest(&mut self, n: u64) {
+        let Some(i) = position(&self.versions, n) else {
+            return;
+        };
+        let hash = self.hash(&self.versions[i].path);
+        let (versions, hasher) = (&self.versions, &self.hasher);
+        self.newest.insert_unique(hash, n, |&n| {
+            position(versions, n).map_or(0, |i| hasher.hash_one(&versions[i].path))
+        });
     }
 
     /// Where the last version of `path` is in `versions`.
     fn last_of(&self, path: &StorePath) -> Option<usize> {
-        let n = *self.by_path.get(path)?.last()?;
-        self.versions.binary_search_by_key(&n, |v| v.n).ok()
+        let versions = &self.versions;
+        let n = *self.newest.find(self.hash(path), |&n| {
+            position(versions, n).is_some_and(|i| versions[i].path == *path)
+        })?;
+        position(versions, n)
     }
 
     /// Drops the `i`th version; returns it, and its object's name if no
     /// version refers to that object any more.
-    fn remove(&mut self, i: usize) -> Option<(Version, Option<String>)> {
-        let version = self.versions.remove(i)?;
-        if let Some(ns) = self.by_path.get_mut(&version.path) {
-            ns.retain(|&n| n != version.n);
-            if ns.is_empty() {
-                self.by_path.remove(&version.path);
+    fn remove(&mut self, i: usize) -> Option<(Version, Option<Arc<str>>)> {
+        let (n, hash) = {
+            let version = self.versions.get(i)?;
+            (version.n, self.hash(&version.path))
+        };
+        if let Ok(slot) = self.newest.find_entry(hash, |&m| m == n) {
+            slot.remove();
+            // An older version of the path becomes its newest. Versions go
+            // oldest first, or (collapsed) behind a newer one of their
+            // path, so this scan is rare.
+            let path = &self.versions[i].path;
+            if let Some(older) = self.versions.range(..i).rev().find(|v| v.path == *path) {
+                let older = older.n;
+                self.insert_newest(older);
             }
         }
+        let version = self.versions.remove(i)?;
         let mut unreferenced = None;
         if let Some((size, refs)) = self.objects.get_mut(&version.object) {
             *refs = refs.saturating_sub(1);
             if *refs == 0 {
                 self.total = self.total.saturating_sub(*size);
                 self.objects.remove(&version.object);
-                unreferenced = Some(version.object.clone());
+                unreferenced = Some(Arc::clone(&version.object));
             }
         }
         Some((version, unreferenced))
@@ -469,7 +528,7 @@ impl History {
         let hash = content.hash()?;
         let mut log = self.log.lock();
         let last = log.last_of(path);
-        let object = self.store_object(content, hash, link_from)?;
+        let object: Arc<str> = self.store_object(content, hash, link_from)?.into();
         let collapse = self.settings.collapse.as_secs() as i64;
         let (window, first, drop) = match last.map(|i| (i, &log.versions[i])) {
             // The same content again: already kept (a delete is still
@@ -647,7 +706,7 @@ impl History {
         log.recount();
         while log.total > self.settings.max_bytes && log.remove(0).is_some() {}
         let dropped = before - log.versions.len();
-        let live: HashSet<&str> = log.versions.iter().map(|v| v.object.as_str()).collect();
+        let live: HashSet<&str> = log.versions.iter().map(|v| &*v.object).collect();
         for entry in fs::read_dir(self.dir.join(OBJECTS_DIR))? {
             let entry = entry?;
             let name = entry.file_name();
@@ -891,7 +950,7 @@ fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
                         why,
                         at,
                         size,
-                        object,
+                        object: object.into(),
                         window,
                         first,
                     }),
@@ -988,6 +1047,41 @@ fn write_object_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Removing a path's newest version while an older one stays makes the
+    /// older one its newest (no keep does this today; the log allows it).
+    #[test]
+    fn an_older_version_becomes_the_newest_when_the_newest_goes() {
+        let version = |n: u64, path: &str, object: &str| Version {
+            n,
+            path: StorePath::new(path).unwrap(),
+            id: None,
+            title: None,
+            why: Why::Deleted,
+            at: 0,
+            size: 1,
+            object: object.into(),
+            window: 0,
+            first: true,
+        };
+        let a = StorePath::new("a.md").unwrap();
+        let mut log = Log::new(
+            vec![
+                version(1, "a.md", "x"),
+                version(2, "b.md", "x"),
+                version(3, "a.md", "y"),
+            ],
+            4,
+        );
+        assert_eq!(log.last_of(&a), Some(2));
+        let (gone, unreferenced) = log.remove(2).unwrap();
+        assert_eq!((gone.n, unreferenced.as_deref()), (3, Some("y")));
+        assert_eq!(log.last_of(&a), Some(0));
+        let (_, unreferenced) = log.remove(0).unwrap();
+        assert_eq!(unreferenced, None, "b.md still refers to x");
+        assert_eq!(log.last_of(&a), None);
+        assert_eq!(log.total, 1);
+    }
     use std::os::unix::fs::MetadataExt;
 
     struct Fixture {
@@ -1361,7 +1455,7 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         on_disk.sort();
-        let mut referred: Vec<String> = versions.iter().map(|v| v.object.clone()).collect();
+        let mut referred: Vec<String> = versions.iter().map(|v| v.object.to_string()).collect();
         referred.sort();
         referred.dedup();
         prop_assert_eq!(&on_disk, &referred);
@@ -1371,6 +1465,25 @@ mod tests {
             .sum();
         prop_assert!(total <= h.settings().max_bytes);
         prop_assert_eq!(total, h.log.lock().total);
+        {
+            // Each path's newest version is found without a scan, and
+            // versions of one content share its name.
+            let log = h.log.lock();
+            for v in &log.versions {
+                let scanned = log.versions.iter().rposition(|w| w.path == v.path);
+                prop_assert_eq!(log.last_of(&v.path), scanned);
+                let (name, _) = log.objects.get_key_value(&v.object).unwrap();
+                prop_assert!(Arc::ptr_eq(name, &v.object));
+            }
+            prop_assert_eq!(
+                log.newest.len(),
+                versions
+                    .iter()
+                    .map(|v| &v.path)
+                    .collect::<HashSet<_>>()
+                    .len()
+            );
+        }
         for pair in versions.windows(2) {
             prop_assert!(pair[0].n < pair[1].n);
         }
@@ -1564,7 +1677,7 @@ mod tests {
         assert_eq!(versions.len(), 3);
         assert_eq!(versions[0].object, versions[1].object);
         assert_eq!(
-            versions[0].object,
+            *versions[0].object,
             format!("{:016x}-{}", fnv1a64(&big), big.len())
         );
         assert!(h.read(&versions[1]).unwrap() == big);
