@@ -202,12 +202,9 @@ impl Session {
             .clone()
             .unwrap_or_else(|| super::default_state_dir(&found.store));
         if let CatchUp::AtMost(_) = catch_up
-            && let Ok(index) = Index::open_read_only(&state_dir)
+            && let Ok(store) = Store::open(&found.store).map(Arc::new)
+            && let Ok(index) = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
         {
-            let store = Arc::new(
-                Store::open(&found.store)
-                    .with_context(|| format!("cannot open store {}", found.store.display()))?,
-            );
             let ops = Operations::new(
                 store,
                 index.clone(),

@@ -271,7 +271,7 @@ fn directory(what: &str, path: &Path, when_missing: &str) -> Vec<Finding> {
 }
 
 fn index(state_dir: &Path) -> Finding {
-    match Index::open_read_only(state_dir) {
+    match Index::open_read_only(state_dir, None) {
         Ok(index) => {
             let documents = index.status().documents;
             index.shutdown();

@@ -19,13 +19,14 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 
 use tantivy::{DateTime, TantivyDocument};
 
 use super::schema::{FLAG_LINT, Fields, KIND_MEMORY, KIND_SKIPPED, KIND_TEXT};
 use crate::memory::{self, Memory, parse_timestamp};
-use crate::store::StorePath;
+use crate::store::{Store, StorePath};
 
 /// How much of a file is read and indexed.
 pub(crate) const MAX_INDEXED_BYTES: u64 = 8 * 1024 * 1024;
@@ -167,6 +168,34 @@ fn clip(bytes: &[u8]) -> &[u8] {
         Err(e) if e.error_len().is_none() => &clipped[..e.valid_up_to()],
         _ => clipped,
     }
+}
+
+/// Reads at most [`MAX_INDEXED_BYTES`] of a file.
+pub(crate) fn read_clipped(store: &Store, path: &StorePath) -> io::Result<Vec<u8>> {
+    let file = store.open_file(path, libc::O_RDONLY | libc::O_NONBLOCK, 0)?;
+    // Sized from the start, so a note is read in one call, not in doubling
+    // pieces.
+    let size = crate::store::fstat(&file).map_or(0, |st| st.size);
+    let mut bytes = Vec::with_capacity(size.min(MAX_INDEXED_BYTES) as usize + 1);
+    file.take(MAX_INDEXED_BYTES).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The text [`build`] indexes as the body of the file at `path`, read
+/// again from the store (the index does not keep it): for a memory, what
+/// follows its frontmatter. `None` when the file is gone, unreadable or
+/// binary.
+pub(crate) fn body_of(store: &Store, path: &StorePath) -> Option<String> {
+    let bytes = read_clipped(store, path).ok()?;
+    let bytes = clip(&bytes);
+    if memory::is_probably_binary(bytes) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    if !is_markdown(path) {
+        return Some(text.into_owned());
+    }
+    Some(memory::body_of(&text).to_owned())
 }
 
 fn date(secs: i64) -> DateTime {

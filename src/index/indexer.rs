@@ -22,7 +22,7 @@
 //!   silently missing changes.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{self, Read};
+use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -34,9 +34,7 @@ use tantivy::indexer::UserOperation;
 use tantivy::schema::Term;
 use tantivy::{IndexWriter, TantivyDocument};
 
-use super::document::{
-    self, FileState, MAX_INDEXED_BYTES, is_ignored, is_ignored_name, path_from_key, path_key,
-};
+use super::document::{self, FileState, is_ignored, is_ignored_name, path_from_key, path_key};
 use super::ids::Identity;
 use super::schema::names;
 use super::{Core, IndexError, WRITER_MEMORY};
@@ -475,7 +473,7 @@ impl Indexer {
         let store = &*self.store;
         par_map(files, io_threads(), |(path, state)| {
             let key = path_key(path).to_vec();
-            match read_clipped(store, path) {
+            match document::read_clipped(store, path) {
                 Ok(bytes) => {
                     let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         document::build(fields, path, *state, &bytes)
@@ -884,17 +882,6 @@ fn is_skipped(fields: &super::schema::Fields, doc: &TantivyDocument) -> bool {
     doc.get_first(fields.kind)
         .and_then(|v| v.as_str())
         .is_some_and(|k| k == super::schema::KIND_SKIPPED)
-}
-
-/// Reads at most [`MAX_INDEXED_BYTES`] of a file.
-fn read_clipped(store: &Store, path: &StorePath) -> io::Result<Vec<u8>> {
-    let file = store.open_file(path, libc::O_RDONLY, 0)?;
-    // Sized from the start, so a note is read in one call, not in doubling
-    // pieces.
-    let size = crate::store::fstat(&file).map_or(0, |st| st.size);
-    let mut bytes = Vec::with_capacity(size.min(MAX_INDEXED_BYTES) as usize + 1);
-    file.take(MAX_INDEXED_BYTES).read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 fn unix_ms() -> i64 {

@@ -162,6 +162,9 @@ struct Core {
     writable: bool,
     /// Ids of memories without one in their frontmatter.
     ids: ids::IdTable,
+    /// Where hits' snippets are read from; none for a handle that only
+    /// counts (doctor).
+    store: Option<Arc<Store>>,
 }
 
 impl Core {
@@ -372,8 +375,12 @@ impl Index {
     }
 
     /// Read-only access to an index that a daemon owns: no writer, and the
-    /// reader follows the daemon's commits on its own.
-    pub fn open_read_only(state_dir: &Path) -> Result<Index, IndexError> {
+    /// reader follows the daemon's commits on its own. Hits have snippets
+    /// only with the `store`.
+    pub fn open_read_only(
+        state_dir: &Path,
+        store: Option<Arc<Store>>,
+    ) -> Result<Index, IndexError> {
         let dir = index_dir(state_dir);
         if !dir.join("meta.json").exists() {
             return Err(IndexError::Missing(dir));
@@ -397,6 +404,7 @@ impl Index {
             last_commit: AtomicI64::new(0),
             writable: false,
             ids: ids::IdTable::snapshot(state_dir),
+            store,
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -435,6 +443,7 @@ impl Index {
             last_commit: AtomicI64::new(0),
             writable: true,
             ids,
+            store: Some(Arc::clone(&store)),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);

@@ -521,11 +521,15 @@ impl Index {
                 .get_first(f.id)
                 .and_then(|v| v.as_str())
                 .map(str::to_owned);
-            let body = doc
-                .get_first(f.body)
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .trim();
+            // Cut from the file as it is now: the index keeps no copy.
+            let body = self
+                .inner
+                .core
+                .store
+                .as_deref()
+                .and_then(|store| super::document::body_of(store, &path))
+                .unwrap_or_default();
+            let body = body.trim();
             let fragment = snippets.best(body, SNIPPET_CHARS);
             let snippet = if fragment.trim().is_empty() {
                 one_line(body, SNIPPET_CHARS)

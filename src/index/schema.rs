@@ -31,7 +31,7 @@ use tantivy::schema::{
 use super::tokenizer::{KEYWORD_TOKENIZER, TEXT_TOKENIZER};
 
 /// Version of the schema and of the way documents are built from files.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// `kind` of a markdown memory.
 pub(crate) const KIND_MEMORY: &str = "memory";
@@ -140,7 +140,9 @@ pub(crate) fn build() -> (Schema, Fields) {
         ),
         kind: b.add_text_field(KIND, keyword(false)),
         title: b.add_text_field(TITLE, text(true)),
-        body: b.add_text_field(BODY, text(true)),
+        // Not stored: a hit's snippet is cut from its file, so the index
+        // does not hold a second copy of every note.
+        body: b.add_text_field(BODY, text(false)),
         tag: b.add_text_field(TAG, keyword_with(false, IndexRecordOption::WithFreqs)),
         category: b.add_text_field(CATEGORY, keyword(false)),
         kind_type: b.add_text_field(TYPE, keyword(false)),

@@ -594,8 +594,10 @@ fn reconcile_picks_up_offline_changes() {
             Err(IndexError::Locked(_))
         ));
         // A read-only reader sees the owner's commits.
-        let ro = Index::open_read_only(state.path()).unwrap();
-        assert_eq!(ro.search("kiwi", 5).unwrap().len(), 1);
+        let ro = Index::open_read_only(state.path(), Some(Arc::clone(&store))).unwrap();
+        let hits = ro.search("kiwi", 5).unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].snippet, "unchanged kiwi", "cut from the file");
         assert!(matches!(ro.rebuild(), Err(IndexError::ReadOnly)));
         index.shutdown();
     }
@@ -1235,4 +1237,40 @@ fn a_folder_of_more_notes_than_one_read_chunk_is_indexed_whole() {
         .collect();
     assert_eq!(found.len(), n);
     assert!(found.contains(&sp(&format!("big/{:04}.md", n - 1))));
+}
+
+#[test]
+fn snippets_are_cut_from_the_file_as_it_is_now() {
+    let fx = Fixture::new();
+    fx.write(
+        "notes/heron.md",
+        "---\nid: heron-1\ntags: [birds]\n---\n\n# Heron\n\nthe grey heron waits by the pond\n",
+    );
+    assert!(fx.index.wait_committed(WAIT));
+    let hits = fx.index.search("heron pond", 5).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(hits[0].snippet.contains("pond"), "{:?}", hits[0].snippet);
+    assert!(
+        !hits[0].snippet.contains("heron-1") && !hits[0].snippet.contains("---"),
+        "the frontmatter is not body: {:?}",
+        hits[0].snippet
+    );
+    // Gone behind the index's back: still a hit until the index hears of
+    // it, with nothing to cut a snippet from.
+    std::fs::remove_file(fx.abs("notes/heron.md")).unwrap();
+    let hits = fx.index.search("heron pond", 5).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].snippet, "");
+}
+
+proptest! {
+    /// The body a snippet is cut from is the body the index was built
+    /// with, found without parsing the frontmatter.
+    #[test]
+    fn the_body_without_a_parse_is_the_parsed_body(
+        text in "(\u{feff})?(---\r?\n)?([a-z: \\[\\]]{0,12}\r?\n){0,4}(---|\\.\\.\\.)?\r?\n?[a-z #\n-]{0,40}"
+    ) {
+        let parsed = memory::parse("stem", &text);
+        prop_assert_eq!(memory::body_of(&text), parsed.body(&text));
+    }
 }

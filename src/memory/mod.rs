@@ -135,6 +135,16 @@ impl fmt::Display for LintIssue {
     }
 }
 
+/// The body of a memory's `text`: what follows its frontmatter (the
+/// [`Memory::body`] that [`parse`] finds, without parsing the rest).
+pub fn body_of(text: &str) -> &str {
+    let start = match frontmatter::locate(text) {
+        Located::Absent { body_start } | Located::Unclosed { body_start } => body_start,
+        Located::Found(block) => block.span.end,
+    };
+    text.get(start..).unwrap_or_default()
+}
+
 /// Parses a memory file. `stem` is the file name without `.md`, used as
 /// the title of last resort.
 pub fn parse(stem: &str, text: &str) -> Memory {
