@@ -1657,6 +1657,11 @@ fn a_search_request_answers_hits_and_how_its_query_was_read() {
         "notes/quokka.md",
         "# Quokka\n\nA quokka smiled at the camera.\n",
     );
+    // Written behind the index's back: the start-up reconcile may have
+    // walked the store before the file was there, so it is told, as a
+    // daemon's store watcher would tell it.
+    f.index
+        .notify_paths(&[StorePath::new("notes/quokka.md").expect("path")]);
     f.settle();
     let search = |query: &str| match f
         .ops
