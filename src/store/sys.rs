@@ -409,7 +409,7 @@ pub(crate) fn renameat2(
 pub(crate) fn readlinkat(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
-        // SAFETY: valid fd, NUL-terminated name, and a buffer of buf.len() bytes.
+        // SAFETY: valid fd, NUL-terminated name, and a buffer of len bytes (or null).
         let n = cvt_size(unsafe {
             libc::readlinkat(
                 dir.as_raw_fd(),
@@ -532,29 +532,16 @@ fn is_symlink(fd: BorrowedFd<'_>) -> io::Result<bool> {
     Ok(fstat(fd)?.kind == FileKind::Symlink)
 }
 
-/// getxattr on the object behind an `O_PATH` descriptor. Linux allows no
-#[cfg(target_os = "linux")]
-/// `user.*` attributes on symlinks, so they simply have none.
-pub(crate) fn get_xattr(fd: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
-    if is_symlink(fd)? {
-        return Err(io::Error::from_raw_os_error(libc::ENODATA));
-    }
-    let path = proc_fd_path(fd);
+/// The bytes a get- or list-xattr `call` (buffer, its length) answers:
+/// asked for the size with a null buffer first, then into a buffer of that
+/// size, again if the value grew in between (ERANGE).
+fn sized_xattr(
+    mut call: impl FnMut(*mut libc::c_void, usize) -> libc::ssize_t,
+) -> io::Result<Vec<u8>> {
     loop {
-        // SAFETY: NUL-terminated strings; a null buffer asks for the size.
-        let size = cvt_size(unsafe {
-            libc::getxattr(path.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0)
-        })?;
+        let size = cvt_size(call(std::ptr::null_mut(), 0))?;
         let mut buf = vec![0u8; size];
-        // SAFETY: buffer of buf.len() bytes.
-        match cvt_size(unsafe {
-            libc::getxattr(
-                path.as_ptr(),
-                name.as_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-            )
-        }) {
+        match cvt_size(call(buf.as_mut_ptr().cast(), buf.len())) {
             Ok(n) => {
                 buf.truncate(n);
                 return Ok(buf);
@@ -563,6 +550,18 @@ pub(crate) fn get_xattr(fd: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> 
             Err(e) => return Err(e),
         }
     }
+}
+
+/// getxattr on the object behind an `O_PATH` descriptor. Linux allows no
+/// `user.*` attributes on symlinks, so they simply have none.
+#[cfg(target_os = "linux")]
+pub(crate) fn get_xattr(fd: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
+    if is_symlink(fd)? {
+        return Err(io::Error::from_raw_os_error(libc::ENODATA));
+    }
+    let path = proc_fd_path(fd);
+    // SAFETY: NUL-terminated strings and a buffer of len bytes (or null).
+    sized_xattr(|buf, len| unsafe { libc::getxattr(path.as_ptr(), name.as_ptr(), buf, len) })
 }
 
 /// setxattr on the object behind an `O_PATH` descriptor.
@@ -597,22 +596,8 @@ pub(crate) fn list_xattr(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
         return Ok(Vec::new());
     }
     let path = proc_fd_path(fd);
-    loop {
-        // SAFETY: NUL-terminated path; a null buffer asks for the size.
-        let size = cvt_size(unsafe { libc::listxattr(path.as_ptr(), std::ptr::null_mut(), 0) })?;
-        let mut buf = vec![0u8; size];
-        // SAFETY: buffer of buf.len() bytes.
-        match cvt_size(unsafe {
-            libc::listxattr(path.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
-        }) {
-            Ok(n) => {
-                buf.truncate(n);
-                return Ok(buf);
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ERANGE) => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    // SAFETY: a NUL-terminated path and a buffer of len bytes (or null).
+    sized_xattr(|buf, len| unsafe { libc::listxattr(path.as_ptr(), buf.cast(), len) })
 }
 
 /// removexattr on the object behind an `O_PATH` descriptor.
@@ -634,31 +619,10 @@ pub(crate) fn get_xattr(fd: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> 
     if is_symlink(fd)? {
         return Err(io::Error::from_raw_os_error(libc::ENOATTR));
     }
-    loop {
-        // SAFETY: valid fd and name; a null buffer asks for the size.
-        let size = cvt_size(unsafe {
-            libc::fgetxattr(fd.as_raw_fd(), name.as_ptr(), std::ptr::null_mut(), 0, 0, 0)
-        })?;
-        let mut buf = vec![0u8; size];
-        // SAFETY: buffer of buf.len() bytes.
-        match cvt_size(unsafe {
-            libc::fgetxattr(
-                fd.as_raw_fd(),
-                name.as_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                0,
-                0,
-            )
-        }) {
-            Ok(n) => {
-                buf.truncate(n);
-                return Ok(buf);
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ERANGE) => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    // SAFETY: a valid fd, a NUL-terminated name and a buffer of len bytes (or null).
+    sized_xattr(|buf, len| unsafe {
+        libc::fgetxattr(fd.as_raw_fd(), name.as_ptr(), buf, len, 0, 0)
+    })
 }
 
 /// setxattr on the object behind a handle (macOS: the descriptor itself).
@@ -692,23 +656,8 @@ pub(crate) fn list_xattr(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
     if is_symlink(fd)? {
         return Ok(Vec::new());
     }
-    loop {
-        // SAFETY: valid fd; a null buffer asks for the size.
-        let size =
-            cvt_size(unsafe { libc::flistxattr(fd.as_raw_fd(), std::ptr::null_mut(), 0, 0) })?;
-        let mut buf = vec![0u8; size];
-        // SAFETY: buffer of buf.len() bytes.
-        match cvt_size(unsafe {
-            libc::flistxattr(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0)
-        }) {
-            Ok(n) => {
-                buf.truncate(n);
-                return Ok(buf);
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ERANGE) => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    // SAFETY: a valid fd and a buffer of len bytes (or null).
+    sized_xattr(|buf, len| unsafe { libc::flistxattr(fd.as_raw_fd(), buf.cast(), len, 0) })
 }
 
 /// removexattr on the object behind a handle (macOS: the descriptor itself).
