@@ -310,29 +310,12 @@ fn parse_events(mut buf: &[u8]) -> Vec<RawEvent<'_>> {
 mod tests {
     use super::*;
     use std::fs;
-    use std::time::Instant;
 
-    fn watcher() -> (tempfile::TempDir, StoreWatcher) {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir_all(dir.path().join("a/b")).unwrap();
-        let store = Arc::new(Store::open(dir.path()).unwrap());
-        let w = StoreWatcher::start(store).unwrap();
-        (dir, w)
-    }
+    use crate::store::watch::testing::watcher;
 
     /// Collects batches until `want` has been reported or two seconds pass.
     fn collect_until(w: &mut StoreWatcher, want: &str) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let mut seen = Vec::new();
-        while Instant::now() < deadline {
-            for p in w.next_batch(Duration::from_millis(50)).unwrap() {
-                seen.push(p.as_path().to_string_lossy().into_owned());
-            }
-            if seen.iter().any(|s| s == want) {
-                break;
-            }
-        }
-        seen
+        crate::store::watch::testing::collect_until(w, want, Duration::from_secs(2))
     }
 
     #[test]

@@ -31,3 +31,38 @@ const GATHER: Duration = Duration::from_millis(3);
 
 /// While changes keep coming, how often the queue is drained.
 const BURST_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What both backends' tests start from.
+#[cfg(test)]
+mod testing {
+    use std::fs;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::StoreWatcher;
+    use crate::store::Store;
+
+    /// A watcher on a fresh store holding the folders `a/b`.
+    pub(super) fn watcher() -> (tempfile::TempDir, StoreWatcher) {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let w = StoreWatcher::start(store).unwrap();
+        (dir, w)
+    }
+
+    /// Collects batches until `want` has been reported or `within` passes.
+    pub(super) fn collect_until(w: &mut StoreWatcher, want: &str, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut seen = Vec::new();
+        while Instant::now() < deadline {
+            for p in w.next_batch(Duration::from_millis(50)).unwrap() {
+                seen.push(p.as_path().to_string_lossy().into_owned());
+            }
+            if seen.iter().any(|s| s == want) {
+                break;
+            }
+        }
+        seen
+    }
+}
