@@ -13,7 +13,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -87,49 +87,15 @@ fn is_fuse_statfs(st: &libc::statfs) -> bool {
     name.starts_with(b"macfuse") || name.starts_with(b"osxfuse")
 }
 
-/// `renameat2` on two paths; `flags` are the store's
-/// ([`RENAME_NOREPLACE`](crate::store::RENAME_NOREPLACE),
+/// `renameat2` on two paths (`renameatx_np` on macOS); `flags` are the
+/// store's ([`RENAME_NOREPLACE`](crate::store::RENAME_NOREPLACE),
 /// [`RENAME_EXCHANGE`](crate::store::RENAME_EXCHANGE)).
-#[cfg(target_os = "linux")]
 pub(super) fn rename(from: &Path, to: &Path, flags: u32) -> io::Result<()> {
     let (from, to) = (c_path(from)?, c_path(to)?);
-    // SAFETY: NUL-terminated paths; AT_FDCWD resolves them as given.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            flags,
-        )
-    };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// `renameatx_np` on two paths; `flags` are the store's
-/// ([`RENAME_NOREPLACE`](crate::store::RENAME_NOREPLACE) is `RENAME_EXCL`,
-/// [`RENAME_EXCHANGE`](crate::store::RENAME_EXCHANGE) is `RENAME_SWAP`).
-#[cfg(target_os = "macos")]
-pub(super) fn rename(from: &Path, to: &Path, flags: u32) -> io::Result<()> {
-    let (from, to) = (c_path(from)?, c_path(to)?);
-    // SAFETY: NUL-terminated paths; AT_FDCWD resolves them as given.
-    let ret = unsafe {
-        libc::renameatx_np(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            flags,
-        )
-    };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    // SAFETY: AT_FDCWD is not -1, and names the current directory for the
+    // whole call.
+    let cwd = unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) };
+    crate::store::renameat2(cwd, &from, cwd, &to, flags)
 }
 
 /// The process's umask, from /proc (reading it with umask(2) would change
