@@ -118,6 +118,16 @@ pub(crate) enum Located<'a> {
     Found(Block<'a>),
 }
 
+impl Located<'_> {
+    /// Where the body starts: after the block, else after any BOM.
+    pub(crate) fn body_start(&self) -> usize {
+        match self {
+            Located::Absent { body_start } | Located::Unclosed { body_start } => *body_start,
+            Located::Found(block) => block.span.end,
+        }
+    }
+}
+
 fn is_delimiter(line: &str, marks: &[&str]) -> bool {
     let t = line.trim_end_matches(['\n', '\r', ' ', '\t']);
     marks.contains(&t)

@@ -138,11 +138,8 @@ impl fmt::Display for LintIssue {
 /// The body of a memory's `text`: what follows its frontmatter (the
 /// [`Memory::body`] that [`parse`] finds, without parsing the rest).
 pub fn body_of(text: &str) -> &str {
-    let start = match frontmatter::locate(text) {
-        Located::Absent { body_start } | Located::Unclosed { body_start } => body_start,
-        Located::Found(block) => block.span.end,
-    };
-    text.get(start..).unwrap_or_default()
+    text.get(frontmatter::locate(text).body_start()..)
+        .unwrap_or_default()
 }
 
 /// Parses a memory file. `stem` is the file name without `.md`, used as
@@ -235,11 +232,11 @@ pub fn id_and_title(stem: &str, bytes: &[u8]) -> Option<(Option<String>, String)
         return None;
     }
     let text = String::from_utf8_lossy(bytes);
-    let (frontmatter, body_offset) = match frontmatter::locate(&text) {
-        Located::Absent { body_start } | Located::Unclosed { body_start } => {
-            (Frontmatter::default(), body_start)
-        }
-        Located::Found(block) => (frontmatter::decode(&block, &mut Vec::new()), block.span.end),
+    let located = frontmatter::locate(&text);
+    let body_offset = located.body_start();
+    let frontmatter = match located {
+        Located::Found(block) => frontmatter::decode(&block, &mut Vec::new()),
+        _ => Frontmatter::default(),
     };
     let has_title = frontmatter
         .title
