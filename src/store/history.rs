@@ -251,6 +251,22 @@ fn position(versions: &VecDeque<Version>, n: u64) -> Option<usize> {
     versions.binary_search_by_key(&n, |v| v.n).ok()
 }
 
+/// Whether an entry of [`Log::newest`] numbers a version of `path`.
+fn numbers_version_of<'a>(
+    versions: &'a VecDeque<Version>,
+    path: &'a StorePath,
+) -> impl Fn(&u64) -> bool + 'a {
+    move |&n| position(versions, n).is_some_and(|i| versions[i].path == *path)
+}
+
+/// The hash of an entry of [`Log::newest`]: its version's path's.
+fn path_hash<'a>(
+    versions: &'a VecDeque<Version>,
+    hasher: &'a hashbrown::DefaultHashBuilder,
+) -> impl Fn(&u64) -> u64 + 'a {
+    move |&n| position(versions, n).map_or(0, |i| hasher.hash_one(&versions[i].path))
+}
+
 impl Log {
     fn new(versions: Vec<Version>, next: u64) -> Log {
         let mut log = Log {
@@ -299,45 +315,28 @@ impl Log {
         }
         entry.1 += 1;
         let n = version.n;
-        let path = version.path.clone();
-        match self.find_newest(&path) {
-            Some(slot) => *slot = n,
-            None => self.insert_newest(n),
-        }
-    }
-
-    fn hash(&self, path: &StorePath) -> u64 {
-        self.hasher.hash_one(path)
-    }
-
-    /// The slot in `newest` of `path`'s newest version.
-    fn find_newest(&mut self, path: &StorePath) -> Option<&mut u64> {
-        let hash = self.hash(path);
-        let versions = &self.versions;
-        self.newest.find_mut(hash, |&n| {
-            position(versions, n).is_some_and(|i| versions[i].path == *path)
-        })
-    }
-
-    /// Records version `n` (in `versions`) as its path's newest.
-    fn insert_newest(&mut self, n: u64) {
-        let Some(i) = position(&self.versions, n) else {
-            return;
-        };
-        let hash = self.hash(&self.versions[i].path);
         let (versions, hasher) = (&self.versions, &self.hasher);
-        self.newest.insert_unique(hash, n, |&n| {
-            position(versions, n).map_or(0, |i| hasher.hash_one(&versions[i].path))
-        });
+        let path = &versions[i].path;
+        let hash = hasher.hash_one(path);
+        match self
+            .newest
+            .find_mut(hash, numbers_version_of(versions, path))
+        {
+            Some(slot) => *slot = n,
+            None => {
+                self.newest
+                    .insert_unique(hash, n, path_hash(versions, hasher));
+            }
+        }
     }
 
     /// Where the last version of `path` is in `versions`.
     fn last_of(&self, path: &StorePath) -> Option<usize> {
-        let versions = &self.versions;
-        let n = *self.newest.find(self.hash(path), |&n| {
-            position(versions, n).is_some_and(|i| versions[i].path == *path)
-        })?;
-        position(versions, n)
+        let hash = self.hasher.hash_one(path);
+        let n = *self
+            .newest
+            .find(hash, numbers_version_of(&self.versions, path))?;
+        position(&self.versions, n)
     }
 
     /// Drops the `i`th version; returns it, and its object's name if no
@@ -345,7 +344,7 @@ impl Log {
     fn remove(&mut self, i: usize) -> Option<(Version, Option<Arc<str>>)> {
         let (n, hash) = {
             let version = self.versions.get(i)?;
-            (version.n, self.hash(&version.path))
+            (version.n, self.hasher.hash_one(&version.path))
         };
         if let Ok(slot) = self.newest.find_entry(hash, |&m| m == n) {
             slot.remove();
@@ -354,8 +353,8 @@ impl Log {
             // path, so this scan is rare.
             let path = &self.versions[i].path;
             if let Some(older) = self.versions.range(..i).rev().find(|v| v.path == *path) {
-                let older = older.n;
-                self.insert_newest(older);
+                self.newest
+                    .insert_unique(hash, older.n, path_hash(&self.versions, &self.hasher));
             }
         }
         let version = self.versions.remove(i)?;
