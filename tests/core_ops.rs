@@ -197,6 +197,90 @@ fn an_unlinked_open_file_stays_readable() {
     );
 }
 
+/// The kernel creates a name it believes free, but a file made behind the
+/// mount holds it: the file is kept in the history before it is
+/// truncated, and a name that really is free is created without a trace.
+#[test]
+fn creating_over_a_file_made_behind_the_mount_keeps_it() {
+    use mnemofs::store::StorePath;
+    use mnemofs::store::history::{History, HistorySettings, Why};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = tempfile::tempdir().expect("state");
+    let store = Arc::new(Store::open(dir.path()).expect("store"));
+    let history =
+        Arc::new(History::open(state.path(), HistorySettings::default()).expect("history"));
+    let fs = StoreFs::new(store, FsOptions::default())
+        .expect("fs")
+        .with_history(Arc::clone(&history));
+    std::fs::create_dir(dir.path().join("notes")).expect("folder");
+    let notes = fs
+        .lookup(ROOT_INO, OsStr::new("notes"))
+        .expect("lookup")
+        .ino;
+    std::fs::write(dir.path().join("notes/a.md"), "behind the mount\n").expect("write");
+    let create = |name: &str| {
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        let (_, opened) = fs
+            .create(notes, OsStr::new(name), 0o644, flags, ME)
+            .expect("create");
+        fs.write(opened.fh, 0, b"new\n").expect("write");
+        fs.release(opened.fh).expect("release");
+    };
+
+    create("a.md");
+    create("b.md");
+
+    let read = |name: &str| std::fs::read(dir.path().join("notes").join(name)).expect("read");
+    assert_eq!(read("a.md"), b"new\n");
+    assert_eq!(read("b.md"), b"new\n");
+    let kept = history.versions_of(Some(&StorePath::new("notes/a.md").expect("path")), None);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].why, Why::Truncated);
+    assert_eq!(
+        history.read(&kept[0]).expect("version"),
+        b"behind the mount\n"
+    );
+    assert!(
+        history
+            .versions_of(Some(&StorePath::new("notes/b.md").expect("path")), None)
+            .is_empty()
+    );
+}
+
+/// Lookups below the top of the store: a missing name, a file, a folder
+/// and a symlink (never followed) each answer as `lstat` would.
+#[test]
+fn lookups_in_folders_answer_as_lstat() {
+    use std::os::unix::fs::MetadataExt;
+
+    let (dir, fs) = setup(1 << 20);
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("a/b")).expect("folders");
+    std::fs::write(root.join("a/b/note.md"), "note").expect("write");
+    std::os::unix::fs::symlink("../../../outside", root.join("a/b/link")).expect("symlink");
+    let a = fs.lookup(ROOT_INO, OsStr::new("a")).expect("a").ino;
+    let b = fs.lookup(a, OsStr::new("b")).expect("b").ino;
+
+    assert_eq!(
+        fs.lookup(b, OsStr::new("missing")).unwrap_err().errno(),
+        libc::ENOENT
+    );
+    for name in ["note.md", "link"] {
+        let attr = fs.lookup(b, OsStr::new(name)).expect(name).attr;
+        let meta = std::fs::symlink_metadata(root.join("a/b").join(name)).expect("lstat");
+        assert_eq!(u32::from(attr.perm), meta.mode() & 0o7777, "{name}");
+        assert_eq!(
+            attr.kind == fuser::FileType::Symlink,
+            meta.is_symlink(),
+            "{name}"
+        );
+        assert_eq!(attr.size, meta.size(), "{name}");
+    }
+    let folder = fs.lookup(a, OsStr::new("b")).expect("b again").attr;
+    assert_eq!(folder.kind, fuser::FileType::Directory);
+}
+
 /// Requests inside a folder, by the folder's inode, while another thread
 /// renames the folder back and forth: each finds its files where the
 /// folder is now, and none fails for a path the rename made stale.

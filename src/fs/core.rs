@@ -1243,12 +1243,21 @@ impl StoreFs {
         }
         let names = self.names.read();
         let path = self.child_path(parent, name)?;
-        if flags & (libc::O_TRUNC | libc::O_EXCL) == libc::O_TRUNC {
-            // The kernel asks to create a name it believes free; one made
-            // behind the mount may be there after all.
-            self.keep_previous(&path, Why::Truncated, Keep::Copy);
-        }
-        let file = self.store.open_file(&path, flags, mode & 0o7777)?;
+        let mode = mode & 0o7777;
+        let file = if flags & (libc::O_TRUNC | libc::O_EXCL) == libc::O_TRUNC {
+            // The kernel asks to create a name it believes free, so that is
+            // tried first; one made behind the mount may be there after
+            // all, and is kept before it is truncated.
+            match self.store.open_file(&path, flags | libc::O_EXCL, mode) {
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    self.keep_previous(&path, Why::Truncated, Keep::Copy);
+                    self.store.open_file(&path, flags, mode)?
+                }
+                opened => opened?,
+            }
+        } else {
+            self.store.open_file(&path, flags, mode)?
+        };
         drop(names);
         let st = crate::store::fstat(&file)?;
         let ino = self.remember(parent, name, &st, true);

@@ -205,6 +205,13 @@ impl Store {
         if path.is_root() {
             return sys::fstat(self.root.as_fd());
         }
+        // Below the top, one openat2 of the whole path: a missing name
+        // (the lookup before every create) is then one call, not three.
+        if path.parent().is_some_and(|parent| !parent.is_root())
+            && let Some(opened) = self.open_beneath(path, sys::OBJECT_HANDLE | libc::O_CLOEXEC, 0)
+        {
+            return sys::fstat(opened?.as_fd());
+        }
         let (dir, name) = self.parent_and_name(path)?;
         sys::fstatat_nofollow(dir.as_fd(), &name)
     }
