@@ -17,17 +17,24 @@
 //! attached node holds only inode numbers, hashed by the name their node
 //! carries, so a large tree costs one name per inode and a lookup by name
 //! allocates nothing.
+//!
+//! Nodes are boxed: a hash table doubles, so at times half its slots are
+//! empty, and an empty slot then costs a pointer instead of a whole node.
+//! After a mass removal both tables shrink back (see [`InodeTable::collect`]).
 
-use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
+use hashbrown::{HashMap, HashTable};
 
 use crate::store::{FileKind, StorePath, TimeSpec};
 
 /// The root directory's inode number.
 pub(crate) const ROOT: u64 = 1;
+
+/// Tables holding fewer nodes than this never shrink: small ones cost
+/// little, and would otherwise shrink and grow again with every few files.
+const MIN_SHRINK: usize = 4096;
 
 /// What the daemon knows about one inode.
 #[derive(Debug)]
@@ -51,7 +58,7 @@ pub(crate) struct Node {
 /// All known inodes. Callers wrap it in one lock; no method does I/O.
 #[derive(Debug)]
 pub(crate) struct InodeTable {
-    nodes: HashMap<u64, Node>,
+    nodes: HashMap<u64, Box<Node>>,
     /// The attached nodes other than the root, by their parent and name.
     by_name: HashTable<u64>,
     hasher: hashbrown::DefaultHashBuilder,
@@ -59,11 +66,24 @@ pub(crate) struct InodeTable {
 }
 
 /// Whether an entry of `by_name` is the binding of `name` in `parent`.
-fn names(nodes: &HashMap<u64, Node>, parent: u64, name: &OsStr) -> impl Fn(&u64) -> bool {
+fn names(nodes: &HashMap<u64, Box<Node>>, parent: u64, name: &OsStr) -> impl Fn(&u64) -> bool {
     move |ino| {
         nodes
             .get(ino)
             .is_some_and(|node| node.parent == parent && *node.name == *name)
+    }
+}
+
+/// The hash of an entry of `by_name`, from the name its node carries, for
+/// moving entries when the table grows or shrinks.
+fn rehash<'a>(
+    nodes: &'a HashMap<u64, Box<Node>>,
+    hasher: &'a hashbrown::DefaultHashBuilder,
+) -> impl Fn(&u64) -> u64 + 'a {
+    move |ino| {
+        nodes
+            .get(ino)
+            .map_or(0, |node| hasher.hash_one((node.parent, &*node.name)))
     }
 }
 
@@ -72,7 +92,7 @@ impl InodeTable {
         let mut nodes = HashMap::new();
         nodes.insert(
             ROOT,
-            Node {
+            Box::new(Node {
                 parent: ROOT,
                 name: OsStr::new("").into(),
                 lookups: 1,
@@ -84,7 +104,7 @@ impl InodeTable {
                 backing_ino: root_backing_ino,
                 kind: FileKind::Directory,
                 cached_version: None,
-            },
+            }),
         );
         InodeTable {
             nodes,
@@ -101,12 +121,8 @@ impl InodeTable {
     /// Binds `name` in `parent` to `ino`, whose node already carries them.
     fn bind(&mut self, parent: u64, name: &OsStr, ino: u64) {
         let hash = self.hash(parent, name);
-        let (nodes, hasher) = (&self.nodes, &self.hasher);
-        self.by_name.insert_unique(hash, ino, |ino| {
-            nodes
-                .get(ino)
-                .map_or(0, |node| hasher.hash_one((node.parent, &*node.name)))
-        });
+        let rehash = rehash(&self.nodes, &self.hasher);
+        self.by_name.insert_unique(hash, ino, rehash);
     }
 
     /// Removes the binding of `name` in `parent`; returns its node.
@@ -120,11 +136,11 @@ impl InodeTable {
     }
 
     pub(crate) fn get(&self, ino: u64) -> Option<&Node> {
-        self.nodes.get(&ino)
+        self.nodes.get(&ino).map(|node| &**node)
     }
 
     pub(crate) fn get_mut(&mut self, ino: u64) -> Option<&mut Node> {
-        self.nodes.get_mut(&ino)
+        self.nodes.get_mut(&ino).map(|node| &mut **node)
     }
 
     /// The store path of an attached node.
@@ -182,7 +198,7 @@ impl InodeTable {
         self.next += 1;
         self.nodes.insert(
             ino,
-            Node {
+            Box::new(Node {
                 parent,
                 name: name.into(),
                 lookups: u64::from(count_lookup),
@@ -194,7 +210,7 @@ impl InodeTable {
                 backing_ino,
                 kind,
                 cached_version: None,
-            },
+            }),
         );
         self.bind(parent, name, ino);
         if let Some(p) = self.nodes.get_mut(&parent) {
@@ -338,6 +354,19 @@ impl InodeTable {
         let unreferenced = node.open_handles == 0 && node.children == 0 && node.lookups == 0;
         if ino != ROOT && unreferenced && !node.attached {
             self.nodes.remove(&ino);
+            self.shrink_when_sparse();
+        }
+    }
+
+    /// Gives back the slots of a mass removal: once a table is a quarter
+    /// full, it shrinks to twice what it holds. Each shrink follows as many
+    /// removals as the table then holds, so their cost is spread thin.
+    fn shrink_when_sparse(&mut self) {
+        let len = self.nodes.len();
+        if len >= MIN_SHRINK && self.nodes.capacity() / 4 > len {
+            self.nodes.shrink_to(len * 2);
+            let rehash = rehash(&self.nodes, &self.hasher);
+            self.by_name.shrink_to(len * 2, rehash);
         }
     }
 
@@ -393,6 +422,38 @@ mod tests {
         t.closed(b, false);
         assert!(t.get(b).is_none());
         assert_eq!(t.child(ROOT, OsStr::new("b")), Some(a));
+    }
+
+    #[test]
+    fn tables_shrink_after_a_mass_removal_and_still_find_every_name() {
+        let mut t = InodeTable::new(2);
+        let d = t.remember(ROOT, OsStr::new("d"), 10, FileKind::Directory, true);
+        let name = |i: u64| OsString::from(format!("n{i}"));
+        let inos: Vec<u64> = (0..50_000)
+            .map(|i| t.remember(d, &name(i), 100 + i, FileKind::File, true))
+            .collect();
+        let full = t.nodes.capacity();
+        for (i, ino) in inos.iter().enumerate() {
+            if i % 10 != 0 {
+                t.detach(d, &name(i as u64));
+                t.forget(*ino, 1);
+            }
+        }
+        assert_eq!(t.len(), 2 + 5_000);
+        assert!(
+            t.nodes.capacity() < full / 4,
+            "{} of {full}",
+            t.nodes.capacity()
+        );
+        assert!(t.by_name.capacity() < full / 4);
+        for (i, ino) in inos.iter().enumerate() {
+            let found = t.child(d, &name(i as u64));
+            assert_eq!(found, (i % 10 == 0).then_some(*ino), "n{i}");
+        }
+        assert_eq!(
+            t.path(inos[40_000]).unwrap().as_path(),
+            std::path::Path::new("d/n40000")
+        );
     }
 
     /// One step of [`lookups_by_name_match_a_plain_map`]: names are
