@@ -135,6 +135,7 @@ pub(super) fn spawn(
             let (bulk_tx, bulk_rx) = crossbeam_channel::unbounded();
             let mut indexer = Indexer {
                 last_trim: Instant::now(),
+                last_release: Instant::now(),
                 last_commit: None,
                 mirror: load_mirror(&core),
                 core,
@@ -223,6 +224,8 @@ struct Indexer {
     writer: IndexWriter,
     /// When freed memory was last given back (`malloc_trim`).
     last_trim: Instant,
+    /// When the index's maps were last looked at (see [`Indexer::release_maps`]).
+    last_release: Instant,
     /// When the writer last committed.
     last_commit: Option<Instant>,
     live_rx: Receiver<Live>,
@@ -293,6 +296,7 @@ impl Indexer {
                 return;
             }
             self.step();
+            self.release_maps();
             // Saved a moment after its last change, whether or not a
             // commit follows.
             self.core.ids.flush(false, unix_ms() / 1000);
@@ -341,6 +345,23 @@ impl Indexer {
         {
             crate::alloc::give_back();
             self.last_trim = Instant::now();
+        }
+    }
+
+    /// While the index changes, and for a minute after (merges go on),
+    /// lets go of the pages of its maps every so often once they are
+    /// larger than [`MAPS_BUDGET`]: merges read whole segments, which
+    /// would otherwise stay resident until they are deleted.
+    fn release_maps(&mut self) {
+        let Some(mapped) = &self.core.mapped else {
+            return;
+        };
+        let changing = self
+            .last_commit
+            .is_some_and(|commit| commit.elapsed() < IDLE_TRIM_FOR);
+        if changing && self.last_release.elapsed() >= RELEASE_EVERY {
+            mapped.release(MAPS_BUDGET);
+            self.last_release = Instant::now();
         }
     }
 
@@ -785,6 +806,11 @@ const RACY_NS: i64 = 2_000_000_000;
 const TRIM_EVERY: Duration = Duration::from_secs(10);
 /// How long after the last commit an idle indexer keeps trimming.
 const IDLE_TRIM_FOR: Duration = Duration::from_secs(60);
+/// How often the index's maps are looked at while it changes...
+const RELEASE_EVERY: Duration = Duration::from_millis(500);
+/// ...and how large they may be before their pages are let go: an index
+/// of 100,000 notes, which searches keep touching, is about this size.
+const MAPS_BUDGET: u64 = 64 << 20;
 
 /// The pause after a failed commit before the work is tried again.
 const COMMIT_RETRY: Duration = Duration::from_secs(2);

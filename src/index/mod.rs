@@ -34,6 +34,7 @@
 mod document;
 mod ids;
 mod indexer;
+mod mapped;
 mod query;
 mod ranking;
 mod schema;
@@ -50,7 +51,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tantivy::directory::MmapDirectory;
 use tantivy::directory::error::LockError;
 use tantivy::{IndexReader, ReloadPolicy, TantivyError};
 
@@ -165,6 +165,8 @@ struct Core {
     /// Where hits' snippets are read from; none for a handle that only
     /// counts (doctor).
     store: Option<Arc<Store>>,
+    /// The maps of the index's files; none for an index in RAM.
+    mapped: Option<mapped::Mapped>,
 }
 
 impl Core {
@@ -330,12 +332,15 @@ impl Index {
             error,
         })?;
         let (schema, _) = schema::build();
-        let open = || -> Result<tantivy::Index, TantivyError> {
-            let mmap =
-                MmapDirectory::open(&dir).map_err(|e| TantivyError::SystemError(e.to_string()))?;
-            tantivy::Index::open_or_create(mmap, schema.clone())
+        let open = || -> Result<(tantivy::Index, mapped::Mapped), TantivyError> {
+            let (directory, mapped) = mapped::MappedDirectory::open(&dir)
+                .map_err(|e| TantivyError::SystemError(e.to_string()))?;
+            Ok((
+                tantivy::Index::open_or_create(directory, schema.clone())?,
+                mapped,
+            ))
         };
-        let index = match open() {
+        let (index, mapped) = match open() {
             Ok(index) => index,
             Err(TantivyError::SchemaError(message)) => {
                 // Same version, different schema: only during development.
@@ -353,10 +358,11 @@ impl Index {
             Err(e) => return Err(e.into()),
         };
         let ids = ids::IdTable::open(state_dir);
-        let index = Self::start(index, store, 2, ids, deferred).map_err(|e| match e {
-            IndexError::Tantivy(t) => map_lock(t, &dir),
-            other => other,
-        })?;
+        let index =
+            Self::start(index, Some(mapped), store, 2, ids, deferred).map_err(|e| match e {
+                IndexError::Tantivy(t) => map_lock(t, &dir),
+                other => other,
+            })?;
         remove_old_versions(state_dir);
         Ok(index)
     }
@@ -367,6 +373,7 @@ impl Index {
         let (schema, _) = schema::build();
         Self::start(
             tantivy::Index::create_in_ram(schema),
+            None,
             store,
             1,
             ids::IdTable::in_memory(),
@@ -385,9 +392,9 @@ impl Index {
         if !dir.join("meta.json").exists() {
             return Err(IndexError::Missing(dir));
         }
-        let mmap =
-            MmapDirectory::open(&dir).map_err(|e| TantivyError::SystemError(e.to_string()))?;
-        let index = tantivy::Index::open(mmap)?;
+        let (directory, mapped) = mapped::MappedDirectory::open(&dir)
+            .map_err(|e| TantivyError::SystemError(e.to_string()))?;
+        let index = tantivy::Index::open(directory)?;
         tokenizer::register(&index);
         let fields = schema::fields_of(&index.schema())?;
         let reader = index
@@ -405,6 +412,7 @@ impl Index {
             writable: false,
             ids: ids::IdTable::snapshot(state_dir),
             store,
+            mapped: Some(mapped),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -419,6 +427,7 @@ impl Index {
 
     fn start(
         index: tantivy::Index,
+        mapped: Option<mapped::Mapped>,
         store: Arc<Store>,
         threads: usize,
         ids: ids::IdTable,
@@ -444,6 +453,7 @@ impl Index {
             writable: true,
             ids,
             store: Some(Arc::clone(&store)),
+            mapped,
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
