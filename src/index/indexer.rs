@@ -136,6 +136,7 @@ pub(super) fn spawn(
             let mut indexer = Indexer {
                 last_trim: Instant::now(),
                 last_release: Instant::now(),
+                maps_over_budget: false,
                 last_commit: None,
                 mirror: load_mirror(&core),
                 core,
@@ -226,6 +227,9 @@ struct Indexer {
     last_trim: Instant,
     /// When the index's maps were last looked at (see [`Indexer::release_maps`]).
     last_release: Instant,
+    /// Whether the maps were over [`MAPS_BUDGET`] then: the indexer then
+    /// wakes to look again even with nothing to do.
+    maps_over_budget: bool,
     /// When the writer last committed.
     last_commit: Option<Instant>,
     live_rx: Receiver<Live>,
@@ -268,6 +272,8 @@ impl Indexer {
                 Duration::ZERO
             } else if busy {
                 Duration::from_millis(5)
+            } else if self.maps_over_budget {
+                RELEASE_EVERY
             } else {
                 Duration::from_secs(1)
             };
@@ -359,8 +365,10 @@ impl Indexer {
         let changing = self
             .last_commit
             .is_some_and(|commit| commit.elapsed() < IDLE_TRIM_FOR);
-        if changing && self.last_release.elapsed() >= RELEASE_EVERY {
-            mapped.release(MAPS_BUDGET);
+        if !changing {
+            self.maps_over_budget = false;
+        } else if self.last_release.elapsed() >= RELEASE_EVERY {
+            self.maps_over_budget = mapped.release(MAPS_BUDGET) > 0;
             self.last_release = Instant::now();
         }
     }
@@ -806,8 +814,9 @@ const RACY_NS: i64 = 2_000_000_000;
 const TRIM_EVERY: Duration = Duration::from_secs(10);
 /// How long after the last commit an idle indexer keeps trimming.
 const IDLE_TRIM_FOR: Duration = Duration::from_secs(60);
-/// How often the index's maps are looked at while it changes...
-const RELEASE_EVERY: Duration = Duration::from_millis(500);
+/// How often the index's maps are looked at while it changes (a merge
+/// reads page-cached segments at hundreds of MiB a second)...
+const RELEASE_EVERY: Duration = Duration::from_millis(100);
 /// ...and how large they may be before their pages are let go: an index
 /// of 100,000 notes, which searches keep touching, is about this size.
 const MAPS_BUDGET: u64 = 64 << 20;
