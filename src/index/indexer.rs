@@ -817,9 +817,11 @@ const IDLE_TRIM_FOR: Duration = Duration::from_secs(60);
 /// How often the index's maps are looked at while it changes (a merge
 /// reads page-cached segments at hundreds of MiB a second)...
 const RELEASE_EVERY: Duration = Duration::from_millis(100);
-/// ...and how large they may be before their pages are let go: an index
-/// of 100,000 notes, which searches keep touching, is about this size.
-const MAPS_BUDGET: u64 = 64 << 20;
+/// ...and how large they may be before their pages are let go. An index
+/// of 100,000 notes is about half this: a store that size is searched at
+/// full speed, and only an index that grows far past it is released, at
+/// the cost of page faults in the searches that follow a release.
+const MAPS_BUDGET: u64 = 128 << 20;
 
 /// The pause after a failed commit before the work is tried again.
 const COMMIT_RETRY: Duration = Duration::from_secs(2);
