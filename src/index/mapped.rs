@@ -92,6 +92,11 @@ impl Mapped {
         // never changes it afterwards.
         let map = Arc::new(unsafe { Mmap::map(&file) }.map_err(wrap)?);
         maps.insert(path.to_path_buf(), Arc::downgrade(&map));
+        // A handle that never releases (a reader beside the daemon) would
+        // otherwise keep an entry for every segment file it ever read.
+        if maps.len() >= 64 && maps.len().is_power_of_two() {
+            maps.retain(|_, map| map.strong_count() > 0);
+        }
         Ok(Some(map))
     }
 }
