@@ -19,14 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Mount, cstr, cvt, errno_name};
-
-fn seconds() -> u64 {
-    std::env::var("MNEMOFS_MOVES_SECS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(3)
-}
+use common::{Mount, cstr, cvt, env_number, errno_name};
 
 fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
     fs::File::open(path).map(OwnedFd::from)
@@ -121,7 +114,7 @@ fn work_inside_held_folders_never_fails_while_they_move() {
         .iter()
         .map(|d| Arc::new(open_dir(&m.m(d)).unwrap()))
         .collect();
-    let until = Instant::now() + Duration::from_secs(seconds());
+    let until = Instant::now() + Duration::from_secs(env_number("MNEMOFS_MOVES_SECS", 3));
     let workers: Vec<_> = (0..3)
         .map(|w| {
             let held = held.clone();

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Mount, MountOptions, bin, poll_until};
+use common::{Mount, MountOptions, bin, env_number, poll_until};
 
 const WRITERS: usize = 4;
 /// Most resident memory the daemon may hold at the end, in MiB.
@@ -27,13 +27,6 @@ const RSS_BOUND_MIB: u64 = 300;
 /// How much more than a fresh mount of the same store the daemon may hold
 /// once idle after the load, in MiB.
 const IDLE_SLACK_MIB: u64 = 64;
-
-fn seconds() -> u64 {
-    std::env::var("MNEMOFS_LOAD_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12)
-}
 
 /// A small deterministic generator (xorshift), one per writer.
 struct Rng(u64);
@@ -296,7 +289,7 @@ fn mixed_load_leaves_the_store_equal_to_the_writers_models() {
         .collect();
     let start = Instant::now();
     let mut peak = 0;
-    while start.elapsed() < Duration::from_secs(seconds()) {
+    while start.elapsed() < Duration::from_secs(env_number("MNEMOFS_LOAD_SECS", 12)) {
         peak = peak.max(rss_mib(m.pid()));
         std::thread::sleep(Duration::from_millis(250));
     }

@@ -13,14 +13,7 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{Mount, MountOptions, poll_until};
-
-fn trials() -> usize {
-    std::env::var("MNEMOFS_RACE_TRIALS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(12)
-}
+use common::{Mount, MountOptions, env_number, poll_until};
 
 /// Every `.md` file under `root`, with its `id:` if it has one.
 fn ids(root: &Path) -> BTreeMap<String, Option<String>> {
@@ -61,7 +54,7 @@ fn a_background_rewrite_never_recreates_a_renamed_or_unlinked_file() {
         extra_args: vec!["--config".into(), config.display().to_string()],
         ..Default::default()
     });
-    let n = trials();
+    let n: usize = env_number("MNEMOFS_RACE_TRIALS", 12);
     for t in 0..n {
         let x = m.m(format!("x{t}"));
         fs::create_dir(&x).unwrap();

@@ -30,6 +30,15 @@ pub const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Upper bound for any helper command (fusermount3, the CLI in daemon mode).
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// A number from the environment variable `name` (a longer run, more
+/// trials), else `default`.
+pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Path of the binary under test.
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_mnemofs")
