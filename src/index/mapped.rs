@@ -179,7 +179,10 @@ impl Directory for MappedDirectory {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+// Test code only: the unwraps below never run in the daemon. Linux only,
+// for /proc/self/smaps.
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use super::*;
 
