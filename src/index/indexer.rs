@@ -92,6 +92,16 @@ fn merge_policy() -> tantivy::merge_policy::LogMergePolicy {
     policy
 }
 
+/// Threads for `n` paths' or files' worth of work. What a stream of
+/// writes through the mount brings between two looks is done on the
+/// indexer's own thread: threads spawned for it took the CPUs the writer
+/// and the FUSE threads were waiting for, and cost more to start than
+/// they saved. A folder moved in, a reconcile or a rebuild is read by
+/// [`io_threads`].
+fn threads_for(n: usize) -> usize {
+    if n > READ_CHUNK { io_threads() } else { 1 }
+}
+
 /// Threads for reading and parsing files, and for walking the store.
 /// Read once: the standard library asks the cgroup files each time.
 fn io_threads() -> usize {
@@ -472,7 +482,9 @@ impl Indexer {
         let store = &*self.store;
         // Phase 1: decide, per path, which files to (re)read and which
         // documents to drop. Cheap (stat and readdir only).
-        let plans = par_map(paths, io_threads(), |path| plan(store, mirror, path));
+        let plans = par_map(paths, threads_for(paths.len()), |path| {
+            plan(store, mirror, path)
+        });
         let mut to_read = Vec::new();
         let mut deletes = Vec::new();
         for p in plans {
@@ -486,8 +498,9 @@ impl Indexer {
         // Phase 2: read and parse in parallel, a chunk at a time: a burst
         // of new files or a folder of 100k notes never holds more than a
         // chunk of built documents (each a copy of its note) at once.
+        let threads = threads_for(to_read.len());
         for chunk in to_read.chunks(READ_CHUNK) {
-            let mut changes = self.read_files(chunk);
+            let mut changes = self.read_files(chunk, threads);
             self.give_ids(&mut changes);
             for (key, change) in changes {
                 self.apply(key, change);
@@ -496,11 +509,15 @@ impl Indexer {
         }
     }
 
-    /// Reads and builds documents for `files`.
-    fn read_files(&self, files: &[(StorePath, FileState)]) -> Vec<(Vec<u8>, Change)> {
+    /// Reads and builds documents for `files`, on `threads` threads.
+    fn read_files(
+        &self,
+        files: &[(StorePath, FileState)],
+        threads: usize,
+    ) -> Vec<(Vec<u8>, Change)> {
         let fields = &self.core.fields;
         let store = &*self.store;
-        par_map(files, io_threads(), |(path, state)| {
+        par_map(files, threads, |(path, state)| {
             let key = path_key(path).to_vec();
             match document::read_clipped(store, path) {
                 Ok(bytes) => {
@@ -715,7 +732,7 @@ impl Indexer {
         let mut searchable = 0;
         let mut last_log = Instant::now();
         for (done, chunk) in (1..).zip(files.chunks(REBUILD_CHUNK)) {
-            let mut changes = self.read_files(chunk);
+            let mut changes = self.read_files(chunk, io_threads());
             self.give_ids(&mut changes);
             for (key, change) in changes {
                 if let Change::Upsert(_, _, true) = change {
@@ -956,78 +973,92 @@ fn par_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + 
     out.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Every indexable regular file at or under `dir`, with its state, walked
-/// by a few threads sharing a stack of directories.
+/// Every indexable regular file at or under `dir`, with its state. The
+/// folder itself is listed on the calling thread; a few threads sharing a
+/// stack of folders walk what lies below it, if anything does (a folder
+/// just made, or a flat one, starts no thread).
 pub(crate) fn walk(store: &Store, dir: &StorePath) -> Vec<(StorePath, FileState)> {
     struct Shared {
         stack: Vec<StorePath>,
         active: usize,
     }
-    let shared = Mutex::new(Shared {
-        stack: vec![dir.clone()],
-        active: 0,
-    });
-    let cond = Condvar::new();
-    let worker = || {
-        let mut found = Vec::new();
-        loop {
-            let mut s = shared.lock();
-            let next = loop {
-                if let Some(d) = s.stack.pop() {
-                    s.active += 1;
-                    break Some(d);
-                }
-                if s.active == 0 {
-                    break None;
-                }
-                cond.wait(&mut s);
-            };
-            drop(s);
-            let Some(d) = next else {
-                cond.notify_all();
-                return found;
-            };
-            let mut subdirs = Vec::new();
-            match store.read_dir(&d) {
-                Ok(entries) => {
-                    for entry in entries {
-                        if is_ignored_name(std::os::unix::ffi::OsStrExt::as_bytes(
-                            entry.name.as_os_str(),
-                        )) {
-                            continue;
-                        }
-                        let Some(child) = d.join(&entry.name) else {
-                            continue;
-                        };
-                        match entry.kind {
-                            FileKind::Directory => subdirs.push(child),
-                            FileKind::File => match store.stat(&child) {
-                                Ok(st) if st.kind == FileKind::File => {
-                                    found.push((child, FileState::of(&st)));
-                                }
-                                Ok(_) => {}
-                                Err(e) => tracing::debug!("cannot stat {child}: {e}"),
-                            },
-                            FileKind::Symlink | FileKind::Special => {}
-                        }
+    let (mut files, subdirs) = list(store, dir);
+    if !subdirs.is_empty() {
+        let shared = Mutex::new(Shared {
+            stack: subdirs,
+            active: 0,
+        });
+        let cond = Condvar::new();
+        let worker = || {
+            let mut found = Vec::new();
+            loop {
+                let mut s = shared.lock();
+                let next = loop {
+                    if let Some(d) = s.stack.pop() {
+                        s.active += 1;
+                        break Some(d);
                     }
-                }
-                Err(e) => tracing::debug!("cannot list {d}: {e}"),
+                    if s.active == 0 {
+                        break None;
+                    }
+                    cond.wait(&mut s);
+                };
+                drop(s);
+                let Some(d) = next else {
+                    cond.notify_all();
+                    return found;
+                };
+                let (files, subdirs) = list(store, &d);
+                found.extend(files);
+                let mut s = shared.lock();
+                s.stack.extend(subdirs);
+                s.active -= 1;
+                drop(s);
+                cond.notify_all();
             }
-            let mut s = shared.lock();
-            s.stack.extend(subdirs);
-            s.active -= 1;
-            drop(s);
-            cond.notify_all();
-        }
-    };
-    let mut files: Vec<(StorePath, FileState)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..io_threads()).map(|_| s.spawn(worker)).collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
+        };
+        files.extend(std::thread::scope(|s| {
+            let handles: Vec<_> = (0..io_threads()).map(|_| s.spawn(worker)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect::<Vec<_>>()
+        }));
+    }
     files.sort_by(|a, b| a.0.cmp(&b.0));
     files
+}
+
+/// The indexable regular files directly in `dir`, with their states, and
+/// its subfolders.
+fn list(store: &Store, dir: &StorePath) -> (Vec<(StorePath, FileState)>, Vec<StorePath>) {
+    let mut files = Vec::new();
+    let mut subdirs = Vec::new();
+    match store.read_dir(dir) {
+        Ok(entries) => {
+            for entry in entries {
+                if is_ignored_name(std::os::unix::ffi::OsStrExt::as_bytes(
+                    entry.name.as_os_str(),
+                )) {
+                    continue;
+                }
+                let Some(child) = dir.join(&entry.name) else {
+                    continue;
+                };
+                match entry.kind {
+                    FileKind::Directory => subdirs.push(child),
+                    FileKind::File => match store.stat(&child) {
+                        Ok(st) if st.kind == FileKind::File => {
+                            files.push((child, FileState::of(&st)));
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!("cannot stat {child}: {e}"),
+                    },
+                    FileKind::Symlink | FileKind::Special => {}
+                }
+            }
+        }
+        Err(e) => tracing::debug!("cannot list {dir}: {e}"),
+    }
+    (files, subdirs)
 }

@@ -1274,3 +1274,40 @@ proptest! {
         prop_assert_eq!(memory::body_of(&text), parsed.body(&text));
     }
 }
+
+#[test]
+fn a_walk_finds_every_file_of_a_tree_and_of_a_flat_or_empty_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut expected = BTreeSet::new();
+    for d in 0..6 {
+        for e in 0..3 {
+            let folder = root.join(format!("deep/d{d}/e{e}"));
+            std::fs::create_dir_all(&folder).unwrap();
+            for f in 0..4 {
+                std::fs::write(folder.join(format!("n{f}.md")), "x").unwrap();
+                expected.insert(format!("deep/d{d}/e{e}/n{f}.md"));
+            }
+        }
+    }
+    for f in 0..5 {
+        std::fs::create_dir_all(root.join("flat")).unwrap();
+        std::fs::write(root.join(format!("flat/n{f}.md")), "x").unwrap();
+    }
+    std::fs::create_dir(root.join("empty")).unwrap();
+    std::os::unix::fs::symlink("flat", root.join("deep/link")).unwrap();
+    let store = Store::open(root).unwrap();
+    let names = |dir: &str| -> Vec<String> {
+        indexer::walk(&store, &sp(dir))
+            .into_iter()
+            .map(|(p, _)| p.to_string())
+            .collect()
+    };
+
+    let deep = names("deep");
+    assert_eq!(deep, expected.iter().cloned().collect::<Vec<_>>());
+    assert_eq!(names("flat").len(), 5);
+    assert!(names("flat").windows(2).all(|w| w[0] < w[1]));
+    assert!(names("empty").is_empty());
+    assert_eq!(names("").len(), expected.len() + 5);
+}
