@@ -188,6 +188,9 @@ pub struct StoreFs {
     /// Events waiting for [`StoreFs::deliver_events`]: a request handler
     /// never wakes a background thread itself.
     pending_events: Mutex<Vec<WriteEvent>>,
+    /// This process's id, asked once: a read open compares its caller's
+    /// with it, and `getpid` is a system call.
+    pid: u32,
 }
 
 /// Most symlinks followed while checking where one leads (the kernel's
@@ -231,6 +234,7 @@ impl StoreFs {
             counters: None,
             history: None,
             walkers: Default::default(),
+            pid: std::process::id(),
             redirects: Mutex::new(HashMap::new()),
             passthrough: std::sync::atomic::AtomicBool::new(false),
             replacing: Mutex::new(HashMap::new()),
@@ -1134,7 +1138,7 @@ impl StoreFs {
             let file = self.store.open_file(&path, flags, 0)?;
             (path, file)
         };
-        if pid != std::process::id()
+        if pid != self.pid
             && let Some(counters) = &self.counters
             && !self.is_walk(ino, pid)
         {
