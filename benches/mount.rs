@@ -653,6 +653,8 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
     // end, and every timed pass starts after a syncfs.
     let mut catch_up = Vec::new();
     let mut written = Vec::new();
+    let mut on_mount = Vec::new();
+    let mut create_cpu = 0.0;
     // Pass 0 is an untimed warm-up: the first pass of a run was an outlier
     // on both sides, in either direction, from one run to the next.
     for rep in 0..=b.cfg.reps {
@@ -667,12 +669,14 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
         b.settle("the previous figure");
         sync_filesystem(&b.ws.plain)?;
         let mount = b.ws.mnt.join(format!("bench-write-{rep}"));
+        let before = b.daemon.cpu_seconds();
         let (t, res) = time(|| write_tree(&mount, &dirs, &files));
         res?;
+        catch_up.push(b.settle("writing files").as_secs_f64());
         if rep > 0 {
             r.mount.push(t.as_secs_f64());
+            create_cpu += cpu_since(b, before);
         }
-        catch_up.push(b.settle("writing files").as_secs_f64());
 
         let on_floor = b.ws.floor.join(format!("write-{rep}"));
         let (t, res) = time(|| write_tree(&on_floor, &dirs, &files));
@@ -680,7 +684,8 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
         if rep > 0 {
             floor.mount.push(t.as_secs_f64());
         }
-        written.extend([native, mount]);
+        written.push(native);
+        on_mount.push(mount);
     }
     drop(null_mount);
     // The floor is compared with the same native passes as the mount.
@@ -689,7 +694,20 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
     for dir in written {
         fs::remove_dir_all(&dir)?;
     }
+    let removed = (on_mount.len() * n) as f64;
+    let before = b.daemon.cpu_seconds();
+    for dir in on_mount {
+        fs::remove_dir_all(&dir)?;
+    }
     b.settle("removing written files");
+    let remove_cpu = cpu_since(b, before);
+    b.observations.push(format!(
+        "create+write: daemon CPU {:.0} µs per new file (create, write and index, until the \
+         daemon is idle again); removing them through the mount, {:.0} µs per file (unlink, \
+         the kept version and the index)",
+        create_cpu / (b.cfg.reps * n) as f64 * 1e6,
+        remove_cpu / removed * 1e6
+    ));
     b.observations.push(format!(
         "after each mount write pass (warm-up first) the daemon stayed busy for {} s (incl. a 0.25 s quiet window)",
         catch_up
