@@ -493,7 +493,7 @@ impl History {
             return self.keep_content(&path, content, (None, None), why, link_from);
         }
         let mut bytes = Vec::with_capacity(st.size as usize);
-        (&file).read_to_end(&mut bytes)?;
+        super::read_rest(&file, &mut bytes)?;
         let described = describe(&path, &bytes);
         self.keep_content(&path, Content::Bytes(&bytes), described, why, link_from)
     }

@@ -39,6 +39,14 @@ pub fn fstat(fd: impl AsFd) -> io::Result<Stat> {
     sys::fstat(fd.as_fd())
 }
 
+/// Reads the rest of `file` into `buf`, which the caller has sized from
+/// its [`fstat`]. The standard library's `read_to_end` of a `File` first
+/// asks for its size and position again (`statx` and `lseek`), two system
+/// calls more for every note kept or compared.
+pub fn read_rest(file: &File, buf: &mut Vec<u8>) -> io::Result<usize> {
+    io::Read::read_to_end(&mut io::Read::take(file, u64::MAX), buf)
+}
+
 /// `lstat` of `name` inside a directory opened with [`Store::open_dir`].
 pub fn stat_at(dir: &OwnedFd, name: &OsStr) -> io::Result<Stat> {
     sys::fstatat_nofollow(dir.as_fd(), &cstr(name)?)
@@ -601,9 +609,9 @@ impl Store {
             if now.ino != before.ino || now.size != expected.len() as u64 {
                 return Ok(false);
             }
-            let mut file = File::from(fd);
+            let file = File::from(fd);
             let mut buf = Vec::with_capacity(expected.len());
-            io::Read::read_to_end(&mut file, &mut buf)?;
+            read_rest(&file, &mut buf)?;
             Ok(buf == expected)
         })();
         match unchanged {
