@@ -1312,3 +1312,33 @@ fn with_allow_other_the_daemon_uses_the_users_umask() {
         );
     }
 }
+
+#[test]
+fn access_answers_like_ext4_for_every_mode() {
+    let m = setup();
+    m.pair().same(|d| {
+        let mut t = Trace::new();
+        let masks = [
+            ("F_OK", libc::F_OK),
+            ("R_OK", libc::R_OK),
+            ("W_OK", libc::W_OK),
+            ("X_OK", libc::X_OK),
+            ("RWX", libc::R_OK | libc::W_OK | libc::X_OK),
+        ];
+        for mode in [0o000, 0o400, 0o200, 0o100, 0o010, 0o644, 0o755] {
+            let f = d.join(format!("f{mode:o}"));
+            fs::write(&f, b"x").expect("write");
+            fs::set_permissions(&f, fs::Permissions::from_mode(mode)).expect("chmod");
+            let sub = d.join(format!("d{mode:o}"));
+            fs::create_dir(&sub).expect("mkdir");
+            fs::set_permissions(&sub, fs::Permissions::from_mode(mode)).expect("chmod");
+            for (name, mask) in masks {
+                t.rec(&format!("file {mode:o} {name}"), sys::access(&f, mask));
+                t.rec(&format!("dir {mode:o} {name}"), sys::access(&sub, mask));
+            }
+        }
+        t.rec("missing", sys::access(&d.join("missing"), libc::F_OK));
+        t.rec("below a file", sys::access(&d.join("f644/x"), libc::F_OK));
+        t
+    });
+}

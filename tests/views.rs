@@ -193,6 +193,27 @@ fn categories_are_always_listed_and_views_are_read_only() {
         fs::write(m.m("real.md"), "r")
             .and_then(|()| fs::rename(m.m("real.md"), m.m("recent/r.md"))),
     );
+    // access(2) says the same: readable, searchable, never writable.
+    let access = |rel: &str, mode: libc::c_int| {
+        let c =
+            std::ffi::CString::new(m.m(rel).into_os_string().into_encoded_bytes()).expect("path");
+        // SAFETY: valid NUL-terminated path.
+        match unsafe { libc::access(c.as_ptr(), mode) } {
+            0 => None,
+            _ => std::io::Error::last_os_error().raw_os_error(),
+        }
+    };
+    assert_eq!(access("search", libc::R_OK | libc::X_OK), None);
+    assert_eq!(access(".mnemofs/status.json", libc::R_OK), None);
+    assert_eq!(access("search", libc::W_OK), Some(libc::EROFS));
+    assert_eq!(
+        access(".mnemofs/status.json", libc::W_OK),
+        Some(libc::EROFS)
+    );
+    assert_eq!(
+        access(".mnemofs/status.json", libc::X_OK),
+        Some(libc::EACCES)
+    );
     assert!(!m.s("search").exists(), "nothing reached the store");
     let status = fs::read_to_string(m.m(".mnemofs/status.json")).expect("status");
     let json: serde_json::Value = serde_json::from_str(&status).expect("json");

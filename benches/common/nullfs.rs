@@ -235,12 +235,15 @@ pub const SERVE_ENV: &str = "MNEMOFS_BENCH_NULLFS";
 /// with mnemofs's default mount options.
 pub fn serve(mountpoint: &Path) -> io::Result<()> {
     let mut config = Config::default();
+    // As mnemofs's owner-only mount: no `default_permissions` on Linux.
     config.mount_options = vec![
         MountOption::FSName("nullfs".into()),
-        MountOption::DefaultPermissions,
         MountOption::NoDev,
         MountOption::NoSuid,
     ];
+    if !cfg!(target_os = "linux") {
+        config.mount_options.push(MountOption::DefaultPermissions);
+    }
     config.acl = SessionACL::Owner;
     config.n_threads = Some(2);
     config.clone_fd = true;

@@ -365,10 +365,14 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     fuse_config.mount_options = vec![
         MountOption::FSName("mnemofs".into()),
         MountOption::Subtype("mnemofs".into()),
-        MountOption::DefaultPermissions,
         MountOption::NoDev,
         MountOption::NoSuid,
     ];
+    if crate::fs::kernel_checks_permissions(config.allow_other) {
+        fuse_config
+            .mount_options
+            .push(MountOption::DefaultPermissions);
+    }
     fuse_config.acl = if config.allow_other {
         SessionACL::All
     } else {

@@ -1831,12 +1831,30 @@ impl StoreFs {
         )
     }
 
-    /// access(2): the kernel checks permissions itself (default_permissions),
-    /// so this only confirms the inode still exists.
-    pub fn access(&self, ino: u64) -> FsResult<()> {
+    /// access(2), for `mode` (`F_OK` or any of `R_OK`, `W_OK`, `X_OK`).
+    /// The kernel asks only where it does not check permissions itself:
+    /// an owner-only mount on Linux (see
+    /// [`kernel_checks_permissions`](super::kernel_checks_permissions)).
+    /// The store answers there, for the daemon, which is the caller. Views
+    /// are read-only, and none of their files can be run.
+    pub fn access(&self, ino: u64, mode: i32) -> FsResult<()> {
         if is_virtual(ino) {
-            return self.view_table()?.getattr(ino).map(|_| ());
+            let attr = self.view_table()?.getattr(ino)?;
+            if mode & libc::W_OK != 0 {
+                return Err(FsError::ReadOnly);
+            }
+            if mode & libc::X_OK != 0 && attr.kind != FileType::Directory {
+                return Err(FsError::from_errno(libc::EACCES));
+            }
+            return Ok(());
         }
+        #[cfg(target_os = "linux")]
+        return self.by_path_or_open(
+            ino,
+            |path| self.store.access(path, mode),
+            |file| Store::access_open(file, mode),
+        );
+        #[cfg(not(target_os = "linux"))]
         self.stat_ino(ino, None).map(|_| ())
     }
 

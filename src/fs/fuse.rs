@@ -578,9 +578,9 @@ impl Filesystem for FuseAdapter {
         Self::reply_empty("removexattr", self.fs.removexattr(ino.0, name), reply);
     }
 
-    fn access(&self, _req: &Request, ino: INodeNo, _mask: AccessFlags, reply: ReplyEmpty) {
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         let _span = tracing::debug_span!("fuse", op = "access", ino = ino.0).entered();
-        Self::reply_empty("access", self.fs.access(ino.0), reply);
+        Self::reply_empty("access", self.fs.access(ino.0, mask.bits()), reply);
     }
 
     fn create(

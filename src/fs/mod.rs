@@ -33,3 +33,17 @@ pub fn is_view_inode(ino: u64) -> bool {
 
 /// The inode number of the mount's root directory.
 pub const ROOT_INO: u64 = inodes::ROOT;
+
+/// Whether the kernel checks permissions itself (`default_permissions`):
+/// on a mount other users may use, and everywhere but Linux.
+///
+/// On Linux, a mount without `allow_other` only ever serves its owner,
+/// the user the daemon runs as, so the store's own checks on the daemon's
+/// calls are the checks the kernel would make. Left to the kernel, every
+/// change to a folder costs a round trip: a create or unlink there marks
+/// the folder's attributes stale, and the next name looked up in it has
+/// to fetch them again before the kernel can check the caller's search
+/// permission. The daemon answers access(2) from the store instead.
+pub fn kernel_checks_permissions(allow_other: bool) -> bool {
+    allow_other || !cfg!(target_os = "linux")
+}

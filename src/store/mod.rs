@@ -256,6 +256,19 @@ impl Store {
         sys::openat(dir.as_fd(), &name, sys::OBJECT_HANDLE | libc::O_CLOEXEC, 0)
     }
 
+    /// access(2) of the object at `path` itself (a final symlink is not
+    /// followed), with the daemon's own ids.
+    #[cfg(target_os = "linux")]
+    pub fn access(&self, path: &StorePath, mode: i32) -> io::Result<()> {
+        sys::access_handle(self.open_path(path)?.as_fd(), mode)
+    }
+
+    /// access(2) of the object behind an open descriptor.
+    #[cfg(target_os = "linux")]
+    pub fn access_open(file: &File, mode: i32) -> io::Result<()> {
+        sys::access_handle(file.as_fd(), mode)
+    }
+
     /// Creates a directory.
     pub fn mkdir(&self, path: &StorePath, mode: u32) -> io::Result<()> {
         let (dir, name) = self.parent_and_name(path)?;

@@ -510,6 +510,33 @@ pub(crate) fn proc_fd_path(fd: BorrowedFd<'_>) -> CString {
         .unwrap_or_default()
 }
 
+/// access(2) of the object behind `fd` (a handle from [`OBJECT_HANDLE`]),
+/// with this process's effective ids: `faccessat2` with `AT_EMPTY_PATH`,
+/// or its `/proc/self/fd` path on kernels older than 5.8.
+#[cfg(target_os = "linux")]
+pub(crate) fn access_handle(fd: BorrowedFd<'_>, mode: i32) -> io::Result<()> {
+    // SAFETY: valid fd and NUL-terminated empty path.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            mode,
+            libc::AT_EMPTY_PATH | libc::AT_EACCESS,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::ENOSYS) {
+        return Err(e);
+    }
+    let path = proc_fd_path(fd);
+    // SAFETY: NUL-terminated path.
+    cvt(unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), mode, libc::AT_EACCESS) }).map(drop)
+}
+
 /// `chmod` of the object behind a handle from [`OBJECT_HANDLE`].
 #[cfg(target_os = "linux")]
 pub(crate) fn chmod_handle(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {

@@ -932,6 +932,13 @@ pub mod sys {
         cvt(unsafe { libc::chmod(c.as_ptr(), mode) }).map(drop)
     }
 
+    /// access(2).
+    pub fn access(path: &Path, mode: libc::c_int) -> io::Result<()> {
+        let c = cstr(path);
+        // SAFETY: valid NUL-terminated path.
+        cvt(unsafe { libc::access(c.as_ptr(), mode) }).map(drop)
+    }
+
     /// fchmod(2).
     pub fn fchmod(fd: &impl AsRawFd, mode: u32) -> io::Result<()> {
         // SAFETY: plain syscall.
