@@ -96,8 +96,9 @@ fn merge_policy() -> tantivy::merge_policy::LogMergePolicy {
 /// writes through the mount brings between two looks is done on the
 /// indexer's own thread: threads spawned for it took the CPUs the writer
 /// and the FUSE threads were waiting for, and cost more to start than
-/// they saved. A folder moved in, a reconcile or a rebuild is read by
-/// [`io_threads`].
+/// they saved. Work larger than one read chunk (a folder moved in, a
+/// reconcile, a rebuild, a stream the indexer fell behind on) is shared
+/// by [`io_threads`].
 fn threads_for(n: usize) -> usize {
     if n > READ_CHUNK { io_threads() } else { 1 }
 }
@@ -495,9 +496,10 @@ impl Indexer {
             self.apply(key, Change::Delete);
         }
         self.send();
-        // Phase 2: read and parse in parallel, a chunk at a time: a burst
-        // of new files or a folder of 100k notes never holds more than a
-        // chunk of built documents (each a copy of its note) at once.
+        // Phase 2: read and parse a chunk at a time (on several threads
+        // when there is more than a chunk to read): a burst of new files
+        // or a folder of 100k notes never holds more than a chunk of built
+        // documents (each a copy of its note) at once.
         let threads = threads_for(to_read.len());
         for chunk in to_read.chunks(READ_CHUNK) {
             let mut changes = self.read_files(chunk, threads);
