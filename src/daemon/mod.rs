@@ -355,8 +355,13 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         history,
     } = open_daemon_state(&config.store, &config.state_dir, &config.config)?;
     let views = Views::new(index.clone()).with_root_guide(config.guide);
+    let kernel_checks = crate::fs::kernel_checks_permissions(config.allow_other);
+    let fs_options = crate::fs::FsOptions {
+        store_checks_permissions: !kernel_checks,
+        ..config.fs.clone()
+    };
     let fs = Arc::new(
-        StoreFs::new(Arc::clone(&store), config.fs.clone())?
+        StoreFs::new(Arc::clone(&store), fs_options)?
             .with_views(views.clone(), config.views_hidden)?
             .with_counters(counters)
             .with_history(history),
@@ -368,7 +373,7 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         MountOption::NoDev,
         MountOption::NoSuid,
     ];
-    if crate::fs::kernel_checks_permissions(config.allow_other) {
+    if kernel_checks {
         fuse_config
             .mount_options
             .push(MountOption::DefaultPermissions);

@@ -75,6 +75,12 @@ pub struct FsOptions {
     /// Let the kernel read files opened read-only straight from the store
     /// (FUSE passthrough) when it and our privileges allow.
     pub passthrough: bool,
+    /// The kernel leaves permission checks to the daemon (no
+    /// `default_permissions`, see
+    /// [`kernel_checks_permissions`](super::kernel_checks_permissions)):
+    /// the store refuses what the user may not do, and the daemon checks
+    /// first where it would act before the store does.
+    pub store_checks_permissions: bool,
 }
 
 impl Default for FsOptions {
@@ -83,6 +89,7 @@ impl Default for FsOptions {
             max_file_size: 64 * 1024 * 1024,
             ttl: Duration::from_secs(10),
             passthrough: true,
+            store_checks_permissions: false,
         }
     }
 }
@@ -192,6 +199,10 @@ pub struct StoreFs {
     /// with it, and `getpid` is a system call.
     pid: u32,
 }
+
+/// The kernel's `__FMODE_EXEC`, in the flags of an open made by execve.
+#[cfg(target_os = "linux")]
+const FMODE_EXEC: i32 = 0x20;
 
 /// Most symlinks followed while checking where one leads (the kernel's
 /// own limit).
@@ -345,6 +356,21 @@ impl StoreFs {
             Some(node) if node.open_writers > 0 => Keep::Copy,
             _ => Keep::LinkOrCopy,
         }
+    }
+
+    /// Where the store checks permissions, whether the user may remove or
+    /// replace names in the folder holding `path`: asked before a version
+    /// is kept, so a removal the store would refuse keeps nothing (a kept
+    /// hard link would share the live file's inode).
+    fn check_may_change_in(&self, path: &StorePath) -> FsResult<()> {
+        if !self.options.store_checks_permissions {
+            return Ok(());
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(parent) = path.parent() {
+            self.store.access(&parent, libc::W_OK | libc::X_OK)?;
+        }
+        Ok(())
     }
 
     /// The counters, when kept.
@@ -806,6 +832,7 @@ impl StoreFs {
         self.check_mutable(parent, name, false)?;
         let _names = self.names.read();
         let path = self.child_path(parent, name)?;
+        self.check_may_change_in(&path)?;
         if !is_temp_name(name) {
             self.keep_previous(&path, Why::Deleted, self.keep_how(parent, name));
         }
@@ -903,6 +930,10 @@ impl StoreFs {
             None
         };
         let replaces_file = replaced.is_some();
+        if replaces_file {
+            self.check_may_change_in(&from)?;
+            self.check_may_change_in(&to)?;
+        }
         if let Some(old) = replaced
             && !is_temp_name(new_name)
         {
@@ -1115,6 +1146,8 @@ impl StoreFs {
                 passthrough: false,
             });
         }
+        #[cfg(target_os = "linux")]
+        let for_exec = flags & FMODE_EXEC != 0;
         let flags = Self::open_flags(flags) & !libc::O_EXCL;
         let writable = flags & libc::O_ACCMODE != libc::O_RDONLY;
         if writable {
@@ -1138,6 +1171,12 @@ impl StoreFs {
             let file = self.store.open_file(&path, flags, 0)?;
             (path, file)
         };
+        // An open for execve: the kernel, not checking, only made sure
+        // some execute bit is set; the user's own must be.
+        #[cfg(target_os = "linux")]
+        if self.options.store_checks_permissions && for_exec {
+            Store::access_open(&file, libc::X_OK)?;
+        }
         if pid != self.pid
             && let Some(counters) = &self.counters
             && !self.is_walk(ino, pid)

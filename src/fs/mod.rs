@@ -44,6 +44,24 @@ pub const ROOT_INO: u64 = inodes::ROOT;
 /// the folder's attributes stale, and the next name looked up in it has
 /// to fetch them again before the kernel can check the caller's search
 /// permission. The daemon answers access(2) from the store instead.
+///
+/// A daemon that may pass permission checks of its own (root, or any of
+/// the capabilities that override file modes and ownership) would judge
+/// its callers by privileges they may not have: the kernel checks there.
 pub fn kernel_checks_permissions(allow_other: bool) -> bool {
-    allow_other || !cfg!(target_os = "linux")
+    allow_other || !cfg!(target_os = "linux") || daemon_overrides_permissions()
+}
+
+/// Whether this process holds any of `CAP_CHOWN`, `CAP_DAC_OVERRIDE`,
+/// `CAP_DAC_READ_SEARCH`, `CAP_FOWNER` or `CAP_FSETID` (the low five bits
+/// of `CapEff` in `/proc/self/status`). Unknown counts as yes.
+fn daemon_overrides_permissions() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return true;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_none_or(|caps| caps & 0x1f != 0)
 }
