@@ -235,13 +235,13 @@ pub const SERVE_ENV: &str = "MNEMOFS_BENCH_NULLFS";
 /// with mnemofs's default mount options.
 pub fn serve(mountpoint: &Path) -> io::Result<()> {
     let mut config = Config::default();
-    // As mnemofs's owner-only mount: no `default_permissions` on Linux.
     config.mount_options = vec![
         MountOption::FSName("nullfs".into()),
         MountOption::NoDev,
         MountOption::NoSuid,
     ];
-    if !cfg!(target_os = "linux") {
+    // As mnemofs's owner-only mount, run by the same user.
+    if mnemofs::fs::kernel_checks_permissions(false) {
         config.mount_options.push(MountOption::DefaultPermissions);
     }
     config.acl = SessionACL::Owner;
