@@ -363,13 +363,17 @@ impl StoreFs {
     /// is kept, so a removal the store would refuse keeps nothing (a kept
     /// hard link would share the live file's inode).
     fn check_may_change_in(&self, path: &StorePath) -> FsResult<()> {
-        if !self.options.store_checks_permissions {
+        let Some(parent) = path
+            .parent()
+            .filter(|_| self.options.store_checks_permissions)
+        else {
             return Ok(());
-        }
+        };
         #[cfg(target_os = "linux")]
-        if let Some(parent) = path.parent() {
-            self.store.access(&parent, libc::W_OK | libc::X_OK)?;
-        }
+        self.store.access(&parent, libc::W_OK | libc::X_OK)?;
+        // Elsewhere the kernel always checks, and this is never asked.
+        #[cfg(not(target_os = "linux"))]
+        drop(parent);
         Ok(())
     }
 
