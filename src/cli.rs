@@ -641,8 +641,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     max_file_size,
                     ttl: Duration::from_secs_f64(cache_ttl),
                     passthrough: !no_passthrough,
-                    // Decided when mounting, from the daemon's privileges.
-                    store_checks_permissions: false,
+                    // Who checks permissions is decided when mounting.
+                    ..FsOptions::default()
                 },
                 views_hidden: match views {
                     Some(views) => views == ViewsMode::Hidden,

@@ -365,7 +365,7 @@ impl StoreFs {
     fn check_may_change_in(&self, path: &StorePath) -> FsResult<()> {
         let Some(parent) = path
             .parent()
-            .filter(|_| self.options.store_checks_permissions)
+            .filter(|_| self.options.store_checks_permissions && self.history.is_some())
         else {
             return Ok(());
         };
@@ -836,8 +836,8 @@ impl StoreFs {
         self.check_mutable(parent, name, false)?;
         let _names = self.names.read();
         let path = self.child_path(parent, name)?;
-        self.check_may_change_in(&path)?;
         if !is_temp_name(name) {
+            self.check_may_change_in(&path)?;
             self.keep_previous(&path, Why::Deleted, self.keep_how(parent, name));
         }
         self.store.unlink(&path)?;
@@ -934,13 +934,11 @@ impl StoreFs {
             None
         };
         let replaces_file = replaced.is_some();
-        if replaces_file {
-            self.check_may_change_in(&from)?;
-            self.check_may_change_in(&to)?;
-        }
         if let Some(old) = replaced
             && !is_temp_name(new_name)
         {
+            self.check_may_change_in(&from)?;
+            self.check_may_change_in(&to)?;
             if exchange {
                 // Both files live on, except in a background rewrite,
                 // which exchanges its temp file in and removes the old one.
@@ -1179,7 +1177,7 @@ impl StoreFs {
         // some execute bit is set; the user's own must be.
         #[cfg(target_os = "linux")]
         if self.options.store_checks_permissions && for_exec {
-            Store::access_open(&file, libc::X_OK)?;
+            crate::store::open_file::access(&file, libc::X_OK)?;
         }
         if pid != self.pid
             && let Some(counters) = &self.counters
@@ -1895,7 +1893,7 @@ impl StoreFs {
         return self.by_path_or_open(
             ino,
             |path| self.store.access(path, mode),
-            |file| Store::access_open(file, mode),
+            |file| crate::store::open_file::access(file, mode),
         );
         #[cfg(not(target_os = "linux"))]
         self.stat_ino(ino, None).map(|_| ())

@@ -263,12 +263,6 @@ impl Store {
         sys::access_handle(self.open_path(path)?.as_fd(), mode)
     }
 
-    /// access(2) of the object behind an open descriptor.
-    #[cfg(target_os = "linux")]
-    pub fn access_open(file: &File, mode: i32) -> io::Result<()> {
-        sys::access_handle(file.as_fd(), mode)
-    }
-
     /// Creates a directory.
     pub fn mkdir(&self, path: &StorePath, mode: u32) -> io::Result<()> {
         let (dir, name) = self.parent_and_name(path)?;
@@ -671,6 +665,13 @@ pub mod open_file {
     use std::os::fd::{AsFd, AsRawFd};
 
     use super::{TimeSpec, cstr, cvt, sys};
+
+    /// access(2) of the object behind the descriptor, with the daemon's
+    /// own ids.
+    #[cfg(target_os = "linux")]
+    pub fn access(fd: impl AsFd, mode: i32) -> io::Result<()> {
+        sys::access_handle(fd.as_fd(), mode)
+    }
 
     /// fchmod.
     pub fn set_mode(fd: impl AsFd, mode: u32) -> io::Result<()> {
