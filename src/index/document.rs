@@ -17,7 +17,6 @@
 //!   mtime; `changed` is the later of `updated` and the mtime and orders
 //!   `recent/`.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -249,8 +248,8 @@ pub(crate) fn build(
             ),
         );
     }
-    let text: Cow<'_, str> = String::from_utf8_lossy(bytes);
     if !is_markdown(path) {
+        let text = String::from_utf8_lossy(bytes);
         doc.add_text(f.kind, KIND_TEXT);
         let title = path.as_path().to_string_lossy();
         doc.add_text(f.title, &title);
@@ -265,7 +264,7 @@ pub(crate) fn build(
     }
 
     let stem = stem(path);
-    let Some(memory) = memory::parse_bytes(&stem, bytes) else {
+    let Some((text, memory)) = memory::parse_bytes(&stem, bytes) else {
         doc.add_text(f.kind, KIND_SKIPPED);
         return doc;
     };
@@ -319,15 +318,14 @@ pub(crate) fn build(
     doc.add_date(f.created, date(created));
     doc.add_date(f.updated, date(updated));
     doc.add_i64(f.changed, updated.max(mtime));
-    let schema_warnings = crate::memory::schema::active().check(&text);
-    if !memory.lint.is_empty() || !schema_warnings.is_empty() {
+    if !memory.lint.is_empty() || !memory.schema_warnings.is_empty() {
         if !clipped {
             doc.add_text(f.flag, FLAG_LINT);
         }
         for issue in &memory.lint {
             doc.add_text(f.lint, issue.to_string());
         }
-        for warning in schema_warnings {
+        for warning in &memory.schema_warnings {
             doc.add_text(f.lint, warning);
         }
     }

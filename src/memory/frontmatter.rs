@@ -260,16 +260,25 @@ pub(crate) fn key_name(key: &Value) -> Option<String> {
 /// Reads a located block into a [`Frontmatter`], recording every problem.
 pub(crate) fn decode(block: &Block<'_>, lint: &mut Vec<LintIssue>) -> Frontmatter {
     match parse_yaml(block.yaml) {
-        Ok(map) => Decoder {
-            yaml: block.yaml,
-            lint,
-        }
-        .decode(map),
+        Ok(map) => decode_map(block, map, lint),
         Err(problem) => {
             lint.push(problem.into_lint());
             Frontmatter::default()
         }
     }
+}
+
+/// [`decode`] of a block whose YAML [`parse_yaml`] already read into `map`.
+pub(crate) fn decode_map(
+    block: &Block<'_>,
+    map: Mapping,
+    lint: &mut Vec<LintIssue>,
+) -> Frontmatter {
+    Decoder {
+        yaml: block.yaml,
+        lint,
+    }
+    .decode(map)
 }
 
 struct Decoder<'a> {

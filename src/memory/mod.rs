@@ -36,6 +36,7 @@ pub mod schema;
 mod tags;
 pub mod transcript;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -77,6 +78,9 @@ pub struct Memory {
     pub observations: Vec<Observation>,
     /// Everything that looked wrong, in file order as far as known.
     pub lint: Vec<LintIssue>,
+    /// What the frontmatter schemas in force ([`schema::active`]) warn
+    /// about: for `.mnemofs/lint`, never a reason to refuse the file.
+    pub schema_warnings: Vec<String>,
 }
 
 impl Memory {
@@ -146,6 +150,7 @@ pub fn body_of(text: &str) -> &str {
 /// the title of last resort.
 pub fn parse(stem: &str, text: &str) -> Memory {
     let mut lint = Vec::new();
+    let mut schema_warnings = Vec::new();
     let (frontmatter, frontmatter_span, body_offset) = match frontmatter::locate(text) {
         Located::Absent { body_start } => (Frontmatter::default(), None, body_start),
         Located::Unclosed { body_start } => {
@@ -158,7 +163,17 @@ pub fn parse(stem: &str, text: &str) -> Memory {
             (Frontmatter::default(), None, body_start)
         }
         Located::Found(block) => {
-            let fm = frontmatter::decode(&block, &mut lint);
+            // Read once, for the fields and for the schemas.
+            let fm = match frontmatter::parse_yaml(block.yaml) {
+                Ok(map) => {
+                    schema_warnings = schema::active().check_fields(&map);
+                    frontmatter::decode_map(&block, map, &mut lint)
+                }
+                Err(problem) => {
+                    lint.push(problem.into_lint());
+                    Frontmatter::default()
+                }
+            };
             (fm, Some(block.span.clone()), block.span.end)
         }
     };
@@ -207,6 +222,7 @@ pub fn parse(stem: &str, text: &str) -> Memory {
         tags: tags.into_vec(),
         observations,
         lint,
+        schema_warnings,
     }
 }
 
@@ -288,16 +304,17 @@ pub fn is_probably_binary(bytes: &[u8]) -> bool {
     }
 }
 
-/// Parses a file's bytes, or returns `None` if they look binary.
+/// Parses a file's bytes, or returns `None` if they look binary; with the
+/// text it parsed, which borrows `bytes` unless some had to be replaced.
 ///
 /// Invalid UTF-8 after the sniffed window is replaced with U+FFFD and
 /// reported as [`LintKind::InvalidUtf8`].
-pub fn parse_bytes(stem: &str, bytes: &[u8]) -> Option<Memory> {
+pub fn parse_bytes<'a>(stem: &str, bytes: &'a [u8]) -> Option<(Cow<'a, str>, Memory)> {
     if is_probably_binary(bytes) {
         return None;
     }
     match std::str::from_utf8(bytes) {
-        Ok(text) => Some(parse(stem, text)),
+        Ok(text) => Some((Cow::Borrowed(text), parse(stem, text))),
         Err(e) => {
             let text = String::from_utf8_lossy(bytes);
             let mut memory = parse(stem, &text);
@@ -311,7 +328,7 @@ pub fn parse_bytes(stem: &str, bytes: &[u8]) -> Option<Memory> {
                     e.valid_up_to()
                 ),
             });
-            Some(memory)
+            Some((text, memory))
         }
     }
 }

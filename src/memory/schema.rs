@@ -166,9 +166,14 @@ impl SchemaSet {
         let Ok(fields) = parse_yaml(block.yaml) else {
             return Vec::new();
         };
+        self.check_fields(&fields)
+    }
+
+    /// Warnings for a memory's frontmatter, already read into `fields`.
+    pub(crate) fn check_fields(&self, fields: &Mapping) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(base) = self.schemas.get("memory") {
-            base.check(&fields, &mut out);
+            base.check(fields, &mut out);
         }
         let kind = fields
             .get(Value::String("type".into()))
@@ -177,7 +182,7 @@ impl SchemaSet {
             .filter(|k| *k != "memory")
             .and_then(|k| self.schemas.get(k))
         {
-            schema.check(&fields, &mut out);
+            schema.check(fields, &mut out);
         }
         out
     }

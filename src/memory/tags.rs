@@ -81,11 +81,13 @@ fn covering(skip: &[Range<usize>], pos: usize) -> Option<&Range<usize>> {
 pub(crate) fn link_destinations(line: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut from = 0;
-    while let Some(p) = line
-        .get(from..)
-        .and_then(|s| s.find("]("))
-        .map(|p| p + from)
-    {
+    // A search for `]` alone (memchr), since most lines have none: a
+    // two-byte pattern costs a substring searcher per line.
+    while let Some(p) = line.get(from..).and_then(|s| s.find(']')).map(|p| p + from) {
+        if line.as_bytes().get(p + 1) != Some(&b'(') {
+            from = p + 1;
+            continue;
+        }
         let end = line
             .get(p..)
             .and_then(|s| s.find(')'))
@@ -183,6 +185,18 @@ mod tests {
         assert!(tags("a#b C# F#minor").is_empty());
         assert!(tags("[docs](https://x.org/a#b) [local](#anchor)").is_empty());
         assert!(tags("\\#escaped").is_empty());
+    }
+
+    #[test]
+    fn link_destinations_are_found_after_other_brackets() {
+        let line = "[x] ]] a](b#c) [d]e #tag [f](g)";
+        let found: Vec<&str> = link_destinations(line)
+            .into_iter()
+            .filter_map(|r| line.get(r))
+            .collect();
+        assert_eq!(found, ["](b#c)", "](g)"]);
+        assert_eq!(tags(line), ["tag"]);
+        assert_eq!(link_destinations("a ] b ](").len(), 1);
     }
 
     #[test]

@@ -85,7 +85,7 @@ fn id_and_title_read_as_the_whole_parse_does() {
         b"\0binary",
     ];
     for bytes in cases {
-        let whole = parse_bytes("stem", bytes).map(|m| (m.frontmatter.id, m.title));
+        let whole = parse_bytes("stem", bytes).map(|(_, m)| (m.frontmatter.id, m.title));
         assert_eq!(
             id_and_title("stem", bytes),
             whole,
@@ -213,7 +213,7 @@ fn invalid_utf8_after_the_window_is_lint() {
     let mut bytes = b"# Title\n".to_vec();
     bytes.extend(std::iter::repeat_n(b'x', 9000));
     bytes.extend_from_slice(b"\n\xff #tag\n");
-    let m = parse_bytes("s", &bytes).unwrap_or_default();
+    let (_, m) = parse_bytes("s", &bytes).unwrap_or_default();
     assert_eq!(m.title, "Title");
     assert_eq!(m.tags, ["tag"]);
     assert_eq!(m.lint.len(), 1);
@@ -300,7 +300,7 @@ proptest! {
 
     #[test]
     fn id_and_title_agree_with_the_whole_parse(text in markdownish()) {
-        let whole = parse_bytes("stem", text.as_bytes()).map(|m| (m.frontmatter.id, m.title));
+        let whole = parse_bytes("stem", text.as_bytes()).map(|(_, m)| (m.frontmatter.id, m.title));
         prop_assert_eq!(id_and_title("stem", text.as_bytes()), whole);
     }
 
