@@ -17,6 +17,7 @@ pub mod fs;
 pub mod index;
 pub mod memory;
 pub mod ops;
+pub mod process;
 pub mod progress;
 pub mod store;
 pub mod tasks;

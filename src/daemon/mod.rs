@@ -163,15 +163,8 @@ fn daemon_umask(allow_other: bool) -> u32 {
     if !allow_other {
         return 0o077;
     }
-    // From /proc: reading it with umask(2) would change it for a moment.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("Umask:"))?;
-            u32::from_str_radix(line.split_whitespace().nth(1)?, 8).ok()
-        })
-        // Nothing the daemon makes is writable by others.
-        .map_or(0o022, |mask| mask | 0o022)
+    // Nothing the daemon makes is writable by others.
+    crate::process::umask().map_or(0o022, |mask| mask | 0o022)
 }
 
 fn daemonize(config: &MountConfig, lock: StoreLock, umask: u32) -> anyhow::Result<()> {

@@ -98,29 +98,7 @@ pub(super) fn rename(from: &Path, to: &Path, flags: u32) -> io::Result<()> {
     crate::store::renameat2(cwd, &from, cwd, &to, flags)
 }
 
-/// The process's umask, from /proc (reading it with umask(2) would change
-/// it for a moment under other threads); the strictest if unknown.
-#[cfg(target_os = "linux")]
+/// The process's umask; the strictest if it cannot be read.
 pub(super) fn current_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("Umask:"))?;
-            u32::from_str_radix(line.split_whitespace().nth(1)?, 8).ok()
-        })
-        .unwrap_or(0o777)
-}
-
-/// The process's umask. macOS has no `/proc`, so it is read with umask(2),
-/// which sets one while it reads: 0077 for that moment, so a file another
-/// thread creates then is private rather than open.
-#[cfg(target_os = "macos")]
-pub(super) fn current_umask() -> u32 {
-    // SAFETY: umask has no preconditions; the old mask is put back at once.
-    let mask = unsafe {
-        let mask = libc::umask(0o077);
-        libc::umask(mask);
-        mask
-    };
-    u32::from(mask)
+    crate::process::umask().unwrap_or(0o777)
 }

@@ -49,19 +49,8 @@ pub const ROOT_INO: u64 = inodes::ROOT;
 /// the capabilities that override file modes and ownership) would judge
 /// its callers by privileges they may not have: the kernel checks there.
 pub fn kernel_checks_permissions(allow_other: bool) -> bool {
-    allow_other || !cfg!(target_os = "linux") || daemon_overrides_permissions()
-}
-
-/// Whether this process holds any of `CAP_CHOWN`, `CAP_DAC_OVERRIDE`,
-/// `CAP_DAC_READ_SEARCH`, `CAP_FOWNER` or `CAP_FSETID` (the low five bits
-/// of `CapEff` in `/proc/self/status`). Unknown counts as yes.
-fn daemon_overrides_permissions() -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return true;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .is_none_or(|caps| caps & 0x1f != 0)
+    // Unknown counts as yes.
+    allow_other
+        || !cfg!(target_os = "linux")
+        || crate::process::overrides_file_modes().unwrap_or(true)
 }
