@@ -17,12 +17,17 @@
 //!   list items look exactly like them;
 //! - code spans do not cross line boundaries.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 
-/// Returns a copy of `body` with code blanked out, the same length as
-/// `body` and with every `\n` and `\r` in place.
-pub(crate) fn mask_code(body: &str) -> String {
+/// Returns `body` with code blanked out, the same length as `body` and
+/// with every `\n` and `\r` in place: `body` itself when it has no
+/// backtick or tilde, so no code (most notes).
+pub(crate) fn mask_code(body: &str) -> Cow<'_, str> {
+    if memchr::memchr2(b'`', b'~', body.as_bytes()).is_none() {
+        return Cow::Borrowed(body);
+    }
     let mut out = body.as_bytes().to_vec();
     let mut fence: Option<Fence> = None;
     let mut line_start = 0;
@@ -44,7 +49,10 @@ pub(crate) fn mask_code(body: &str) -> String {
     }
     // Only whole characters or ASCII bytes were replaced by spaces, so the
     // bytes are still UTF-8; the fallback exists so this can never panic.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    Cow::Owned(
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 fn blank(out: &mut [u8], range: Range<usize>) {
@@ -187,6 +195,13 @@ pub(crate) fn list_item_content_start(line: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_without_code_is_not_copied() {
+        assert!(matches!(mask_code("a #x [[y]]\n`"), Cow::Owned(_)));
+        assert!(matches!(mask_code("a #x [[y]]\n~"), Cow::Owned(_)));
+        assert!(matches!(mask_code("a #x [[y]]\n- z"), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn fenced_blocks_are_blanked_but_keep_their_length() {

@@ -81,9 +81,14 @@ fn covering(skip: &[Range<usize>], pos: usize) -> Option<&Range<usize>> {
 pub(crate) fn link_destinations(line: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut from = 0;
-    // A search for `]` alone (memchr), since most lines have none: a
-    // two-byte pattern costs a substring searcher per line.
-    while let Some(p) = line.get(from..).and_then(|s| s.find(']')).map(|p| p + from) {
+    // A search for `]` alone, since most lines have none: a two-byte
+    // pattern costs a substring searcher per line.
+    while let Some(p) = line
+        .as_bytes()
+        .get(from..)
+        .and_then(|s| memchr::memchr(b']', s))
+        .map(|p| p + from)
+    {
         if line.as_bytes().get(p + 1) != Some(&b'(') {
             from = p + 1;
             continue;
@@ -130,7 +135,12 @@ pub(crate) fn tag_at(line: &str, hash: usize) -> Option<(&str, usize)> {
 /// disjoint (see [`merge_ranges`]).
 pub(crate) fn inline_tags(line: &str, skip: &[Range<usize>], out: &mut TagList) {
     let mut i = 0;
-    while let Some(p) = line.get(i..).and_then(|s| s.find('#')).map(|p| p + i) {
+    while let Some(p) = line
+        .as_bytes()
+        .get(i..)
+        .and_then(|s| memchr::memchr(b'#', s))
+        .map(|p| p + i)
+    {
         if let Some(r) = covering(skip, p) {
             i = r.end.max(p + 1);
             continue;
