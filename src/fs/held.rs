@@ -97,8 +97,3 @@ pub(super) fn rename(from: &Path, to: &Path, flags: u32) -> io::Result<()> {
     let cwd = unsafe { BorrowedFd::borrow_raw(libc::AT_FDCWD) };
     crate::store::renameat2(cwd, &from, cwd, &to, flags)
 }
-
-/// The process's umask; the strictest if it cannot be read.
-pub(super) fn current_umask() -> u32 {
-    crate::process::umask().unwrap_or(0o777)
-}

@@ -75,7 +75,8 @@ impl MountWriter {
         MountWriter {
             mountpoint,
             fs,
-            umask: held::current_umask(),
+            // The strictest if it cannot be read.
+            umask: crate::process::umask().unwrap_or(0o777),
         }
     }
 

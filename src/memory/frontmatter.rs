@@ -259,26 +259,30 @@ pub(crate) fn key_name(key: &Value) -> Option<String> {
 
 /// Reads a located block into a [`Frontmatter`], recording every problem.
 pub(crate) fn decode(block: &Block<'_>, lint: &mut Vec<LintIssue>) -> Frontmatter {
+    decode_and_inspect(block, lint, |_| ())
+}
+
+/// [`decode`], showing the parsed mapping to `inspect` first (the
+/// schemas read the same fields without parsing the YAML again).
+pub(crate) fn decode_and_inspect(
+    block: &Block<'_>,
+    lint: &mut Vec<LintIssue>,
+    inspect: impl FnOnce(&Mapping),
+) -> Frontmatter {
     match parse_yaml(block.yaml) {
-        Ok(map) => decode_map(block, map, lint),
+        Ok(map) => {
+            inspect(&map);
+            Decoder {
+                yaml: block.yaml,
+                lint,
+            }
+            .decode(map)
+        }
         Err(problem) => {
             lint.push(problem.into_lint());
             Frontmatter::default()
         }
     }
-}
-
-/// [`decode`] of a block whose YAML [`parse_yaml`] already read into `map`.
-pub(crate) fn decode_map(
-    block: &Block<'_>,
-    map: Mapping,
-    lint: &mut Vec<LintIssue>,
-) -> Frontmatter {
-    Decoder {
-        yaml: block.yaml,
-        lint,
-    }
-    .decode(map)
 }
 
 struct Decoder<'a> {

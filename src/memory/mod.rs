@@ -163,17 +163,9 @@ pub fn parse(stem: &str, text: &str) -> Memory {
             (Frontmatter::default(), None, body_start)
         }
         Located::Found(block) => {
-            // Read once, for the fields and for the schemas.
-            let fm = match frontmatter::parse_yaml(block.yaml) {
-                Ok(map) => {
-                    schema_warnings = schema::active().check_fields(&map);
-                    frontmatter::decode_map(&block, map, &mut lint)
-                }
-                Err(problem) => {
-                    lint.push(problem.into_lint());
-                    Frontmatter::default()
-                }
-            };
+            let fm = frontmatter::decode_and_inspect(&block, &mut lint, |map| {
+                schema_warnings = schema::active().check_fields(map);
+            });
             (fm, Some(block.span.clone()), block.span.end)
         }
     };
