@@ -83,7 +83,6 @@ impl Operations {
         let history = self.kept()?;
         Ok(history
             .deleted()
-            .into_iter()
             .filter(|v| self.store.stat(&v.path).is_err())
             .filter(|v| self.sees_version(history, v))
             .take(limit)

@@ -54,7 +54,6 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use hashbrown::HashTable;
@@ -129,7 +128,7 @@ pub enum Keep {
     Copy,
 }
 
-/// One kept version.
+/// One kept version, as listings give it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version {
     /// Its number, unique in this store's history and never reused.
@@ -146,12 +145,66 @@ pub struct Version {
     pub at: i64,
     /// Size in bytes.
     pub size: u64,
-    /// Shared with every other version of the same content.
-    object: Arc<str>,
+    /// The object holding its content.
+    object: Object,
+}
+
+/// The name of an object: `<hash hex>-<size>`, and `-<n>` for the `n`th
+/// different content with that hash and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Object {
+    hash: u64,
+    size: u64,
+    /// 1 for the first content with this hash and size.
+    nth: u8,
+}
+
+/// How many different contents may share a hash and size.
+const MAX_NTH: u8 = 99;
+
+impl Object {
+    /// The object `name` names, if it is an object's name.
+    fn parse(name: &str) -> Option<Object> {
+        let mut parts = name.split('-');
+        let hash = parts.next().filter(|h| h.len() == 16)?;
+        let hash = u64::from_str_radix(hash, 16).ok()?;
+        let size = parts.next()?.parse().ok()?;
+        let nth = match parts.next() {
+            None => 1,
+            Some(n) => n.parse().ok().filter(|n| (2..=MAX_NTH).contains(n))?,
+        };
+        parts.next().is_none().then_some(Object { hash, size, nth })
+    }
+}
+
+impl std::fmt::Display for Object {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:016x}-{}", self.hash, self.size)?;
+        if self.nth > 1 {
+            write!(f, "-{}", self.nth)?;
+        }
+        Ok(())
+    }
+}
+
+/// A kept version as memory holds it: what the cap, the collapse and the
+/// lookups need. The id and title are in its line of the log, read when the
+/// version is listed; memory holds a hash of the id, to find its versions.
+#[derive(Clone, Debug)]
+struct Entry {
+    n: u64,
+    path: StorePath,
+    /// `id_hash` of the memory's id, 0 for none.
+    id_hash: u64,
+    why: Why,
+    at: i64,
+    object: Object,
     /// Start of the collapse window this version belongs to.
     window: i64,
     /// Whether it is the first version of its window.
     first: bool,
+    /// Where its line starts in the log.
+    offset: u64,
 }
 
 /// One line of the log.
@@ -184,8 +237,8 @@ enum Line {
     },
 }
 
-impl Version {
-    fn to_line(&self) -> Line {
+impl Entry {
+    fn to_line(&self, id: Option<String>, title: Option<String>) -> Line {
         let bytes = self.path.as_path().as_os_str().as_bytes();
         let (path, path_hex) = match std::str::from_utf8(bytes) {
             Ok(s) => (Some(s.to_owned()), None),
@@ -198,14 +251,28 @@ impl Version {
             n: self.n,
             path,
             path_hex,
-            id: self.id.clone(),
-            title: self.title.clone(),
+            id,
+            title,
             why: self.why,
             at: self.at,
-            size: self.size,
+            size: self.object.size,
             object: self.object.to_string(),
             window: self.window,
             first: self.first,
+        }
+    }
+
+    /// This version as listings give it, with its id and title.
+    fn version(&self, (id, title): (Option<String>, Option<String>)) -> Version {
+        Version {
+            n: self.n,
+            path: self.path.clone(),
+            id,
+            title,
+            why: self.why,
+            at: self.at,
+            size: self.object.size,
+            object: self.object,
         }
     }
 }
@@ -227,17 +294,26 @@ fn path_from(path: Option<String>, path_hex: Option<String>) -> Option<StorePath
     }
 }
 
-/// The versions in memory. A version's path and object name are kept
-/// once: the object's name is shared by every version of that content, and
-/// the index of each path's newest version holds only its number.
+/// The hash of a memory's id in [`Entry::id_hash`]: never 0, which is
+/// "no id".
+fn id_hash(hasher: &hashbrown::DefaultHashBuilder, id: Option<&str>) -> u64 {
+    id.map_or(0, |id| hasher.hash_one(id) | 1)
+}
+
+/// The versions in memory, about a hundred bytes each with the path: a
+/// store deleting through the mount all day keeps a quarter of a million
+/// of them under the default cap. The id and title stay in the log; the
+/// index of each path's newest version holds only its number.
 struct Log {
     /// Oldest first: the oldest go first when time or the cap runs out.
-    /// Numbers grow from front to back.
-    versions: VecDeque<Version>,
+    /// Numbers, and offsets in the log, grow from front to back.
+    versions: VecDeque<Entry>,
     next: u64,
     file: Option<File>,
-    /// Each object's size and how many versions refer to it.
-    objects: HashMap<Arc<str>, (u64, usize)>,
+    /// The log's length: where the next line goes.
+    len: u64,
+    /// How many versions refer to each object.
+    objects: HashMap<Object, u32>,
     /// The size of the objects versions refer to.
     total: u64,
     /// The number of each path's newest version, hashed by the path, so a
@@ -247,13 +323,13 @@ struct Log {
 }
 
 /// Where version `n` is in `versions`.
-fn position(versions: &VecDeque<Version>, n: u64) -> Option<usize> {
+fn position(versions: &VecDeque<Entry>, n: u64) -> Option<usize> {
     versions.binary_search_by_key(&n, |v| v.n).ok()
 }
 
 /// Whether an entry of [`Log::newest`] numbers a version of `path`.
 fn numbers_version_of<'a>(
-    versions: &'a VecDeque<Version>,
+    versions: &'a VecDeque<Entry>,
     path: &'a StorePath,
 ) -> impl Fn(&u64) -> bool + 'a {
     move |&n| position(versions, n).is_some_and(|i| versions[i].path == *path)
@@ -261,22 +337,30 @@ fn numbers_version_of<'a>(
 
 /// The hash of an entry of [`Log::newest`]: its version's path's.
 fn path_hash<'a>(
-    versions: &'a VecDeque<Version>,
+    versions: &'a VecDeque<Entry>,
     hasher: &'a hashbrown::DefaultHashBuilder,
 ) -> impl Fn(&u64) -> u64 + 'a {
     move |&n| position(versions, n).map_or(0, |i| hasher.hash_one(&versions[i].path))
 }
 
 impl Log {
-    fn new(versions: Vec<Version>, next: u64) -> Log {
+    /// The log of `versions` (read from a log of `len` bytes, the ids
+    /// hashed with `hasher`).
+    fn new(
+        versions: Vec<Entry>,
+        next: u64,
+        len: u64,
+        hasher: hashbrown::DefaultHashBuilder,
+    ) -> Log {
         let mut log = Log {
             versions: VecDeque::from(versions),
             next,
             file: None,
+            len,
             objects: HashMap::new(),
             total: 0,
             newest: HashTable::new(),
-            hasher: Default::default(),
+            hasher,
         };
         log.recount();
         log
@@ -291,10 +375,14 @@ impl Log {
         for i in 0..self.versions.len() {
             self.count(i);
         }
+        self.objects.shrink_to_fit();
+        self.newest
+            .shrink_to_fit(path_hash(&self.versions, &self.hasher));
+        self.versions.shrink_to_fit();
     }
 
     /// Adds `version`.
-    fn push(&mut self, version: Version) {
+    fn push(&mut self, version: Entry) {
         self.versions.push_back(version);
         self.count(self.versions.len() - 1);
     }
@@ -302,18 +390,12 @@ impl Log {
     /// Counts the `i`th version, the newest so far of its path, in
     /// `objects` and `newest`.
     fn count(&mut self, i: usize) {
-        let version = &mut self.versions[i];
-        if let Some((name, _)) = self.objects.get_key_value(&version.object) {
-            version.object = Arc::clone(name);
+        let version = &self.versions[i];
+        let refs = self.objects.entry(version.object).or_insert(0);
+        if *refs == 0 {
+            self.total += version.object.size;
         }
-        let entry = self
-            .objects
-            .entry(Arc::clone(&version.object))
-            .or_insert((version.size, 0));
-        if entry.1 == 0 {
-            self.total += version.size;
-        }
-        entry.1 += 1;
+        *refs += 1;
         let n = version.n;
         let (versions, hasher) = (&self.versions, &self.hasher);
         let path = &versions[i].path;
@@ -339,9 +421,9 @@ impl Log {
         position(&self.versions, n)
     }
 
-    /// Drops the `i`th version; returns it, and its object's name if no
-    /// version refers to that object any more.
-    fn remove(&mut self, i: usize) -> Option<(Version, Option<Arc<str>>)> {
+    /// Drops the `i`th version; returns it, and its object if no version
+    /// refers to that object any more.
+    fn remove(&mut self, i: usize) -> Option<(Entry, Option<Object>)> {
         let (n, hash) = {
             let version = self.versions.get(i)?;
             (version.n, self.hasher.hash_one(&version.path))
@@ -359,12 +441,12 @@ impl Log {
         }
         let version = self.versions.remove(i)?;
         let mut unreferenced = None;
-        if let Some((size, refs)) = self.objects.get_mut(&version.object) {
+        if let Some(refs) = self.objects.get_mut(&version.object) {
             *refs = refs.saturating_sub(1);
             if *refs == 0 {
-                self.total = self.total.saturating_sub(*size);
+                self.total = self.total.saturating_sub(version.object.size);
                 self.objects.remove(&version.object);
-                unreferenced = Some(Arc::clone(&version.object));
+                unreferenced = Some(version.object);
             }
         }
         Some((version, unreferenced))
@@ -412,15 +494,16 @@ impl History {
     pub fn open(state_dir: &Path, settings: HistorySettings) -> io::Result<History> {
         let dir = state_dir.join(HISTORY_DIR);
         private_dir(&dir.join(OBJECTS_DIR))?;
-        let (versions, next) = match fs::read(dir.join(LOG_FILE)) {
-            Ok(bytes) => parse_log(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), 1),
+        let hasher = hashbrown::DefaultHashBuilder::default();
+        let (versions, next, len) = match File::open(dir.join(LOG_FILE)) {
+            Ok(file) => parse_log(io::BufReader::new(file), &hasher)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), 1, 0),
             Err(e) => return Err(e),
         };
         Ok(History {
             dir,
             settings,
-            log: Mutex::new(Log::new(versions, next)),
+            log: Mutex::new(Log::new(versions, next, len, hasher)),
             ids: None,
         })
     }
@@ -527,7 +610,7 @@ impl History {
         let hash = content.hash()?;
         let mut log = self.log.lock();
         let last = log.last_of(path);
-        let object: Arc<str> = self.store_object(content, hash, link_from)?.into();
+        let object = self.store_object(content, hash, link_from)?;
         let collapse = self.settings.collapse.as_secs() as i64;
         let (window, first, drop) = match last.map(|i| (i, &log.versions[i])) {
             // The same content again: already kept (a delete is still
@@ -547,19 +630,18 @@ impl History {
         };
         let n = log.next;
         log.next += 1;
-        let version = Version {
+        let version = Entry {
             n,
             path: path.clone(),
-            id,
-            title,
+            id_hash: id_hash(&log.hasher, id.as_deref()),
             why,
             at: now,
-            size: content.len(),
             object,
             window,
             first,
+            offset: log.len,
         };
-        let mut lines = vec![version.to_line()];
+        let mut lines = vec![version.to_line(id, title)];
         log.push(version);
         let mut unreferenced = Vec::new();
         if let Some((dropped, object)) = drop.and_then(|i| log.remove(i)) {
@@ -578,36 +660,59 @@ impl History {
             lines.push(Line::Drop { drop: dropped.n });
             unreferenced.extend(object);
         }
-        self.append(&mut log, &lines)?;
+        let offset = self.append(&mut log, &lines)?;
+        if let Some(version) = log.versions.back_mut() {
+            version.offset = offset;
+        }
         for object in unreferenced {
-            let _ = fs::remove_file(self.object_path(&object));
+            let _ = fs::remove_file(self.object_path(object));
         }
         Ok(Some(n))
     }
 
-    fn append(&self, log: &mut Log, lines: &[Line]) -> io::Result<()> {
+    /// Appends `lines` to the log; returns where the first one starts.
+    fn append(&self, log: &mut Log, lines: &[Line]) -> io::Result<u64> {
         let mut text = Vec::new();
+        if log.file.is_none() {
+            let file = OpenOptions::new()
+                .read(true)
+                .append(true)
+                .create(true)
+                .mode(0o600)
+                .open(self.dir.join(LOG_FILE))?;
+            // The log as it is, should anything but this history have
+            // changed it. A line a crash cut short is ended, so that it
+            // does not take the next one with it.
+            log.len = file.metadata()?.len();
+            if log.len > 0 {
+                use std::os::unix::fs::FileExt;
+                let mut last = [0];
+                file.read_exact_at(&mut last, log.len - 1)?;
+                if last != *b"\n" {
+                    text.push(b'\n');
+                }
+            }
+            log.file = Some(file);
+        }
+        let start = log.len + text.len() as u64;
         for line in lines {
             serde_json::to_writer(&mut text, line).map_err(io::Error::other)?;
             text.push(b'\n');
         }
-        if log.file.is_none() {
-            log.file = Some(
-                OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .mode(0o600)
-                    .open(self.dir.join(LOG_FILE))?,
-            );
-        }
-        match log.file.as_mut() {
-            Some(file) => file.write_all(&text),
-            None => Ok(()),
-        }
+        let Some(file) = log.file.as_mut() else {
+            return Err(io::Error::other("the version log is not open"));
+        };
+        let written = file.write_all(&text);
+        log.len = match &written {
+            Ok(()) => log.len + text.len() as u64,
+            // Part of the text may be there: the next line starts at the end.
+            Err(_) => file.metadata().map_or(log.len, |m| m.len()),
+        };
+        written.map(|()| start)
     }
 
-    fn object_path(&self, object: &str) -> PathBuf {
-        self.dir.join(OBJECTS_DIR).join(object)
+    fn object_path(&self, object: Object) -> PathBuf {
+        self.dir.join(OBJECTS_DIR).join(object.to_string())
     }
 
     /// Stores `bytes` as an object (a hard link of `link_from` when it can)
@@ -617,19 +722,18 @@ impl History {
         content: Content<'_>,
         hash: u64,
         link_from: Option<&File>,
-    ) -> io::Result<String> {
-        let base = format!("{hash:016x}-{}", content.len());
-        for n in 1..100u32 {
-            let name = if n == 1 {
-                base.clone()
-            } else {
-                format!("{base}-{n}")
+    ) -> io::Result<Object> {
+        for nth in 1..=MAX_NTH {
+            let object = Object {
+                hash,
+                size: content.len(),
+                nth,
             };
-            let path = self.object_path(&name);
+            let path = self.object_path(object);
             match content.equals(&path) {
                 Ok(true) => {
                     unshare(&path)?;
-                    return Ok(name);
+                    return Ok(object);
                 }
                 Ok(false) => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -638,13 +742,14 @@ impl History {
             if let Some(file) = link_from
                 && link_fd(file, &path).is_ok()
             {
-                return Ok(name);
+                return Ok(object);
             }
             content.write_to(&path)?;
-            return Ok(name);
+            return Ok(object);
         }
         Err(io::Error::other(format!(
-            "too many different contents share the hash {base}"
+            "too many different contents share the hash {hash:016x} and size {}",
+            content.len()
         )))
     }
 
@@ -656,38 +761,58 @@ impl History {
 
     /// Every kept version, oldest first.
     pub fn versions(&self) -> Vec<Version> {
-        self.log.lock().versions.iter().cloned().collect()
+        let entries: Vec<Entry> = self.log.lock().versions.iter().cloned().collect();
+        let mut lines = LogReader::new(self);
+        entries
+            .iter()
+            .map(|e| e.version(lines.describe(e)))
+            .collect()
     }
 
     /// The versions of the file at `path`, or of the memory `id`, oldest
     /// first.
     pub fn versions_of(&self, path: Option<&StorePath>, id: Option<&str>) -> Vec<Version> {
-        self.log
-            .lock()
-            .versions
+        let candidates: Vec<Entry> = {
+            let log = self.log.lock();
+            let id_hash = id_hash(&log.hasher, id);
+            log.versions
+                .iter()
+                .filter(|v| Some(&v.path) == path || (id_hash != 0 && v.id_hash == id_hash))
+                .cloned()
+                .collect()
+        };
+        let mut lines = LogReader::new(self);
+        candidates
             .iter()
+            .map(|e| e.version(lines.describe(e)))
+            // A hash of the id matched: the id itself must.
             .filter(|v| Some(&v.path) == path || (id.is_some() && v.id.as_deref() == id))
-            .cloned()
             .collect()
     }
 
     /// The newest deleted version of each path, newest first (whether the
-    /// path is free again is for the caller to see).
-    pub fn deleted(&self) -> Vec<Version> {
-        let log = self.log.lock();
-        let mut seen = HashSet::new();
-        let mut out = Vec::new();
-        for v in log.versions.iter().rev() {
-            if seen.insert(v.path.clone()) && v.why == Why::Deleted {
-                out.push(v.clone());
-            }
-        }
-        out
+    /// path is free again is for the caller to see). Each is read from the
+    /// log as the caller takes it.
+    pub fn deleted(&self) -> impl Iterator<Item = Version> + '_ {
+        let entries: Vec<Entry> = {
+            let log = self.log.lock();
+            let mut seen = HashSet::new();
+            log.versions
+                .iter()
+                .rev()
+                .filter(|v| seen.insert(&v.path) && v.why == Why::Deleted)
+                .cloned()
+                .collect()
+        };
+        let mut lines = LogReader::new(self);
+        entries
+            .into_iter()
+            .map(move |e| e.version(lines.describe(&e)))
     }
 
     /// The bytes a version kept.
     pub fn read(&self, version: &Version) -> io::Result<Vec<u8>> {
-        fs::read(self.object_path(&version.object))
+        fs::read(self.object_path(version.object))
     }
 
     /// Drops versions older than the settings keep them and, oldest first,
@@ -705,29 +830,117 @@ impl History {
         log.recount();
         while log.total > self.settings.max_bytes && log.remove(0).is_some() {}
         let dropped = before - log.versions.len();
-        let live: HashSet<&str> = log.versions.iter().map(|v| &*v.object).collect();
         for entry in fs::read_dir(self.dir.join(OBJECTS_DIR))? {
             let entry = entry?;
             let name = entry.file_name();
-            if !name.to_str().is_some_and(|n| live.contains(n)) {
+            let live = name
+                .to_str()
+                .and_then(Object::parse)
+                .is_some_and(|object| log.objects.contains_key(&object));
+            if !live {
                 let _ = fs::remove_file(entry.path());
             } else if let Err(e) = unshare(&entry.path()) {
                 tracing::warn!("history: cannot copy {}: {e}", entry.path().display());
             }
         }
-        let mut text = Vec::new();
-        serde_json::to_writer(&mut text, &Line::Next { next: log.next })
-            .map_err(io::Error::other)?;
-        text.push(b'\n');
-        for v in &log.versions {
-            serde_json::to_writer(&mut text, &v.to_line()).map_err(io::Error::other)?;
-            text.push(b'\n');
+        // The new log takes each version's id and title from the old one,
+        // a line at a time: the log is never held whole.
+        let mut lines = LogReader::new(self);
+        let mut offsets = Vec::with_capacity(log.versions.len());
+        let mut len = 0;
+        write_object_with(&self.dir.join(LOG_FILE), |file| {
+            let mut out = io::BufWriter::new(file);
+            let mut at = 0;
+            let mut line = Vec::new();
+            serde_json::to_writer(&mut line, &Line::Next { next: log.next })
+                .map_err(io::Error::other)?;
+            for v in &log.versions {
+                line.push(b'\n');
+                out.write_all(&line)?;
+                at += line.len() as u64;
+                offsets.push(at);
+                line.clear();
+                let (id, title) = lines.read(v.offset, v.n).unwrap_or_default();
+                serde_json::to_writer(&mut line, &v.to_line(id, title))
+                    .map_err(io::Error::other)?;
+            }
+            line.push(b'\n');
+            out.write_all(&line)?;
+            len = at + line.len() as u64;
+            out.flush()
+        })?;
+        for (v, offset) in log.versions.iter_mut().zip(offsets) {
+            v.offset = offset;
         }
-        let tmp = self.dir.join(format!("{LOG_FILE}.tmp"));
-        write_object(&tmp, &text)?;
-        fs::rename(&tmp, self.dir.join(LOG_FILE))?;
+        log.len = len;
         log.file = None;
         Ok(dropped)
+    }
+}
+
+/// Reads versions' lines from the log, for their id and title.
+struct LogReader<'h> {
+    history: &'h History,
+    file: Option<File>,
+}
+
+/// The longest line read back: a path of 4 KiB and a title, with room.
+const MAX_LINE: usize = 1 << 20;
+
+impl<'h> LogReader<'h> {
+    fn new(history: &'h History) -> Self {
+        LogReader {
+            history,
+            file: None,
+        }
+    }
+
+    /// The id and title the log gives `version`: none if its line cannot
+    /// be read.
+    fn describe(&mut self, version: &Entry) -> (Option<String>, Option<String>) {
+        if let Some(found) = self.read(version.offset, version.n) {
+            return found;
+        }
+        // The log was rewritten since `version` was copied (a sweep), or
+        // `version` was copied: look for it again.
+        self.file = None;
+        let offset = {
+            let log = self.history.log.lock();
+            position(&log.versions, version.n).map(|i| log.versions[i].offset)
+        };
+        offset
+            .and_then(|offset| self.read(offset, version.n))
+            .unwrap_or_default()
+    }
+
+    fn read(&mut self, offset: u64, n: u64) -> Option<(Option<String>, Option<String>)> {
+        use std::os::unix::fs::FileExt;
+        if self.file.is_none() {
+            self.file = File::open(self.history.dir.join(LOG_FILE)).ok();
+        }
+        let file = self.file.as_ref()?;
+        let mut line = Vec::new();
+        let mut buf = [0; 1024];
+        loop {
+            let got = file.read_at(&mut buf, offset + line.len() as u64).ok()?;
+            if got == 0 {
+                break;
+            }
+            if let Some(end) = memchr::memchr(b'\n', &buf[..got]) {
+                line.extend_from_slice(&buf[..end]);
+                break;
+            }
+            line.extend_from_slice(&buf[..got]);
+            if line.len() > MAX_LINE {
+                return None;
+            }
+        }
+        match serde_json::from_slice(&line) {
+            Ok(Line::Version {
+                n: m, id, title, ..
+            }) if m == n => Some((id, title)),
+            _ => None,
+        }
     }
 }
 
@@ -912,46 +1125,59 @@ fn describe(path: &StorePath, bytes: &[u8]) -> (Option<String>, Option<String>) 
     }
 }
 
-/// The versions a log holds, and the number the next one gets: past every
-/// number the log ever gave out, dropped ones included.
-fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
-    let mut versions: Vec<Version> = Vec::new();
+/// The versions a log holds, the number the next one gets (past every
+/// number the log ever gave out, dropped ones included) and the log's
+/// length.
+fn parse_log(
+    mut log: impl io::BufRead,
+    hasher: &hashbrown::DefaultHashBuilder,
+) -> io::Result<(Vec<Entry>, u64, u64)> {
+    let mut versions: Vec<Entry> = Vec::new();
     // Numbers are never given out twice, so the dropped ones can go in
     // one pass at the end.
     let mut dropped = HashSet::new();
     let mut next = 1;
     let mut bad = 0;
-    for line in bytes.split(|b| *b == b'\n') {
+    let mut offset = 0;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = log.read_until(b'\n', &mut line)?;
+        if read == 0 {
+            break;
+        }
+        let at = offset;
+        offset += read as u64;
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Line>(line) {
+        match serde_json::from_slice::<Line>(&line) {
             Ok(Line::Version {
                 n,
                 path,
                 path_hex,
                 id,
-                title,
+                title: _,
                 why,
-                at,
+                at: when,
                 size,
                 object,
                 window,
                 first,
             }) => {
                 next = next.max(n.saturating_add(1));
-                match path_from(path, path_hex) {
-                    Some(path) if !object.contains('/') => versions.push(Version {
+                let object = Object::parse(&object).filter(|o| o.size == size);
+                match (path_from(path, path_hex), object) {
+                    (Some(path), Some(object)) => versions.push(Entry {
                         n,
                         path,
-                        id,
-                        title,
+                        id_hash: id_hash(hasher, id.as_deref()),
                         why,
-                        at,
-                        size,
-                        object: object.into(),
+                        at: when,
+                        object,
                         window,
                         first,
+                        offset: at,
                     }),
                     _ => bad += 1,
                 }
@@ -967,7 +1193,7 @@ fn parse_log(bytes: &[u8]) -> (Vec<Version>, u64) {
         tracing::warn!("history: skipped {bad} unreadable lines of the version log");
     }
     versions.retain(|v| !dropped.contains(&v.n));
-    (versions, next)
+    Ok((versions, next, offset))
 }
 
 /// A hard link of an open file at `to` (through `/proc/self/fd`, which
@@ -1051,33 +1277,39 @@ mod tests {
     /// older one its newest (no keep does this today; the log allows it).
     #[test]
     fn an_older_version_becomes_the_newest_when_the_newest_goes() {
-        let version = |n: u64, path: &str, object: &str| Version {
+        let object = |hash| Object {
+            hash,
+            size: 1,
+            nth: 1,
+        };
+        let version = |n: u64, path: &str, hash| Entry {
             n,
             path: StorePath::new(path).unwrap(),
-            id: None,
-            title: None,
+            id_hash: 0,
             why: Why::Deleted,
             at: 0,
-            size: 1,
-            object: object.into(),
+            object: object(hash),
             window: 0,
             first: true,
+            offset: 0,
         };
         let a = StorePath::new("a.md").unwrap();
         let mut log = Log::new(
             vec![
-                version(1, "a.md", "x"),
-                version(2, "b.md", "x"),
-                version(3, "a.md", "y"),
+                version(1, "a.md", 1),
+                version(2, "b.md", 1),
+                version(3, "a.md", 2),
             ],
             4,
+            0,
+            Default::default(),
         );
         assert_eq!(log.last_of(&a), Some(2));
         let (gone, unreferenced) = log.remove(2).unwrap();
-        assert_eq!((gone.n, unreferenced.as_deref()), (3, Some("y")));
+        assert_eq!((gone.n, unreferenced), (3, Some(object(2))));
         assert_eq!(log.last_of(&a), Some(0));
         let (_, unreferenced) = log.remove(0).unwrap();
-        assert_eq!(unreferenced, None, "b.md still refers to x");
+        assert_eq!(unreferenced, None, "b.md still refers to the first object");
         assert_eq!(log.last_of(&a), None);
         assert_eq!(log.total, 1);
     }
@@ -1137,9 +1369,9 @@ mod tests {
             h.read(v).unwrap(),
             b"---\nid: abc\ntitle: Alpha\n---\nbody\n"
         );
-        let object = fs::metadata(h.object_path(&v.object)).unwrap();
+        let object = fs::metadata(h.object_path(v.object)).unwrap();
         assert_eq!(object.ino(), ino, "kept by a hard link, not a copy");
-        assert_eq!(h.deleted().len(), 1);
+        assert_eq!(h.deleted().count(), 1);
         // The log survives a reopen.
         drop(h);
         let h = History::open(&f.state, settings(60)).unwrap();
@@ -1169,7 +1401,7 @@ mod tests {
         fs::remove_file(f.root.join("a.md")).unwrap();
         let v = &h.versions()[0];
         assert_eq!(h.read(v).unwrap(), b"across");
-        let object = fs::metadata(h.object_path(&v.object)).unwrap();
+        let object = fs::metadata(h.object_path(v.object)).unwrap();
         assert_ne!((object.dev(), object.ino()), (store_dev, ino));
     }
 
@@ -1460,20 +1692,25 @@ mod tests {
         prop_assert_eq!(&on_disk, &referred);
         let total: u64 = referred
             .iter()
-            .map(|o| fs::metadata(h.object_path(o)).unwrap().len())
+            .map(|o| {
+                fs::metadata(h.object_path(Object::parse(o).unwrap()))
+                    .unwrap()
+                    .len()
+            })
             .sum();
         prop_assert!(total <= h.settings().max_bytes);
         prop_assert_eq!(total, h.log.lock().total);
         {
             // Each path's newest version is found without a scan, and
-            // versions of one content share its name.
+            // each object's references are counted.
             let log = h.log.lock();
             for v in &log.versions {
                 let scanned = log.versions.iter().rposition(|w| w.path == v.path);
                 prop_assert_eq!(log.last_of(&v.path), scanned);
-                let (name, _) = log.objects.get_key_value(&v.object).unwrap();
-                prop_assert!(Arc::ptr_eq(name, &v.object));
+                let refs = log.versions.iter().filter(|w| w.object == v.object).count();
+                prop_assert_eq!(log.objects.get(&v.object).copied(), Some(refs as u32));
             }
+            prop_assert_eq!(log.objects.len(), referred.len());
             prop_assert_eq!(
                 log.newest.len(),
                 versions
@@ -1563,18 +1800,104 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_bad_log_line_is_skipped() {
-        let f = fixture();
+    /// The history of `f` reopened after a version of `a.md` was kept and
+    /// `tail` was appended to its log.
+    fn reopened_with(f: &Fixture, tail: &[u8]) -> History {
         let h = History::open(&f.state, settings(0)).unwrap();
         h.keep_bytes(&p("a.md"), b"a", Why::Deleted).unwrap();
         drop(h);
         let log = f.state.join("history").join(LOG_FILE);
         let mut text = fs::read(&log).unwrap();
-        text.extend_from_slice(b"{not json\n");
+        text.extend_from_slice(tail);
         fs::write(&log, text).unwrap();
-        let h = History::open(&f.state, settings(0)).unwrap();
+        History::open(&f.state, settings(0)).unwrap()
+    }
+
+    #[test]
+    fn a_bad_log_line_is_skipped() {
+        let f = fixture();
+        let h = reopened_with(&f, b"{not json\n");
         assert_eq!(h.versions().len(), 1);
+    }
+
+    /// A line a crash cut short is skipped, and the next version kept
+    /// after a reopen is not lost with it.
+    #[test]
+    fn a_line_cut_short_does_not_take_the_next_one_with_it() {
+        let f = fixture();
+        let h = reopened_with(&f, br#"{"n":7,"path":"cut.md","why":"del"#);
+        let n = h
+            .keep_bytes(&p("b.md"), b"---\ntitle: Bee\n---\n", Why::Deleted)
+            .unwrap()
+            .unwrap();
+        assert_eq!(h.versions().last().unwrap().title.as_deref(), Some("Bee"));
+        drop(h);
+        let h = History::open(&f.state, settings(0)).unwrap();
+        let versions = h.versions();
+        let paths: Vec<String> = versions.iter().map(|v| v.path.to_string()).collect();
+        assert_eq!(paths, ["a.md", "b.md"]);
+        assert_eq!(
+            (versions[1].n, versions[1].title.as_deref()),
+            (n, Some("Bee"))
+        );
+    }
+
+    /// Ids and titles are read from the log: they are found by id across
+    /// a rename, and come back after a sweep rewrote the log, even for a
+    /// version listed from before the sweep.
+    #[test]
+    fn ids_and_titles_are_read_from_the_log_before_and_after_a_sweep() {
+        let f = fixture();
+        let h = History::open(&f.state, settings(0)).unwrap();
+        let memory = |id: &str, title: &str, body: &str| {
+            format!("---\nid: {id}\ntitle: {title}\n---\n{body}\n")
+        };
+        h.keep_bytes(
+            &p("old.md"),
+            memory("m1", "First", "one").as_bytes(),
+            Why::Deleted,
+        )
+        .unwrap();
+        h.keep_bytes(
+            &p("x.md"),
+            memory("m2", "Other", "x").as_bytes(),
+            Why::Deleted,
+        )
+        .unwrap();
+        h.keep_bytes(
+            &p("new.md"),
+            memory("m1", "Second", "two").as_bytes(),
+            Why::Overwritten,
+        )
+        .unwrap();
+        let titles = |h: &History| -> Vec<(String, Option<String>)> {
+            h.versions_of(None, Some("m1"))
+                .into_iter()
+                .map(|v| (v.path.to_string(), v.title))
+                .collect()
+        };
+        let expected = vec![
+            ("old.md".to_string(), Some("First".to_string())),
+            ("new.md".to_string(), Some("Second".to_string())),
+        ];
+        assert_eq!(titles(&h), expected);
+        assert!(h.versions_of(None, Some("m3")).is_empty());
+        let before: Entry = h.log.lock().versions[2].clone();
+        // A line the sweep drops moves the others up.
+        h.log.lock().versions.pop_front();
+        h.sweep().unwrap();
+        assert_ne!(h.log.lock().versions[1].offset, before.offset);
+        let listed = before.version(LogReader::new(&h).describe(&before));
+        assert_eq!(listed.title.as_deref(), Some("Second"));
+        assert_eq!(listed.id.as_deref(), Some("m1"));
+        assert_eq!(titles(&h), expected[1..]);
+        drop(h);
+        let h = History::open(&f.state, settings(0)).unwrap();
+        assert_eq!(titles(&h), expected[1..]);
+        assert_eq!(
+            h.versions_of(None, Some("m2"))[0].title.as_deref(),
+            Some("Other")
+        );
     }
 
     #[test]
@@ -1614,7 +1937,7 @@ mod tests {
             (v.why, h.read(v).unwrap()),
             (Why::Overwritten, b"first draft".to_vec())
         );
-        assert!(h.deleted().is_empty());
+        assert_eq!(h.deleted().count(), 0);
         // A backup whose file is gone, a 4913 with content and a name that
         // merely looks alike are kept as they are.
         for name in [
@@ -1630,7 +1953,7 @@ mod tests {
                 .unwrap();
             assert!(kept.is_some(), "{name}");
         }
-        let mut trash: Vec<String> = h.deleted().iter().map(|v| v.path.to_string()).collect();
+        let mut trash: Vec<String> = h.deleted().map(|v| v.path.to_string()).collect();
         trash.sort();
         assert_eq!(
             trash,
@@ -1676,7 +1999,7 @@ mod tests {
         assert_eq!(versions.len(), 3);
         assert_eq!(versions[0].object, versions[1].object);
         assert_eq!(
-            *versions[0].object,
+            versions[0].object.to_string(),
             format!("{:016x}-{}", fnv1a64(&big), big.len())
         );
         assert!(h.read(&versions[1]).unwrap() == big);
