@@ -46,7 +46,7 @@
 //!   goes ahead (refusing deletes because the state dir is full would be
 //!   worse).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::hash::BuildHasher;
 use std::io::{self, Read, Write};
@@ -205,6 +205,9 @@ struct Entry {
     first: bool,
     /// Where its line starts in the log.
     offset: u64,
+    /// How many versions refer to its object, if it is the version that
+    /// stands for that object in [`Log::objects`]; 0 otherwise.
+    refs: u32,
 }
 
 /// One line of the log.
@@ -300,10 +303,10 @@ fn id_hash(hasher: &hashbrown::DefaultHashBuilder, id: Option<&str>) -> u64 {
     id.map_or(0, |id| hasher.hash_one(id) | 1)
 }
 
-/// The versions in memory, about a hundred bytes each with the path: a
-/// store deleting through the mount all day keeps a quarter of a million
-/// of them under the default cap. The id and title stay in the log; the
-/// index of each path's newest version holds only its number.
+/// The versions in memory, about 170 bytes each with the path and the
+/// indexes: a store deleting through the mount all day keeps a quarter of
+/// a million of them under the default cap. The id and title stay in the
+/// log, and the indexes hold only version numbers.
 struct Log {
     /// Oldest first: the oldest go first when time or the cap runs out.
     /// Numbers, and offsets in the log, grow from front to back.
@@ -312,8 +315,9 @@ struct Log {
     file: Option<File>,
     /// The log's length: where the next line goes.
     len: u64,
-    /// How many versions refer to each object.
-    objects: HashMap<Object, u32>,
+    /// For each object, the number of a version that refers to it and
+    /// counts its references, hashed by the object.
+    objects: HashTable<u64>,
     /// The size of the objects versions refer to.
     total: u64,
     /// The number of each path's newest version, hashed by the path, so a
@@ -327,20 +331,33 @@ fn position(versions: &VecDeque<Entry>, n: u64) -> Option<usize> {
     versions.binary_search_by_key(&n, |v| v.n).ok()
 }
 
-/// Whether an entry of [`Log::newest`] numbers a version of `path`.
-fn numbers_version_of<'a>(
-    versions: &'a VecDeque<Entry>,
-    path: &'a StorePath,
-) -> impl Fn(&u64) -> bool + 'a {
-    move |&n| position(versions, n).is_some_and(|i| versions[i].path == *path)
+/// What [`Log::newest`] is indexed by.
+fn by_path(version: &Entry) -> &StorePath {
+    &version.path
 }
 
-/// The hash of an entry of [`Log::newest`]: its version's path's.
-fn path_hash<'a>(
+/// What [`Log::objects`] is indexed by.
+fn by_object(version: &Entry) -> &Object {
+    &version.object
+}
+
+/// Whether an entry of an index by `key` numbers a version whose key is
+/// `wanted`.
+fn numbers<'a, K: PartialEq + 'a>(
+    versions: &'a VecDeque<Entry>,
+    key: fn(&Entry) -> &K,
+    wanted: &'a K,
+) -> impl Fn(&u64) -> bool + 'a {
+    move |&n| position(versions, n).is_some_and(|i| key(&versions[i]) == wanted)
+}
+
+/// The hash of an entry of an index by `key`: its version's key's.
+fn rehash<'a, K: std::hash::Hash + 'a>(
     versions: &'a VecDeque<Entry>,
     hasher: &'a hashbrown::DefaultHashBuilder,
+    key: fn(&Entry) -> &K,
 ) -> impl Fn(&u64) -> u64 + 'a {
-    move |&n| position(versions, n).map_or(0, |i| hasher.hash_one(&versions[i].path))
+    move |&n| position(versions, n).map_or(0, |i| hasher.hash_one(key(&versions[i])))
 }
 
 impl Log {
@@ -357,7 +374,7 @@ impl Log {
             next,
             file: None,
             len,
-            objects: HashMap::new(),
+            objects: HashTable::new(),
             total: 0,
             newest: HashTable::new(),
             hasher,
@@ -373,11 +390,13 @@ impl Log {
         self.total = 0;
         self.newest.clear();
         for i in 0..self.versions.len() {
+            self.versions[i].refs = 0;
             self.count(i);
         }
-        self.objects.shrink_to_fit();
-        self.newest
-            .shrink_to_fit(path_hash(&self.versions, &self.hasher));
+        let (versions, hasher) = (&self.versions, &self.hasher);
+        self.objects
+            .shrink_to_fit(rehash(versions, hasher, by_object));
+        self.newest.shrink_to_fit(rehash(versions, hasher, by_path));
         self.versions.shrink_to_fit();
     }
 
@@ -390,24 +409,26 @@ impl Log {
     /// Counts the `i`th version, the newest so far of its path, in
     /// `objects` and `newest`.
     fn count(&mut self, i: usize) {
-        let version = &self.versions[i];
-        let refs = self.objects.entry(version.object).or_insert(0);
-        if *refs == 0 {
-            self.total += version.object.size;
+        let (n, object) = (self.versions[i].n, self.versions[i].object);
+        match self.holder_of(&object) {
+            Some(holder) => self.versions[holder].refs += 1,
+            None => {
+                self.versions[i].refs = 1;
+                self.total += object.size;
+                let hash = self.hasher.hash_one(object);
+                let (versions, hasher) = (&self.versions, &self.hasher);
+                self.objects
+                    .insert_unique(hash, n, rehash(versions, hasher, by_object));
+            }
         }
-        *refs += 1;
-        let n = version.n;
         let (versions, hasher) = (&self.versions, &self.hasher);
         let path = &versions[i].path;
         let hash = hasher.hash_one(path);
-        match self
-            .newest
-            .find_mut(hash, numbers_version_of(versions, path))
-        {
+        match self.newest.find_mut(hash, numbers(versions, by_path, path)) {
             Some(slot) => *slot = n,
             None => {
                 self.newest
-                    .insert_unique(hash, n, path_hash(versions, hasher));
+                    .insert_unique(hash, n, rehash(versions, hasher, by_path));
             }
         }
     }
@@ -417,7 +438,17 @@ impl Log {
         let hash = self.hasher.hash_one(path);
         let n = *self
             .newest
-            .find(hash, numbers_version_of(&self.versions, path))?;
+            .find(hash, numbers(&self.versions, by_path, path))?;
+        position(&self.versions, n)
+    }
+
+    /// Where the version that counts the references to `object` is in
+    /// `versions`, if any version refers to it.
+    fn holder_of(&self, object: &Object) -> Option<usize> {
+        let hash = self.hasher.hash_one(object);
+        let n = *self
+            .objects
+            .find(hash, numbers(&self.versions, by_object, object))?;
         position(&self.versions, n)
     }
 
@@ -435,20 +466,49 @@ impl Log {
             // path, so this scan is rare.
             let path = &self.versions[i].path;
             if let Some(older) = self.versions.range(..i).rev().find(|v| v.path == *path) {
-                self.newest
-                    .insert_unique(hash, older.n, path_hash(&self.versions, &self.hasher));
+                self.newest.insert_unique(
+                    hash,
+                    older.n,
+                    rehash(&self.versions, &self.hasher, by_path),
+                );
+            }
+        }
+        let (object, refs) = (self.versions[i].object, self.versions[i].refs);
+        let mut unreferenced = None;
+        if refs == 0 {
+            // Another version counts the references.
+            if let Some(holder) = self.holder_of(&object) {
+                self.versions[holder].refs = self.versions[holder].refs.saturating_sub(1);
+            }
+        } else {
+            let hash = self.hasher.hash_one(object);
+            if let Ok(slot) = self.objects.find_entry(hash, |&m| m == n) {
+                slot.remove();
+            }
+            // Another version of the same content takes the count over. A
+            // content is rarely kept twice, so this scan is rare too.
+            let heir = (refs > 1)
+                .then(|| {
+                    (0..self.versions.len()).find(|&j| j != i && self.versions[j].object == object)
+                })
+                .flatten();
+            match heir {
+                Some(j) => {
+                    self.versions[j].refs = refs - 1;
+                    let heir = self.versions[j].n;
+                    self.objects.insert_unique(
+                        hash,
+                        heir,
+                        rehash(&self.versions, &self.hasher, by_object),
+                    );
+                }
+                None => {
+                    self.total = self.total.saturating_sub(object.size);
+                    unreferenced = Some(object);
+                }
             }
         }
         let version = self.versions.remove(i)?;
-        let mut unreferenced = None;
-        if let Some(refs) = self.objects.get_mut(&version.object) {
-            *refs = refs.saturating_sub(1);
-            if *refs == 0 {
-                self.total = self.total.saturating_sub(version.object.size);
-                self.objects.remove(&version.object);
-                unreferenced = Some(version.object);
-            }
-        }
         Some((version, unreferenced))
     }
 }
@@ -640,6 +700,7 @@ impl History {
             window,
             first,
             offset: log.len,
+            refs: 0,
         };
         let mut lines = vec![version.to_line(id, title)];
         log.push(version);
@@ -836,7 +897,7 @@ impl History {
             let live = name
                 .to_str()
                 .and_then(Object::parse)
-                .is_some_and(|object| log.objects.contains_key(&object));
+                .is_some_and(|object| log.holder_of(&object).is_some());
             if !live {
                 let _ = fs::remove_file(entry.path());
             } else if let Err(e) = unshare(&entry.path()) {
@@ -1178,6 +1239,7 @@ fn parse_log(
                         window,
                         first,
                         offset: at,
+                        refs: 0,
                     }),
                     _ => bad += 1,
                 }
@@ -1272,6 +1334,7 @@ fn write_object_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// Removing a path's newest version while an older one stays makes the
     /// older one its newest (no keep does this today; the log allows it).
@@ -1292,6 +1355,7 @@ mod tests {
             window: 0,
             first: true,
             offset: 0,
+            refs: 0,
         };
         let a = StorePath::new("a.md").unwrap();
         let mut log = Log::new(
@@ -1708,9 +1772,12 @@ mod tests {
                 let scanned = log.versions.iter().rposition(|w| w.path == v.path);
                 prop_assert_eq!(log.last_of(&v.path), scanned);
                 let refs = log.versions.iter().filter(|w| w.object == v.object).count();
-                prop_assert_eq!(log.objects.get(&v.object).copied(), Some(refs as u32));
+                let holder = log.holder_of(&v.object).map(|i| log.versions[i].refs);
+                prop_assert_eq!(holder, Some(refs as u32));
             }
-            prop_assert_eq!(log.objects.len(), referred.len());
+            let holders = log.versions.iter().filter(|v| v.refs > 0).count();
+            prop_assert_eq!(log.objects.len(), holders);
+            prop_assert_eq!(holders, referred.len());
             prop_assert_eq!(
                 log.newest.len(),
                 versions
