@@ -78,6 +78,16 @@ const BULK_CHUNK: usize = 1024;
 pub(super) const READ_CHUNK: usize = 256;
 /// Operations handed to the writer at once, at most.
 const SEND_BATCH: usize = READ_CHUNK;
+/// Documents handed to the writer before a commit waits for it to index
+/// them. Its queue holds batches, not documents, and is in effect
+/// unbounded: a stream of writes faster than the writer would otherwise
+/// pile up built documents, each a copy of its note (80 MiB of them at the
+/// peak of a stream of 100k creates).
+const MAX_UNCOMMITTED_DOCS: usize = 2048;
+/// The same during a rebuild, whose commits on the way are only waits: a
+/// rebuild of 100k notes took 16 s with at most 230 MiB, against 17.5 s
+/// and 920 MiB with no bound, and 23 s and 160 MiB with the bound above.
+const REBUILD_UNCOMMITTED_DOCS: usize = 2 * MAX_UNCOMMITTED_DOCS;
 /// Files per round during a rebuild.
 const REBUILD_CHUNK: usize = 2048;
 
@@ -168,6 +178,7 @@ pub(super) fn spawn(
                 adding: Vec::new(),
                 bulk: VecDeque::new(),
                 bulk_uncommitted: 0,
+                uncommitted_docs: 0,
                 reconcile_done: false,
             };
             indexer.start_reconcile();
@@ -268,6 +279,8 @@ struct Indexer {
     bulk: VecDeque<Bulk>,
     /// Bulk items processed but not committed.
     bulk_uncommitted: u64,
+    /// Documents handed to the writer since the last commit.
+    uncommitted_docs: usize,
     /// The reconcile marker was reached; clear `reconciling` at commit.
     reconcile_done: bool,
 }
@@ -499,7 +512,8 @@ impl Indexer {
         // Phase 2: read and parse a chunk at a time (on several threads
         // when there is more than a chunk to read): a burst of new files
         // or a folder of 100k notes never holds more than a chunk of built
-        // documents (each a copy of its note) at once.
+        // documents (each a copy of its note) at once here, nor more than
+        // `MAX_UNCOMMITTED_DOCS` in the writer's queue.
         let threads = threads_for(to_read.len());
         for chunk in to_read.chunks(READ_CHUNK) {
             let mut changes = self.read_files(chunk, threads);
@@ -508,6 +522,9 @@ impl Indexer {
                 self.apply(key, change);
             }
             self.send();
+            if self.uncommitted_docs >= MAX_UNCOMMITTED_DOCS {
+                self.commit();
+            }
         }
     }
 
@@ -645,6 +662,7 @@ impl Indexer {
         let ops = std::mem::take(&mut self.ops);
         let adding = std::mem::take(&mut self.adding);
         self.writer_changed = true;
+        self.uncommitted_docs += adding.len();
         if let Err(e) = self.writer.run(ops) {
             tracing::error!("cannot add {} documents to the index: {e}", adding.len());
             for key in adding {
@@ -673,22 +691,10 @@ impl Indexer {
                     self.core.generation.fetch_add(1, Ordering::AcqRel);
                     self.core.last_commit.store(unix_ms(), Ordering::Release);
                 }
-                Err(e) => {
-                    tracing::error!("index commit failed, rolling back and reconciling: {e}");
-                    let why = e.to_string();
-                    self.core.update_progress(|p| p.failing = Some(why));
-                    if let Err(e) = self.writer.rollback() {
-                        tracing::error!("index rollback failed: {e}");
-                    }
-                    // A full disk fails every commit until space is back:
-                    // try again at a walking pace, not in a tight loop.
-                    std::thread::sleep(COMMIT_RETRY);
-                    self.mirror = load_mirror(&self.core);
-                    self.bulk.push_back(Bulk::Path(StorePath::root()));
-                    self.core.update_progress(|p| p.bulk_pending += 1);
-                }
+                Err(e) => self.recover_from_failed_commit(&e.to_string()),
             }
             self.writer_changed = false;
+            self.uncommitted_docs = 0;
         }
         let seq = self.processed_seq;
         let bulk_done = std::mem::take(&mut self.bulk_uncommitted);
@@ -712,8 +718,32 @@ impl Indexer {
         self.core.ids.flush(false, unix_ms() / 1000);
     }
 
-    /// Drops everything and indexes the whole store; commits once at the
-    /// end, so searches see the old index until the new one is complete.
+    /// After a failed commit (a full disk): rolls the writer back to the
+    /// last commit and reconciles the store with what that holds.
+    fn recover_from_failed_commit(&mut self, why: &str) {
+        tracing::error!("index commit failed, rolling back and reconciling: {why}");
+        let why = why.to_string();
+        self.core.update_progress(|p| p.failing = Some(why));
+        if let Err(e) = self.writer.rollback() {
+            tracing::error!("index rollback failed: {e}");
+        }
+        // A full disk fails every commit until space is back: try again
+        // at a walking pace, not in a tight loop.
+        std::thread::sleep(COMMIT_RETRY);
+        // The last commit may be part of a rebuild the reader never moved
+        // to: the mirror must be what the writer goes on from.
+        if let Err(e) = self.core.reader.reload() {
+            tracing::error!("cannot reload the index reader: {e}");
+        }
+        self.mirror = load_mirror(&self.core);
+        self.bulk.push_back(Bulk::Path(StorePath::root()));
+        self.core.update_progress(|p| p.bulk_pending += 1);
+    }
+
+    /// Drops everything and indexes the whole store. Searches see the old
+    /// index until the new one is complete: the reader moves to it at the
+    /// last commit (the writer commits on the way only to bound what it
+    /// holds).
     fn rebuild(&mut self) -> Result<usize, IndexError> {
         let start = Instant::now();
         self.send();
@@ -741,6 +771,17 @@ impl Indexer {
                     searchable += 1;
                 }
                 self.apply(key, change);
+            }
+            self.send();
+            if self.uncommitted_docs >= REBUILD_UNCOMMITTED_DOCS {
+                // Waits for the writer to index what it was handed. The
+                // reader is not reloaded: searches keep the old index until
+                // the new one is complete.
+                if let Err(e) = self.writer.commit() {
+                    self.recover_from_failed_commit(&e.to_string());
+                    return Err(e.into());
+                }
+                self.uncommitted_docs = 0;
             }
             let done = (done * REBUILD_CHUNK).min(total);
             self.core.update_progress(|p| p.rebuild_done = done as u64);
