@@ -87,7 +87,7 @@ const MAX_UNCOMMITTED_DOCS: usize = 2048;
 /// The same during a rebuild, whose commits on the way are only waits: a
 /// rebuild of 100k notes took 16 s with at most 230 MiB, against 17.5 s
 /// and 920 MiB with no bound, and 23 s and 160 MiB with the bound above.
-const REBUILD_UNCOMMITTED_DOCS: usize = 2 * MAX_UNCOMMITTED_DOCS;
+pub(super) const REBUILD_UNCOMMITTED_DOCS: usize = 2 * MAX_UNCOMMITTED_DOCS;
 /// Files per round during a rebuild.
 const REBUILD_CHUNK: usize = 2048;
 

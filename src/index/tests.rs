@@ -636,6 +636,30 @@ fn rebuild_indexes_everything() {
     assert_eq!(fx.index.status().documents, 5);
 }
 
+/// A folder of more notes than the writer is handed between two commits,
+/// live and in a rebuild: the commits on the way lose nothing.
+#[test]
+fn a_folder_larger_than_a_commit_is_indexed_whole_live_and_in_a_rebuild() {
+    let fx = Fixture::new();
+    let n = 2 * super::indexer::REBUILD_UNCOMMITTED_DOCS + 100;
+    let dir = fx.abs("many");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..n {
+        let text = format!("# Note {i}\n\nword{i} and the shared gannet\n");
+        std::fs::write(dir.join(format!("n{i}.md")), text).unwrap();
+    }
+    fx.index.notify_path(&sp("many"));
+    fx.sync();
+    assert_eq!(fx.index.status().documents, n as u64);
+    assert_eq!(
+        fx.search(&format!("word{}", n - 1)),
+        [sp(&format!("many/n{}.md", n - 1))]
+    );
+    assert_eq!(fx.index.rebuild().unwrap(), n);
+    assert_eq!(fx.index.status().documents, n as u64);
+    assert_eq!(fx.search("word0"), [sp("many/n0.md")]);
+}
+
 // ---------------------------------------------------------------------------
 // Property test: random note operations against a naive model.
 
