@@ -775,8 +775,10 @@ impl Indexer {
             self.send();
             if self.uncommitted_docs >= REBUILD_UNCOMMITTED_DOCS {
                 // Waits for the writer to index what it was handed. The
-                // reader is not reloaded: searches keep the old index until
-                // the new one is complete.
+                // daemon's reader is not reloaded: its searches keep the
+                // old index until the new one is complete. (A read-only
+                // index of another process follows every commit, and a
+                // crash leaves what was committed for the reconcile.)
                 if let Err(e) = self.writer.commit() {
                     self.recover_from_failed_commit(&e.to_string());
                     return Err(e.into());
