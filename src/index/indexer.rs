@@ -37,7 +37,7 @@ use tantivy::{IndexWriter, TantivyDocument};
 use super::document::{self, FileState, is_ignored, is_ignored_name, path_from_key, path_key};
 use super::ids::Identity;
 use super::schema::names;
-use super::{Core, IndexError, WRITER_MEMORY};
+use super::{Core, IndexError, WRITER_MEMORY, WRITER_THREADS};
 use crate::store::{FileKind, Store, StorePath};
 
 /// A message on the live queue.
@@ -128,7 +128,6 @@ fn io_threads() -> usize {
 pub(super) fn spawn(
     core: Arc<Core>,
     store: Arc<Store>,
-    writer_threads: usize,
     live_rx: Receiver<Live>,
 ) -> Result<JoinHandle<()>, IndexError> {
     let (ready_tx, ready_rx) = crossbeam_channel::bounded(1);
@@ -141,7 +140,7 @@ pub(super) fn spawn(
             crate::background::lower_priority();
             let writer = match core
                 .index
-                .writer_with_num_threads(writer_threads, WRITER_MEMORY)
+                .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY)
             {
                 Ok(w) => {
                     w.set_merge_policy(Box::new(merge_policy()));

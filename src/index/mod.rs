@@ -261,7 +261,7 @@ impl std::fmt::Debug for Index {
     }
 }
 
-/// Writer heap budget, shared by its threads.
+/// Writer heap budget.
 const WRITER_MEMORY: usize = 50_000_000;
 
 /// The writer's indexing threads. Each thread that got documents since the
@@ -366,8 +366,8 @@ impl Index {
             Err(e) => return Err(e.into()),
         };
         let ids = ids::IdTable::open(state_dir);
-        let index = Self::start(index, Some(mapped), store, WRITER_THREADS, ids, deferred)
-            .map_err(|e| match e {
+        let index =
+            Self::start(index, Some(mapped), store, ids, deferred).map_err(|e| match e {
                 IndexError::Tantivy(t) => map_lock(t, &dir),
                 other => other,
             })?;
@@ -383,7 +383,6 @@ impl Index {
             tantivy::Index::create_in_ram(schema),
             None,
             store,
-            WRITER_THREADS,
             ids::IdTable::in_memory(),
             None,
         )
@@ -437,7 +436,6 @@ impl Index {
         index: tantivy::Index,
         mapped: Option<mapped::Mapped>,
         store: Arc<Store>,
-        threads: usize,
         ids: ids::IdTable,
         deferred: Option<Duration>,
     ) -> Result<Index, IndexError> {
@@ -465,7 +463,7 @@ impl Index {
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
-        let starter: Starter = Box::new(move || indexer::spawn(spawn_core, store, threads, rx));
+        let starter: Starter = Box::new(move || indexer::spawn(spawn_core, store, rx));
         let (thread, starter) = match deferred {
             None => (Some(starter()?), None),
             Some(_) => (None, Some(starter)),

@@ -433,23 +433,28 @@ impl Log {
         }
     }
 
+    /// Where the version `index` (by `key`) holds for `wanted` is in
+    /// `versions`.
+    fn find<K: std::hash::Hash + PartialEq>(
+        &self,
+        index: &HashTable<u64>,
+        key: fn(&Entry) -> &K,
+        wanted: &K,
+    ) -> Option<usize> {
+        let hash = self.hasher.hash_one(wanted);
+        let n = *index.find(hash, numbers(&self.versions, key, wanted))?;
+        position(&self.versions, n)
+    }
+
     /// Where the last version of `path` is in `versions`.
     fn last_of(&self, path: &StorePath) -> Option<usize> {
-        let hash = self.hasher.hash_one(path);
-        let n = *self
-            .newest
-            .find(hash, numbers(&self.versions, by_path, path))?;
-        position(&self.versions, n)
+        self.find(&self.newest, by_path, path)
     }
 
     /// Where the version that counts the references to `object` is in
     /// `versions`, if any version refers to it.
     fn holder_of(&self, object: &Object) -> Option<usize> {
-        let hash = self.hasher.hash_one(object);
-        let n = *self
-            .objects
-            .find(hash, numbers(&self.versions, by_object, object))?;
-        position(&self.versions, n)
+        self.find(&self.objects, by_object, object)
     }
 
     /// Drops the `i`th version; returns it, and its object if no version
@@ -962,8 +967,8 @@ impl<'h> LogReader<'h> {
         if let Some(found) = self.read(version.offset, version.n) {
             return found;
         }
-        // The log was rewritten since `version` was copied (a sweep), or
-        // `version` was copied: look for it again.
+        // The log was rewritten (a sweep) since `version` was copied out
+        // of it: look for it again.
         self.file = None;
         let offset = {
             let log = self.history.log.lock();
