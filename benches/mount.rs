@@ -100,7 +100,8 @@ impl Bench {
 
 fn main() -> ExitCode {
     if let Some(mountpoint) = std::env::var_os(common::nullfs::SERVE_ENV) {
-        return match common::nullfs::serve(Path::new(&mountpoint)) {
+        let backing = std::env::var_os(common::nullfs::BACKING_ENV).map(PathBuf::from);
+        return match common::nullfs::serve(Path::new(&mountpoint), backing) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("floor server: {e}");
@@ -257,8 +258,12 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
     figure(&mut bench, &|b| Ok(vec![stat_walk(b)?]), "stat walk")?;
     figure(&mut bench, &|b| Ok(vec![stat_known_paths(b)?]), "lstat")?;
     let (floor_mount, floor) = floor_notes(&bench)?;
-    figure(&mut bench, &|b| cat_notes(b, &floor), "cat")?;
-    figure(&mut bench, &|b| open_close_notes(b, &floor), "open+close")?;
+    figure(&mut bench, &|b| cat_notes(b, &floor_mount, &floor), "cat")?;
+    figure(
+        &mut bench,
+        &|b| open_close_notes(b, &floor_mount, &floor),
+        "open+close",
+    )?;
     drop(floor_mount);
     figure(&mut bench, &|b| create_small_files(b), "create+write")?;
     bench.observations.push(format!(
@@ -496,7 +501,7 @@ fn stat_known_paths(b: &Bench) -> io::Result<Row> {
 
 /// Info next to figure 4: open and close every note without reading, to
 /// tell the per-open cost apart from the read.
-fn open_close_notes(b: &mut Bench, floor: &Path) -> io::Result<Vec<Row>> {
+fn open_close_notes(b: &mut Bench, server: &NullMount, floor: &Path) -> io::Result<Vec<Row>> {
     let open_all = |root: &Path| -> io::Result<f64> {
         let (t, r) = time(|| {
             b.notes
@@ -515,25 +520,37 @@ fn open_close_notes(b: &mut Bench, floor: &Path) -> io::Result<Vec<Row>> {
         Target::Info,
     );
     let mut on_floor = Vec::new();
-    let mut cpu = 0.0;
+    let (mut cpu, mut floor_cpu) = (0.0, 0.0);
     for _ in 0..b.cfg.reps {
         r.native.push(open_all(&b.ws.store)?);
         let before = b.daemon.cpu_seconds();
         r.mount.push(open_all(&b.ws.mnt)?);
         cpu += cpu_since(b, before);
+        let before = server.cpu_seconds();
         on_floor.push(open_all(floor)?);
+        floor_cpu += server_cpu_since(server, before);
     }
     let opens = (b.cfg.reps * b.notes.len()) as f64;
     b.observations.push(format!(
-        "open+close: daemon CPU {:.0} µs per open",
-        cpu / opens * 1e6
+        "open+close: daemon CPU {:.0} µs per open; the FUSE floor's server {:.0} µs",
+        cpu / opens * 1e6,
+        floor_cpu / opens * 1e6
     ));
     Ok(with_floor(b, r, on_floor, "open+close"))
 }
 
 /// Daemon CPU seconds since `before` (0 where /proc cannot tell).
 fn cpu_since(b: &Bench, before: Option<f64>) -> f64 {
-    match (before, b.daemon.cpu_seconds()) {
+    seconds_between(before, b.daemon.cpu_seconds())
+}
+
+/// The same for a floor's server.
+fn server_cpu_since(server: &NullMount, before: Option<f64>) -> f64 {
+    seconds_between(before, server.cpu_seconds())
+}
+
+fn seconds_between(before: Option<f64>, now: Option<f64>) -> f64 {
+    match (before, now) {
         (Some(a), Some(z)) => z - a,
         _ => 0.0,
     }
@@ -575,7 +592,7 @@ fn floor_notes(b: &Bench) -> io::Result<(NullMount, PathBuf)> {
 }
 
 /// Figure 4: read every note whole, warm (one untimed pass first).
-fn cat_notes(b: &mut Bench, floor: &Path) -> io::Result<Vec<Row>> {
+fn cat_notes(b: &mut Bench, server: &NullMount, floor: &Path) -> io::Result<Vec<Row>> {
     let cat_all = |root: &Path| -> io::Result<(f64, u64)> {
         let (t, r) = time(|| {
             b.notes.iter().try_fold(0u64, |sum, p| {
@@ -599,18 +616,21 @@ fn cat_notes(b: &mut Bench, floor: &Path) -> io::Result<Vec<Row>> {
         Target::Info,
     );
     let mut on_floor = Vec::new();
-    let mut cpu = 0.0;
+    let (mut cpu, mut floor_cpu) = (0.0, 0.0);
     for _ in 0..b.cfg.reps {
         r.native.push(cat_all(&b.ws.store)?.0);
         let before = b.daemon.cpu_seconds();
         r.mount.push(cat_all(&b.ws.mnt)?.0);
         cpu += cpu_since(b, before);
+        let before = server.cpu_seconds();
         on_floor.push(cat_all(floor)?.0);
+        floor_cpu += server_cpu_since(server, before);
     }
     let files = (b.cfg.reps * b.notes.len()) as f64;
     b.observations.push(format!(
-        "cat: daemon CPU {:.0} µs per file read whole",
-        cpu / files * 1e6
+        "cat: daemon CPU {:.0} µs per file read whole; the FUSE floor's server {:.0} µs",
+        cpu / files * 1e6,
+        floor_cpu / files * 1e6
     ));
     Ok(with_floor(b, r, on_floor, "cat"))
 }
@@ -630,7 +650,10 @@ fn write_tree(base: &Path, dirs: &[PathBuf], files: &[(PathBuf, String)]) -> io:
 /// Figure 3: create and write N small notes (mkdir included) into a fresh
 /// directory per repetition; native goes to a plain dir outside the store.
 /// A second row times the same work on the FUSE floor (`common::nullfs`):
-/// what any FUSE filesystem pays on this machine before doing any work.
+/// what any FUSE filesystem pays on this machine before doing any work. A
+/// third times it on the storing floor, which also creates and writes each
+/// file in a backing directory on the store's filesystem: what any FUSE
+/// filesystem that keeps its files on a local disk pays.
 fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
     let n = b.cfg.notes;
     let dirs = note_dirs(n);
@@ -647,7 +670,14 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
         Measure::Time,
         Target::Info,
     );
+    let mut stored = row(
+        "  same on the storing floor".to_string(),
+        Measure::Time,
+        Target::Info,
+    );
     let null_mount = NullMount::start(&b.ws.floor)?;
+    let stored_mount = NullMount::start_storing(&b.ws.stored_floor, &b.ws.stored_floor_data)?;
+    let (mut floor_cpu, mut stored_cpu) = (0.0, 0.0);
     // Deleting between repetitions made the next native pass up to 10x
     // slower on ext4 with online discard, so written trees stay until the
     // end, and every timed pass starts after a syncfs.
@@ -679,20 +709,37 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
         }
 
         let on_floor = b.ws.floor.join(format!("write-{rep}"));
+        let before = null_mount.cpu_seconds();
         let (t, res) = time(|| write_tree(&on_floor, &dirs, &files));
         res?;
         if rep > 0 {
             floor.mount.push(t.as_secs_f64());
+            floor_cpu += server_cpu_since(&null_mount, before);
+        }
+
+        sync_filesystem(&b.ws.plain)?;
+        let on_stored = b.ws.stored_floor.join(format!("write-{rep}"));
+        let before = stored_mount.cpu_seconds();
+        let (t, res) = time(|| write_tree(&on_stored, &dirs, &files));
+        res?;
+        if rep > 0 {
+            stored.mount.push(t.as_secs_f64());
+            stored_cpu += server_cpu_since(&stored_mount, before);
         }
         written.push(native);
         on_mount.push(mount);
     }
     drop(null_mount);
-    // The floor is compared with the same native passes as the mount.
+    drop(stored_mount);
+    // The floors are compared with the same native passes as the mount.
     floor.native = r.native.clone();
+    stored.native = r.native.clone();
     b.memory.phase("removing the written files");
     for dir in written {
         fs::remove_dir_all(&dir)?;
+    }
+    for entry in fs::read_dir(&b.ws.stored_floor_data)? {
+        fs::remove_dir_all(entry?.path())?;
     }
     let removed = (on_mount.len() * n) as f64;
     let before = b.daemon.cpu_seconds();
@@ -701,12 +748,19 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
     }
     b.settle("removing written files");
     let remove_cpu = cpu_since(b, before);
+    let created = (b.cfg.reps * n) as f64;
     b.observations.push(format!(
         "create+write: daemon CPU {:.0} µs per new file (create, write and index, until the \
          daemon is idle again); removing them through the mount, {:.0} µs per file (unlink, \
          the kept version and the index)",
-        create_cpu / (b.cfg.reps * n) as f64 * 1e6,
+        create_cpu / created * 1e6,
         remove_cpu / removed * 1e6
+    ));
+    b.observations.push(format!(
+        "create+write: the FUSE floor's server used {:.0} µs of CPU per new file, the storing \
+         floor's {:.0} µs",
+        floor_cpu / created * 1e6,
+        stored_cpu / created * 1e6
     ));
     b.observations.push(format!(
         "after each mount write pass (warm-up first) the daemon stayed busy for {} s (incl. a 0.25 s quiet window)",
@@ -716,15 +770,17 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    if !r.mount.is_empty() && !floor.mount.is_empty() {
-        let (m, f) = (r.mount_value(), floor.mount_value());
+    if !r.mount.is_empty() && !floor.mount.is_empty() && !stored.mount.is_empty() {
+        let m = r.mount_value();
         b.observations.push(format!(
             "create+write: mnemofs took {:.2}x the time of the FUSE floor (an in-memory FUSE \
-             filesystem with the same mount options that keeps no data)",
-            m / f
+             filesystem with the same mount options that keeps no data), and {:.2}x the time \
+             of the storing floor (the same, creating and writing each file on the store's disk)",
+            m / floor.mount_value(),
+            m / stored.mount_value()
         ));
     }
-    Ok(vec![r, floor])
+    Ok(vec![r, floor, stored])
 }
 
 fn row(figure: String, measure: Measure, target: Target) -> Row {

@@ -515,6 +515,9 @@ pub struct Workspace {
     pub plain: PathBuf,
     /// Where the FUSE floor filesystem (`nullfs`) is mounted.
     pub floor: PathBuf,
+    /// Where the storing floor is mounted, and where it keeps its files.
+    pub stored_floor: PathBuf,
+    pub stored_floor_data: PathBuf,
     /// The daemon's stdout and stderr.
     pub log: PathBuf,
 }
@@ -532,10 +535,20 @@ impl Workspace {
             state: root.join("state"),
             plain: root.join("plain"),
             floor: root.join("floor"),
+            stored_floor: root.join("floor-stored"),
+            stored_floor_data: root.join("floor-data"),
             log: root.join("daemon.log"),
             _tmp: tmp,
         };
-        for d in [&ws.store, &ws.mnt, &ws.state, &ws.plain, &ws.floor] {
+        for d in [
+            &ws.store,
+            &ws.mnt,
+            &ws.state,
+            &ws.plain,
+            &ws.floor,
+            &ws.stored_floor,
+            &ws.stored_floor_data,
+        ] {
             fs::create_dir(d)?;
         }
         Ok(ws)
@@ -624,16 +637,7 @@ impl Daemon {
 
     /// CPU time (user + system) the daemon has used so far, in seconds.
     pub fn cpu_seconds(&self) -> Option<f64> {
-        let stat = fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
-        // Fields after the parenthesised command name; utime and stime are
-        // fields 14 and 15 of the whole line.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let mut fields = rest.split(' ').skip(11);
-        let utime: u64 = fields.next()?.parse().ok()?;
-        let stime: u64 = fields.next()?.parse().ok()?;
-        // SAFETY: sysconf has no memory-safety preconditions.
-        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        (ticks > 0).then(|| (utime + stime) as f64 / ticks as f64)
+        cpu_seconds_of(self.pid())
     }
 
     /// Waits until `.mnemofs/status.json` reports no reconcile and no pending
@@ -695,6 +699,21 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         stop_server(&mut self.child, &self.mnt, true);
     }
+}
+
+/// CPU seconds (user and system) process `pid` has used so far, from
+/// /proc; `None` where /proc cannot tell.
+pub fn cpu_seconds_of(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesised command name; utime and stime are
+    // fields 14 and 15 of the whole line.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ').skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then(|| (utime + stime) as f64 / ticks as f64)
 }
 
 /// Stops a FUSE server process serving `mnt`: SIGTERM first when it

@@ -9,16 +9,26 @@
 //! more than the work a local filesystem does. Timing this filesystem next
 //! to mnemofs, in the same run, tells how much of the mount's cost is its
 //! own and how much any FUSE filesystem would pay on this machine.
+//!
+//! Given a backing directory, the floor stores what is written, as the
+//! simplest passthrough filesystem would: a lookup of a name it does not
+//! know asks the backing directory, and a create, each write and a release
+//! are the backing file's own. That tells what any FUSE filesystem that
+//! keeps its files on a local disk pays for a new file, before it indexes
+//! or keeps anything.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
+use std::fs::{DirBuilder, File, OpenOptions};
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{READY_TIMEOUT, is_mounted, stop_server};
+use super::{READY_TIMEOUT, cpu_seconds_of, is_mounted, stop_server};
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -36,12 +46,26 @@ const TTL: Duration = Duration::from_secs(10);
 struct Tree {
     nodes: HashMap<u64, FileAttr>,
     names: HashMap<(u64, OsString), u64>,
+    /// Each node's path below the root, for a storing floor.
+    paths: HashMap<u64, PathBuf>,
     next: u64,
+}
+
+/// Where a storing floor keeps its files, and its open ones.
+struct Backing {
+    root: PathBuf,
+    files: Mutex<HashMap<u64, File>>,
+    next_fh: AtomicU64,
 }
 
 /// The filesystem itself.
 pub struct NullFs {
     tree: Mutex<Tree>,
+    backing: Option<Backing>,
+}
+
+fn io_errno(e: &io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 fn attr(ino: u64, kind: FileType, perm: u16) -> FileAttr {
@@ -67,15 +91,33 @@ fn attr(ino: u64, kind: FileType, perm: u16) -> FileAttr {
 }
 
 impl NullFs {
-    fn new() -> NullFs {
+    /// A floor that keeps no data, or, with `backing`, one that stores
+    /// its files there.
+    fn new(backing: Option<PathBuf>) -> NullFs {
         let mut tree = Tree {
             next: 2,
             ..Tree::default()
         };
         tree.nodes.insert(1, attr(1, FileType::Directory, 0o755));
+        tree.paths.insert(1, PathBuf::new());
         NullFs {
             tree: Mutex::new(tree),
+            backing: backing.map(|root| Backing {
+                root,
+                files: Mutex::new(HashMap::new()),
+                next_fh: AtomicU64::new(1),
+            }),
         }
+    }
+
+    /// Where `name` in `parent` is stored, for a storing floor.
+    fn backing_path(&self, parent: INodeNo, name: &OsStr) -> Result<Option<PathBuf>, Errno> {
+        let Some(backing) = &self.backing else {
+            return Ok(None);
+        };
+        let tree = self.tree.lock().map_err(|_| Errno::EIO)?;
+        let dir = tree.paths.get(&parent.0).ok_or(Errno::ENOENT)?;
+        Ok(Some(backing.root.join(dir).join(name)))
     }
 
     fn add(
@@ -93,6 +135,12 @@ impl NullFs {
         let ino = tree.next;
         tree.next += 1;
         let a = attr(ino, kind, (mode & 0o7777) as u16);
+        if self.backing.is_some()
+            && let Some(dir) = tree.paths.get(&parent.0)
+        {
+            let path = dir.join(name);
+            tree.paths.insert(ino, path);
+        }
         tree.nodes.insert(ino, a);
         tree.names.insert(key, ino);
         Ok(a)
@@ -104,13 +152,24 @@ impl Filesystem for NullFs {
         let Ok(tree) = self.tree.lock() else {
             return reply.error(Errno::EIO);
         };
-        match tree
+        if let Some(a) = tree
             .names
             .get(&(parent.0, name.to_os_string()))
             .and_then(|ino| tree.nodes.get(ino))
         {
-            Some(a) => reply.entry(&TTL, a, Generation(0)),
-            None => reply.error(Errno::ENOENT),
+            return reply.entry(&TTL, a, Generation(0));
+        }
+        drop(tree);
+        // A name the floor does not know: a storing floor asks its backing
+        // directory, as a passthrough filesystem does for every lookup.
+        match self.backing_path(parent, name) {
+            // Only what was made through the floor is served.
+            Ok(Some(path)) => match std::fs::symlink_metadata(&path) {
+                Ok(_) => reply.error(Errno::EIO),
+                Err(e) => reply.error(io_errno(&e)),
+            },
+            Ok(None) => reply.error(Errno::ENOENT),
+            Err(e) => reply.error(e),
         }
     }
 
@@ -133,6 +192,15 @@ impl Filesystem for NullFs {
         _umask: u32,
         reply: ReplyEntry,
     ) {
+        match self.backing_path(parent, name) {
+            Ok(Some(path)) => {
+                if let Err(e) = DirBuilder::new().mode(mode & 0o7777).create(&path) {
+                    return reply.error(io_errno(&e));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return reply.error(e),
+        }
         match self.add(parent, name, FileType::Directory, mode) {
             Ok(a) => reply.entry(&TTL, &a, Generation(0)),
             Err(e) => reply.error(e),
@@ -155,8 +223,29 @@ impl Filesystem for NullFs {
         } else {
             FopenFlags::empty()
         };
+        let fh = match (self.backing_path(parent, name), &self.backing) {
+            (Ok(Some(path)), Some(backing)) => {
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(mode & 0o7777)
+                    .open(&path);
+                match file {
+                    Ok(file) => {
+                        let fh = backing.next_fh.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(mut files) = backing.files.lock() {
+                            files.insert(fh, file);
+                        }
+                        fh
+                    }
+                    Err(e) => return reply.error(io_errno(&e)),
+                }
+            }
+            (Err(e), _) => return reply.error(e),
+            _ => 0,
+        };
         match self.add(parent, name, FileType::RegularFile, mode) {
-            Ok(a) => reply.created(&TTL, &a, Generation(0), FileHandle(0), open),
+            Ok(a) => reply.created(&TTL, &a, Generation(0), FileHandle(fh), open),
             Err(e) => reply.error(e),
         }
     }
@@ -165,7 +254,7 @@ impl Filesystem for NullFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
@@ -173,6 +262,17 @@ impl Filesystem for NullFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        if let Some(backing) = &self.backing {
+            let Ok(files) = backing.files.lock() else {
+                return reply.error(Errno::EIO);
+            };
+            let Some(file) = files.get(&fh.0) else {
+                return reply.error(Errno::EBADF);
+            };
+            if let Err(e) = file.write_all_at(data, offset) {
+                return reply.error(io_errno(&e));
+            }
+        }
         let Ok(mut tree) = self.tree.lock() else {
             return reply.error(Errno::EIO);
         };
@@ -214,6 +314,25 @@ impl Filesystem for NullFs {
         reply.data(&ZEROS[..len.min(ZEROS.len())]);
     }
 
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        // A storing floor closes the backing file.
+        if let Some(backing) = &self.backing
+            && let Ok(mut files) = backing.files.lock()
+        {
+            files.remove(&fh.0);
+        }
+        reply.ok();
+    }
+
     fn flush(
         &self,
         _req: &Request,
@@ -230,10 +349,12 @@ impl Filesystem for NullFs {
 /// The environment variable that turns the bench binary into the floor
 /// server: it then serves `NullFs` at the given mountpoint until unmounted.
 pub const SERVE_ENV: &str = "MNEMOFS_BENCH_NULLFS";
+/// With [`SERVE_ENV`]: the backing directory of a storing floor.
+pub const BACKING_ENV: &str = "MNEMOFS_BENCH_NULLFS_BACKING";
 
 /// Serves `NullFs` at `mountpoint` in this process until it is unmounted,
-/// with mnemofs's default mount options.
-pub fn serve(mountpoint: &Path) -> io::Result<()> {
+/// with mnemofs's default mount options; with `backing`, a storing floor.
+pub fn serve(mountpoint: &Path, backing: Option<PathBuf>) -> io::Result<()> {
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("nullfs".into()),
@@ -247,7 +368,7 @@ pub fn serve(mountpoint: &Path) -> io::Result<()> {
     config.acl = SessionACL::Owner;
     config.n_threads = Some(2);
     config.clone_fd = true;
-    fuser::Session::new(NullFs::new(), mountpoint, &config)?.run()
+    fuser::Session::new(NullFs::new(backing), mountpoint, &config)?.run()
 }
 
 /// A `NullFs` served by a child process, as mnemofs is: a switch between
@@ -261,10 +382,22 @@ pub struct NullMount {
 impl NullMount {
     /// Starts the floor server at `mountpoint` and waits until it is mounted.
     pub fn start(mountpoint: &Path) -> io::Result<NullMount> {
-        let child = Command::new(std::env::current_exe()?)
-            .env(SERVE_ENV, mountpoint)
-            .stdin(Stdio::null())
-            .spawn()?;
+        NullMount::start_with(mountpoint, None)
+    }
+
+    /// Starts a storing floor at `mountpoint`, keeping its files in
+    /// `backing` (an empty directory).
+    pub fn start_storing(mountpoint: &Path, backing: &Path) -> io::Result<NullMount> {
+        NullMount::start_with(mountpoint, Some(backing))
+    }
+
+    fn start_with(mountpoint: &Path, backing: Option<&Path>) -> io::Result<NullMount> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command.env(SERVE_ENV, mountpoint).stdin(Stdio::null());
+        if let Some(backing) = backing {
+            command.env(BACKING_ENV, backing);
+        }
+        let child = command.spawn()?;
         let mut mount = NullMount {
             child,
             mountpoint: mountpoint.to_path_buf(),
@@ -282,6 +415,11 @@ impl NullMount {
             std::thread::sleep(Duration::from_millis(2));
         }
         Ok(mount)
+    }
+
+    /// CPU seconds the floor's server has used so far.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        cpu_seconds_of(self.child.id())
     }
 }
 
