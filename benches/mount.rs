@@ -257,14 +257,10 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
     figure(&mut bench, &|b| sequential_read(b), "sequential read")?;
     figure(&mut bench, &|b| Ok(vec![stat_walk(b)?]), "stat walk")?;
     figure(&mut bench, &|b| Ok(vec![stat_known_paths(b)?]), "lstat")?;
-    let (floor_mount, floor) = floor_notes(&bench)?;
-    figure(&mut bench, &|b| cat_notes(b, &floor_mount, &floor), "cat")?;
-    figure(
-        &mut bench,
-        &|b| open_close_notes(b, &floor_mount, &floor),
-        "open+close",
-    )?;
-    drop(floor_mount);
+    let floors = floor_notes(&bench)?;
+    figure(&mut bench, &|b| cat_notes(b, &floors), "cat")?;
+    figure(&mut bench, &|b| open_close_notes(b, &floors), "open+close")?;
+    drop(floors);
     figure(&mut bench, &|b| create_small_files(b), "create+write")?;
     bench.observations.push(format!(
         "daemon CPU time per figure (all passes incl. warm-up): {}",
@@ -501,7 +497,7 @@ fn stat_known_paths(b: &Bench) -> io::Result<Row> {
 
 /// Info next to figure 4: open and close every note without reading, to
 /// tell the per-open cost apart from the read.
-fn open_close_notes(b: &mut Bench, server: &NullMount, floor: &Path) -> io::Result<Vec<Row>> {
+fn open_close_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
     let open_all = |root: &Path| -> io::Result<f64> {
         let (t, r) = time(|| {
             b.notes
@@ -513,30 +509,34 @@ fn open_close_notes(b: &mut Bench, server: &NullMount, floor: &Path) -> io::Resu
     };
     open_all(&b.ws.store)?;
     open_all(&b.ws.mnt)?;
-    open_all(floor)?;
+    for floor in floors {
+        open_all(&floor.root)?;
+    }
     let mut r = row(
         format!("open+close {} notes, warm", b.notes.len()),
         Measure::Rate("file"),
         Target::Info,
     );
-    let mut on_floor = Vec::new();
-    let (mut cpu, mut floor_cpu) = (0.0, 0.0);
+    let mut on_floors = vec![OnFloor::default(); floors.len()];
+    let mut cpu = 0.0;
     for _ in 0..b.cfg.reps {
         r.native.push(open_all(&b.ws.store)?);
         let before = b.daemon.cpu_seconds();
         r.mount.push(open_all(&b.ws.mnt)?);
         cpu += cpu_since(b, before);
-        let before = server.cpu_seconds();
-        on_floor.push(open_all(floor)?);
-        floor_cpu += server_cpu_since(server, before);
+        for (floor, on) in floors.iter().zip(&mut on_floors) {
+            let before = floor.server.cpu_seconds();
+            on.rates.push(open_all(&floor.root)?);
+            on.cpu += server_cpu_since(&floor.server, before);
+        }
     }
     let opens = (b.cfg.reps * b.notes.len()) as f64;
     b.observations.push(format!(
-        "open+close: daemon CPU {:.0} µs per open; the FUSE floor's server {:.0} µs",
+        "open+close: daemon CPU {:.0} µs per open; {}",
         cpu / opens * 1e6,
-        floor_cpu / opens * 1e6
+        floors_cpu(floors, &on_floors, opens)
     ));
-    Ok(with_floor(b, r, on_floor, "open+close"))
+    Ok(with_floors(b, r, floors, on_floors, "open+close"))
 }
 
 /// Daemon CPU seconds since `before` (0 where /proc cannot tell).
@@ -556,43 +556,103 @@ fn seconds_between(before: Option<f64>, now: Option<f64>) -> f64 {
     }
 }
 
-/// `r` and a second row with the FUSE floor's rates for the same work,
-/// compared with the same native passes; notes the ratio.
-fn with_floor(b: &mut Bench, r: Row, on_floor: Vec<f64>, what: &str) -> Vec<Row> {
-    let mut floor = row(
-        "  same on the FUSE floor (nullfs)".to_string(),
-        r.measure,
-        Target::Info,
-    );
-    floor.mount = on_floor;
-    floor.native = r.native.clone();
-    if !r.mount.is_empty() && !floor.mount.is_empty() {
-        // Rates: the time taken is the inverse.
-        b.observations.push(format!(
-            "{what}: mnemofs took {:.2}x the time of the FUSE floor",
-            floor.mount_value() / r.mount_value()
-        ));
-    }
-    vec![r, floor]
+/// A floor filesystem holding the notes, for the read figures.
+struct Floor {
+    /// What the observations call it, and its rows' label.
+    name: &'static str,
+    label: &'static str,
+    server: NullMount,
+    /// The notes' root on it.
+    root: PathBuf,
 }
 
-/// The notes again on the FUSE floor (same paths and sizes; the floor
-/// keeps no data), for the read figures' floor rows. Unmounts on drop.
-fn floor_notes(b: &Bench) -> io::Result<(NullMount, PathBuf)> {
-    let mount = NullMount::start(&b.ws.floor)?;
-    let root = b.ws.floor.join("notes");
-    for p in &b.notes {
-        let to = root.join(p);
-        if let Some(dir) = to.parent() {
-            fs::create_dir_all(dir)?;
+/// One floor's rates in a figure, and its server's CPU seconds.
+#[derive(Clone, Default)]
+struct OnFloor {
+    rates: Vec<f64>,
+    cpu: f64,
+}
+
+/// The floors' servers' CPU per item, for an observation.
+fn floors_cpu(floors: &[Floor], on_floors: &[OnFloor], items: f64) -> String {
+    floors
+        .iter()
+        .zip(on_floors)
+        .map(|(f, on)| format!("the {}'s server {:.0} µs", f.name, on.cpu / items * 1e6))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `r` and a row per floor with its rates for the same work, compared
+/// with the same native passes; notes the ratios.
+fn with_floors(
+    b: &mut Bench,
+    r: Row,
+    floors: &[Floor],
+    on_floors: Vec<OnFloor>,
+    what: &str,
+) -> Vec<Row> {
+    let mut rows = vec![];
+    let mut ratios = vec![];
+    for (f, on) in floors.iter().zip(on_floors) {
+        let mut floor = row(
+            format!("  same on the {}", f.label),
+            r.measure,
+            Target::Info,
+        );
+        floor.mount = on.rates;
+        floor.native = r.native.clone();
+        if !r.mount.is_empty() && !floor.mount.is_empty() {
+            // Rates: the time taken is the inverse.
+            ratios.push(format!(
+                "{:.2}x the time of the {}",
+                floor.mount_value() / r.mount_value(),
+                f.name
+            ));
         }
-        fs::write(&to, fs::read(b.ws.store.join(p))?)?;
+        rows.push(floor);
     }
-    Ok((mount, root))
+    if !ratios.is_empty() {
+        b.observations
+            .push(format!("{what}: mnemofs took {}", ratios.join(", ")));
+    }
+    rows.insert(0, r);
+    rows
+}
+
+/// The notes again on the FUSE floor (same paths and sizes; it keeps no
+/// data) and on the storing floor, for the read figures' floor rows.
+/// Unmounts on drop.
+fn floor_notes(b: &Bench) -> io::Result<Vec<Floor>> {
+    let floors = vec![
+        Floor {
+            name: "FUSE floor",
+            label: "FUSE floor (nullfs)",
+            server: NullMount::start(&b.ws.floor)?,
+            root: b.ws.floor.join("notes"),
+        },
+        Floor {
+            name: "storing floor",
+            label: "storing floor",
+            server: NullMount::start_storing(&b.ws.stored_floor, &b.ws.stored_floor_data)?,
+            root: b.ws.stored_floor.join("notes"),
+        },
+    ];
+    for p in &b.notes {
+        let text = fs::read(b.ws.store.join(p))?;
+        for floor in &floors {
+            let to = floor.root.join(p);
+            if let Some(dir) = to.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            fs::write(&to, &text)?;
+        }
+    }
+    Ok(floors)
 }
 
 /// Figure 4: read every note whole, warm (one untimed pass first).
-fn cat_notes(b: &mut Bench, server: &NullMount, floor: &Path) -> io::Result<Vec<Row>> {
+fn cat_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
     let cat_all = |root: &Path| -> io::Result<(f64, u64)> {
         let (t, r) = time(|| {
             b.notes.iter().try_fold(0u64, |sum, p| {
@@ -603,36 +663,45 @@ fn cat_notes(b: &mut Bench, server: &NullMount, floor: &Path) -> io::Result<Vec<
     };
     let (_, native_bytes) = cat_all(&b.ws.store)?;
     let (_, mount_bytes) = cat_all(&b.ws.mnt)?;
-    let (_, floor_bytes) = cat_all(floor)?;
-    if native_bytes != mount_bytes || native_bytes != floor_bytes {
+    if native_bytes != mount_bytes {
         return Err(invalid(format!(
-            "cat read {mount_bytes} bytes through the mount, {floor_bytes} on the floor, \
-             {native_bytes} natively"
+            "cat read {mount_bytes} bytes through the mount, {native_bytes} natively"
         )));
+    }
+    for floor in floors {
+        let (_, floor_bytes) = cat_all(&floor.root)?;
+        if floor_bytes != native_bytes {
+            return Err(invalid(format!(
+                "cat read {floor_bytes} bytes on the {}, {native_bytes} natively",
+                floor.name
+            )));
+        }
     }
     let mut r = row(
         format!("cat {} notes, warm", b.notes.len()),
         Measure::Rate("file"),
         Target::Info,
     );
-    let mut on_floor = Vec::new();
-    let (mut cpu, mut floor_cpu) = (0.0, 0.0);
+    let mut on_floors = vec![OnFloor::default(); floors.len()];
+    let mut cpu = 0.0;
     for _ in 0..b.cfg.reps {
         r.native.push(cat_all(&b.ws.store)?.0);
         let before = b.daemon.cpu_seconds();
         r.mount.push(cat_all(&b.ws.mnt)?.0);
         cpu += cpu_since(b, before);
-        let before = server.cpu_seconds();
-        on_floor.push(cat_all(floor)?.0);
-        floor_cpu += server_cpu_since(server, before);
+        for (floor, on) in floors.iter().zip(&mut on_floors) {
+            let before = floor.server.cpu_seconds();
+            on.rates.push(cat_all(&floor.root)?.0);
+            on.cpu += server_cpu_since(&floor.server, before);
+        }
     }
     let files = (b.cfg.reps * b.notes.len()) as f64;
     b.observations.push(format!(
-        "cat: daemon CPU {:.0} µs per file read whole; the FUSE floor's server {:.0} µs",
+        "cat: daemon CPU {:.0} µs per file read whole; {}",
         cpu / files * 1e6,
-        floor_cpu / files * 1e6
+        floors_cpu(floors, &on_floors, files)
     ));
-    Ok(with_floor(b, r, on_floor, "cat"))
+    Ok(with_floors(b, r, floors, on_floors, "cat"))
 }
 
 /// Creates the note dirs under `base` and writes every file; the timed part.

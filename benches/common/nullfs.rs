@@ -24,8 +24,8 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::{READY_TIMEOUT, cpu_seconds_of, is_mounted, stop_server};
@@ -54,7 +54,7 @@ struct Tree {
 /// Where a storing floor keeps its files, and its open ones.
 struct Backing {
     root: PathBuf,
-    files: Mutex<HashMap<u64, File>>,
+    files: Mutex<HashMap<u64, Arc<File>>>,
     next_fh: AtomicU64,
 }
 
@@ -108,6 +108,22 @@ impl NullFs {
                 next_fh: AtomicU64::new(1),
             }),
         }
+    }
+
+    /// A storing floor's open backing file, by handle (the map's lock is
+    /// not held while it is read or written).
+    fn open_file(backing: &Backing, fh: FileHandle) -> Result<Arc<File>, Errno> {
+        let files = backing.files.lock().map_err(|_| Errno::EIO)?;
+        files.get(&fh.0).cloned().ok_or(Errno::EBADF)
+    }
+
+    /// Keeps a storing floor's open backing file; returns its handle.
+    fn keep_open(backing: &Backing, file: File) -> u64 {
+        let fh = backing.next_fh.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut files) = backing.files.lock() {
+            files.insert(fh, Arc::new(file));
+        }
+        fh
     }
 
     /// Where `name` in `parent` is stored, for a storing floor.
@@ -231,13 +247,7 @@ impl Filesystem for NullFs {
                     .mode(mode & 0o7777)
                     .open(&path);
                 match file {
-                    Ok(file) => {
-                        let fh = backing.next_fh.fetch_add(1, Ordering::Relaxed);
-                        if let Ok(mut files) = backing.files.lock() {
-                            files.insert(fh, file);
-                        }
-                        fh
-                    }
+                    Ok(file) => NullFs::keep_open(backing, file),
                     Err(e) => return reply.error(io_errno(&e)),
                 }
             }
@@ -263,11 +273,9 @@ impl Filesystem for NullFs {
         reply: ReplyWrite,
     ) {
         if let Some(backing) = &self.backing {
-            let Ok(files) = backing.files.lock() else {
-                return reply.error(Errno::EIO);
-            };
-            let Some(file) = files.get(&fh.0) else {
-                return reply.error(Errno::EBADF);
+            let file = match NullFs::open_file(backing, fh) {
+                Ok(file) => file,
+                Err(e) => return reply.error(e),
             };
             if let Err(e) = file.write_all_at(data, offset) {
                 return reply.error(io_errno(&e));
@@ -282,27 +290,57 @@ impl Filesystem for NullFs {
         reply.written(data.len() as u32);
     }
 
-    fn open(&self, _req: &Request, _ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         // As mnemofs's opens of an unchanged file: keep the page cache.
         let open = if flags.0 & libc::O_ACCMODE == libc::O_WRONLY {
             FopenFlags::FOPEN_DIRECT_IO
         } else {
             FopenFlags::FOPEN_KEEP_CACHE
         };
-        reply.opened(FileHandle(0), open);
+        let mut fh = 0;
+        if let Some(backing) = &self.backing {
+            let path = match self.tree.lock() {
+                Ok(tree) => tree.paths.get(&ino.0).map(|p| backing.root.join(p)),
+                Err(_) => return reply.error(Errno::EIO),
+            };
+            let Some(path) = path else {
+                return reply.error(Errno::ENOENT);
+            };
+            let acc = flags.0 & libc::O_ACCMODE;
+            let file = OpenOptions::new()
+                .read(acc != libc::O_WRONLY)
+                .write(acc != libc::O_RDONLY)
+                .open(&path);
+            match file {
+                Ok(file) => fh = NullFs::keep_open(backing, file),
+                Err(e) => return reply.error(io_errno(&e)),
+            }
+        }
+        reply.opened(FileHandle(fh), open);
     }
 
     fn read(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        if let Some(backing) = &self.backing {
+            let file = match NullFs::open_file(backing, fh) {
+                Ok(file) => file,
+                Err(e) => return reply.error(e),
+            };
+            let mut buf = vec![0; size as usize];
+            return match file.read_at(&mut buf, offset) {
+                Ok(n) => reply.data(&buf[..n]),
+                Err(e) => reply.error(io_errno(&e)),
+            };
+        }
         let Ok(tree) = self.tree.lock() else {
             return reply.error(Errno::EIO);
         };
