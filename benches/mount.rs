@@ -214,6 +214,10 @@ fn run_mount(cfg: Config, ws: Workspace) -> Result<(), Box<dyn Error>> {
     // The filesystem figures measure the mount itself: without the
     // organizer, which would rewrite every note the benchmark creates.
     println!("mount:    --no-organizer (filesystem figures)");
+    println!(
+        "floors:   the FUSE floor keeps no data (an in-memory FUSE filesystem with the same \
+         mount options); the storing floor is the same, keeping its files on the store's disk"
+    );
     let (start_time, daemon) = time(|| Daemon::start_with(&ws, &["--no-organizer"]));
     let daemon = daemon?;
     let memory = daemon.sample_memory("the initial index");
@@ -510,7 +514,7 @@ fn open_close_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
     open_all(&b.ws.store)?;
     open_all(&b.ws.mnt)?;
     for floor in floors {
-        open_all(&floor.root)?;
+        open_all(&floor.notes())?;
     }
     let mut r = row(
         format!("open+close {} notes, warm", b.notes.len()),
@@ -526,7 +530,7 @@ fn open_close_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
         cpu += cpu_since(b, before);
         for (floor, on) in floors.iter().zip(&mut on_floors) {
             let before = floor.server.cpu_seconds();
-            on.rates.push(open_all(&floor.root)?);
+            on.rates.push(open_all(&floor.notes())?);
             on.cpu += server_cpu_since(&floor.server, before);
         }
     }
@@ -556,14 +560,38 @@ fn seconds_between(before: Option<f64>, now: Option<f64>) -> f64 {
     }
 }
 
-/// A floor filesystem holding the notes, for the read figures.
+/// A floor filesystem, mounted for a figure or two. Unmounts on drop.
 struct Floor {
     /// What the observations call it, and its rows' label.
     name: &'static str,
     label: &'static str,
     server: NullMount,
-    /// The notes' root on it.
-    root: PathBuf,
+    mountpoint: PathBuf,
+}
+
+impl Floor {
+    /// Where the read figures put the notes on it.
+    fn notes(&self) -> PathBuf {
+        self.mountpoint.join("notes")
+    }
+}
+
+/// Mounts the FUSE floor and the storing floor.
+fn start_floors(ws: &Workspace) -> io::Result<Vec<Floor>> {
+    Ok(vec![
+        Floor {
+            name: "FUSE floor",
+            label: "FUSE floor (nullfs)",
+            server: NullMount::start(&ws.floor)?,
+            mountpoint: ws.floor.clone(),
+        },
+        Floor {
+            name: "storing floor",
+            label: "storing floor",
+            server: NullMount::start_storing(&ws.stored_floor, &ws.stored_floor_data)?,
+            mountpoint: ws.stored_floor.clone(),
+        },
+    ])
 }
 
 /// One floor's rates in a figure, and its server's CPU seconds.
@@ -583,8 +611,9 @@ fn floors_cpu(floors: &[Floor], on_floors: &[OnFloor], items: f64) -> String {
         .join(", ")
 }
 
-/// `r` and a row per floor with its rates for the same work, compared
-/// with the same native passes; notes the ratios.
+/// `r` and a row per floor with its figures for the same work, compared
+/// with the same native passes; notes how many times the floors' time
+/// mnemofs took.
 fn with_floors(
     b: &mut Bench,
     r: Row,
@@ -603,12 +632,12 @@ fn with_floors(
         floor.mount = on.rates;
         floor.native = r.native.clone();
         if !r.mount.is_empty() && !floor.mount.is_empty() {
-            // Rates: the time taken is the inverse.
-            ratios.push(format!(
-                "{:.2}x the time of the {}",
-                floor.mount_value() / r.mount_value(),
-                f.name
-            ));
+            let times = match r.measure {
+                Measure::Time => r.mount_value() / floor.mount_value(),
+                // Rates: the time taken is the inverse.
+                _ => floor.mount_value() / r.mount_value(),
+            };
+            ratios.push(format!("{times:.2}x the time of the {}", f.name));
         }
         rows.push(floor);
     }
@@ -624,24 +653,11 @@ fn with_floors(
 /// data) and on the storing floor, for the read figures' floor rows.
 /// Unmounts on drop.
 fn floor_notes(b: &Bench) -> io::Result<Vec<Floor>> {
-    let floors = vec![
-        Floor {
-            name: "FUSE floor",
-            label: "FUSE floor (nullfs)",
-            server: NullMount::start(&b.ws.floor)?,
-            root: b.ws.floor.join("notes"),
-        },
-        Floor {
-            name: "storing floor",
-            label: "storing floor",
-            server: NullMount::start_storing(&b.ws.stored_floor, &b.ws.stored_floor_data)?,
-            root: b.ws.stored_floor.join("notes"),
-        },
-    ];
+    let floors = start_floors(&b.ws)?;
     for p in &b.notes {
         let text = fs::read(b.ws.store.join(p))?;
         for floor in &floors {
-            let to = floor.root.join(p);
+            let to = floor.notes().join(p);
             if let Some(dir) = to.parent() {
                 fs::create_dir_all(dir)?;
             }
@@ -669,7 +685,7 @@ fn cat_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
         )));
     }
     for floor in floors {
-        let (_, floor_bytes) = cat_all(&floor.root)?;
+        let (_, floor_bytes) = cat_all(&floor.notes())?;
         if floor_bytes != native_bytes {
             return Err(invalid(format!(
                 "cat read {floor_bytes} bytes on the {}, {native_bytes} natively",
@@ -691,7 +707,7 @@ fn cat_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
         cpu += cpu_since(b, before);
         for (floor, on) in floors.iter().zip(&mut on_floors) {
             let before = floor.server.cpu_seconds();
-            on.rates.push(cat_all(&floor.root)?.0);
+            on.rates.push(cat_all(&floor.notes())?.0);
             on.cpu += server_cpu_since(&floor.server, before);
         }
     }
@@ -734,19 +750,8 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
         Measure::Time,
         Target::AtMost(4.0),
     );
-    let mut floor = row(
-        "  same on the FUSE floor (nullfs)".to_string(),
-        Measure::Time,
-        Target::Info,
-    );
-    let mut stored = row(
-        "  same on the storing floor".to_string(),
-        Measure::Time,
-        Target::Info,
-    );
-    let null_mount = NullMount::start(&b.ws.floor)?;
-    let stored_mount = NullMount::start_storing(&b.ws.stored_floor, &b.ws.stored_floor_data)?;
-    let (mut floor_cpu, mut stored_cpu) = (0.0, 0.0);
+    let floors = start_floors(&b.ws)?;
+    let mut on_floors = vec![OnFloor::default(); floors.len()];
     // Deleting between repetitions made the next native pass up to 10x
     // slower on ext4 with online discard, so written trees stay until the
     // end, and every timed pass starts after a syncfs.
@@ -777,32 +782,20 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
             create_cpu += cpu_since(b, before);
         }
 
-        let on_floor = b.ws.floor.join(format!("write-{rep}"));
-        let before = null_mount.cpu_seconds();
-        let (t, res) = time(|| write_tree(&on_floor, &dirs, &files));
-        res?;
-        if rep > 0 {
-            floor.mount.push(t.as_secs_f64());
-            floor_cpu += server_cpu_since(&null_mount, before);
-        }
-
-        sync_filesystem(&b.ws.plain)?;
-        let on_stored = b.ws.stored_floor.join(format!("write-{rep}"));
-        let before = stored_mount.cpu_seconds();
-        let (t, res) = time(|| write_tree(&on_stored, &dirs, &files));
-        res?;
-        if rep > 0 {
-            stored.mount.push(t.as_secs_f64());
-            stored_cpu += server_cpu_since(&stored_mount, before);
+        for (floor, on) in floors.iter().zip(&mut on_floors) {
+            sync_filesystem(&b.ws.plain)?;
+            let to = floor.mountpoint.join(format!("write-{rep}"));
+            let before = floor.server.cpu_seconds();
+            let (t, res) = time(|| write_tree(&to, &dirs, &files));
+            res?;
+            if rep > 0 {
+                on.rates.push(t.as_secs_f64());
+                on.cpu += server_cpu_since(&floor.server, before);
+            }
         }
         written.push(native);
         on_mount.push(mount);
     }
-    drop(null_mount);
-    drop(stored_mount);
-    // The floors are compared with the same native passes as the mount.
-    floor.native = r.native.clone();
-    stored.native = r.native.clone();
     b.memory.phase("removing the written files");
     for dir in written {
         fs::remove_dir_all(&dir)?;
@@ -826,10 +819,8 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
         remove_cpu / removed * 1e6
     ));
     b.observations.push(format!(
-        "create+write: the FUSE floor's server used {:.0} µs of CPU per new file, the storing \
-         floor's {:.0} µs",
-        floor_cpu / created * 1e6,
-        stored_cpu / created * 1e6
+        "create+write: CPU per new file: {}",
+        floors_cpu(&floors, &on_floors, created)
     ));
     b.observations.push(format!(
         "after each mount write pass (warm-up first) the daemon stayed busy for {} s (incl. a 0.25 s quiet window)",
@@ -839,17 +830,7 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    if !r.mount.is_empty() && !floor.mount.is_empty() && !stored.mount.is_empty() {
-        let m = r.mount_value();
-        b.observations.push(format!(
-            "create+write: mnemofs took {:.2}x the time of the FUSE floor (an in-memory FUSE \
-             filesystem with the same mount options that keeps no data), and {:.2}x the time \
-             of the storing floor (the same, creating and writing each file on the store's disk)",
-            m / floor.mount_value(),
-            m / stored.mount_value()
-        ));
-    }
-    Ok(vec![r, floor, stored])
+    Ok(with_floors(b, r, &floors, on_floors, "create+write"))
 }
 
 fn row(figure: String, measure: Measure, target: Target) -> Row {
