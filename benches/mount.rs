@@ -529,9 +529,7 @@ fn open_close_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
         r.mount.push(open_all(&b.ws.mnt)?);
         cpu += cpu_since(b, before);
         for (floor, on) in floors.iter().zip(&mut on_floors) {
-            let before = floor.server.cpu_seconds();
-            on.rates.push(open_all(&floor.notes())?);
-            on.cpu += server_cpu_since(&floor.server, before);
+            on.record(floor, || open_all(&floor.notes()))?;
         }
     }
     let opens = (b.cfg.reps * b.notes.len()) as f64;
@@ -546,11 +544,6 @@ fn open_close_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
 /// Daemon CPU seconds since `before` (0 where /proc cannot tell).
 fn cpu_since(b: &Bench, before: Option<f64>) -> f64 {
     seconds_between(before, b.daemon.cpu_seconds())
-}
-
-/// The same for a floor's server.
-fn server_cpu_since(server: &NullMount, before: Option<f64>) -> f64 {
-    seconds_between(before, server.cpu_seconds())
 }
 
 fn seconds_between(before: Option<f64>, now: Option<f64>) -> f64 {
@@ -594,11 +587,23 @@ fn start_floors(ws: &Workspace) -> io::Result<Vec<Floor>> {
     ])
 }
 
-/// One floor's rates in a figure, and its server's CPU seconds.
+/// One floor's samples in a figure (rates or times, as the figure's),
+/// and its server's CPU seconds over them.
 #[derive(Clone, Default)]
 struct OnFloor {
-    rates: Vec<f64>,
+    samples: Vec<f64>,
     cpu: f64,
+}
+
+impl OnFloor {
+    /// Runs one timed pass on `floor`; keeps its sample and the CPU its
+    /// server used meanwhile.
+    fn record(&mut self, floor: &Floor, pass: impl FnOnce() -> io::Result<f64>) -> io::Result<()> {
+        let before = floor.server.cpu_seconds();
+        self.samples.push(pass()?);
+        self.cpu += seconds_between(before, floor.server.cpu_seconds());
+        Ok(())
+    }
 }
 
 /// The floors' servers' CPU per item, for an observation.
@@ -629,7 +634,7 @@ fn with_floors(
             r.measure,
             Target::Info,
         );
-        floor.mount = on.rates;
+        floor.mount = on.samples;
         floor.native = r.native.clone();
         if !r.mount.is_empty() && !floor.mount.is_empty() {
             let times = match r.measure {
@@ -706,9 +711,7 @@ fn cat_notes(b: &mut Bench, floors: &[Floor]) -> io::Result<Vec<Row>> {
         r.mount.push(cat_all(&b.ws.mnt)?.0);
         cpu += cpu_since(b, before);
         for (floor, on) in floors.iter().zip(&mut on_floors) {
-            let before = floor.server.cpu_seconds();
-            on.rates.push(cat_all(&floor.notes())?.0);
-            on.cpu += server_cpu_since(&floor.server, before);
+            on.record(floor, || Ok(cat_all(&floor.notes())?.0))?;
         }
     }
     let files = (b.cfg.reps * b.notes.len()) as f64;
@@ -785,12 +788,14 @@ fn create_small_files(b: &mut Bench) -> io::Result<Vec<Row>> {
         for (floor, on) in floors.iter().zip(&mut on_floors) {
             sync_filesystem(&b.ws.plain)?;
             let to = floor.mountpoint.join(format!("write-{rep}"));
-            let before = floor.server.cpu_seconds();
-            let (t, res) = time(|| write_tree(&to, &dirs, &files));
-            res?;
+            let pass = || {
+                let (t, res) = time(|| write_tree(&to, &dirs, &files));
+                res.map(|()| t.as_secs_f64())
+            };
             if rep > 0 {
-                on.rates.push(t.as_secs_f64());
-                on.cpu += server_cpu_since(&floor.server, before);
+                on.record(floor, pass)?;
+            } else {
+                pass()?;
             }
         }
         written.push(native);
