@@ -201,6 +201,18 @@ fn date(secs: i64) -> DateTime {
     DateTime::from_timestamp_secs(secs)
 }
 
+/// A title, as written and stemmed.
+fn add_title(f: &Fields, doc: &mut TantivyDocument, title: &str) {
+    doc.add_text(f.title, title);
+    doc.add_text(f.title_stem, title);
+}
+
+/// A body, as written and stemmed.
+fn add_body(f: &Fields, doc: &mut TantivyDocument, body: &str) {
+    doc.add_text(f.body, body);
+    doc.add_text(f.body_stem, body);
+}
+
 /// Whether `doc` is a memory without an id of its own, which the index
 /// gives one from its table (see `ids.rs`).
 pub(crate) fn needs_id(f: &Fields, doc: &TantivyDocument) -> bool {
@@ -252,8 +264,8 @@ pub(crate) fn build(
         let text = String::from_utf8_lossy(bytes);
         doc.add_text(f.kind, KIND_TEXT);
         let title = path.as_path().to_string_lossy();
-        doc.add_text(f.title, &title);
-        doc.add_text(f.body, &text);
+        add_title(f, &mut doc, &title);
+        add_body(f, &mut doc, &text);
         for key in memory_keys(path, &title, None, &[]) {
             doc.add_text(f.key, key);
         }
@@ -270,8 +282,8 @@ pub(crate) fn build(
     };
     let fm = &memory.frontmatter;
     doc.add_text(f.kind, KIND_MEMORY);
-    doc.add_text(f.title, &memory.title);
-    doc.add_text(f.body, memory.body(&text));
+    add_title(f, &mut doc, &memory.title);
+    add_body(f, &mut doc, memory.body(&text));
     for tag in &memory.tags {
         doc.add_text(f.tag, tag);
     }
@@ -298,6 +310,7 @@ pub(crate) fn build(
     }
     for alias in &fm.aliases {
         doc.add_text(f.alias, alias);
+        doc.add_text(f.title_stem, alias);
     }
     for key in memory_keys(path, &memory.title, id, &fm.aliases) {
         doc.add_text(f.key, key);

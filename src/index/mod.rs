@@ -21,8 +21,9 @@
 //! - Live notifications and start-up/rebuild work travel on different
 //!   queues, so an edit made through the mount becomes searchable within
 //!   the commit interval even while a large reconcile is under way.
-//! - Queries never fail on syntax: see `query.rs` for the rewriting of
-//!   friendly field names and dates and the plain-term fallback.
+//! - Queries never fail on syntax, and rank rather than filter on every
+//!   word: see `meaning.rs` for what a query means and `query.rs` for the
+//!   plain-word fallback.
 //! - The link graph is not a separate structure: each document stores
 //!   the keys it answers to and the keys its links point at, so it cannot
 //!   drift from the documents (see `document.rs`).
@@ -35,6 +36,7 @@ mod document;
 mod ids;
 mod indexer;
 mod mapped;
+mod meaning;
 mod query;
 mod ranking;
 mod schema;
@@ -55,7 +57,7 @@ use tantivy::directory::error::LockError;
 use tantivy::{IndexReader, ReloadPolicy, TantivyError};
 
 pub use document::normalize_key;
-pub use query::{MAX_LIMIT, take_limit};
+pub use meaning::{MAX_LIMIT, take_limit};
 pub use schema::SCHEMA_VERSION;
 
 use crate::store::{Store, StorePath};

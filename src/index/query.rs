@@ -1,15 +1,13 @@
 //! Reading the index: search, the filter views, the link graph.
 //!
 //! Search is lenient by contract: the text a user typed as a directory
-//! name must never make a lookup fail. Before parsing, friendly field
-//! names are mapped to schema fields (`tags:` → `tag:`, `kind:` →
-//! `type:`, `created_at:` → `created:`) and dates after `created:` /
-//! `updated:` are turned into the RFC 3339 instants tantivy expects (a
-//! bare day `created:2025-03-01` becomes that whole day). If tantivy still
-//! reports a syntax error, the query falls back to a plain OR of its words.
-//! After parsing, [`Tuning`] boosts title and alias and drops the clauses
-//! of words no document has, so tantivy can prune; `ranking.rs` collects
-//! the best hits and `snippet.rs` picks each hit's excerpt.
+//! name must never make a lookup fail. `meaning.rs` decides what a query
+//! means (friendly field names, dates, stop words, filters); if the text
+//! is not valid syntax, its words are searched instead. Each word is
+//! looked up in the plain fields and, stemmed, in the stemmed ones; after
+//! parsing, [`Tuning`] weighs each field and drops the clauses of words no
+//! document has, so tantivy can prune; `ranking.rs` collects the best hits
+//! and `snippet.rs` picks each hit's excerpt.
 //!
 //! Subtleties:
 //! - A query with boosts of its own (`word^2`) is run as the parser builds
@@ -24,314 +22,45 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use tantivy::collector::{Count, DocSetCollector, TopDocs};
 use tantivy::query::{
-    BooleanQuery, BoostQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query, QueryParser, TermQuery,
+    BooleanQuery, BoostQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query, QueryParser,
+    QueryParserError, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Term, Value};
-use tantivy::time::OffsetDateTime;
-use tantivy::time::format_description::well_known::Rfc3339;
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 
 use super::document::{normalize_key, path_from_key};
+use super::meaning::{MAX_PREFIX_TERMS, flatten_nesting, meaning, rewrite_query, words_of};
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
 use super::snippet::SnippetWords;
-use super::tokenizer::tokenize;
 use super::{Hit, Index, IndexError};
-use crate::memory::parse_timestamp;
 use crate::store::StorePath;
 
 /// Longest snippet, in characters.
 const SNIPPET_CHARS: usize = 200;
+
+/// Weights of a word found in each field, against 1 for the body as
+/// written. A word in the title says more than one in the body; a word
+/// as written says more than its stem, and a memory with the exact form
+/// has both.
 const TITLE_BOOST: f32 = 3.0;
 const ALIAS_BOOST: f32 = 2.0;
+const TITLE_STEM_BOOST: f32 = 1.5;
+const BODY_STEM_BOOST: f32 = 1.0;
 
-/// The schema field a name written in a query means, if it is one we
-/// rename or whose value we rewrite.
-fn canonical_field(name: &str) -> Option<&'static str> {
-    Some(match name.to_ascii_lowercase().as_str() {
-        "tag" | "tags" => names::TAG,
-        "category" | "categories" => names::CATEGORY,
-        "type" | "kind" => names::TYPE,
-        "status" => names::STATUS,
-        "scope" => names::SCOPE,
-        "phase" => names::PHASE,
-        "id" => names::ID,
-        "alias" | "aliases" => names::ALIAS,
-        "title" => names::TITLE,
-        "body" | "text" => names::BODY,
-        "link" | "links" => names::LINK,
-        "created" | "created_at" => names::CREATED,
-        "updated" | "updated_at" => names::UPDATED,
-        _ => return None,
-    })
-}
-
-fn rfc3339(secs: i64) -> Option<String> {
-    OffsetDateTime::from_unix_timestamp(secs)
-        .ok()?
-        .format(&Rfc3339)
-        .ok()
-}
-
-/// A date as written in a query, as RFC 3339; the token itself if it is
-/// not a date.
-fn date_literal(token: &str) -> Result<String, String> {
-    parse_timestamp(token)
-        .and_then(rfc3339)
-        .ok_or_else(|| token.to_owned())
-}
-
-/// Whether `token` is a bare `YYYY-MM-DD` day.
-fn is_day(token: &str) -> bool {
-    token.len() == 10 && parse_timestamp(token).is_some()
-}
-
-/// Length of the value starting at the beginning of `s`: up to whitespace
-/// or a closing parenthesis.
-fn value_len(s: &str) -> usize {
-    s.find(|c: char| c.is_whitespace() || c == ')')
-        .unwrap_or(s.len())
-}
-
-/// Rewrites the value of a date field at the start of `rest`; returns the
-/// rewritten value and how many bytes of `rest` it replaces, or the first
-/// word that is not a date.
-fn rewrite_date_value(rest: &str) -> Result<(String, usize), String> {
-    if let Some(open) = rest.chars().next().filter(|c| *c == '[' || *c == '{') {
-        let Some(close) = rest.find([']', '}']) else {
-            return Ok((String::new(), 0));
-        };
-        let inner = &rest[1..close];
-        let mut words = Vec::new();
-        for w in inner.split_whitespace() {
-            if w == "TO" || w == "*" {
-                words.push(w.to_owned());
-            } else {
-                words.push(date_literal(w)?);
-            }
-        }
-        let closing = &rest[close..=close];
-        return Ok((format!("{open}{}{closing}", words.join(" ")), close + 1));
-    }
-    let op_len = [">=", "<=", ">", "<"]
-        .iter()
-        .find(|op| rest.starts_with(*op))
-        .map_or(0, |op| op.len());
-    let after_op = &rest[op_len..];
-    let trimmed = after_op.trim_start();
-    let skipped = after_op.len() - trimmed.len();
-    let len = value_len(trimmed);
-    let value = &trimmed[..len];
-    let consumed = op_len + skipped + len;
-    if op_len == 0 && is_day(value) {
-        // A whole day: [day, next day).
-        if let (Some(from), Some(to)) = (
-            parse_timestamp(value).and_then(rfc3339),
-            parse_timestamp(value).and_then(|s| rfc3339(s + 86_400)),
-        ) {
-            return Ok((format!("[{from} TO {to}}}"), consumed));
-        }
-    }
-    Ok((
-        format!("{}{}", &rest[..op_len], date_literal(value)?),
-        consumed,
-    ))
-}
-
-/// Most indexed words a `prefix*` stands for; the most frequent are kept.
-pub(crate) const MAX_PREFIX_TERMS: usize = 64;
-
-/// The words of the index that start with a prefix, for `prefix*`: the
-/// field (`None` for the default fields) and the lowercased prefix give
-/// the words, and whether some were left out.
-pub(crate) type Expand<'a> = &'a dyn Fn(Option<&'static str>, &str) -> (Vec<String>, bool);
-
-/// A query as handed to the parser, and what its author should be told
-/// about how it was read.
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct Rewritten {
-    pub(crate) text: String,
-    pub(crate) warnings: Vec<String>,
-}
-
-/// `prefix*` as an OR of the words it stands for (each as `field:"word"`,
-/// or `"word"` over the default fields). With no such word, the prefix
-/// itself, which then matches nothing.
-fn expansion(field: Option<&'static str>, prefix: &str, expand: Expand<'_>, out: &mut Rewritten) {
-    let prefix = prefix.to_lowercase();
-    let (words, cut) = expand(field, &prefix);
-    let qualified = |w: &str| match field {
-        Some(f) => format!("{f}:\"{}\"", w.replace('"', "")),
-        None => format!("\"{}\"", w.replace('"', "")),
-    };
-    if cut {
-        out.warnings.push(format!(
-            "`{prefix}*` matches more than {MAX_PREFIX_TERMS} words; the {MAX_PREFIX_TERMS} most common were searched"
-        ));
-    }
-    if words.is_empty() {
-        out.text.push_str(&qualified(&prefix));
-        return;
-    }
-    let alternatives: Vec<String> = words.iter().map(|w| qualified(w)).collect();
-    out.text.push('(');
-    out.text.push_str(&alternatives.join(" OR "));
-    out.text.push(')');
-}
-
-/// `AND NOT`: the parser reads `a AND NOT b` as `a` and a clause that can
-/// match nothing, so it is written `a NOT b`. Returns `rest` after `AND`
-/// and its spaces when `rest` starts with `AND NOT`.
-fn and_not(rest: &str) -> Option<&str> {
-    let after = rest.strip_prefix("AND")?;
-    let not = after.trim_start();
-    if not.len() == after.len() {
-        return None;
-    }
-    let tail = not.strip_prefix("NOT")?;
-    tail.starts_with(|c: char| c.is_whitespace() || matches!(c, '(' | '"'))
-        .then_some(not)
-}
-
-/// Maps friendly field names to schema fields, dates to RFC 3339 and
-/// `prefix*` to the words it stands for; reports values it had to drop.
-pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
-    let mut out = Rewritten {
-        text: String::with_capacity(query.len() + 16),
-        warnings: Vec::new(),
-    };
-    let mut rest = query;
-    let mut at_boundary = true;
-    while let Some(c) = rest.chars().next() {
-        if c == '"' {
-            // A phrase is copied as written, with a phrase prefix's `*`.
-            let end = rest[1..].find('"').map_or(rest.len(), |i| i + 2);
-            out.text.push_str(&rest[..end]);
-            rest = &rest[end..];
-            at_boundary = false;
-            continue;
-        }
-        if !at_boundary {
-            out.text.push(c);
-            rest = &rest[c.len_utf8()..];
-            at_boundary = c.is_whitespace() || matches!(c, '(' | '+' | '-');
-            continue;
-        }
-        if let Some(after) = and_not(rest) {
-            rest = after;
-            continue;
-        }
-        let word = &rest[..value_len(rest)];
-        if let Some(prefix) = word.strip_suffix('*')
-            && !prefix.is_empty()
-            && !prefix.contains([':', '*', '"'])
-        {
-            expansion(None, prefix, expand, &mut out);
-            rest = &rest[word.len()..];
-            at_boundary = false;
-            continue;
-        }
-        if c.is_ascii_alphabetic() || c == '_' {
-            let name_len = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            let name = &rest[..name_len];
-            if rest[name_len..].starts_with(':')
-                && let Some(field) = canonical_field(name)
-            {
-                rewrite_field(field, &rest[name_len..], expand, &mut out, &mut rest);
-                at_boundary = false;
-                continue;
-            }
-            out.text.push_str(name);
-            rest = &rest[name_len..];
-            at_boundary = false;
-            continue;
-        }
-        out.text.push(c);
-        rest = &rest[c.len_utf8()..];
-        at_boundary = c.is_whitespace() || matches!(c, '(' | '+' | '-');
-    }
-    out
-}
-
-/// Writes `field:value` for a friendly field name; `colon` is the query
-/// from the field's colon on, and `rest` is left after the value.
-fn rewrite_field<'q>(
-    field: &'static str,
-    colon: &'q str,
-    expand: Expand<'_>,
-    out: &mut Rewritten,
-    rest: &mut &'q str,
-) {
-    let value_at = &colon[1..];
-    let len = value_len(value_at);
-    let value = &value_at[..len];
-    if field == names::CREATED || field == names::UPDATED {
-        match rewrite_date_value(value_at) {
-            Ok((rewritten, consumed)) => {
-                out.text.push_str(field);
-                out.text.push(':');
-                out.text.push_str(&rewritten);
-                *rest = &value_at[consumed..];
-            }
-            Err(bad) => {
-                let len = if value.starts_with(['[', '{']) {
-                    value_at.find([']', '}']).map_or(len, |close| close + 1)
-                } else {
-                    len
-                };
-                // `*` matches everything, so the rest of the query holds.
-                out.text.push('*');
-                out.warnings.push(format!(
-                    "`{field}:{}` was left out: `{bad}` is not a date (write 2026-01-31, 2026-01-31T09:00:00Z or a range like [2026-01-01 TO 2026-02-01])",
-                    &value_at[..len]
-                ));
-                *rest = &value_at[len..];
-            }
-        }
-        return;
-    }
-    if !value.starts_with('"')
-        && let Some(prefix) = value.strip_suffix('*')
-        && !prefix.is_empty()
-        && !prefix.contains('*')
-    {
-        expansion(Some(field), prefix, expand, out);
-        *rest = &value_at[len..];
-        return;
-    }
-    out.text.push_str(field);
-    out.text.push(':');
-    if field == names::SCOPE && !value.starts_with('"') && value.contains(':') {
-        // `scope:agent:claude`: the second colon is part of the value.
-        out.text.push('"');
-        out.text.push_str(value);
-        out.text.push('"');
-        *rest = &value_at[len..];
+/// The weight of a word found in `field`.
+fn boost(fields: &super::schema::Fields, field: Field) -> f32 {
+    if field == fields.title {
+        TITLE_BOOST
+    } else if field == fields.alias {
+        ALIAS_BOOST
+    } else if field == fields.title_stem {
+        TITLE_STEM_BOOST
+    } else if field == fields.body_stem {
+        BODY_STEM_BOOST
     } else {
-        *rest = value_at;
+        1.0
     }
-}
-
-/// Most results a query may ask for with `limit:N`.
-pub const MAX_LIMIT: usize = 1000;
-
-/// Splits `limit:N` out of a query: the rest of the query, and N (between
-/// 1 and [`MAX_LIMIT`]) if the query gives one.
-pub fn take_limit(query: &str) -> (String, Option<usize>) {
-    let mut limit = None;
-    let mut rest = Vec::new();
-    for word in query.split_whitespace() {
-        match word
-            .strip_prefix("limit:")
-            .and_then(|n| n.parse::<usize>().ok())
-        {
-            Some(n) => limit = Some(n.clamp(1, MAX_LIMIT)),
-            None => rest.push(word),
-        }
-    }
-    (rest.join(" "), limit)
 }
 
 /// Text on one line, whitespace collapsed, at most `max` characters.
@@ -389,10 +118,12 @@ impl Tuning<'_> {
                 .map(PhrasePrefixQuery::field)
         };
         let boost = match field {
-            Some(f) if f == self.fields.title => TITLE_BOOST,
-            Some(f) if f == self.fields.alias => ALIAS_BOOST,
-            _ => return Some(query.box_clone()),
+            Some(f) => boost(self.fields, f),
+            None => 1.0,
         };
+        if boost == 1.0 {
+            return Some(query.box_clone());
+        }
         Some(Box::new(BoostQuery::new(query.box_clone(), boost)))
     }
 
@@ -438,39 +169,18 @@ impl Index {
         self.inner.core.reader.searcher()
     }
 
-    /// The query parser over the default fields; with `boosted`, it
-    /// boosts title and alias itself (see [`Tuning`] for the other way).
+    /// The query parser over the default fields, each word optional;
+    /// with `boosted`, it weighs the fields itself (see [`Tuning`] for the
+    /// other way).
     fn parser(&self, boosted: bool) -> QueryParser {
         let f = &self.inner.core.fields;
-        let mut parser = QueryParser::for_index(
-            &self.inner.core.index,
-            vec![f.title, f.body, f.tag, f.alias],
-        );
+        let mut parser = QueryParser::for_index(&self.inner.core.index, f.ranked().to_vec());
         if boosted {
-            parser.set_field_boost(f.title, TITLE_BOOST);
-            parser.set_field_boost(f.alias, ALIAS_BOOST);
-        }
-        parser.set_conjunction_by_default();
-        parser
-    }
-
-    /// An OR of the query's words over the default fields, unboosted.
-    fn plain_terms(&self, query: &str) -> Option<Box<dyn Query>> {
-        let f = &self.inner.core.fields;
-        let mut words: Vec<String> = tokenize(query).into_iter().map(|t| t.text).collect();
-        words.sort();
-        words.dedup();
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        for word in &words {
-            for field in [f.title, f.body, f.alias, f.tag] {
-                let term = TermQuery::new(
-                    Term::from_field_text(field, word),
-                    IndexRecordOption::WithFreqs,
-                );
-                clauses.push((Occur::Should, Box::new(term)));
+            for field in f.ranked() {
+                parser.set_field_boost(field, boost(f, field));
             }
         }
-        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+        parser
     }
 
     /// Ranked full-text search. Never fails on query syntax: an invalid
@@ -547,28 +257,47 @@ impl Index {
         Ok((hits, warnings))
     }
 
-    /// The query `text` means, or `None` when it has no words, and what
-    /// its author should be told about how it was read.
+    /// The query `text` means, or `None` when it has nothing to search,
+    /// and what its author should be told about how it was read.
     fn prepare(&self, searcher: &Searcher, text: &str) -> (Option<Box<dyn Query>>, Vec<String>) {
         let expand =
             |field: Option<&'static str>, prefix: &str| self.prefix_terms(searcher, field, prefix);
+        let mut warnings = Vec::new();
+        let flat = flatten_nesting(text).map(|(flat, note)| {
+            warnings.push(note);
+            flat
+        });
+        let text = flat.as_deref().unwrap_or(text);
         let rewritten = rewrite_query(text, &expand);
-        let mut warnings = rewritten.warnings;
+        warnings.extend(rewritten.warnings);
         // A query with boosts of its own (`word^2`) is run as the parser
         // builds it: a boosted clause is opaque to the tuning, which would
-        // leave the title and alias inside it unboosted.
+        // leave the fields inside it unweighed.
         let own_boosts = rewritten.text.contains('^');
-        let (parsed, errors) = self.parser(own_boosts).parse_query_lenient(&rewritten.text);
+        let parser = self.parser(own_boosts);
         let tuning = Tuning {
             searcher,
             fields: &self.inner.core.fields,
         };
-        if errors.is_empty() {
-            if own_boosts {
-                return (Some(parsed), warnings);
+        let errors = match meaning(&rewritten.text) {
+            Ok(None) => return (None, warnings),
+            Ok(Some(ast)) => {
+                let (parsed, errors) = parser.build_query_from_user_input_ast_lenient(ast);
+                // Exclusions alone mean everything but them: not an error.
+                let errors: Vec<_> = errors
+                    .into_iter()
+                    .filter(|e| !matches!(e, QueryParserError::AllButQueryForbidden))
+                    .collect();
+                if errors.is_empty() {
+                    if own_boosts {
+                        return (Some(parsed), warnings);
+                    }
+                    return (tuning.tune(&*parsed), warnings);
+                }
+                errors
             }
-            return (tuning.tune(&*parsed), warnings);
-        }
+            Err(()) => Vec::new(),
+        };
         tracing::debug!(
             "query {text:?} is not valid syntax ({:?}); searching its words",
             errors.first()
@@ -576,9 +305,7 @@ impl Index {
         let unknown: Vec<String> = errors
             .iter()
             .filter_map(|e| match e {
-                tantivy::query::QueryParserError::FieldDoesNotExist(name) => {
-                    Some(format!("`{name}:`"))
-                }
+                QueryParserError::FieldDoesNotExist(name) => Some(format!("`{name}:`")),
                 _ => None,
             })
             .collect();
@@ -590,7 +317,12 @@ impl Index {
                 unknown.join(", ")
             )
         });
-        let plain = self.plain_terms(text).and_then(|q| tuning.tune(&*q));
+        let plain = words_of(text).and_then(|ast| {
+            let (parsed, _) = self
+                .parser(false)
+                .build_query_from_user_input_ast_lenient(ast);
+            tuning.tune(&*parsed)
+        });
         (plain, warnings)
     }
 
@@ -1120,69 +852,6 @@ pub(super) fn paths_matching_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rewrite(query: &str) -> String {
-        let none = |_: Option<&'static str>, _: &str| (Vec::new(), false);
-        rewrite_query(query, &none).text
-    }
-
-    #[test]
-    fn rewrites_friendly_names_and_dates() {
-        assert_eq!(rewrite("tags:ui dark"), "tag:ui dark");
-        assert_eq!(
-            rewrite("created:[2025-01-01 TO 2025-12-31]"),
-            "created:[2025-01-01T00:00:00Z TO 2025-12-31T00:00:00Z]"
-        );
-        assert_eq!(
-            rewrite("updated:>2026-01-01 x"),
-            "updated:>2026-01-01T00:00:00Z x"
-        );
-        assert_eq!(
-            rewrite("created:2025-03-01"),
-            "created:[2025-03-01T00:00:00Z TO 2025-03-02T00:00:00Z}"
-        );
-        assert_eq!(rewrite("(kind:decision)"), "(type:decision)");
-        assert_eq!(rewrite("mytag:x"), "mytag:x");
-        assert_eq!(rewrite("created:[2025-01-01 TO"), "created:[2025-01-01 TO");
-        assert_eq!(rewrite("scope:agent:x y"), "scope:\"agent:x\" y");
-        assert_eq!(rewrite("source:claude"), "source:claude");
-    }
-
-    #[test]
-    fn and_not_is_read_as_not() {
-        assert_eq!(rewrite("a AND NOT tag:x"), "a NOT tag:x");
-        assert_eq!(rewrite("a AND NOT (b OR c)"), "a NOT (b OR c)");
-        assert_eq!(rewrite("a AND NOTE"), "a AND NOTE");
-        assert_eq!(rewrite("\"a AND NOT b\""), "\"a AND NOT b\"");
-    }
-
-    #[test]
-    fn bad_dates_are_left_out_and_reported() {
-        let none = |_: Option<&'static str>, _: &str| (Vec::new(), false);
-        let r = rewrite_query("apple created:>notadate pie", &none);
-        assert_eq!(r.text, "apple * pie");
-        assert_eq!(r.warnings.len(), 1);
-        assert!(r.warnings[0].contains("`notadate` is not a date"), "{r:?}");
-        let r = rewrite_query("created:[2025-01-01 TO soon] x", &none);
-        assert_eq!(r.text, "* x");
-        assert!(r.warnings[0].contains("`soon`"), "{r:?}");
-    }
-
-    #[test]
-    fn prefixes_become_the_words_they_stand_for() {
-        let words = |field: Option<&'static str>, prefix: &str| match (field, prefix) {
-            (None, "zeph") => (vec!["zephyr".to_owned(), "zephyrs".to_owned()], false),
-            (Some("tag"), "pro") => (vec!["project".to_owned()], true),
-            _ => (Vec::new(), false),
-        };
-        let r = rewrite_query("Zeph* AND tag:pro* nothing*", &words);
-        assert_eq!(
-            r.text,
-            "(\"zephyr\" OR \"zephyrs\") AND (tag:\"project\") \"nothing\""
-        );
-        assert_eq!(r.warnings.len(), 1, "{r:?}");
-        assert_eq!(rewrite("\"big bad wo\"* x"), "\"big bad wo\"* x");
-    }
 
     #[test]
     fn one_line_collapses_and_clips() {

@@ -20,6 +20,9 @@
 //!   every name its links point at, both normalized by
 //!   [`normalize_key`](super::document::normalize_key); backlinks are a term
 //!   query of one against the other.
+//! - `title_stem` (title and aliases) and `body_stem` hold the same text as
+//!   `title`, `alias` and `body` through the stemming analyzer, with
+//!   frequencies but no positions: phrases run on the plain fields.
 //! - Binary files get a `kind = skipped` document with only path, size and
 //!   mtime, so the reconcile does not re-read them on every start.
 
@@ -28,10 +31,10 @@ use tantivy::schema::{
     TextFieldIndexing, TextOptions,
 };
 
-use super::tokenizer::{KEYWORD_TOKENIZER, TEXT_TOKENIZER};
+use super::tokenizer::{KEYWORD_TOKENIZER, STEM_TOKENIZER, TEXT_TOKENIZER};
 
 /// Version of the schema and of the way documents are built from files.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// `kind` of a markdown memory.
 pub(crate) const KIND_MEMORY: &str = "memory";
@@ -49,6 +52,10 @@ pub(crate) struct Fields {
     pub(crate) kind: Field,
     pub(crate) title: Field,
     pub(crate) body: Field,
+    /// Title and aliases, stemmed.
+    pub(crate) title_stem: Field,
+    /// Body, stemmed.
+    pub(crate) body_stem: Field,
     pub(crate) tag: Field,
     pub(crate) category: Field,
     pub(crate) kind_type: Field,
@@ -69,12 +76,28 @@ pub(crate) struct Fields {
     pub(crate) lint: Field,
 }
 
+impl Fields {
+    /// The fields a plain word is looked up in.
+    pub(crate) fn ranked(&self) -> [Field; 6] {
+        [
+            self.title,
+            self.body,
+            self.tag,
+            self.alias,
+            self.title_stem,
+            self.body_stem,
+        ]
+    }
+}
+
 /// Field names as a query writes them.
 pub(crate) mod names {
     pub(crate) const PATH: &str = "path";
     pub(crate) const KIND: &str = "kind";
     pub(crate) const TITLE: &str = "title";
     pub(crate) const BODY: &str = "body";
+    pub(crate) const TITLE_STEM: &str = "title_stem";
+    pub(crate) const BODY_STEM: &str = "body_stem";
     pub(crate) const TAG: &str = "tag";
     pub(crate) const CATEGORY: &str = "category";
     pub(crate) const TYPE: &str = "type";
@@ -106,6 +129,15 @@ fn text(stored: bool) -> TextOptions {
     } else {
         options
     }
+}
+
+/// A stemmed copy of text: words counted, no positions, not stored.
+fn stemmed() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(STEM_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    )
 }
 
 fn keyword(stored: bool) -> TextOptions {
@@ -143,6 +175,8 @@ pub(crate) fn build() -> (Schema, Fields) {
         // Not stored: a hit's snippet is cut from its file, so the index
         // does not hold a second copy of every note.
         body: b.add_text_field(BODY, text(false)),
+        title_stem: b.add_text_field(TITLE_STEM, stemmed()),
+        body_stem: b.add_text_field(BODY_STEM, stemmed()),
         tag: b.add_text_field(TAG, keyword_with(false, IndexRecordOption::WithFreqs)),
         category: b.add_text_field(CATEGORY, keyword(false)),
         kind_type: b.add_text_field(TYPE, keyword(false)),
@@ -174,6 +208,8 @@ pub(crate) fn fields_of(schema: &Schema) -> tantivy::Result<Fields> {
         kind: f(KIND)?,
         title: f(TITLE)?,
         body: f(BODY)?,
+        title_stem: f(TITLE_STEM)?,
+        body_stem: f(BODY_STEM)?,
         tag: f(TAG)?,
         category: f(CATEGORY)?,
         kind_type: f(TYPE)?,

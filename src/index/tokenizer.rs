@@ -9,6 +9,13 @@
 //! a unigram. Everything else is split into lowercase runs of Unicode
 //! letters and digits.
 //!
+//! The stemmed fields (`title_stem`, `body_stem`) see the same words with
+//! [`STOP_WORDS`] left out and each word cut to its English stem (Snowball:
+//! "prefers", "preferred" and "preference" all become `prefer`), so a
+//! question finds a memory that words it another way. The plain fields
+//! keep every word as written, for phrases and to rank an exact form above
+//! a stem.
+//!
 //! Subtleties:
 //! - Queries go through the same tokenizer, so a one-character CJK query
 //!   only finds one-character runs; two characters are the useful minimum.
@@ -16,20 +23,158 @@
 //!   into notes) are dropped: they bloat the term dictionary and nobody
 //!   types them as a query.
 
-use tantivy::tokenizer::{LowerCaser, RawTokenizer, TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RawTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream,
+    Tokenizer,
+};
 
 /// Name under which [`MemoryTextTokenizer`] is registered.
 pub(crate) const TEXT_TOKENIZER: &str = "mnemofs_text";
+/// Name of the analyzer of the stemmed fields: [`MemoryTextTokenizer`]
+/// without [`STOP_WORDS`], each word cut to its English stem.
+pub(crate) const STEM_TOKENIZER: &str = "mnemofs_stem";
 /// Name of the whole-value, lowercased tokenizer used by filter fields.
 pub(crate) const KEYWORD_TOKENIZER: &str = "mnemofs_keyword";
 
 /// Longest word kept, in bytes.
 const MAX_WORD_BYTES: usize = 80;
 
-/// Registers both tokenizers on an index.
+/// Words that never decide whether a memory matches: the function words
+/// of English and the words a question is built from ("what did ... do
+/// when"). A query leaves them out of its optional words, and the stemmed
+/// fields do not index them. Sorted, for [`is_stop_word`].
+pub(crate) const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "being",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "d",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don",
+    "each",
+    "ever",
+    "for",
+    "from",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "ll",
+    "m",
+    "may",
+    "me",
+    "might",
+    "must",
+    "my",
+    "myself",
+    "of",
+    "on",
+    "or",
+    "our",
+    "ours",
+    "ourselves",
+    "re",
+    "s",
+    "shall",
+    "she",
+    "should",
+    "so",
+    "some",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "to",
+    "us",
+    "ve",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Whether `word` (lowercase, as the tokenizer gives it) is one of
+/// [`STOP_WORDS`].
+pub(crate) fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// Registers the tokenizers on an index.
 pub(crate) fn register(index: &tantivy::Index) {
     let manager = index.tokenizers();
     manager.register(TEXT_TOKENIZER, TextAnalyzer::from(MemoryTextTokenizer));
+    manager.register(
+        STEM_TOKENIZER,
+        TextAnalyzer::builder(MemoryTextTokenizer)
+            .filter(StopWordFilter::remove(
+                STOP_WORDS.iter().map(|w| (*w).to_owned()),
+            ))
+            .filter(Stemmer::new(Language::English))
+            .build(),
+    );
     manager.register(
         KEYWORD_TOKENIZER,
         TextAnalyzer::builder(RawTokenizer::default())
@@ -340,6 +485,32 @@ mod tests {
                 .collect();
             proptest::prop_assert_eq!(got, reference(&text));
         }
+    }
+
+    #[test]
+    fn stop_words_are_sorted_lowercase_and_unique() {
+        assert!(
+            STOP_WORDS.windows(2).all(|w| w[0] < w[1]),
+            "sorted, no duplicates"
+        );
+        assert!(
+            STOP_WORDS.iter().all(|w| texts(w) == [*w]),
+            "each is one token"
+        );
+        assert!(is_stop_word("when") && is_stop_word("the") && !is_stop_word("user"));
+    }
+
+    #[test]
+    fn the_stem_analyzer_drops_stop_words_and_stems() {
+        let index = tantivy::Index::create_in_ram(tantivy::schema::Schema::builder().build());
+        register(&index);
+        let mut analyzer = index.tokenizers().get(STEM_TOKENIZER).unwrap();
+        let mut stream = analyzer.token_stream("The user Prefers preferences, migrations 我偏好");
+        let mut got = Vec::new();
+        while stream.advance() {
+            got.push(stream.token().text.clone());
+        }
+        assert_eq!(got, ["user", "prefer", "prefer", "migrat", "我偏", "偏好"]);
     }
 
     #[test]

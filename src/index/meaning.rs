@@ -1,0 +1,704 @@
+//! What a query means: the text a user or an agent typed, turned into
+//! the syntax tree tantivy's parser builds a query from.
+//!
+//! Three steps, each a function here:
+//! - [`rewrite_query`] maps friendly field names to schema fields
+//!   (`tags:` → `tag:`, `kind:` → `type:`, `created_at:` → `created:`),
+//!   dates after `created:` / `updated:` to the RFC 3339 instants tantivy
+//!   expects (a bare day `created:2025-03-01` becomes that whole day), and
+//!   `prefix*` to the words it stands for; a sentence's apostrophes and
+//!   exclamation marks become spaces.
+//! - [`flatten_nesting`] drops the parentheses of a query nested deeper
+//!   than [`MAX_NESTING`], which the parser would follow until the stack
+//!   ran out.
+//! - [`meaning`] reads the syntax and decides what each part does. A plain
+//!   word is optional and ranks (BM25 over the plain and the stemmed
+//!   fields); a stop word ([`is_stop_word`]) is left out unless it is
+//!   required (`+the`, `a AND the`); a word joined by punctuation
+//!   (`dark-mode`, a run of Chinese) is its words, each optional. A filter
+//!   (`tag:`, `type:`, `status:`, `created:>...`, ...) is required and
+//!   scores nothing, so `type:decision database` is the decisions ranked
+//!   by "database". `+word`, `-word`, `NOT`, `AND`, `OR`, phrases and
+//!   boosts keep the meaning tantivy gives them.
+//!
+//! Subtleties:
+//! - A query of stop words only ("the who", "what is it?") is searched
+//!   as a phrase: those words together, or nothing.
+//! - A `*` that stands in for a value left out (a bad date) matches
+//!   everything; beside other words it is dropped, or it would return
+//!   every memory.
+//! - Query text is untrusted: nothing here recurses deeper than
+//!   [`MAX_NESTING`] levels.
+
+use tantivy::query_grammar::{Delimiter, Occur, UserInputAst, UserInputLeaf, UserInputLiteral};
+use tantivy::time::OffsetDateTime;
+use tantivy::time::format_description::well_known::Rfc3339;
+
+use super::schema::names;
+use super::tokenizer::{is_stop_word, tokenize};
+use crate::memory::parse_timestamp;
+
+/// The schema field a name written in a query means, if it is one we
+/// rename or whose value we rewrite.
+fn canonical_field(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "tag" | "tags" => names::TAG,
+        "category" | "categories" => names::CATEGORY,
+        "type" | "kind" => names::TYPE,
+        "status" => names::STATUS,
+        "scope" => names::SCOPE,
+        "phase" => names::PHASE,
+        "id" => names::ID,
+        "alias" | "aliases" => names::ALIAS,
+        "title" => names::TITLE,
+        "body" | "text" => names::BODY,
+        "link" | "links" => names::LINK,
+        "created" | "created_at" => names::CREATED,
+        "updated" | "updated_at" => names::UPDATED,
+        _ => return None,
+    })
+}
+
+fn rfc3339(secs: i64) -> Option<String> {
+    OffsetDateTime::from_unix_timestamp(secs)
+        .ok()?
+        .format(&Rfc3339)
+        .ok()
+}
+
+/// A date as written in a query, as RFC 3339; the token itself if it is
+/// not a date.
+fn date_literal(token: &str) -> Result<String, String> {
+    parse_timestamp(token)
+        .and_then(rfc3339)
+        .ok_or_else(|| token.to_owned())
+}
+
+/// Whether `token` is a bare `YYYY-MM-DD` day.
+fn is_day(token: &str) -> bool {
+    token.len() == 10 && parse_timestamp(token).is_some()
+}
+
+/// Length of the value starting at the beginning of `s`: up to whitespace
+/// or a closing parenthesis.
+fn value_len(s: &str) -> usize {
+    s.find(|c: char| c.is_whitespace() || c == ')')
+        .unwrap_or(s.len())
+}
+
+/// Rewrites the value of a date field at the start of `rest`; returns the
+/// rewritten value and how many bytes of `rest` it replaces, or the first
+/// word that is not a date.
+fn rewrite_date_value(rest: &str) -> Result<(String, usize), String> {
+    if let Some(open) = rest.chars().next().filter(|c| *c == '[' || *c == '{') {
+        let Some(close) = rest.find([']', '}']) else {
+            return Ok((String::new(), 0));
+        };
+        let inner = &rest[1..close];
+        let mut words = Vec::new();
+        for w in inner.split_whitespace() {
+            if w == "TO" || w == "*" {
+                words.push(w.to_owned());
+            } else {
+                words.push(date_literal(w)?);
+            }
+        }
+        let closing = &rest[close..=close];
+        return Ok((format!("{open}{}{closing}", words.join(" ")), close + 1));
+    }
+    let op_len = [">=", "<=", ">", "<"]
+        .iter()
+        .find(|op| rest.starts_with(*op))
+        .map_or(0, |op| op.len());
+    let after_op = &rest[op_len..];
+    let trimmed = after_op.trim_start();
+    let skipped = after_op.len() - trimmed.len();
+    let len = value_len(trimmed);
+    let value = &trimmed[..len];
+    let consumed = op_len + skipped + len;
+    if op_len == 0 && is_day(value) {
+        // A whole day: [day, next day).
+        if let (Some(from), Some(to)) = (
+            parse_timestamp(value).and_then(rfc3339),
+            parse_timestamp(value).and_then(|s| rfc3339(s + 86_400)),
+        ) {
+            return Ok((format!("[{from} TO {to}}}"), consumed));
+        }
+    }
+    Ok((
+        format!("{}{}", &rest[..op_len], date_literal(value)?),
+        consumed,
+    ))
+}
+
+/// Most indexed words a `prefix*` stands for; the most frequent are kept.
+pub(crate) const MAX_PREFIX_TERMS: usize = 64;
+
+/// The words of the index that start with a prefix, for `prefix*`: the
+/// field (`None` for the default fields) and the lowercased prefix give
+/// the words, and whether some were left out.
+pub(crate) type Expand<'a> = &'a dyn Fn(Option<&'static str>, &str) -> (Vec<String>, bool);
+
+/// A query as handed to the parser, and what its author should be told
+/// about how it was read.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Rewritten {
+    pub(crate) text: String,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// `prefix*` as an OR of the words it stands for (each as `field:"word"`,
+/// or `"word"` over the default fields). With no such word, the prefix
+/// itself, which then matches nothing.
+fn expansion(field: Option<&'static str>, prefix: &str, expand: Expand<'_>, out: &mut Rewritten) {
+    let prefix = prefix.to_lowercase();
+    let (words, cut) = expand(field, &prefix);
+    let qualified = |w: &str| match field {
+        Some(f) => format!("{f}:\"{}\"", w.replace('"', "")),
+        None => format!("\"{}\"", w.replace('"', "")),
+    };
+    if cut {
+        out.warnings.push(format!(
+            "`{prefix}*` matches more than {MAX_PREFIX_TERMS} words; the {MAX_PREFIX_TERMS} most common were searched"
+        ));
+    }
+    if words.is_empty() {
+        out.text.push_str(&qualified(&prefix));
+        return;
+    }
+    let alternatives: Vec<String> = words.iter().map(|w| qualified(w)).collect();
+    out.text.push('(');
+    out.text.push_str(&alternatives.join(" OR "));
+    out.text.push(')');
+}
+
+/// `AND NOT`: the parser reads `a AND NOT b` as `a` and a clause that can
+/// match nothing, so it is written `a NOT b`. Returns `rest` after `AND`
+/// and its spaces when `rest` starts with `AND NOT`.
+fn and_not(rest: &str) -> Option<&str> {
+    let after = rest.strip_prefix("AND")?;
+    let not = after.trim_start();
+    if not.len() == after.len() {
+        return None;
+    }
+    let tail = not.strip_prefix("NOT")?;
+    tail.starts_with(|c: char| c.is_whitespace() || matches!(c, '(' | '"'))
+        .then_some(not)
+}
+
+/// Maps friendly field names to schema fields, dates to RFC 3339 and
+/// `prefix*` to the words it stands for; reports values it had to drop.
+pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
+    let mut out = Rewritten {
+        text: String::with_capacity(query.len() + 16),
+        warnings: Vec::new(),
+    };
+    let mut rest = query;
+    let mut at_boundary = true;
+    while let Some(c) = rest.chars().next() {
+        if c == '"' {
+            // A phrase is copied as written, with a phrase prefix's `*`.
+            let end = rest[1..].find('"').map_or(rest.len(), |i| i + 2);
+            out.text.push_str(&rest[..end]);
+            rest = &rest[end..];
+            at_boundary = false;
+            continue;
+        }
+        if !at_boundary {
+            out.text.push(plain(c));
+            rest = &rest[c.len_utf8()..];
+            at_boundary = c.is_whitespace() || matches!(c, '(' | '+' | '-');
+            continue;
+        }
+        if let Some(after) = and_not(rest) {
+            rest = after;
+            continue;
+        }
+        let word = &rest[..value_len(rest)];
+        if let Some(prefix) = word.strip_suffix('*')
+            && !prefix.is_empty()
+            && !prefix.contains([':', '*', '"'])
+        {
+            expansion(None, prefix, expand, &mut out);
+            rest = &rest[word.len()..];
+            at_boundary = false;
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == '_' {
+            let name_len = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let name = &rest[..name_len];
+            if rest[name_len..].starts_with(':')
+                && let Some(field) = canonical_field(name)
+            {
+                rewrite_field(field, &rest[name_len..], expand, &mut out, &mut rest);
+                at_boundary = false;
+                continue;
+            }
+            out.text.push_str(name);
+            rest = &rest[name_len..];
+            at_boundary = false;
+            continue;
+        }
+        out.text.push(plain(c));
+        rest = &rest[c.len_utf8()..];
+        at_boundary = c.is_whitespace() || matches!(c, '(' | '+' | '-');
+    }
+    out
+}
+
+/// `c` as the parser should see it outside a phrase: the apostrophe of
+/// "what's", an exclamation mark and a backquote are punctuation in a
+/// sentence, not syntax (to the parser they open a quote or fail).
+fn plain(c: char) -> char {
+    if matches!(c, '\'' | '!' | '`' | '\u{2018}' | '\u{2019}') {
+        ' '
+    } else {
+        c
+    }
+}
+
+/// Writes `field:value` for a friendly field name; `colon` is the query
+/// from the field's colon on, and `rest` is left after the value.
+fn rewrite_field<'q>(
+    field: &'static str,
+    colon: &'q str,
+    expand: Expand<'_>,
+    out: &mut Rewritten,
+    rest: &mut &'q str,
+) {
+    let value_at = &colon[1..];
+    let len = value_len(value_at);
+    let value = &value_at[..len];
+    if field == names::CREATED || field == names::UPDATED {
+        match rewrite_date_value(value_at) {
+            Ok((rewritten, consumed)) => {
+                out.text.push_str(field);
+                out.text.push(':');
+                out.text.push_str(&rewritten);
+                *rest = &value_at[consumed..];
+            }
+            Err(bad) => {
+                let len = if value.starts_with(['[', '{']) {
+                    value_at.find([']', '}']).map_or(len, |close| close + 1)
+                } else {
+                    len
+                };
+                // `*` matches everything, so the rest of the query holds.
+                out.text.push('*');
+                out.warnings.push(format!(
+                    "`{field}:{}` was left out: `{bad}` is not a date (write 2026-01-31, 2026-01-31T09:00:00Z or a range like [2026-01-01 TO 2026-02-01])",
+                    &value_at[..len]
+                ));
+                *rest = &value_at[len..];
+            }
+        }
+        return;
+    }
+    if !value.starts_with('"')
+        && let Some(prefix) = value.strip_suffix('*')
+        && !prefix.is_empty()
+        && !prefix.contains('*')
+    {
+        expansion(Some(field), prefix, expand, out);
+        *rest = &value_at[len..];
+        return;
+    }
+    out.text.push_str(field);
+    out.text.push(':');
+    if field == names::SCOPE && !value.starts_with('"') && value.contains(':') {
+        // `scope:agent:claude`: the second colon is part of the value.
+        out.text.push('"');
+        out.text.push_str(value);
+        out.text.push('"');
+        *rest = &value_at[len..];
+    } else {
+        *rest = value_at;
+    }
+}
+
+/// Most results a query may ask for with `limit:N`.
+pub const MAX_LIMIT: usize = 1000;
+
+/// Splits `limit:N` out of a query: the rest of the query, and N (between
+/// 1 and [`MAX_LIMIT`]) if the query gives one.
+pub fn take_limit(query: &str) -> (String, Option<usize>) {
+    let mut limit = None;
+    let mut rest = Vec::new();
+    for word in query.split_whitespace() {
+        match word
+            .strip_prefix("limit:")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            Some(n) => limit = Some(n.clamp(1, MAX_LIMIT)),
+            None => rest.push(word),
+        }
+    }
+    (rest.join(" "), limit)
+}
+
+/// Deepest nesting of parentheses a query keeps; deeper, they are
+/// dropped and the words inside searched as they stand.
+pub(crate) const MAX_NESTING: usize = 32;
+
+/// `text` without its parentheses (outside phrases) when they nest
+/// deeper than [`MAX_NESTING`], and the note for its author; `None` when
+/// the query may stay as it is.
+pub(crate) fn flatten_nesting(text: &str) -> Option<(String, String)> {
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    let mut in_phrase = false;
+    for c in text.chars() {
+        match c {
+            '"' => in_phrase = !in_phrase,
+            '(' if !in_phrase => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' if !in_phrase => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest <= MAX_NESTING {
+        return None;
+    }
+    let mut in_phrase = false;
+    let flat = text
+        .chars()
+        .map(|c| match c {
+            '"' => {
+                in_phrase = !in_phrase;
+                c
+            }
+            '(' | ')' if !in_phrase => ' ',
+            _ => c,
+        })
+        .collect();
+    Some((
+        flat,
+        format!(
+            "the query nests parentheses {deepest} deep (at most {MAX_NESTING}), so they were ignored"
+        ),
+    ))
+}
+
+/// Fields whose values restrict a search and do not rank it.
+fn is_filter_field(name: &str) -> bool {
+    use names::*;
+    matches!(
+        name,
+        TAG | CATEGORY
+            | TYPE
+            | STATUS
+            | SCOPE
+            | SOURCE
+            | PHASE
+            | ID
+            | LINK
+            | KEY
+            | KIND
+            | FLAG
+            | CREATED
+            | UPDATED
+    )
+}
+
+/// Whether `ast` only restricts: a filter field's value, a range, or a
+/// group of those.
+fn is_filter(ast: &UserInputAst) -> bool {
+    match ast {
+        UserInputAst::Leaf(leaf) => match leaf.as_ref() {
+            UserInputLeaf::Literal(literal) => {
+                literal.field_name.as_deref().is_some_and(is_filter_field)
+            }
+            UserInputLeaf::Range { .. } | UserInputLeaf::Set { .. } => true,
+            UserInputLeaf::Exists { field } => is_filter_field(field),
+            UserInputLeaf::All => false,
+        },
+        UserInputAst::Boost(inner, _) => is_filter(inner),
+        UserInputAst::Clause(children) => {
+            !children.is_empty() && children.iter().all(|(_, c)| is_filter(c))
+        }
+    }
+}
+
+/// The words of an unquoted literal over the default fields (`None` for
+/// anything else: a phrase, a field, a prefix, a fuzzy or sloppy term).
+fn plain_words(ast: &UserInputAst) -> Option<Vec<String>> {
+    let UserInputAst::Leaf(leaf) = ast else {
+        return None;
+    };
+    match leaf.as_ref() {
+        UserInputLeaf::Literal(UserInputLiteral {
+            field_name: None,
+            phrase,
+            delimiter: Delimiter::None,
+            slop: 0,
+            prefix: false,
+        }) => Some(tokenize(phrase).into_iter().map(|t| t.text).collect()),
+        _ => None,
+    }
+}
+
+fn word(text: String) -> UserInputAst {
+    UserInputAst::from(UserInputLeaf::Literal(UserInputLiteral {
+        field_name: None,
+        phrase: text,
+        delimiter: Delimiter::None,
+        slop: 0,
+        prefix: false,
+    }))
+}
+
+/// Optional words as one clause: each ranks, none is required. `None`
+/// when every word is a stop word.
+fn optional_words(words: Vec<String>) -> Option<UserInputAst> {
+    any_of(words.into_iter().filter(|w| !is_stop_word(w)).collect())
+}
+
+/// Any of `words`; `None` when there are none.
+fn any_of(words: Vec<String>) -> Option<UserInputAst> {
+    let mut words: Vec<UserInputAst> = words.into_iter().map(word).collect();
+    match words.len() {
+        0 => None,
+        1 => words.pop(),
+        _ => Some(UserInputAst::Clause(
+            words
+                .into_iter()
+                .map(|w| (Some(Occur::Should), w))
+                .collect(),
+        )),
+    }
+}
+
+/// The optional words of `text`, how a query that is not valid syntax
+/// is searched; all of them when all are stop words.
+pub(crate) fn words_of(text: &str) -> Option<UserInputAst> {
+    let mut words: Vec<String> = tokenize(text).into_iter().map(|t| t.text).collect();
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|w| seen.insert(w.clone()));
+    optional_words(words.clone()).or_else(|| any_of(words))
+}
+
+/// What a query (as [`rewrite_query`] left it) means; see the module
+/// documentation. `Ok(None)` when nothing is left to search, `Err(())`
+/// when `text` is not valid syntax.
+pub(crate) fn meaning(text: &str) -> Result<Option<UserInputAst>, ()> {
+    let ast = tantivy::query_grammar::parse_query(text).map_err(|_| ())?;
+    let only_words = only_words(&ast);
+    Ok(shape(ast, 0).or_else(|| only_words.map(phrase)))
+}
+
+/// The words of a query that is nothing but optional plain words.
+fn only_words(ast: &UserInputAst) -> Option<Vec<String>> {
+    if let Some(words) = plain_words(ast) {
+        return Some(words);
+    }
+    let UserInputAst::Clause(children) = ast else {
+        return None;
+    };
+    let mut words = Vec::new();
+    for (occur, child) in children {
+        if occur.is_some_and(|o| o != Occur::Should) {
+            return None;
+        }
+        words.extend(plain_words(child)?);
+    }
+    Some(words)
+}
+
+/// `words` as one phrase: how a query of stop words only ("the who") is
+/// searched, so that it finds those words together or nothing.
+fn phrase(words: Vec<String>) -> UserInputAst {
+    UserInputAst::from(UserInputLeaf::Literal(UserInputLiteral {
+        field_name: None,
+        phrase: words.join(" "),
+        delimiter: Delimiter::DoubleQuotes,
+        slop: 0,
+        prefix: false,
+    }))
+}
+
+/// `ast` in optional position: words that rank.
+fn shape(ast: UserInputAst, depth: usize) -> Option<UserInputAst> {
+    if depth > MAX_NESTING {
+        return None;
+    }
+    if let Some(words) = plain_words(&ast) {
+        return optional_words(words);
+    }
+    match ast {
+        UserInputAst::Clause(children) => shape_clause(children, depth),
+        UserInputAst::Boost(inner, boost) => {
+            shape(*inner, depth + 1).map(|inner| UserInputAst::Boost(Box::new(inner), boost))
+        }
+        leaf => Some(leaf),
+    }
+}
+
+fn shape_clause(
+    children: Vec<(Option<Occur>, UserInputAst)>,
+    depth: usize,
+) -> Option<UserInputAst> {
+    let ranked = children
+        .iter()
+        .filter(|(occur, c)| *occur != Some(Occur::MustNot) && !is_filter(c))
+        .count();
+    let mut out = Vec::with_capacity(children.len());
+    for (occur, child) in children {
+        let is_all = matches!(&child, UserInputAst::Leaf(l) if **l == UserInputLeaf::All);
+        match occur {
+            // Exclusions and required parts mean what they say; inside a
+            // required group, words are still optional among themselves.
+            Some(Occur::MustNot) => out.push((occur, child)),
+            Some(Occur::Must) if plain_words(&child).is_some() => out.push((occur, child)),
+            Some(Occur::Must) => {
+                if let Some(c) = shape(child, depth + 1) {
+                    out.push((occur, c));
+                }
+            }
+            None if is_filter(&child) && ranked > 0 => {
+                out.push((Some(Occur::Must), UserInputAst::Boost(Box::new(child), 0.0)));
+            }
+            None if is_filter(&child) => out.push((Some(Occur::Must), child)),
+            _ if is_all && ranked > 1 => {}
+            _ => {
+                if let Some(c) = shape(child, depth + 1) {
+                    out.push((occur, c));
+                }
+            }
+        }
+    }
+    if out.iter().all(|(occur, _)| *occur == Some(Occur::MustNot)) {
+        // Nothing left that matches: the exclusions alone exclude from
+        // nothing.
+        return None;
+    }
+    Some(UserInputAst::Clause(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(query: &str) -> String {
+        let none = |_: Option<&'static str>, _: &str| (Vec::new(), false);
+        rewrite_query(query, &none).text
+    }
+
+    #[test]
+    fn rewrites_friendly_names_and_dates() {
+        assert_eq!(rewrite("tags:ui dark"), "tag:ui dark");
+        assert_eq!(
+            rewrite("created:[2025-01-01 TO 2025-12-31]"),
+            "created:[2025-01-01T00:00:00Z TO 2025-12-31T00:00:00Z]"
+        );
+        assert_eq!(
+            rewrite("updated:>2026-01-01 x"),
+            "updated:>2026-01-01T00:00:00Z x"
+        );
+        assert_eq!(
+            rewrite("created:2025-03-01"),
+            "created:[2025-03-01T00:00:00Z TO 2025-03-02T00:00:00Z}"
+        );
+        assert_eq!(rewrite("(kind:decision)"), "(type:decision)");
+        assert_eq!(rewrite("mytag:x"), "mytag:x");
+        assert_eq!(rewrite("created:[2025-01-01 TO"), "created:[2025-01-01 TO");
+        assert_eq!(rewrite("scope:agent:x y"), "scope:\"agent:x\" y");
+        assert_eq!(rewrite("source:claude"), "source:claude");
+    }
+
+    #[test]
+    fn and_not_is_read_as_not() {
+        assert_eq!(rewrite("a AND NOT tag:x"), "a NOT tag:x");
+        assert_eq!(rewrite("a AND NOT (b OR c)"), "a NOT (b OR c)");
+        assert_eq!(rewrite("a AND NOTE"), "a AND NOTE");
+        assert_eq!(rewrite("\"a AND NOT b\""), "\"a AND NOT b\"");
+    }
+
+    #[test]
+    fn bad_dates_are_left_out_and_reported() {
+        let none = |_: Option<&'static str>, _: &str| (Vec::new(), false);
+        let r = rewrite_query("apple created:>notadate pie", &none);
+        assert_eq!(r.text, "apple * pie");
+        assert_eq!(r.warnings.len(), 1);
+        assert!(r.warnings[0].contains("`notadate` is not a date"), "{r:?}");
+        let r = rewrite_query("created:[2025-01-01 TO soon] x", &none);
+        assert_eq!(r.text, "* x");
+        assert!(r.warnings[0].contains("`soon`"), "{r:?}");
+    }
+
+    #[test]
+    fn prefixes_become_the_words_they_stand_for() {
+        let words = |field: Option<&'static str>, prefix: &str| match (field, prefix) {
+            (None, "zeph") => (vec!["zephyr".to_owned(), "zephyrs".to_owned()], false),
+            (Some("tag"), "pro") => (vec!["project".to_owned()], true),
+            _ => (Vec::new(), false),
+        };
+        let r = rewrite_query("Zeph* AND tag:pro* nothing*", &words);
+        assert_eq!(
+            r.text,
+            "(\"zephyr\" OR \"zephyrs\") AND (tag:\"project\") \"nothing\""
+        );
+        assert_eq!(r.warnings.len(), 1, "{r:?}");
+        assert_eq!(rewrite("\"big bad wo\"* x"), "\"big bad wo\"* x");
+    }
+
+    /// The query `text` means, as tantivy's grammar prints it.
+    fn meant(text: &str) -> String {
+        match meaning(&rewrite(text)) {
+            Ok(Some(ast)) => format!("{ast:?}"),
+            Ok(None) => "nothing".to_owned(),
+            Err(()) => "not valid syntax".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_question_is_its_content_words_each_optional() {
+        assert_eq!(
+            meant("What does the user prefer for code formatting?"),
+            "(*user *prefer *code *formatting)"
+        );
+        assert_eq!(meant("what's Caroline's plan"), "(*caroline *plan)");
+        assert_eq!(meant("what is it?"), "\"what is it\"");
+        assert_eq!(meant("dark-mode settings"), "(*(?dark ?mode) *settings)");
+    }
+
+    #[test]
+    fn required_and_excluded_words_keep_their_meaning() {
+        assert_eq!(meant("+the band"), "(+the *band)");
+        assert_eq!(meant("band -the"), "(*band -the)");
+        assert_eq!(meant("cats AND dogs"), "(+cats +dogs)");
+        assert_eq!(meant("\"the band\" x"), "(*\"the band\" *x)");
+        assert_eq!(meant("-the"), "nothing");
+    }
+
+    #[test]
+    fn filters_are_required_and_score_nothing_beside_words() {
+        assert_eq!(
+            meant("type:decision database"),
+            "(+(\"type\":decision)^0 *database)"
+        );
+        assert_eq!(meant("type:decision"), "\"type\":decision");
+        assert_eq!(meant("tag:a the"), "(+(\"tag\":a)^0)");
+        assert_eq!(
+            meant("(tag:a OR tag:b) db"),
+            "(+((?\"tag\":a ?\"tag\":b))^0 *db)"
+        );
+    }
+
+    #[test]
+    fn a_star_left_for_a_bad_date_does_not_match_everything_beside_words() {
+        assert_eq!(meant("apple created:>notadate pie"), "(*apple *pie)");
+    }
+
+    #[test]
+    fn deep_nesting_is_flattened() {
+        let deep = format!("{}word{}", "(".repeat(1000), ")".repeat(1000));
+        let (flat, note) = flatten_nesting(&deep).expect("too deep");
+        assert_eq!(flat.trim(), "word");
+        assert!(note.contains("1000 deep"), "{note}");
+        assert_eq!(flatten_nesting("(a (b)) \"((((\""), None);
+    }
+}
