@@ -737,7 +737,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .apply(&query)?;
             let scope = memories::parse_scope(scope.as_deref())?;
             let session = session(&at.target(None)?, None)?;
-            let Response::Hits { hits, warnings } = session.call(memories::scoped(
+            let Response::Hits {
+                hits,
+                warnings,
+                hint,
+            } = session.call(memories::scoped(
                 scope.as_ref(),
                 Request::Search { query, limit },
             ))?
@@ -776,7 +780,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             }
             if hits.is_empty() && !json {
-                eprintln!("no memories matched");
+                eprintln!(
+                    "{}",
+                    hint.unwrap_or_else(|| "no memories matched".to_owned())
+                );
             }
             Ok(())
         }

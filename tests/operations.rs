@@ -1671,7 +1671,7 @@ fn a_search_request_answers_hits_and_how_its_query_was_read() {
         })
         .expect("search")
     {
-        Response::Hits { hits, warnings } => (
+        Response::Hits { hits, warnings, .. } => (
             hits.into_iter().map(|h| h.path).collect::<Vec<_>>(),
             warnings,
         ),

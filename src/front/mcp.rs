@@ -84,7 +84,7 @@ impl ServerHandler for MemoryServer {
         .with_server_info(Implementation::new("mnemofs", env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "An agent's long-term memory: markdown files with YAML frontmatter. \
-             `search` finds memories, `read` shows one, `write` adds one, `edit` changes one, \
+             `search` finds memories (ask in plain words or as a question), `read` shows one, `write` adds one, `edit` changes one, \
              `context` shows what links to and from one; a `ref` is an id, a path, a title or an alias. \
              Give `read`'s version back as `expected_version` to write only if nobody changed the memory since. \
              Memories are also resources, mnemofs://memory/<id>. \

@@ -106,7 +106,10 @@ pub const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "search",
-        description: "Full-text search over memories, best first. Query language: words, \"phrases\", \
+        description: "Searches memories, best first. Ask in plain words or as a question \
+                      (\"what does the user prefer for formatting?\"): every word is optional and ranks, \
+                      common words are left out, other forms of a word match. Also \"exact phrases\", \
+                      +required, -excluded, prefix*, and filters that restrict without ranking: \
                       tag:x, category:x, type:x, status:x, scope:x, created:>2026-01-01.",
         schema: || {
             object(
@@ -434,7 +437,7 @@ pub const ALIASES: &[Alias] = &[
     },
     Alias {
         name: "memory_search",
-        description: "Searches memories for a query, best first (full-text, ranked), narrowed by tags, category, phase, source and creation dates.",
+        description: "Searches memories for a query in plain words or a question, best first (ranked full text: every word optional, common words left out, other forms of a word match), narrowed by tags, category, phase, source and creation dates.",
         schema: search_filter_schema,
         translate: search_alias,
     },
@@ -756,13 +759,18 @@ impl Tools<'_> {
     fn search(&self) -> Outcome {
         let query = self.string("query")?;
         let limit = self.limit(20)?;
-        let Response::Hits { hits, warnings } = self.ask(Request::Search { query, limit })? else {
+        let Response::Hits {
+            hits,
+            warnings,
+            hint,
+        } = self.ask(Request::Search { query, limit })?
+        else {
             return Err(unexpected());
         };
         let notes: String = warnings.iter().map(|w| format!("note: {w}\n")).collect();
         let text = notes
             + &if hits.is_empty() {
-                "no results".to_string()
+                hint.clone().unwrap_or_else(|| "no results".to_string())
             } else {
                 hits.iter()
                     .enumerate()
@@ -778,7 +786,11 @@ impl Tools<'_> {
                     })
                     .collect()
             };
-        Ok((json!({"results": hits, "warnings": warnings}), text))
+        let mut value = json!({"results": hits, "warnings": warnings});
+        if let Some(hint) = hint {
+            value["hint"] = json!(hint);
+        }
+        Ok((value, text))
     }
 
     fn read(&self) -> Outcome {
@@ -1273,6 +1285,7 @@ mod tests {
                 Request::Search { .. } => Response::Hits {
                     hits: Vec::new(),
                     warnings: Vec::new(),
+                    hint: None,
                 },
                 Request::Resolve { reference } => Response::Memory {
                     path: format!("{reference}.md"),

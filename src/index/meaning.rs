@@ -8,9 +8,6 @@
 //!   expects (a bare day `created:2025-03-01` becomes that whole day), and
 //!   `prefix*` to the words it stands for; a sentence's apostrophes and
 //!   exclamation marks become spaces.
-//! - [`flatten_nesting`] drops the parentheses of a query nested deeper
-//!   than [`MAX_NESTING`], which the parser would follow until the stack
-//!   ran out.
 //! - [`meaning`] reads the syntax and decides what each part does. A plain
 //!   word is optional and ranks (BM25 over the plain and the stemmed
 //!   fields); a stop word ([`is_stop_word`]) is left out unless it is
@@ -27,8 +24,9 @@
 //! - A `*` that stands in for a value left out (a bad date) matches
 //!   everything; beside other words it is dropped, or it would return
 //!   every memory.
-//! - Query text is untrusted: nothing here recurses deeper than
-//!   [`MAX_NESTING`] levels.
+//! - Query text is untrusted: a query nested deeper than [`MAX_NESTING`]
+//!   levels ([`too_deep`]) never reaches the grammar, which would recurse
+//!   until the stack ran out, and nothing here recurses deeper.
 
 use tantivy::query_grammar::{Delimiter, Occur, UserInputAst, UserInputLeaf, UserInputLiteral};
 use tantivy::time::OffsetDateTime;
@@ -338,14 +336,14 @@ pub fn take_limit(query: &str) -> (String, Option<usize>) {
     (rest.join(" "), limit)
 }
 
-/// Deepest nesting of parentheses a query keeps; deeper, they are
-/// dropped and the words inside searched as they stand.
+/// Deepest nesting a query's syntax may have (parentheses, or `NOT`s in
+/// a row); deeper, its words are searched instead.
 pub(crate) const MAX_NESTING: usize = 32;
 
-/// `text` without its parentheses (outside phrases) when they nest
-/// deeper than [`MAX_NESTING`], and the note for its author; `None` when
-/// the query may stay as it is.
-pub(crate) fn flatten_nesting(text: &str) -> Option<(String, String)> {
+/// Why `text` is too deeply nested to parse, if it is: tantivy's grammar
+/// recurses once per level, so a query of a thousand `(` would exhaust
+/// the stack of the thread that parses it.
+pub(crate) fn too_deep(text: &str) -> Option<String> {
     let mut depth = 0usize;
     let mut deepest = 0usize;
     let mut in_phrase = false;
@@ -360,27 +358,20 @@ pub(crate) fn flatten_nesting(text: &str) -> Option<(String, String)> {
             _ => {}
         }
     }
-    if deepest <= MAX_NESTING {
-        return None;
+    let mut nots = 0usize;
+    for word in text.split_whitespace() {
+        if word == "NOT" {
+            nots += 1;
+            deepest = deepest.max(nots);
+        } else {
+            nots = 0;
+        }
     }
-    let mut in_phrase = false;
-    let flat = text
-        .chars()
-        .map(|c| match c {
-            '"' => {
-                in_phrase = !in_phrase;
-                c
-            }
-            '(' | ')' if !in_phrase => ' ',
-            _ => c,
-        })
-        .collect();
-    Some((
-        flat,
+    (deepest > MAX_NESTING).then(|| {
         format!(
-            "the query nests parentheses {deepest} deep (at most {MAX_NESTING}), so they were ignored"
-        ),
-    ))
+            "the query nests {deepest} levels deep (at most {MAX_NESTING}), so its words were searched instead"
+        )
+    })
 }
 
 /// Fields whose values restrict a search and do not rank it.
@@ -485,9 +476,17 @@ pub(crate) fn words_of(text: &str) -> Option<UserInputAst> {
 /// documentation. `Ok(None)` when nothing is left to search, `Err(())`
 /// when `text` is not valid syntax.
 pub(crate) fn meaning(text: &str) -> Result<Option<UserInputAst>, ()> {
-    let ast = tantivy::query_grammar::parse_query(text).map_err(|_| ())?;
+    if too_deep(text).is_some() {
+        return Err(());
+    }
+    // The lenient grammar: the strict one takes time exponential in the
+    // nesting of parentheses.
+    let (ast, errors) = tantivy::query_grammar::parse_query_lenient(text);
+    if !errors.is_empty() {
+        return Err(());
+    }
     let only_words = only_words(&ast);
-    Ok(shape(ast, 0).or_else(|| only_words.map(phrase)))
+    Ok(shape(ast, 0).or_else(|| only_words.filter(|w| !w.is_empty()).map(phrase)))
 }
 
 /// The words of a query that is nothing but optional plain words.
@@ -576,6 +575,77 @@ fn shape_clause(
         return None;
     }
     Some(UserInputAst::Clause(out))
+}
+
+/// What to tell the author of `query` when it found nothing: what was
+/// searched for and how to search more broadly.
+pub fn nothing_found(query: &str) -> String {
+    let none = |_: Option<&'static str>, p: &str| (vec![p.to_owned()], false);
+    let (text, _) = take_limit(query);
+    let rewritten = rewrite_query(&text, &none).text;
+    let mut words = Vec::new();
+    let mut filters = Vec::new();
+    match meaning(&rewritten) {
+        Ok(Some(ast)) => parts(&ast, &mut words, &mut filters),
+        Ok(None) => {}
+        Err(()) => {
+            if let Some(ast) = words_of(&text) {
+                parts(&ast, &mut words, &mut filters);
+            }
+        }
+    }
+    let mut out = format!("No memory matched {:?}.", text.trim());
+    if words.is_empty() && filters.is_empty() {
+        out.push_str(" It has no words to search for: ask in plain words, such as \"what does the user prefer for formatting\".");
+        return out;
+    }
+    if !words.is_empty() {
+        out.push_str(&format!(
+            " Searched for any of: {} (common words such as \"what\" and \"the\" are left out; other forms of a word match too).",
+            words.join(", ")
+        ));
+    }
+    if !filters.is_empty() {
+        out.push_str(&format!(
+            " Only among memories with {}.",
+            filters.join(" and ")
+        ));
+    }
+    out.push_str(" Try other words for the same thing, a prefix (`deploy*`)");
+    if filters.is_empty() {
+        out.push_str(", or fewer quoted phrases and required `+words`.");
+    } else {
+        out.push_str(", or the query without its filters.");
+    }
+    out
+}
+
+/// The words and the filters of a meaning, as its author wrote them.
+fn parts(ast: &UserInputAst, words: &mut Vec<String>, filters: &mut Vec<String>) {
+    match ast {
+        UserInputAst::Clause(children) => {
+            for (occur, child) in children {
+                if *occur != Some(Occur::MustNot) {
+                    parts(child, words, filters);
+                }
+            }
+        }
+        UserInputAst::Boost(inner, _) => parts(inner, words, filters),
+        UserInputAst::Leaf(leaf) => {
+            let shown = format!("{leaf:?}").replace("\"", "");
+            let shown = match leaf.as_ref() {
+                UserInputLeaf::Literal(l) if l.delimiter != Delimiter::None => {
+                    format!("\"{}\"", l.phrase)
+                }
+                _ => shown,
+            };
+            if is_filter(ast) {
+                filters.push(format!("`{shown}`"));
+            } else if !words.contains(&shown) {
+                words.push(shown);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -694,11 +764,29 @@ mod tests {
     }
 
     #[test]
-    fn deep_nesting_is_flattened() {
+    fn nothing_found_says_what_was_searched() {
+        let note = nothing_found("When does the billing deploy freeze start?");
+        assert!(
+            note.contains("any of: billing, deploy, freeze, start ("),
+            "{note}"
+        );
+        let note = nothing_found("type:decision zebra limit:5");
+        assert!(note.contains("any of: zebra ("), "{note}");
+        assert!(note.contains("with `type:decision`"), "{note}");
+        assert!(note.contains("without its filters"), "{note}");
+        assert!(nothing_found("  ").contains("no words"));
+    }
+
+    #[test]
+    fn deep_nesting_is_too_deep_to_parse() {
         let deep = format!("{}word{}", "(".repeat(1000), ")".repeat(1000));
-        let (flat, note) = flatten_nesting(&deep).expect("too deep");
-        assert_eq!(flat.trim(), "word");
-        assert!(note.contains("1000 deep"), "{note}");
-        assert_eq!(flatten_nesting("(a (b)) \"((((\""), None);
+        assert!(too_deep(&deep).expect("too deep").contains("1000 levels"));
+        assert_eq!(meaning(&deep), Err(()));
+        let nots = format!("{}word", "NOT ".repeat(5000));
+        assert!(too_deep(&nots).is_some());
+        assert_eq!(too_deep("(a (b)) \"((((\" NOT x"), None);
+        // Thirty-two levels parse, at once.
+        let ok = format!("{}word{}", "(".repeat(32), ")".repeat(32));
+        assert!(matches!(meaning(&ok), Ok(Some(_))));
     }
 }

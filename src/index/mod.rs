@@ -57,7 +57,7 @@ use tantivy::directory::error::LockError;
 use tantivy::{IndexReader, ReloadPolicy, TantivyError};
 
 pub use document::normalize_key;
-pub use meaning::{MAX_LIMIT, take_limit};
+pub use meaning::{MAX_LIMIT, nothing_found, take_limit};
 pub use schema::SCHEMA_VERSION;
 
 use crate::store::{Store, StorePath};

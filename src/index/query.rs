@@ -29,7 +29,7 @@ use tantivy::schema::{Field, IndexRecordOption, Term, Value};
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 
 use super::document::{normalize_key, path_from_key};
-use super::meaning::{MAX_PREFIX_TERMS, flatten_nesting, meaning, rewrite_query, words_of};
+use super::meaning::{MAX_PREFIX_TERMS, meaning, rewrite_query, too_deep, words_of};
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
 use super::snippet::SnippetWords;
@@ -263,11 +263,22 @@ impl Index {
         let expand =
             |field: Option<&'static str>, prefix: &str| self.prefix_terms(searcher, field, prefix);
         let mut warnings = Vec::new();
-        let flat = flatten_nesting(text).map(|(flat, note)| {
+        let tuning = Tuning {
+            searcher,
+            fields: &self.inner.core.fields,
+        };
+        let words = || {
+            words_of(text).and_then(|ast| {
+                let (parsed, _) = self
+                    .parser(false)
+                    .build_query_from_user_input_ast_lenient(ast);
+                tuning.tune(&*parsed)
+            })
+        };
+        if let Some(note) = too_deep(text) {
             warnings.push(note);
-            flat
-        });
-        let text = flat.as_deref().unwrap_or(text);
+            return (words(), warnings);
+        }
         let rewritten = rewrite_query(text, &expand);
         warnings.extend(rewritten.warnings);
         // A query with boosts of its own (`word^2`) is run as the parser
@@ -275,10 +286,6 @@ impl Index {
         // leave the fields inside it unweighed.
         let own_boosts = rewritten.text.contains('^');
         let parser = self.parser(own_boosts);
-        let tuning = Tuning {
-            searcher,
-            fields: &self.inner.core.fields,
-        };
         let errors = match meaning(&rewritten.text) {
             Ok(None) => return (None, warnings),
             Ok(Some(ast)) => {
@@ -317,13 +324,7 @@ impl Index {
                 unknown.join(", ")
             )
         });
-        let plain = words_of(text).and_then(|ast| {
-            let (parsed, _) = self
-                .parser(false)
-                .build_query_from_user_input_ast_lenient(ast);
-            tuning.tune(&*parsed)
-        });
-        (plain, warnings)
+        (words(), warnings)
     }
 
     /// What [`Index::search`] would say about how it read `query`: fields

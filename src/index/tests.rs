@@ -13,7 +13,7 @@ use super::document::{link_keys, memory_keys, normalize_key, stem};
 use super::*;
 use crate::memory;
 
-const WAIT: Duration = Duration::from_secs(20);
+const WAIT: Duration = Duration::from_secs(60);
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -1339,4 +1339,161 @@ fn a_walk_finds_every_file_of_a_tree_and_of_a_flat_or_empty_folder() {
     assert!(names("flat").windows(2).all(|w| w[0] < w[1]));
     assert!(names("empty").is_empty());
     assert_eq!(names("").len(), expected.len() + 5);
+}
+
+/// The store of the query-semantics tests: memories as an agent writes
+/// them.
+fn agent_memories() -> Fixture {
+    let fx = Fixture::new();
+    fx.write(
+        "user/formatting.md",
+        "---\ntitle: Code formatting\ntype: memory\ntags: [style]\n---\nThe user prefers rustfmt defaults and 100-column lines.\n",
+    );
+    fx.write(
+        "ops/freeze.md",
+        "---\ntitle: Billing deploy freeze\ntype: decision\nstatus: open\n---\nThe billing deploy freeze starts on Friday at noon.\n",
+    );
+    fx.write(
+        "ops/db.md",
+        "---\ntype: decision\nstatus: done\n---\nWe chose Postgres as the database for billing.\n",
+    );
+    fx.write(
+        "notes/db-talk.md",
+        "A talk about the database migrations of the billing team.\n",
+    );
+    fx.write(
+        "notes/reviews.md",
+        "Pull requests need two reviews before merging.\n",
+    );
+    fx.write(
+        "people/caroline.md",
+        "Caroline went to the LGBTQ support group on 7 May.\n",
+    );
+    fx.write("zh/偏好.md", "我偏好深色模式，也喜欢安静的环境。\n");
+    fx.sync();
+    fx
+}
+
+#[test]
+fn a_question_finds_its_memory() {
+    let fx = agent_memories();
+    for (question, memory) in [
+        (
+            "What does the user prefer for code formatting?",
+            "user/formatting.md",
+        ),
+        (
+            "when does the billing deploy freeze start?",
+            "ops/freeze.md",
+        ),
+        (
+            "When did Caroline go to the support group?",
+            "people/caroline.md",
+        ),
+        (
+            "how many reviews does a pull request need",
+            "notes/reviews.md",
+        ),
+    ] {
+        let hits = fx.search(question);
+        assert_eq!(hits.first(), Some(&sp(memory)), "{question}: {hits:?}");
+    }
+}
+
+#[test]
+fn one_unknown_word_does_not_empty_a_result() {
+    let fx = agent_memories();
+    assert_eq!(
+        fx.search("freeze zebra").first(),
+        Some(&sp("ops/freeze.md"))
+    );
+    assert_eq!(fx.search("dark zebra"), Vec::<StorePath>::new());
+    // Only stop words: searched as a phrase, so nothing here.
+    assert!(fx.search("what is it?").is_empty());
+}
+
+#[test]
+fn word_forms_match_both_ways_and_the_exact_form_ranks_first() {
+    let fx = agent_memories();
+    // "prefer" finds "prefers"; "migration" finds "migrations"; the plural
+    // "pull requests" is found by the singular.
+    assert_eq!(fx.search("prefer"), paths(&["user/formatting.md"]));
+    assert_eq!(fx.search("migration"), paths(&["notes/db-talk.md"]));
+    assert_eq!(fx.search("preferred"), paths(&["user/formatting.md"]));
+    fx.write(
+        "notes/starting.md",
+        "Starting the freeze of the deploy train.\n",
+    );
+    fx.write("notes/started.md", "The freeze starts: deploys paused.\n");
+    fx.sync();
+    // Both have a form of "start"; the one with the form asked for, as
+    // written, ranks first.
+    let first_note = |q: &str| {
+        fx.search(q)
+            .into_iter()
+            .find(|p| p.as_path().starts_with("notes"))
+    };
+    assert_eq!(first_note("starts"), Some(sp("notes/started.md")));
+    assert_eq!(first_note("starting"), Some(sp("notes/starting.md")));
+}
+
+#[test]
+fn a_filter_restricts_and_does_not_rank() {
+    let fx = agent_memories();
+    // The decisions, whether or not they say "database"; the one that
+    // does first. The note about databases is not a decision.
+    let hits = scored(&fx, "type:decision database");
+    let found: Vec<&StorePath> = hits.iter().map(|(p, _)| p).collect();
+    assert_eq!(found, [&sp("ops/db.md"), &sp("ops/freeze.md")]);
+    assert_eq!(hits[1].1, 0.0, "the filter adds nothing: {hits:?}");
+    // Same ranking and scores as the words alone, among the decisions.
+    let alone = scored(&fx, "database");
+    let db = alone.iter().find(|(p, _)| *p == sp("ops/db.md")).unwrap();
+    assert!((hits[0].1 - db.1).abs() < 1e-4, "{hits:?} {alone:?}");
+    assert_eq!(fx.search_sorted("status:open"), paths(&["ops/freeze.md"]));
+}
+
+#[test]
+fn explicit_operators_keep_their_meaning() {
+    let fx = agent_memories();
+    // `+` requires, `-` and NOT exclude, AND requires both, OR either,
+    // a phrase needs its words together.
+    assert_eq!(fx.search("+postgres billing"), paths(&["ops/db.md"]));
+    assert!(!fx.search("billing -postgres").contains(&sp("ops/db.md")));
+    assert!(!fx.search("billing NOT postgres").contains(&sp("ops/db.md")));
+    assert_eq!(fx.search("billing AND freeze"), paths(&["ops/freeze.md"]));
+    assert_eq!(
+        fx.search_sorted("postgres OR rustfmt"),
+        paths(&["ops/db.md", "user/formatting.md"])
+    );
+    assert_eq!(fx.search("\"deploy freeze\""), paths(&["ops/freeze.md"]));
+    assert!(fx.search("\"freeze deploy\"").is_empty());
+    assert_eq!(fx.search("rustf*"), paths(&["user/formatting.md"]));
+    assert_eq!(fx.search("tag:style"), paths(&["user/formatting.md"]));
+}
+
+#[test]
+fn a_chinese_question_finds_the_chinese_memory() {
+    let fx = agent_memories();
+    assert_eq!(fx.search("深色模式"), paths(&["zh/偏好.md"]));
+    assert_eq!(fx.search("用户偏好什么模式？"), paths(&["zh/偏好.md"]));
+}
+
+#[test]
+fn a_query_nested_a_thousand_deep_is_searched_as_words() {
+    let fx = agent_memories();
+    let deep = format!("{}freeze{}", "(".repeat(1000), ")".repeat(1000));
+    assert_eq!(fx.search(&deep), paths(&["ops/freeze.md"]));
+    assert!(fx.index.query_warnings(&deep)[0].contains("1000 levels deep"));
+    // Unclosed, and a thousand NOTs: searched as words too.
+    let open = format!("{}freeze", "(".repeat(1000));
+    assert_eq!(fx.search(&open), paths(&["ops/freeze.md"]));
+    let nots = format!("{}freeze", "NOT ".repeat(5000));
+    assert_eq!(fx.search(&nots), paths(&["ops/freeze.md"]));
+    let signs = format!("{}freeze", "+-".repeat(5000));
+    assert!(fx.index.search(&signs, 10).is_ok());
+    // Twenty parentheses deep, unclosed: the grammar that is exponential
+    // in them is not the one used.
+    let unclosed = format!("{}freeze", "(".repeat(20));
+    assert_eq!(fx.search(&unclosed), paths(&["ops/freeze.md"]));
 }

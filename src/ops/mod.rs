@@ -195,7 +195,12 @@ impl Operations {
             Request::Search { query, limit } => {
                 let (query, in_query) = crate::index::take_limit(&query);
                 let (hits, warnings) = self.search_noting(&query, in_query.unwrap_or(limit))?;
-                Response::Hits { hits, warnings }
+                let hint = hits.is_empty().then(|| crate::index::nothing_found(&query));
+                Response::Hits {
+                    hits,
+                    warnings,
+                    hint,
+                }
             }
             Request::Create {
                 path,

@@ -417,6 +417,10 @@ pub enum Response {
         /// it does not have, values that are not dates.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         warnings: Vec<String>,
+        /// With no hits: what was searched for, and how to search more
+        /// broadly.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hint: Option<String>,
     },
     /// A memory that now exists at `path`.
     Memory {

@@ -658,7 +658,10 @@ impl Views {
                 hits
             });
         match found {
-            Ok(hits) if hits.is_empty() => out.push_str("No memories matched.\n"),
+            Ok(hits) if hits.is_empty() => {
+                out.push_str(&crate::index::nothing_found(&text));
+                out.push('\n');
+            }
             Ok(hits) => {
                 let paths: Vec<StorePath> = hits.iter().map(|h| h.path.clone()).collect();
                 for ((hit, name), rank) in hits.iter().zip(ranked_names(&paths)).zip(1..) {
@@ -680,7 +683,7 @@ impl Views {
 
 fn guide_text(root: ViewRoot) -> String {
     match root {
-        ViewRoot::Search => "# search/\n\nOpen `search/<query>/` to search every memory. Results are symlinks named\n`01-<file>`, `02-<file>`, ... in rank order; `summary.md` lists each hit's\nrank, path, title, score and a snippet.\n\nQueries: plain words, \"exact phrases\", `tag:ui`, `category:preferences`,\n`type:decision AND status:open`, `created:>2026-01-01`. Add `limit:200`\nfor more than 50 results. Archived memories are left out unless the\nquery names `phase:archived`. A query that is not valid syntax falls\nback to searching its words.\n".into(),
+        ViewRoot::Search => "# search/\n\nOpen `search/<query>/` to search every memory. Results are symlinks named\n`01-<file>`, `02-<file>`, ... in rank order; `summary.md` lists each hit's\nrank, path, title, score and a snippet.\n\nAsk in plain words or as a question: every word is optional and ranks,\ncommon words are left out and other forms of a word match. Also:\n\"exact phrases\", `+required`, `-excluded`, `zeph*`, and filters that\nrestrict without ranking: `tag:ui`, `category:preferences`,\n`type:decision AND status:open`, `created:>2026-01-01`. Add `limit:200`\nfor more than 50 results. Archived memories are left out unless the\nquery names `phase:archived`. A query that is not valid syntax falls\nback to searching its words.\n".into(),
         ViewRoot::Backlinks => "# backlinks/\n\nOpen `backlinks/<target>/` to list the memories that link to a memory.\nThe target may be its id, title, file name (without .md) or an alias,\nin any case.\n".into(),
         ViewRoot::ById => "# by-id/\n\n`by-id/<id>.md` is a symlink to wherever the memory with that `id:` lives\nnow; it follows moves. A note without `id:` has one all the same (search\nresults show it), kept by mnemofs until the file is next written.\n".into(),
         other => format!("# {}/\n", other.name()),
@@ -715,20 +718,32 @@ you delete or overwrite (`mnemofs history`, `mnemofs restore`,
 
 Open a folder named after the query under `search/`; it lists the hits
 as links `01-<file>`, `02-<file>`, ... in rank order, and `summary.md`
-there gives each hit's path, title, score and a snippet:
+there gives each hit's path, title, score and a snippet.
 
-    search/dark mode/              words (all of them rank higher)
+Ask in plain words or as a question. Every word is optional and ranks:
+a memory with more of the words, rarer ones, or them in its title comes
+first. Common words (what, did, the, ...) are left out, and other forms
+of a word match too ("prefer" finds "prefers" and "preference"), the
+form as written ranking higher.
+
+    search/what does the user prefer for formatting?/   a question
+    search/dark mode/              words, each optional
     search/"dark mode"/            an exact phrase
+    search/+freeze deploy/         `+word` is required
+    search/editor -vim/            `-word` (or `NOT word`) is excluded
     search/zeph*/                  a prefix
-    search/tag:ui/                 a field: tag, category, type, status,
-                                   scope, source, phase, id, alias, title
+    search/tag:ui/                 a filter: tag, category, type, status,
+                                   scope, source, phase, id
+    search/type:decision database/ filters restrict, words rank: the
+                                   decisions, about databases first
     search/type:decision AND status:open/
-    search/editor NOT tag:vim/
     search/created:>2026-01-01/    dates: created, updated (>, <, >=, <=)
+    search/title:atlas/            a word in one field: title, alias, body
     search/dark mode limit:200/    more than the first 50 hits
 
 Archived memories are left out unless the query names `phase:archived`.
-A query that is not valid syntax searches its words instead.
+A query that is not valid syntax searches its words instead. When
+nothing matches, `summary.md` says what was searched for.
 
 ## Views
 

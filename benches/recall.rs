@@ -1,0 +1,396 @@
+//! `cargo bench --bench recall`: how often search finds what answers a
+//! question, on the public LoCoMo conversations, for mnemofs and for plain
+//! BM25 measured in the same run over the same memories.
+//!
+//! The protocol is the one in the data's README: one store per
+//! conversation and per unit (a dialog turn, a whole session, or an
+//! observation fact per memory), the questions of categories 1 to 4 whose
+//! evidence some memory of the unit covers, asked exactly as written, the
+//! top 10 memories of each system scored by the evidence turns they cover
+//! (recall@1, @5, @10 and hit@5; recall@5 per category). Latency is per
+//! question, p50 and p99. This is a measurement, not a test: nothing here
+//! fails on a low figure.
+//!
+//! Environment:
+//! - `MNEMOFS_LOCOMO`: the data file (default
+//!   `../shared/data/locomo/locomo5.json` beside the crate; the full
+//!   `locomo10.json` works too). Absent, the bench says so and exits 0;
+//!   the data's licence keeps it out of this repository.
+//! - `MNEMOFS_RECALL_UNITS=turn,session,observation`: which units run.
+//! - `MNEMOFS_RECALL_DUMP=path`: every answer as a JSON line (system,
+//!   unit, question, category, answer, evidence and its text, each
+//!   returned memory with its score, turns and, but for sessions, text;
+//!   recall, hit@5 and the rank of the first hit), for reading the misses.
+//!
+//! Modules live under `benches/recall/` (a `.rs` file directly in
+//! `benches/` would become a bench target of its own).
+
+#[path = "recall/locomo.rs"]
+mod locomo;
+#[path = "recall/score.rs"]
+mod score;
+#[path = "recall/systems.rs"]
+mod systems;
+
+use std::error::Error;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use locomo::{Conversation, Memory, Oddities, Question, Unit};
+use score::{Scored, Tally};
+use systems::{Bm25, Hit, Mnemofs, System};
+
+/// The systems, in table order.
+const SYSTEMS: [&str; 2] = ["mnemofs", "bm25 en_stem"];
+
+/// What a run measures, from the environment.
+struct Config {
+    data: PathBuf,
+    units: Vec<Unit>,
+    dump: Option<PathBuf>,
+}
+
+impl Config {
+    fn from_env() -> Result<Config, String> {
+        let data = std::env::var_os("MNEMOFS_LOCOMO")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo/locomo5.json")
+            });
+        let units = match std::env::var("MNEMOFS_RECALL_UNITS") {
+            Err(_) => Unit::ALL.to_vec(),
+            Ok(list) if list.trim().is_empty() => Unit::ALL.to_vec(),
+            Ok(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|name| {
+                    Unit::parse(name).ok_or_else(|| {
+                        format!(
+                            "MNEMOFS_RECALL_UNITS: {name:?} is not one of turn, session, observation"
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let dump = std::env::var_os("MNEMOFS_RECALL_DUMP")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        Ok(Config { data, units, dump })
+    }
+}
+
+/// One unit's figures.
+struct UnitResult {
+    unit: Unit,
+    memories: usize,
+    stores: usize,
+    index_time: Duration,
+    tallies: [Tally; 2],
+}
+
+fn main() -> ExitCode {
+    let started = Instant::now();
+    let cfg = match Config::from_env() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!("recall: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if !cfg.data.exists() {
+        println!(
+            "recall: no LoCoMo data at {} (set MNEMOFS_LOCOMO); skipped",
+            cfg.data.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    match run(&cfg, started) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("recall: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cfg: &Config, started: Instant) -> Result<(), Box<dyn Error>> {
+    let (conversations, odd) = locomo::load(&cfg.data)?;
+    println!(
+        "recall on LoCoMo: {} ({} conversations); top {} memories per question",
+        cfg.data.display(),
+        conversations.len(),
+        systems::TOP,
+    );
+    print_oddities(&odd);
+    let mut dump = match &cfg.dump {
+        Some(path) => {
+            Some(BufWriter::new(File::create(path).map_err(|e| {
+                format!("MNEMOFS_RECALL_DUMP {}: {e}", path.display())
+            })?))
+        }
+        None => None,
+    };
+
+    let mut results = Vec::new();
+    for &unit in &cfg.units {
+        let result = measure_unit(unit, &conversations, dump.as_mut())?;
+        print_unit(&result);
+        results.push(result);
+    }
+    print_categories(&results);
+    if let Some(mut dump) = dump {
+        dump.flush()?;
+        if let Some(path) = &cfg.dump {
+            println!("answers written to {}", path.display());
+        }
+    }
+    println!("wall time {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Builds both systems on each conversation's store of `unit` and asks
+/// them every answerable question, alternating between them.
+fn measure_unit(
+    unit: Unit,
+    conversations: &[Conversation],
+    mut dump: Option<&mut BufWriter<File>>,
+) -> Result<UnitResult, Box<dyn Error>> {
+    let mut result = UnitResult {
+        unit,
+        memories: 0,
+        stores: 0,
+        index_time: Duration::ZERO,
+        tallies: Default::default(),
+    };
+    for conversation in conversations {
+        let memories = conversation.memories(unit);
+        let questions = locomo::answerable(&conversation.questions, &memories);
+        if memories.is_empty() || questions.is_empty() {
+            continue;
+        }
+        result.memories += memories.len();
+        result.stores += 1;
+        let t = Instant::now();
+        let mnemofs = Mnemofs::build(&memories)
+            .map_err(|e| format!("{} {}: mnemofs: {e}", conversation.id, unit.name()))?;
+        result.index_time += t.elapsed();
+        let bm25 = Bm25::build(&memories)?;
+        let systems: [&dyn System; 2] = [&mnemofs, &bm25];
+        for question in questions {
+            for (i, system) in systems.iter().enumerate() {
+                let t = Instant::now();
+                let answer = system.search(&question.text);
+                let latency = t.elapsed();
+                let tally = &mut result.tallies[i];
+                let (hits, scored, error) = match answer {
+                    Ok(hits) => {
+                        let scored = score::score(&question.evidence, &hits, &memories);
+                        tally.add(question.category, &scored, hits.len(), latency);
+                        (hits, scored, None)
+                    }
+                    Err(e) => {
+                        tally.failed(question.category, latency);
+                        let nothing = score::score(&question.evidence, &[], &memories);
+                        (Vec::new(), nothing, Some(e.to_string()))
+                    }
+                };
+                if let Some(dump) = dump.as_deref_mut() {
+                    let line = Answer {
+                        system: SYSTEMS[i],
+                        unit,
+                        conversation,
+                        question,
+                        memories: &memories,
+                        hits: &hits,
+                        scored: &scored,
+                        latency,
+                        error,
+                    }
+                    .to_json();
+                    writeln!(dump, "{line}")?;
+                }
+            }
+        }
+    }
+    Ok(result)
+}
+
+/// One answer as a line of the dump.
+struct Answer<'a> {
+    system: &'a str,
+    unit: Unit,
+    conversation: &'a Conversation,
+    question: &'a Question,
+    memories: &'a [Memory],
+    hits: &'a [Hit],
+    scored: &'a Scored,
+    latency: Duration,
+    error: Option<String>,
+}
+
+impl Answer<'_> {
+    fn to_json(&self) -> Value {
+        let q = self.question;
+        let evidence_text: serde_json::Map<String, Value> = q
+            .evidence
+            .iter()
+            .map(|t| {
+                let line = self.conversation.line(*t).map_or(Value::Null, Value::from);
+                (t.to_string(), line)
+            })
+            .collect();
+        let results: Vec<Value> = self
+            .hits
+            .iter()
+            .enumerate()
+            .map(|(rank, hit)| {
+                let covers = hit.memory.map_or(&[][..], |m| &self.memories[m].covers[..]);
+                let evidence: Vec<String> = covers
+                    .iter()
+                    .filter(|t| q.evidence.contains(t))
+                    .map(ToString::to_string)
+                    .collect();
+                let mut result = json!({
+                    "rank": rank + 1,
+                    "path": hit.path,
+                    "score": hit.score,
+                    "turns": covers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "evidence": evidence,
+                });
+                // A session is too long to repeat ten times a line.
+                if self.unit != Unit::Session
+                    && let Some(m) = hit.memory
+                {
+                    result["text"] = Value::from(self.memories[m].body.as_str());
+                }
+                result
+            })
+            .collect();
+        let mut line = json!({
+            "system": self.system,
+            "unit": self.unit.name(),
+            "conversation": self.conversation.id,
+            "category": q.category,
+            "question": q.text,
+            "answer": q.answer,
+            "evidence": q.evidence.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "evidence_text": evidence_text,
+            "results": results,
+            "recall@1": self.scored.recall[0],
+            "recall@5": self.scored.recall[1],
+            "recall@10": self.scored.recall[2],
+            "hit@5": self.scored.hit5,
+            "first_hit": self.scored.first_hit,
+            "latency_ms": self.latency.as_secs_f64() * 1e3,
+        });
+        if let Some(error) = &self.error {
+            line["error"] = Value::from(error.as_str());
+        }
+        line
+    }
+}
+
+fn print_oddities(odd: &Oddities) {
+    let mut notes = Vec::new();
+    if odd.joined_evidence > 0 {
+        notes.push(format!(
+            "{} evidence strings hold several ids (split)",
+            odd.joined_evidence
+        ));
+    }
+    if odd.nested_evidence > 0 {
+        notes.push(format!(
+            "{} observations cite a nested list (flattened)",
+            odd.nested_evidence
+        ));
+    }
+    if !odd.malformed_evidence.is_empty() {
+        notes.push(format!(
+            "malformed evidence dropped: {}",
+            odd.malformed_evidence.join(", ")
+        ));
+    }
+    if odd.no_evidence > 0 {
+        notes.push(format!(
+            "{} questions of categories 1-4 have no evidence (left out)",
+            odd.no_evidence
+        ));
+    }
+    if !odd.missing_turns.is_empty() {
+        notes.push(format!(
+            "{} evidence turns are not in their conversation (counted, never covered)",
+            odd.missing_turns.len()
+        ));
+    }
+    if odd.uncited_facts > 0 {
+        notes.push(format!(
+            "{} observation facts cite no turn (kept, cover nothing)",
+            odd.uncited_facts
+        ));
+    }
+    if odd.unreadable_dates > 0 {
+        notes.push(format!(
+            "{} session dates unreadable (no created_at)",
+            odd.unreadable_dates
+        ));
+    }
+    if !notes.is_empty() {
+        println!("data: {}", notes.join("; "));
+    }
+}
+
+fn print_unit(r: &UnitResult) {
+    let questions = r.tallies[0].questions();
+    println!(
+        "\n{}: {} memories in {} stores, {} questions; mnemofs wrote and indexed them in {:.2} s",
+        r.unit.name(),
+        r.memories,
+        r.stores,
+        questions,
+        r.index_time.as_secs_f64(),
+    );
+    let rows: Vec<Vec<String>> = SYSTEMS
+        .iter()
+        .zip(&r.tallies)
+        .map(|(name, tally)| {
+            let mut row = vec![name.to_string()];
+            row.extend(tally.cells());
+            row
+        })
+        .collect();
+    print!("{}", score::render(&score::unit_header(), &rows));
+    for (name, tally) in SYSTEMS.iter().zip(&r.tallies) {
+        if tally.errors() > 0 {
+            println!(
+                "{name}: {} questions failed (counted as no result)",
+                tally.errors()
+            );
+        }
+    }
+}
+
+fn print_categories(results: &[UnitResult]) {
+    if results.is_empty() {
+        return;
+    }
+    let mut rows = Vec::new();
+    for r in results {
+        let mut counts = vec![format!("{} (questions)", r.unit.name())];
+        counts.extend(r.tallies[0].category_counts());
+        rows.push(counts);
+        for (name, tally) in SYSTEMS.iter().zip(&r.tallies) {
+            let mut row = vec![format!("{} {name}", r.unit.name())];
+            row.extend(tally.category_cells());
+            rows.push(row);
+        }
+    }
+    println!();
+    print!("{}", score::render(&score::category_header(), &rows));
+}
