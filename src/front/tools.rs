@@ -1360,7 +1360,7 @@ mod tests {
         assert_eq!(
             seen,
             [Request::Search {
-                query: "(dark mode) AND tag:\"ui\" AND tag:\"theme\" AND category:preferences AND created:[2026-01-01 TO *]".into(),
+                query: "(dark mode) tag:\"ui\" tag:\"theme\" category:preferences created:[2026-01-01 TO *]".into(),
                 limit: 3,
             }]
         );
@@ -1381,7 +1381,7 @@ mod tests {
         assert_eq!(
             seen,
             [Request::Search {
-                query: "tag:\"a\" AND tag:\"b\" AND type:\"task\"".into(),
+                query: "tag:\"a\" tag:\"b\" type:\"task\"".into(),
                 limit: 20,
             }]
         );

@@ -166,12 +166,13 @@ impl SearchFilter {
         if terms == bare {
             return Ok(query.to_string());
         }
-        // The query's own words bind among themselves, not to a filter.
+        // The query's own words bind among themselves, not to a filter;
+        // the filters restrict without ranking, the words rank.
         if !terms[0].is_empty() {
             terms[0] = format!("({})", terms[0]);
         }
         terms.retain(|t| !t.is_empty());
-        Ok(terms.join(" AND "))
+        Ok(terms.join(" "))
     }
 }
 
@@ -462,8 +463,8 @@ mod tests {
         };
         assert_eq!(
             filter.apply("dark mode").expect("valid"),
-            "(dark mode) AND tag:\"ui\" AND tag:\"dark\" AND category:preferences \
-             AND created:[2026-01-01 TO 2026-02-01}"
+            "(dark mode) tag:\"ui\" tag:\"dark\" category:preferences \
+             created:[2026-01-01 TO 2026-02-01}"
         );
         assert_eq!(SearchFilter::default().apply("a b").expect("valid"), "a b");
         let bad = SearchFilter {
