@@ -215,7 +215,7 @@ impl Index {
         let Some((searcher, query, top)) = self.ranked(query, limit, hidden, &mut warnings)? else {
             return Ok((Vec::new(), warnings));
         };
-        let snippets = SnippetWords::of(&searcher, &*query, f.body);
+        let snippets = SnippetWords::of(&searcher, &*query, f.body, f.body_stem);
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address)?;

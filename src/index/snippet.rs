@@ -16,6 +16,9 @@
 //!   weigh more; the best fragment wins, the earliest among equals.
 //! - A body with none of the words has no fragment: the caller shows its
 //!   beginning instead.
+//! - A word also counts when its English stem is one of the query's
+//!   (`preference` for a search of "prefers"), as the stemmed fields
+//!   matched it.
 
 use std::collections::BTreeMap;
 
@@ -30,41 +33,30 @@ use super::tokenizer::MemoryTextTokenizer;
 #[derive(Debug, Default)]
 pub(crate) struct SnippetWords {
     words: BTreeMap<String, Score>,
+    /// The query's English stems, each with its weight: a word of the text
+    /// whose stem is one of them counts as found.
+    stems: BTreeMap<String, Score>,
 }
 
 impl SnippetWords {
-    /// The words of `query` in `field` that some document has.
-    pub(crate) fn of(searcher: &Searcher, query: &dyn Query, field: Field) -> SnippetWords {
-        let mut terms = Vec::new();
-        query.query_terms(&mut |term, _| {
-            if term.field() == field {
-                terms.push(term.clone());
-            }
-        });
-        let mut words = BTreeMap::new();
-        for term in terms {
-            let value = term.value();
-            let Some(text) = value.as_str() else {
-                continue;
-            };
-            if words.contains_key(text) {
-                continue;
-            }
-            match searcher.doc_freq(&term) {
-                Ok(0) => {}
-                Ok(n) => {
-                    words.insert(text.to_owned(), 1.0 / (1.0 + n as Score));
-                }
-                Err(e) => tracing::debug!("no snippet weight for {text:?}: {e}"),
-            }
+    /// The words of `query` in `field`, and its stems in `stem_field`,
+    /// that some document has.
+    pub(crate) fn of(
+        searcher: &Searcher,
+        query: &dyn Query,
+        field: Field,
+        stem_field: Field,
+    ) -> SnippetWords {
+        SnippetWords {
+            words: weighed(searcher, query, field),
+            stems: weighed(searcher, query, stem_field),
         }
-        SnippetWords { words }
     }
 
     /// The best fragment of `text` at most `max_bytes` long, or `""` when
     /// `text` has none of the words.
     pub(crate) fn best<'t>(&self, text: &'t str, max_bytes: usize) -> &'t str {
-        if self.words.is_empty() {
+        if self.words.is_empty() && self.stems.is_empty() {
             return "";
         }
         let mut tokenizer = MemoryTextTokenizer;
@@ -94,6 +86,31 @@ impl SnippetWords {
     /// The weight of the word `piece` is (lowercased first when
     /// `lowercase`), if it is one of the words.
     fn weight(&self, piece: &str, lowercase: bool) -> Option<Score> {
+        self.exact(piece, lowercase)
+            .or_else(|| self.stemmed(piece, lowercase))
+    }
+
+    /// The weight of `piece`'s English stem, if it is one of the stems.
+    /// Only a word that begins as some stem does is stemmed, so a long
+    /// body costs a comparison a word.
+    fn stemmed(&self, piece: &str, lowercase: bool) -> Option<Score> {
+        if !lowercase {
+            return None;
+        }
+        let head = piece.get(..2)?;
+        if !self
+            .stems
+            .keys()
+            .any(|stem| stem.get(..2).is_some_and(|h| h.eq_ignore_ascii_case(head)))
+        {
+            return None;
+        }
+        let lower = piece.to_lowercase();
+        let stem = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English).stem(&lower);
+        self.stems.get(stem.as_ref()).copied()
+    }
+
+    fn exact(&self, piece: &str, lowercase: bool) -> Option<Score> {
         if lowercase && !piece.is_ascii() {
             return self.words.get(piece.to_lowercase().as_str()).copied();
         }
@@ -112,6 +129,35 @@ impl SnippetWords {
     }
 }
 
+/// The terms of `query` in `field` that some document has, each weighed
+/// `1 / (1 + documents with it)`.
+fn weighed(searcher: &Searcher, query: &dyn Query, field: Field) -> BTreeMap<String, Score> {
+    let mut terms = Vec::new();
+    query.query_terms(&mut |term, _| {
+        if term.field() == field {
+            terms.push(term.clone());
+        }
+    });
+    let mut words = BTreeMap::new();
+    for term in terms {
+        let value = term.value();
+        let Some(text) = value.as_str() else {
+            continue;
+        };
+        if words.contains_key(text) {
+            continue;
+        }
+        match searcher.doc_freq(&term) {
+            Ok(0) => {}
+            Ok(n) => {
+                words.insert(text.to_owned(), 1.0 / (1.0 + n as Score));
+            }
+            Err(e) => tracing::debug!("no snippet weight for {text:?}: {e}"),
+        }
+    }
+    words
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,7 +165,18 @@ mod tests {
     fn words(list: &[(&str, Score)]) -> SnippetWords {
         SnippetWords {
             words: list.iter().map(|(w, s)| (w.to_string(), *s)).collect(),
+            stems: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn a_word_counts_by_its_stem_too() {
+        let w = SnippetWords {
+            words: BTreeMap::new(),
+            stems: [("prefer".to_owned(), 0.5)].into(),
+        };
+        let text = "a long preamble about nothing. Their preference: tabs.";
+        assert_eq!(w.best(text, 30), "Their preference: tabs");
     }
 
     #[test]
