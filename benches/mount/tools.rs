@@ -229,7 +229,7 @@ pub fn run(cfg: &Config) -> Result<()> {
         Target::Info,
     )
     .with_percentile(50)
-    .with_limit(0.002);
+    .with_limit(0.005);
     mcp.call("search", json!({"query": queries[0]}))?;
     for word in &queries {
         let (t, hits) = time(|| mcp.call("search", json!({"query": word, "limit": 10})));
@@ -240,6 +240,32 @@ pub fn run(cfg: &Config) -> Result<()> {
         let (t, found) = time(|| scan(&ws.store, word));
         found?;
         search.native.push(t.as_secs_f64());
+    }
+    // An agent asks in sentences: four content words of the notes among
+    // the words a question is built from, each optional and ranked.
+    let mut question = Row::new(
+        "MCP search of a question, p50 (native: rg -l of its first word)",
+        Measure::Time,
+        Target::Info,
+    )
+    .with_percentile(50)
+    .with_limit(0.005);
+    for (i, four) in queries.chunks(4).filter(|c| c.len() == 4).enumerate() {
+        let asked = format!(
+            "what did the {} say about {} when {} was {}?",
+            four[(i) % 4],
+            four[(i + 1) % 4],
+            four[(i + 2) % 4],
+            four[(i + 3) % 4]
+        );
+        let (t, hits) = time(|| mcp.call("search", json!({"query": asked, "limit": 10})));
+        if hits?["results"].as_array().is_none_or(Vec::is_empty) {
+            return Err(format!("MCP search {asked:?} found nothing").into());
+        }
+        question.mount.push(t.as_secs_f64());
+        let (t, found) = time(|| scan(&ws.store, four[i % 4]));
+        found?;
+        question.native.push(t.as_secs_f64());
     }
     let mut read = Row::new(
         "MCP read of one memory, p50 (native: read the file)",
@@ -383,7 +409,15 @@ pub fn run(cfg: &Config) -> Result<()> {
 
     println!(
         "{}",
-        render_table(&[search, read, tool_local, tool_served, throughput, p99])
+        render_table(&[
+            search,
+            question,
+            read,
+            tool_local,
+            tool_served,
+            throughput,
+            p99
+        ])
     );
     for note in notes {
         println!("note: {note}");
