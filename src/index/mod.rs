@@ -32,6 +32,7 @@
 //!   index directory) keeps for it, so a rebuild or a new schema does not
 //!   change it.
 
+mod base_forms;
 mod document;
 mod ids;
 mod indexer;

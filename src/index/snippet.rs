@@ -17,7 +17,8 @@
 //! - A body with none of the words has no fragment: the caller shows its
 //!   beginning instead.
 //! - A word also counts when its English stem is one of the query's
-//!   (`preference` for a search of "prefers"), as the stemmed fields
+//!   (`preference` for a search of "prefers"), or when it is an irregular
+//!   form of the query's word ("bought" for "buy"), as the stemmed fields
 //!   matched it.
 
 use std::collections::BTreeMap;
@@ -47,10 +48,14 @@ impl SnippetWords {
         field: Field,
         stem_field: Field,
     ) -> SnippetWords {
-        SnippetWords {
-            words: weighed(searcher, query, field),
-            stems: weighed(searcher, query, stem_field),
+        let mut words = weighed(searcher, query, field);
+        let stems = weighed(searcher, query, stem_field);
+        for (stem, weight) in &stems {
+            for form in super::base_forms::forms_with_stem(stem) {
+                words.entry((*form).to_owned()).or_insert(*weight);
+            }
         }
+        SnippetWords { words, stems }
     }
 
     /// The best fragment of `text` at most `max_bytes` long, or `""` when
@@ -91,18 +96,18 @@ impl SnippetWords {
     }
 
     /// The weight of `piece`'s English stem, if it is one of the stems.
-    /// Only a word that begins as some stem does is stemmed, so a long
-    /// body costs a comparison a word.
+    /// Only a word whose first three letters are some stem's is stemmed,
+    /// so a long body costs about a comparison a word.
     fn stemmed(&self, piece: &str, lowercase: bool) -> Option<Score> {
         if !lowercase {
             return None;
         }
-        let head = piece.get(..2)?;
-        if !self
-            .stems
-            .keys()
-            .any(|stem| stem.get(..2).is_some_and(|h| h.eq_ignore_ascii_case(head)))
-        {
+        let word = piece.as_bytes();
+        let begins_as = |stem: &String| {
+            let n = stem.len().min(3);
+            word.len() >= n && word[..n].eq_ignore_ascii_case(&stem.as_bytes()[..n])
+        };
+        if !self.stems.keys().any(begins_as) {
             return None;
         }
         let lower = piece.to_lowercase();
@@ -177,6 +182,12 @@ mod tests {
         };
         let text = "a long preamble about nothing. Their preference: tabs.";
         assert_eq!(w.best(text, 30), "Their preference: tabs");
+        let w = SnippetWords {
+            words: [("bought".to_owned(), 0.5)].into(),
+            stems: [("buy".to_owned(), 0.5)].into(),
+        };
+        let text = "nothing here at all. She bought a kayak.";
+        assert!(w.best(text, 25).contains("bought"), "{}", w.best(text, 25));
     }
 
     #[test]

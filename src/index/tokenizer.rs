@@ -11,7 +11,8 @@
 //!
 //! The stemmed fields (`title_stem`, `body_stem`) see the same words with
 //! [`STOP_WORDS`] left out and each word cut to its English stem (Snowball:
-//! "prefers", "preferred" and "preference" all become `prefer`), so a
+//! "prefers", "preferred" and "preference" all become `prefer`; irregular
+//! forms such as "bought" first become "buy", see `base_forms.rs`), so a
 //! question finds a memory that words it another way. The plain fields
 //! keep every word as written, for phrases and to rank an exact form above
 //! a stem.
@@ -27,6 +28,8 @@ use tantivy::tokenizer::{
     Language, LowerCaser, RawTokenizer, Stemmer, StopWordFilter, TextAnalyzer, Token, TokenStream,
     Tokenizer,
 };
+
+use super::base_forms::BaseForms;
 
 /// Name under which [`MemoryTextTokenizer`] is registered.
 pub(crate) const TEXT_TOKENIZER: &str = "mnemofs_text";
@@ -204,6 +207,7 @@ pub(crate) fn register(index: &tantivy::Index) {
             .filter(StopWordFilter::remove(
                 STOP_WORDS.iter().map(|w| (*w).to_owned()),
             ))
+            .filter(BaseForms)
             .filter(Stemmer::new(Language::English))
             .build(),
     );
@@ -537,12 +541,16 @@ mod tests {
         let index = tantivy::Index::create_in_ram(tantivy::schema::Schema::builder().build());
         register(&index);
         let mut analyzer = index.tokenizers().get(STEM_TOKENIZER).unwrap();
-        let mut stream = analyzer.token_stream("The user Prefers preferences, migrations 我偏好");
+        let mut stream =
+            analyzer.token_stream("The user Prefers preferences, migrations, bought 我偏好");
         let mut got = Vec::new();
         while stream.advance() {
             got.push(stream.token().text.clone());
         }
-        assert_eq!(got, ["user", "prefer", "prefer", "migrat", "我偏", "偏好"]);
+        assert_eq!(
+            got,
+            ["user", "prefer", "prefer", "migrat", "buy", "我偏", "偏好"]
+        );
     }
 
     #[test]
