@@ -1691,3 +1691,79 @@ fn a_search_request_answers_hits_and_how_its_query_was_read() {
         "{warnings:?}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Read your writes: the next request sees what the last one changed.
+
+#[test]
+fn every_change_is_seen_by_the_very_next_request() {
+    let f = Fixture::new();
+    let search = |query: &str| -> Vec<String> {
+        match f.ops.handle(Request::Search {
+            query: query.into(),
+            limit: 10,
+        }) {
+            Ok(Response::Hits { hits, .. }) => hits.into_iter().map(|h| h.path).collect(),
+            other => panic!("not hits: {other:?}"),
+        }
+    };
+    let read = |reference: &str| {
+        f.ops.handle(Request::ReadMemory {
+            reference: reference.into(),
+        })
+    };
+    for round in 0..8 {
+        let word = format!("quasar{round}");
+        let Response::Memory { path, id } = f
+            .ops
+            .handle(Request::WriteMemory(memory(
+                &format!("The {word} note."),
+                &format!("Round {round}"),
+            )))
+            .expect("write")
+        else {
+            panic!("not a memory");
+        };
+        let id = id.expect("an id");
+        assert!(read(&id).is_ok(), "read by id {id} at once");
+        assert!(read(&format!("Round {round}")).is_ok(), "read by title");
+        assert_eq!(search(&word), [path.clone()], "search at once");
+        let moved = format!("moved/round-{round}.md");
+        f.ops
+            .handle(Request::Rename {
+                from: path.clone(),
+                to: moved.clone(),
+            })
+            .expect("move");
+        assert_eq!(search(&word), [moved.clone()], "search after the move");
+        assert!(read(&id).is_ok(), "read by id after the move");
+        f.ops
+            .handle(Request::Delete {
+                path: moved.clone(),
+            })
+            .expect("delete");
+        assert!(search(&word).is_empty(), "search after the delete");
+        assert!(read(&id).is_err(), "read by id after the delete");
+    }
+    // A link, then its backlinks.
+    for (content, title) in [("Alpha body.", "Alpha"), ("Beta body.", "Beta")] {
+        f.ops
+            .handle(Request::WriteMemory(memory(content, title)))
+            .expect("write");
+    }
+    f.ops
+        .handle(Request::Link {
+            from: "Beta".into(),
+            to: "Alpha".into(),
+            both: false,
+        })
+        .expect("link");
+    let answer = f
+        .ops
+        .handle(Request::Backlinks {
+            reference: "Alpha".into(),
+            limit: 10,
+        })
+        .expect("backlinks");
+    assert!(format!("{answer:?}").contains("beta"), "{answer:?}");
+}

@@ -25,6 +25,7 @@ mod request;
 mod scope;
 mod versions;
 mod writer;
+mod written;
 
 pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
 pub use checkpoint::Checkpoint;
@@ -126,7 +127,7 @@ impl Operations {
             store,
             index,
             views,
-            writer,
+            writer: Arc::new(written::Recording(writer)),
             organizer: None,
             served_by,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
@@ -182,8 +183,21 @@ impl Operations {
         self
     }
 
-    /// Runs one request.
+    /// Runs one request. A request that changed the store returns once
+    /// the index has what it wrote (see `written.rs`): whatever is asked
+    /// next, by anyone, sees the change.
     pub fn handle(&self, request: Request) -> Result<Response> {
+        let (answer, written) = written::during(|| self.answer(request));
+        if !written.is_empty() {
+            self.index.notify_paths(&written);
+            if !self.index.wait_committed(SETTLE) {
+                tracing::warn!("the index is still behind a write after {SETTLE:?}");
+            }
+        }
+        answer
+    }
+
+    fn answer(&self, request: Request) -> Result<Response> {
         let _span = tracing::debug_span!("request", op = %request::OpName(&request)).entered();
         Ok(match request {
             Request::List { path, depth } => Response::Entries {
