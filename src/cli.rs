@@ -361,6 +361,13 @@ fn session(target: &daemon::Target, config: Option<&Path>) -> anyhow::Result<dae
     daemon::Session::open(target, &config)
 }
 
+/// The session of a process that stays while an agent talks to it: it
+/// serves the store to the other processes when no daemon does.
+fn serving_session(target: &daemon::Target) -> anyhow::Result<daemon::Session> {
+    let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
+    daemon::Session::open_serving(target, &config)
+}
+
 /// How `mnemofs brief` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum BriefFormat {
@@ -670,6 +677,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 state_dir,
                 config: settings,
                 organizer: !no_organizer,
+                served_by: crate::ops::ServedBy::Daemon,
             })
         }
         Command::Doctor { at, config } => {
@@ -818,7 +826,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tool { at, scope } => {
-            let session = session(&at.target(None)?, None)?;
+            let session = serving_session(&at.target(None)?)?;
             let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
             let call = crate::front::in_scope(scope, |request| session.call(request));
             crate::front::tool::serve(stdin, stdout, call)
@@ -831,7 +839,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 let mut open = session.lock();
                 let current = match open.take() {
                     Some(current) => current,
-                    None => self::session(&target, None).map_err(|e| {
+                    None => serving_session(&target).map_err(|e| {
                         tracing::error!("mcp: cannot open the store: {e:#}");
                         crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
                     })?,

@@ -211,3 +211,74 @@ fn through_a_daemon_the_brief_is_a_file_on_the_mount_and_checkpoints_go_through_
     });
     assert!(shown, "{text}");
 }
+
+/// The README's setup in Claude Code: `mnemofs mcp` (here `mnemofs tool`,
+/// the same session) runs for the agent and no daemon does. The hooks
+/// and commands started meanwhile reach the store through it: the
+/// checkpoint is written, and a memory the agent just wrote is found at
+/// once by another process, and the other way round.
+#[test]
+fn hooks_and_commands_reach_a_store_that_an_agents_tool_holds() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    seed(&store);
+    let mut tool = Command::new(bin())
+        .arg("tool")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .env("MNEMOFS_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn mnemofs tool");
+    let mut to_tool = tool.stdin.take().expect("stdin");
+    let mut from_tool = BufReader::new(tool.stdout.take().expect("stdout"));
+    let mut ask = |command: &str| -> String {
+        writeln!(to_tool, "{command}").expect("ask the tool");
+        let mut line = String::new();
+        from_tool.read_line(&mut line).expect("the tool answers");
+        line
+    };
+    let created = ask(
+        r#"{"command": "create", "path": "/memories/notes/freeze.md", "file_text": "The billing deploy freeze starts Friday.\n"}"#,
+    );
+    assert!(!created.contains("\"is_error\":true"), "{created}");
+
+    // Another process, at once: it finds the memory the agent just wrote.
+    let found = hook(
+        &["search", "when does the deploy freeze start?"],
+        &store,
+        &state,
+        b"",
+    );
+    assert!(found.status.success(), "{found:?}");
+    assert!(stdout(&found).contains("notes/freeze.md"), "{found:?}");
+
+    // The PreCompact hook writes its note through the tool's process.
+    let transcript = dir.path().join("transcript.jsonl");
+    fs::write(&transcript, TRANSCRIPT).expect("transcript");
+    let pre = format!(
+        r#"{{"session_id":"sess-7","transcript_path":"{}","cwd":"/code/importer","hook_event_name":"PreCompact","trigger":"manual","custom_instructions":""}}"#,
+        transcript.display()
+    );
+    let said = hook(&["checkpoint"], &store, &state, pre.as_bytes());
+    assert!(said.status.success(), "{said:?}");
+    let said = stdout(&said);
+    let note = said
+        .trim()
+        .strip_prefix("mnemofs: session checkpoint in ")
+        .unwrap_or_else(|| panic!("no checkpoint: {said}"))
+        .to_owned();
+    assert!(store.join(&note).is_file(), "{note}");
+
+    // And the agent sees the note at once.
+    let seen = ask(&format!(
+        r#"{{"command": "view", "path": "/memories/{note}"}}"#
+    ));
+    assert!(!seen.contains("\"is_error\":true"), "{seen}");
+    drop(to_tool);
+    assert!(tool.wait().expect("the tool ends").success());
+}

@@ -151,6 +151,8 @@ enum Way {
         ops: Operations,
         index: Index,
     },
+    /// This process serves the store to the others while it lives.
+    Serving(super::serve::Server),
 }
 
 impl std::fmt::Debug for Session {
@@ -159,6 +161,7 @@ impl std::fmt::Debug for Session {
             Way::Daemon { pid, .. } => write!(f, "Session(daemon {pid:?})"),
             Way::Local { ops, .. } => write!(f, "Session(local {ops:?})"),
             Way::ReadOnly { ops, .. } => write!(f, "Session(read-only {ops:?})"),
+            Way::Serving(server) => write!(f, "Session(serving {server:?})"),
         }
     }
 }
@@ -182,6 +185,39 @@ impl Session {
         within: Duration,
     ) -> anyhow::Result<Session> {
         Session::open_with(target, config, CatchUp::AtMost(within))
+    }
+
+    /// [`Session::open`] for a process that stays while an agent talks to
+    /// it (`mnemofs mcp`, `mnemofs tool`). Without a daemon it serves the
+    /// store itself, as `mnemofs serve` does, for as long as the session
+    /// lives: hooks and commands started meanwhile reach the store through
+    /// it instead of finding it locked.
+    pub fn open_serving(target: &Target, config: &Config) -> anyhow::Result<Session> {
+        let found = find(target)?;
+        if found.daemon.is_none() {
+            let state_dir = target
+                .state_dir
+                .clone()
+                .unwrap_or_else(|| super::default_state_dir(&found.store));
+            let served = super::serve::Server::start(&super::serve::ServeConfig {
+                store: found.store.clone(),
+                state_dir,
+                config: config.clone(),
+                organizer: false,
+                served_by: ServedBy::Local,
+            })?;
+            if let Some(server) = served {
+                if !server.wait_caught_up(CATCH_UP) {
+                    tracing::warn!(
+                        "the index has not caught up with the store; answering with what it has"
+                    );
+                }
+                return Ok(Session {
+                    way: Way::Serving(server),
+                });
+            }
+        }
+        Session::open(target, config)
     }
 
     fn open_with(target: &Target, config: &Config, catch_up: CatchUp) -> anyhow::Result<Session> {
@@ -257,6 +293,7 @@ impl Session {
         match &self.way {
             Way::Daemon { client, .. } => client.lock().call(&request),
             Way::Local { ops, .. } | Way::ReadOnly { ops, .. } => ops.handle(request),
+            Way::Serving(server) => server.ops().handle(request),
         }
     }
 }

@@ -130,12 +130,13 @@ fn open_daemon_state(
     store_dir: &Path,
     state_dir: &Path,
     config: &crate::config::Config,
+    sweep: bool,
 ) -> anyhow::Result<DaemonState> {
     let store = Arc::new(
         Store::open(store_dir)
             .with_context(|| format!("cannot open store {}", store_dir.display()))?,
     );
-    let swept = store.remove_temp_files();
+    let swept = if sweep { store.remove_temp_files() } else { 0 };
     // A crash of this daemon must make the next command without one sweep.
     CleanExit::in_state_dir(state_dir)
         .forget()
@@ -346,7 +347,7 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         index,
         counters,
         history,
-    } = open_daemon_state(&config.store, &config.state_dir, &config.config)?;
+    } = open_daemon_state(&config.store, &config.state_dir, &config.config, true)?;
     let views = Views::new(index.clone()).with_root_guide(config.guide);
     let kernel_checks = crate::fs::kernel_checks_permissions(config.allow_other);
     let fs_options = crate::fs::FsOptions {

@@ -22,8 +22,9 @@ use super::{DaemonState, StoreLock, open_daemon_state, registry};
 use crate::index::Index;
 use crate::ops::{DirectWriter, Operations, ServedBy, Writer};
 use crate::store::Store;
+use crate::store::clean_exit::CleanExit;
 use crate::store::watch::StoreWatcher;
-use crate::tasks::{Setup, Tasks};
+use crate::tasks::{OneShot, Setup, Tasks};
 use crate::views::Views;
 
 /// What `serve` needs, with paths already absolute.
@@ -37,6 +38,9 @@ pub struct ServeConfig {
     pub config: crate::config::Config,
     /// Run the background organizer.
     pub organizer: bool,
+    /// What `status` says serves the store: a daemon (`mnemofs serve`),
+    /// or the process itself (`mnemofs mcp`, serving the others too).
+    pub served_by: ServedBy,
 }
 
 /// Serves the store until a signal says stop.
@@ -46,9 +50,12 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
     // SAFETY: umask has no preconditions.
     unsafe { libc::umask(0o077) };
     crate::alloc::limit_arenas();
-    std::fs::create_dir_all(&config.state_dir)
-        .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
-    let Some(lock) = StoreLock::try_acquire(&config.store)? else {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    let Some(server) = Server::start(config)? else {
         let pid = super::lock::holder_pid(&config.store, &config.state_dir)
             .map(|p| format!(" (pid {p})"))
             .unwrap_or_default();
@@ -57,98 +64,184 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
             config.store.display()
         );
     };
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ])?;
-    let DaemonState {
-        store,
-        index,
-        counters,
-        history,
-    } = open_daemon_state(&config.store, &config.state_dir, &config.config)?;
-    let views = Views::new(index.clone());
-    let writer: Arc<dyn Writer> = Arc::new(
-        DirectWriter::new(Arc::clone(&store))
-            .with_index(index.clone())
-            .with_history(Arc::clone(&history)),
-    );
-    // The direct writer reports no closes; the organizer learns of every
-    // change from the store watch below.
-    let (_closes, closes_rx) = crossbeam_channel::unbounded();
-    let tasks = if config.organizer {
-        Some(Arc::new(Tasks::start(
-            Setup {
-                writer: Arc::clone(&writer),
-                store: Arc::clone(&store),
-                index: index.clone(),
-                counters: Some(Arc::clone(&counters)),
-                config: config.config.clone(),
-                outputs: views.task_outputs(),
-                state_dir: Some(config.state_dir.clone()),
-                history: Some(Arc::clone(&history)),
-            },
-            closes_rx,
-        )?))
-    } else {
-        None
-    };
-    let watch = Watch::start(&store, &index, tasks.clone())?;
-    let mut ops = Operations::new(
-        Arc::clone(&store),
-        index.clone(),
-        views.clone(),
-        writer,
-        ServedBy::Daemon,
-    )
-    .with_history(history)
-    .with_counters(Arc::clone(&counters));
-    if let Some(tasks) = &tasks {
-        ops = ops.with_organizer(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>);
-    }
-    let ops = Arc::new(ops);
-    let weak = Arc::downgrade(&ops);
-    views.set_brief_source(Box::new(move || {
-        weak.upgrade().map(|ops| ops.brief(None).to_markdown())
-    }));
-    let control = ControlServer::start(&config.state_dir, Arc::clone(&ops))?;
-    let rpc = RpcServer::start(&config.store, Arc::clone(&ops))?;
-    let registration = registry::Registration::register(&registry::Entry {
-        store: config.store.clone(),
-        state_dir: config.state_dir.clone(),
-        mountpoint: None,
-        pid: std::process::id(),
-        socket: control.path().to_path_buf(),
-        rpc_socket: Some(rpc.path().to_path_buf()),
-    })
-    .with_context(|| format!("cannot register in {}", registry::dir().display()))?;
     tracing::info!(
         "serving {} on {}",
         config.store.display(),
-        rpc.path().display()
+        server.rpc_socket().display()
     );
     // Readiness, for whoever started us: the socket answers from now on.
     println!(
         "serving {} on {}",
         config.store.display(),
-        rpc.path().display()
+        server.rpc_socket().display()
     );
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let signal = signals.forever().next();
     tracing::info!("stopping on signal {signal:?}");
-    drop(registration);
-    drop(rpc);
-    drop(control);
-    drop(watch);
-    drop(ops);
-    drop(tasks);
-    index.shutdown();
-    if let Err(e) = counters.flush() {
-        tracing::warn!("cannot save the access counters: {e}");
-    }
-    drop(lock);
+    drop(server);
     Ok(())
+}
+
+/// A store served without a mount, for as long as the value lives: the
+/// store lock, the index kept up to date from a watch on the store, the
+/// organizer, the control socket and the public socket, and the entry in
+/// the registry that lets every other command find them. `mnemofs serve`
+/// is one until a signal; `mnemofs mcp` and `mnemofs tool` are one while
+/// their agent talks to them, so that hooks and commands started meanwhile
+/// reach the store through them instead of finding it locked.
+pub struct Server {
+    ops: Arc<Operations>,
+    index: Index,
+    counters: Arc<crate::store::counters::CounterStore>,
+    rpc_socket: PathBuf,
+    // Dropped in this order: first nobody can find or reach the server,
+    // then nothing changes the store, then the lock goes.
+    registration: Option<registry::Registration>,
+    rpc: Option<RpcServer>,
+    control: Option<ControlServer>,
+    watch: Option<Watch>,
+    tasks: Option<Arc<Tasks>>,
+    /// Recorded at a clean end, where the server is a command's.
+    clean_exit: Option<CleanExit>,
+    _lock: StoreLock,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Server({:?})", self.ops)
+    }
+}
+
+impl Server {
+    /// Serves the store, or `None` when another process holds its lock.
+    /// With the organizer off, `dream` and the lifecycle steps still run
+    /// when asked, on the caller's thread.
+    pub fn start(config: &ServeConfig) -> anyhow::Result<Option<Server>> {
+        std::fs::create_dir_all(&config.state_dir)
+            .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
+        let Some(lock) = StoreLock::try_acquire(&config.store)? else {
+            return Ok(None);
+        };
+        // A process serving for its agent ends as a command does: after a
+        // clean end the next one need not walk the store for temp files a
+        // crash left.
+        let clean_exit = (config.served_by == ServedBy::Local)
+            .then(|| CleanExit::in_state_dir(&config.state_dir));
+        let sweep = clean_exit.as_ref().is_none_or(|c| !c.recorded());
+        let DaemonState {
+            store,
+            index,
+            counters,
+            history,
+        } = open_daemon_state(&config.store, &config.state_dir, &config.config, sweep)?;
+        let views = Views::new(index.clone());
+        let writer: Arc<dyn Writer> = Arc::new(
+            DirectWriter::new(Arc::clone(&store))
+                .with_index(index.clone())
+                .with_history(Arc::clone(&history)),
+        );
+        let setup = Setup {
+            writer: Arc::clone(&writer),
+            store: Arc::clone(&store),
+            index: index.clone(),
+            counters: Some(Arc::clone(&counters)),
+            config: config.config.clone(),
+            outputs: views.task_outputs(),
+            state_dir: Some(config.state_dir.clone()),
+            history: Some(Arc::clone(&history)),
+        };
+        // The direct writer reports no closes; the organizer learns of
+        // every change from the store watch below.
+        let (_closes, closes_rx) = crossbeam_channel::unbounded();
+        let tasks = if config.organizer {
+            Some(Arc::new(Tasks::start(setup.clone(), closes_rx)?))
+        } else {
+            None
+        };
+        let watch = Watch::start(&store, &index, tasks.clone())?;
+        let organizer: Arc<dyn crate::ops::Organizer> = match &tasks {
+            Some(tasks) => Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>,
+            None => Arc::new(OneShot::new(setup)),
+        };
+        let ops = Arc::new(
+            Operations::new(
+                Arc::clone(&store),
+                index.clone(),
+                views.clone(),
+                writer,
+                config.served_by,
+            )
+            .with_history(history)
+            .with_counters(Arc::clone(&counters))
+            .with_organizer(organizer),
+        );
+        let weak = Arc::downgrade(&ops);
+        views.set_brief_source(Box::new(move || {
+            weak.upgrade().map(|ops| ops.brief(None).to_markdown())
+        }));
+        let control = ControlServer::start(&config.state_dir, Arc::clone(&ops))?;
+        let rpc = RpcServer::start(&config.store, Arc::clone(&ops))?;
+        let registration = registry::Registration::register(&registry::Entry {
+            store: config.store.clone(),
+            state_dir: config.state_dir.clone(),
+            mountpoint: None,
+            pid: std::process::id(),
+            socket: control.path().to_path_buf(),
+            rpc_socket: Some(rpc.path().to_path_buf()),
+        })
+        .with_context(|| format!("cannot register in {}", registry::dir().display()))?;
+        Ok(Some(Server {
+            ops,
+            index,
+            counters,
+            rpc_socket: rpc.path().to_path_buf(),
+            registration: Some(registration),
+            rpc: Some(rpc),
+            control: Some(control),
+            watch: Some(watch),
+            tasks,
+            clean_exit,
+            _lock: lock,
+        }))
+    }
+
+    /// Waits until the index has caught up with the store (at most
+    /// `within`): a scope hides other agents' memories by what the index
+    /// says of them, so a first request must not run ahead of it.
+    pub fn wait_caught_up(&self, within: std::time::Duration) -> bool {
+        self.index.wait_idle(within)
+    }
+
+    /// The operations it serves.
+    pub fn ops(&self) -> &Arc<Operations> {
+        &self.ops
+    }
+
+    /// Where agents reach it with JSON-RPC.
+    pub fn rpc_socket(&self) -> &std::path::Path {
+        &self.rpc_socket
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.registration.take());
+        drop(self.rpc.take());
+        drop(self.control.take());
+        drop(self.watch.take());
+        drop(self.tasks.take());
+        self.index.shutdown();
+        if let Err(e) = self.counters.flush() {
+            tracing::warn!("cannot save the access counters: {e}");
+        }
+        // Still under the store lock.
+        if let Some(clean_exit) = &self.clean_exit
+            && !std::thread::panicking()
+            && let Err(e) = clean_exit.record()
+        {
+            tracing::debug!("cannot record a clean exit: {e}");
+        }
+    }
 }
 
 /// The thread that hands the store's changes to the index and organizer.

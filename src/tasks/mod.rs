@@ -56,7 +56,7 @@ pub fn classifier(config: &Config) -> Classifier {
 }
 
 /// Everything the organizer works with, wired by whoever starts it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Setup {
     /// Where changes go: through the mount, or straight on the store.
     pub writer: Arc<dyn Writer>,
