@@ -1151,9 +1151,29 @@ fn init_logs(daemon: bool, verbose: u8) {
     }
 }
 
+/// Whether `command` only prints and ends (`search`, `brief`, `status`,
+/// ...), as opposed to serving or talking a protocol over stdio.
+fn prints_and_ends(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Mount { .. }
+            | Command::Serve { .. }
+            | Command::Mcp { .. }
+            | Command::Tool { .. }
+            | Command::Memories(memories::MemoryCommand::Agent { .. })
+    )
+}
+
 /// Entry point: parses arguments, runs, prints the whole error chain.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if prints_and_ends(&cli.command) {
+        // A reader that stops early (`mnemofs brief | head`) ends the
+        // command quietly, as it ends `cat`, instead of making its next
+        // print panic on the broken pipe.
+        // SAFETY: restoring a signal's default action has no preconditions.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     init_logs(
         matches!(cli.command, Command::Mount { .. } | Command::Serve { .. }),
         cli.verbose,

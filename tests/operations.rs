@@ -1771,3 +1771,23 @@ fn every_change_is_seen_by_the_very_next_request() {
         .expect("backlinks");
     assert!(format!("{answer:?}").contains("beta"), "{answer:?}");
 }
+
+#[test]
+fn a_decision_written_with_its_status_is_in_the_brief() {
+    let f = Fixture::new();
+    f.ops
+        .handle(Request::WriteMemory(NewMemory {
+            kind: Some("decision".into()),
+            status: Some("open".into()),
+            ..memory(
+                "Postgres or SQLite for the importer?",
+                "Pick the importer's database",
+            )
+        }))
+        .expect("write");
+    let text = match f.ops.handle(Request::Brief { cwd: None }).expect("brief") {
+        Response::Brief { brief } => brief.to_markdown(),
+        other => panic!("not a brief: {other:?}"),
+    };
+    assert!(text.contains("Pick the importer's database"), "{text}");
+}

@@ -44,6 +44,9 @@ pub(super) enum MemoryCommand {
         /// Its type (memory, decision, task, ...).
         #[arg(long = "type")]
         kind: Option<String>,
+        /// Its status (open, active, done, accepted, ...).
+        #[arg(long)]
+        status: Option<String>,
         #[command(flatten)]
         at: StoreArgs,
         /// Print JSON.
@@ -323,6 +326,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             title,
             path,
             kind,
+            status,
             at,
             json,
         } => {
@@ -344,6 +348,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 scope,
                 source,
                 kind,
+                status,
             }))?
             else {
                 bail!("unexpected answer to write");

@@ -140,6 +140,7 @@ pub const TOOLS: &[ToolSpec] = &[
                     "category": string("category: soul, character, people, project, date, knowledge, feedback, preferences, decisions, lessons, habits, skills, inbox or reminders."),
                     "tags": {"type": "array", "items": {"type": "string"}, "description": "tags:"},
                     "type": string("type: memory, session, decision, task, ..."),
+                    "status": string("status: for a task (open, active, blocked, done) or a decision (open, proposed, accepted, rejected); the brief lists open ones."),
                     "scope": string("scope: global or agent:NAME (default: the session's)."),
                     "source": string("source: who wrote it."),
                     "expected_version": expected_version(),
@@ -819,6 +820,7 @@ impl Tools<'_> {
             scope: self.optional_string("scope")?,
             source: self.optional_string("source")?,
             kind: self.optional_string("type")?,
+            status: self.optional_string("status")?,
         };
         let Response::Memory { path, id } = self.ask_write(Request::WriteMemory(memory))? else {
             return Err(unexpected());

@@ -1032,6 +1032,9 @@ impl Operations {
         if let Some(kind) = &new.kind {
             field("type", kind);
         }
+        if let Some(status) = new.status.as_deref().filter(|s| !s.trim().is_empty()) {
+            field("status", status.trim());
+        }
         let phase = match category {
             Some(c) if c != Category::Inbox => "organized",
             _ => "inbox",

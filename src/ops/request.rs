@@ -393,6 +393,10 @@ pub struct NewMemory {
     /// `type:`
     #[serde(rename = "type")]
     pub kind: Option<String>,
+    /// `status:` (open, active, done, accepted, ... for tasks and
+    /// decisions)
+    #[serde(default)]
+    pub status: Option<String>,
 }
 
 /// What an operation answers.
