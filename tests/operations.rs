@@ -1791,3 +1791,100 @@ fn a_decision_written_with_its_status_is_in_the_brief() {
     };
     assert!(text.contains("Pick the importer's database"), "{text}");
 }
+
+/// One step an agent takes through the tools (MCP's and the socket's
+/// table), on the memory numbered `0` modulo how many exist.
+#[derive(Clone, Debug)]
+enum ToolStep {
+    Write,
+    Edit(usize),
+    Move(usize),
+    Delete(usize),
+}
+
+fn tool_step() -> impl proptest::strategy::Strategy<Value = ToolStep> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => Just(ToolStep::Write),
+        2 => any::<usize>().prop_map(ToolStep::Edit),
+        2 => any::<usize>().prop_map(ToolStep::Move),
+        1 => any::<usize>().prop_map(ToolStep::Delete),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
+
+    /// Whatever the tools change, the very next request through the
+    /// operations (as the CLI and the mount's control socket ask) sees:
+    /// every memory found by its word and read by its id where it is now,
+    /// every deleted one gone, with no wait between the two.
+    #[test]
+    fn what_the_tools_change_the_next_request_sees(steps in proptest::collection::vec(tool_step(), 1..14)) {
+        use mnemofs::front::tools;
+        let f = Fixture::new();
+        let run = |request: Request| f.ops.handle(request);
+        let tool = |name: &str, args: serde_json::Value| {
+            let serde_json::Value::Object(args) = args else { unreachable!() };
+            tools::call(&run, name, &args).expect("the tool answers")
+        };
+        // id -> (path, word); and the words of deleted memories.
+        let mut live: BTreeMap<String, (String, String)> = BTreeMap::new();
+        let mut gone: Vec<String> = Vec::new();
+        for (n, step) in steps.iter().enumerate() {
+            let pick = |i: usize| live.keys().nth(i % live.len().max(1)).cloned();
+            match step {
+                ToolStep::Write => {
+                    let word = format!("kumquat{n}x");
+                    let answer = tool("write", serde_json::json!({
+                        "content": format!("A note about {word}."),
+                        "title": format!("Note {n}"),
+                    }));
+                    let id = answer.structured["id"].as_str().expect("an id").to_owned();
+                    let path = answer.structured["path"].as_str().expect("a path").to_owned();
+                    live.insert(id, (path, word));
+                }
+                ToolStep::Edit(i) => {
+                    let Some(id) = pick(*i) else { continue };
+                    let word = format!("loquat{n}x");
+                    let old = live[&id].1.clone();
+                    tool("edit", serde_json::json!({"ref": id, "old_str": old, "new_str": word}));
+                    gone.push(old);
+                    live.get_mut(&id).expect("live").1 = word;
+                }
+                ToolStep::Move(i) => {
+                    let Some(id) = pick(*i) else { continue };
+                    let to = format!("moved/step-{n}.md");
+                    tool("move", serde_json::json!({"ref": id, "to": to}));
+                    live.get_mut(&id).expect("live").0 = to;
+                }
+                ToolStep::Delete(i) => {
+                    let Some(id) = pick(*i) else { continue };
+                    tool("delete", serde_json::json!({"ref": id}));
+                    let (_, word) = live.remove(&id).expect("live");
+                    gone.push(word);
+                }
+            }
+            for (id, (path, word)) in &live {
+                let hits = match f.ops.handle(Request::Search { query: word.clone(), limit: 10 }) {
+                    Ok(Response::Hits { hits, .. }) => hits,
+                    other => panic!("not hits: {other:?}"),
+                };
+                let found: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+                proptest::prop_assert_eq!(found, vec![path.as_str()], "search {} after {:?}", word, step);
+                let read = f.ops.handle(Request::ReadMemory { reference: id.clone() });
+                proptest::prop_assert!(
+                    matches!(&read, Ok(Response::MemoryText { memory }) if memory.path == *path),
+                    "read {} after {:?}: {:?}", id, step, read
+                );
+            }
+            for word in &gone {
+                let hits = match f.ops.handle(Request::Search { query: word.clone(), limit: 10 }) {
+                    Ok(Response::Hits { hits, .. }) => hits,
+                    other => panic!("not hits: {other:?}"),
+                };
+                proptest::prop_assert!(hits.is_empty(), "{} still found after {:?}: {:?}", word, step, hits);
+            }
+        }
+    }
+}
