@@ -1888,3 +1888,33 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn errors_name_their_fix() {
+    let f = Fixture::new();
+    // A category that is not one lists the categories.
+    let err = f
+        .ops
+        .handle(Request::WriteMemory(NewMemory {
+            category: Some("decision".into()),
+            ..memory("x", "X")
+        }))
+        .expect_err("not a category");
+    let message = err.to_string();
+    assert!(message.contains("unknown category `decision`"), "{message}");
+    assert!(message.contains("decisions, lessons"), "{message}");
+    // The write tool on a taken path says how to replace it.
+    let run = |request: Request| f.ops.handle(request);
+    let args = |v: serde_json::Value| match v {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!(),
+    };
+    let write = args(serde_json::json!({"content": "one", "path": "notes/a.md"}));
+    mnemofs::front::tools::call(&run, "write", &write).expect("first write");
+    let fail = mnemofs::front::tools::call(&run, "write", &write).expect_err("taken");
+    assert!(
+        fail.message.contains("expected_version"),
+        "{}",
+        fail.message
+    );
+}

@@ -822,7 +822,23 @@ impl Tools<'_> {
             kind: self.optional_string("type")?,
             status: self.optional_string("status")?,
         };
-        let Response::Memory { path, id } = self.ask_write(Request::WriteMemory(memory))? else {
+        let answer = (self.call)(match self.optional_string("expected_version")? {
+            Some(version) => Request::Expecting {
+                version: Some(version),
+                request: Box::new(Request::WriteMemory(memory)),
+            },
+            None => Request::WriteMemory(memory),
+        });
+        let Response::Memory { path, id } = answer.map_err(|e| match e {
+            ops::Error::Exists { path } => Fail {
+                code: rpc::EXISTS,
+                message: format!(
+                    "{path}: already exists; to replace it, `read` it and pass its version as `expected_version`, or `edit` it"
+                ),
+            },
+            e => Fail::from_ops(&e),
+        })?
+        else {
             return Err(unexpected());
         };
         Ok(written("wrote", path, id))

@@ -289,6 +289,17 @@ impl Error {
 /// Result of an operation.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The category `name` names, or an error that lists the categories.
+pub(crate) fn category(name: &str) -> Result<crate::memory::Category> {
+    name.parse().map_err(|e: crate::memory::UnknownName| {
+        let all: Vec<&str> = crate::memory::Category::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        Error::InvalidInput(format!("{e}; the categories are {}", all.join(", ")))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

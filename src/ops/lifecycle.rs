@@ -98,12 +98,7 @@ impl Operations {
     /// Moves the inbox memory `reference` names into its category now:
     /// `category` if given, else its frontmatter's, else the classifier's.
     pub fn upgrade(&self, reference: &str, category: Option<&str>) -> Result<StepReport> {
-        let category = category
-            .map(|c| {
-                c.parse::<Category>()
-                    .map_err(|e| Error::InvalidInput(e.to_string()))
-            })
-            .transpose()?;
+        let category = category.map(super::error::category).transpose()?;
         if category == Some(Category::Inbox) {
             return Err(Error::InvalidInput(
                 "upgrade moves a memory out of the inbox; name another category".into(),

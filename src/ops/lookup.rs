@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Error, Operations, Result};
-use crate::memory::{self, Category};
+use crate::memory;
 use crate::store::StorePath;
 
 /// A memory read whole: where it is, its frontmatter and its body.
@@ -182,10 +182,7 @@ impl Operations {
             Some(p) => Some(self.store_path(p.trim_end_matches('/'))?),
         };
         let category = match filter.category.as_deref() {
-            Some(c) => Some(
-                c.parse::<Category>()
-                    .map_err(|e| Error::InvalidInput(e.to_string()))?,
-            ),
+            Some(c) => Some(super::error::category(c)?),
             None => None,
         };
         let mut sets: Vec<Vec<StorePath>> = Vec::new();

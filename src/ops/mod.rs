@@ -1005,10 +1005,7 @@ impl Operations {
     /// Writes a new memory with frontmatter; returns its path and id.
     pub fn write_memory(&self, new: &NewMemory) -> Result<(StorePath, String)> {
         let category = match new.category.as_deref() {
-            Some(c) => Some(
-                c.parse::<Category>()
-                    .map_err(|e| Error::InvalidInput(e.to_string()))?,
-            ),
+            Some(c) => Some(error::category(c)?),
             None => None,
         };
         let named = new

@@ -121,9 +121,7 @@ impl SearchFilter {
             terms.push(format!("phase:{}", p.as_str()));
         }
         if let Some(c) = &self.category {
-            let c = c
-                .parse::<Category>()
-                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+            let c = super::error::category(c)?;
             terms.push(format!("category:{}", c.as_str()));
         }
         for (field, value) in [("source", &self.source), ("type", &self.kind)] {
@@ -213,8 +211,7 @@ impl RecordFilter {
                 .map_err(|e| Error::InvalidInput(e.to_string()))?;
         }
         if let Some(c) = &self.category {
-            c.parse::<Category>()
-                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+            super::error::category(c)?;
         }
         Ok(())
     }
