@@ -122,7 +122,8 @@ fn the_brief_shows_what_is_open_and_leaves_out_what_is_done() {
         "{text}"
     );
     assert!(text.contains("[problem] fsync is slow"), "{text}");
-    assert!(!text.contains("check NUL bytes"), "{text}");
+    // The last session's decisions are shown with its next steps.
+    assert!(text.contains("[decision] check NUL bytes"), "{text}");
     assert!(
         !text.contains("Ship 0.1") && !text.contains("Use sqlite"),
         "{text}"
@@ -289,4 +290,45 @@ fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[test]
+fn preferences_the_last_sessions_decisions_and_untracked_tasks_are_in_the_brief() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    seed(
+        dir.path(),
+        &[
+            (
+                "preferences/style.md",
+                "---\ntitle: No emojis in answers\ncategory: preferences\n---\nKeep answers short.\n".into(),
+            ),
+            (
+                "feedback/review.md",
+                "---\ntitle: Explain the why in reviews\ncategory: feedback\n---\nSay why.\n".into(),
+            ),
+            (
+                "tasks/loose.md",
+                "---\ntitle: Tidy the fixtures\ntype: task\n---\nNo status given.\n".into(),
+            ),
+            (
+                "sessions/2026-11-20-s.md",
+                "---\ntitle: \"Session: importer\"\ntype: session\nstatus: open\nended_or_compacted: 2026-11-20T10:00:00Z\n---\n## Observations\n- [decision] We decided to check for NUL bytes.\n- [next-step] Add a test for an empty file.\n".into(),
+            ),
+        ],
+    );
+    let (ops, _index) = operations(dir.path());
+    let brief = ops.brief(None);
+    let wishes = section(&brief, "Preferences and feedback");
+    assert!(wishes.contains(&"No emojis in answers"), "{brief:?}");
+    assert!(wishes.contains(&"Explain the why in reviews"), "{brief:?}");
+    assert_eq!(brief.sections[0].title, "Preferences and feedback");
+    assert!(
+        section(&brief, "Recent activity").contains(&"Tidy the fixtures"),
+        "{brief:?}"
+    );
+    let text = brief.to_markdown();
+    assert!(
+        text.contains("[decision] We decided to check for NUL bytes."),
+        "{text}"
+    );
 }

@@ -976,12 +976,12 @@ impl Tools<'_> {
         } else {
             text.push_str("\nlinked:\n");
             for r in &context.related {
-                let arrow = match r.direction {
-                    ops::Direction::Outgoing => "->",
-                    ops::Direction::Incoming => "<-",
+                let how = match r.direction {
+                    ops::Direction::Outgoing => "linked from",
+                    ops::Direction::Incoming => "links to",
                 };
                 text.push_str(&format!(
-                    "{}{} {} ({}) {arrow} {}\n",
+                    "{}{} {} ({}) {how} {}\n",
                     "  ".repeat(r.depth - 1),
                     r.depth,
                     r.title,

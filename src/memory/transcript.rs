@@ -68,7 +68,7 @@ pub fn digest(jsonl: &str) -> Digest {
                         Some("tool_result")
                             if block.get("is_error") == Some(&Value::Bool(true)) =>
                         {
-                            if let Some(line) = first_line(&result_text(block)) {
+                            if let Some(line) = telling_line(&result_text(block)) {
                                 push(&mut d.problems, line);
                             }
                         }
@@ -146,6 +146,8 @@ fn assistant_text(d: &mut Digest, text: &str) {
             push(&mut d.decisions, &sentence);
         } else if was_dropped(&sentence) {
             push(&mut d.attempted, &sentence);
+        } else if states_problem(&sentence) {
+            push(&mut d.problems, &sentence);
         }
     }
 }
@@ -217,7 +219,31 @@ fn states_decision(sentence: &str) -> bool {
             "going with",
             "we chose",
             "we agreed",
+            "decision noted",
+            "decided:",
+            "we'll ",
+            "we will ",
+            "settled on",
+            "opted for",
             "决定",
+        ],
+    )
+}
+
+/// An open problem stated in prose ("the retry test still fails").
+fn states_problem(sentence: &str) -> bool {
+    contains_any(
+        sentence,
+        &[
+            "still fail",
+            "still broken",
+            "open problem",
+            "the problem is",
+            "is failing",
+            "keeps failing",
+            "blocked by",
+            "does not pass",
+            "doesn't pass",
         ],
     )
 }
@@ -263,17 +289,58 @@ fn first_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).find(|l| !l.is_empty())
 }
 
+/// The line of a failed tool's output that says what failed: a failing
+/// test, a panic, an error; else its first line. Build and test tools
+/// start with progress ("running 3 tests"), which says nothing.
+fn telling_line(text: &str) -> Option<&str> {
+    const SIGNS: &[&str] = &[
+        "... FAILED",
+        "panicked at",
+        "error[",
+        "error:",
+        "Error:",
+        "FAILED",
+        "Traceback",
+        "failed",
+    ];
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    SIGNS
+        .iter()
+        .find_map(|sign| {
+            lines
+                .iter()
+                .find(|l| l.contains(sign) && !l.starts_with("test result:"))
+        })
+        .copied()
+        .or_else(|| first_line(text))
+}
+
+/// `text` on one line, at most `max` characters, cut at the last word
+/// that fits (with `…` when cut).
+pub fn clip_at_word(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= max {
+        return line;
+    }
+    let cut: String = line.chars().take(max).collect();
+    let at_word = match cut.rfind(' ') {
+        Some(space) if space > 0 => &cut[..space],
+        _ => cut.as_str(),
+    };
+    format!("{}…", at_word.trim_end_matches([',', ';', ':', '.', '-']))
+}
+
 /// Adds an item (shortened, once) if the list has room.
 fn push(list: &mut Vec<String>, item: &str) {
     let item = item.trim();
     if item.is_empty() || list.len() >= MAX_ITEMS {
         return;
     }
-    let mut short: String = item.chars().take(MAX_CHARS).collect();
-    if item.chars().count() > MAX_CHARS {
-        short.push('…');
-    }
-    let short = short.replace('\n', " ");
+    let short = clip_at_word(item, MAX_CHARS);
     if !list.contains(&short) {
         list.push(short);
     }
@@ -327,5 +394,26 @@ not json at all
         let d = digest(&lines);
         assert_eq!(d.asked.len(), MAX_ITEMS);
         assert!(d.asked.iter().all(|a| a.chars().count() <= MAX_CHARS + 1));
+    }
+
+    #[test]
+    fn items_are_cut_at_a_word() {
+        let ask = "Make the importer skip binary files and report every skipped file with its size";
+        assert_eq!(
+            clip_at_word(ask, 40),
+            "Make the importer skip binary files and…"
+        );
+        assert_eq!(clip_at_word("short\nask", 40), "short ask");
+    }
+
+    #[test]
+    fn a_failed_test_run_is_its_failing_line_and_decisions_are_noted() {
+        let output = "running 3 tests\ntest ok_path ... ok\ntest retries_on_503 ... FAILED\n\ntest result: FAILED. 2 passed; 1 failed";
+        assert_eq!(telling_line(output), Some("test retries_on_503 ... FAILED"));
+        assert_eq!(telling_line("just one line"), Some("just one line"));
+        assert!(states_decision(
+            "Decision noted: we'll hand-write the retry loop instead of pulling in a crate."
+        ));
+        assert!(states_problem("The retry test still fails on a 503."));
     }
 }

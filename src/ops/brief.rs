@@ -2,10 +2,11 @@
 //!
 //! Built from the index at index speed (metadata lookups, never a scan of
 //! the store) and a read of the few memories it shows. Sections, each
-//! capped and ranked: active tasks, open decisions, the latest sessions
-//! with their `[next-step]` and `[problem]` observations, reminders due
-//! soon, recent activity that falls under none of those; then how to
-//! recall more. Memories whose `project`, `cwd` or path matches the
+//! capped and ranked: the user's preferences and feedback, active tasks,
+//! open decisions, the latest sessions with their `[next-step]`,
+//! `[problem]` and `[decision]` observations, reminders due soon, recent
+//! activity that falls under none of those (a task or decision without a
+//! status among it); then how to recall more. Memories whose `project`, `cwd` or path matches the
 //! session's directory come first, then the most recently changed.
 //!
 //! The text stays under [`TARGET_CHARS`] (Claude Code cuts a hook's
@@ -99,6 +100,23 @@ impl Operations {
         let mut shown: Vec<String> = Vec::new();
 
         let project = project.as_deref();
+        // How the user wants things done applies from the first answer on.
+        let wishes: Vec<StorePath> = [memory::Category::Preferences, memory::Category::Feedback]
+            .into_iter()
+            .flat_map(|c| self.index.by_category(c.as_str()))
+            .collect();
+        let wishes = self.newest(wishes, cwd, project);
+        brief.push("Preferences and feedback", wishes, 8, &mut shown, |c| {
+            (
+                c.memory
+                    .frontmatter
+                    .category
+                    .map(|k| k.as_str().to_string())
+                    .unwrap_or_default(),
+                Vec::new(),
+            )
+        });
+
         let tasks = self.typed("task", &["active", "in-progress", "open"], cwd, project);
         brief.push("Active tasks", tasks, 10, &mut shown, |c| {
             (status_of(&c.memory), Vec::new())
@@ -115,7 +133,7 @@ impl Operations {
                 .memory
                 .observations
                 .iter()
-                .filter(|o| matches!(o.category.as_str(), "next-step" | "problem"))
+                .filter(|o| matches!(o.category.as_str(), "next-step" | "problem" | "decision"))
                 .take(6)
                 .map(|o| format!("[{}] {}", o.category, o.text))
                 .collect();
@@ -151,10 +169,15 @@ impl Operations {
             .filter(|(p, _)| !shown.contains(&p.to_string()))
             .filter_map(|(path, _)| self.candidate(path, cwd, project))
             .filter(|c| {
-                !matches!(
-                    c.memory.frontmatter.kind.as_deref(),
-                    Some("task" | "decision" | "session" | "reminder")
-                ) && c.memory.frontmatter.category != Some(memory::Category::Reminders)
+                // A task or decision without a status is in no section of
+                // its own: it shows here.
+                let sectioned = match c.memory.frontmatter.kind.as_deref() {
+                    Some("task" | "decision") => !status_of(&c.memory).is_empty(),
+                    Some("session" | "reminder") => true,
+                    _ => false,
+                };
+                !sectioned
+                    && c.memory.frontmatter.category != Some(memory::Category::Reminders)
                     && c.memory.frontmatter.phase != Some(memory::Phase::Archived)
             })
             .collect();
@@ -230,6 +253,20 @@ impl Operations {
                 .search_paths(&query, CANDIDATES)
                 .unwrap_or_default()
         };
+        let (mut found, total) = self.newest(paths, cwd, project);
+        found.retain(|c| statuses.is_empty() || statuses.contains(&status_of(&c.memory).as_str()));
+        (found, total)
+    }
+
+    /// The memories of `paths` worth showing, at most [`READ_AT_MOST`]
+    /// read: those of the session's project first, then the newest;
+    /// archived ones left out. Also how many `paths` there were.
+    fn newest(
+        &self,
+        paths: Vec<StorePath>,
+        cwd: Option<&str>,
+        project: Option<&str>,
+    ) -> (Vec<Candidate>, usize) {
         let total = paths.len();
         let mut dated: Vec<(bool, i64, StorePath)> = paths
             .into_iter()
@@ -244,11 +281,7 @@ impl Operations {
             .into_iter()
             .take(READ_AT_MOST)
             .filter_map(|(_, _, path)| self.candidate(path, cwd, project))
-            .filter(|c| {
-                let status = status_of(&c.memory);
-                (statuses.is_empty() || statuses.contains(&status.as_str()))
-                    && c.memory.frontmatter.phase != Some(memory::Phase::Archived)
-            })
+            .filter(|c| c.memory.frontmatter.phase != Some(memory::Phase::Archived))
             .collect();
         found.sort_by_key(|c| (!c.matches_cwd, -c.changed));
         (found, total)

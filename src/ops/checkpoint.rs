@@ -104,7 +104,10 @@ impl Operations {
     fn new_note(&self, cp: &Checkpoint, key: &str, now: &str) -> Result<StorePath> {
         let d = &cp.digest;
         let ask = d.asked.first().map(String::as_str).unwrap_or("session");
-        let title: String = format!("Session: {}", ask.chars().take(80).collect::<String>());
+        let title = format!(
+            "Session: {}",
+            memory::transcript::clip_at_word(ask, TITLE_CHARS)
+        );
         let started = d
             .started
             .as_deref()
@@ -133,8 +136,8 @@ impl Operations {
         field("phase", "organized");
         text.push_str("---\n");
         text.push_str(&format!("# {title}\n\n"));
-        if let Some(summary) = cp.summary.as_deref().filter(|s| !s.trim().is_empty()) {
-            text.push_str(&format!("{}\n\n", summary.trim()));
+        if let Some(summary) = cp.summary.as_deref().map(without_analysis) {
+            text.push_str(&format!("{summary}\n\n"));
         }
         text.push_str("## Observations\n");
         for line in cp.observations() {
@@ -164,13 +167,14 @@ impl Operations {
             .into_iter()
             .filter(|line| !text.lines().any(|l| l.trim_end() == line))
             .collect();
-        if let Some(summary) = cp.summary.as_deref().filter(|s| !s.trim().is_empty())
-            && !text.contains(summary.trim())
+        if let Some(summary) = cp.summary.as_deref().map(without_analysis)
+            && !summary.is_empty()
+            && !text.contains(&summary)
         {
             if !new.ends_with('\n') {
                 new.push('\n');
             }
-            new.push_str(&format!("\n## Summary at {now}\n{}\n", summary.trim()));
+            new.push_str(&format!("\n## Summary at {now}\n{summary}\n"));
         }
         if !fresh.is_empty() {
             if !new.ends_with('\n') {
@@ -191,6 +195,25 @@ impl Operations {
     }
 }
 
+/// Longest title of a session note, in characters, before its prefix.
+const TITLE_CHARS: usize = 80;
+
+/// Claude Code's compact summary without its `<analysis>` scratch work,
+/// and without the `<summary>` tags around the summary itself.
+fn without_analysis(summary: &str) -> String {
+    let mut text = summary.to_string();
+    while let Some(start) = text.find("<analysis>") {
+        let end = text[start..]
+            .find("</analysis>")
+            .map_or(text.len(), |e| start + e + "</analysis>".len());
+        text.replace_range(start..end, "");
+    }
+    text.replace("<summary>", "")
+        .replace("</summary>", "")
+        .trim()
+        .to_string()
+}
+
 fn slug(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars().flat_map(char::to_lowercase) {
@@ -208,5 +231,18 @@ fn slug(text: &str) -> String {
         "session".into()
     } else {
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_analysis_of_a_compact_summary_is_left_out() {
+        let raw = "<analysis>\nLet me think about the chat.\n</analysis>\n\n<summary>\n1. Primary request: ship it.\n</summary>";
+        assert_eq!(without_analysis(raw), "1. Primary request: ship it.");
+        assert_eq!(without_analysis("plain summary"), "plain summary");
+        assert_eq!(without_analysis("<analysis>unclosed"), "");
     }
 }
