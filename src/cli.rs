@@ -262,6 +262,11 @@ enum Command {
         /// and give new memories its scope.
         #[arg(long, value_parser = parse_scope)]
         scope: Option<crate::ops::Scope>,
+        /// `off` leaves the guide file (MNEMOFS.md) out of `/memories`
+        /// when this process serves the store itself [default: config
+        /// `mount.guide`, else on].
+        #[arg(long, value_enum)]
+        guide: Option<GuideMode>,
     },
     /// Serve the store over the Model Context Protocol on stdin and stdout
     /// (for Claude Code, Claude Desktop and other MCP clients): tools to
@@ -274,6 +279,11 @@ enum Command {
         /// and give new memories its scope.
         #[arg(long, value_parser = parse_scope)]
         scope: Option<crate::ops::Scope>,
+        /// `off` leaves the guide file (MNEMOFS.md) out of `/memories`
+        /// when this process serves the store itself [default: config
+        /// `mount.guide`, else on].
+        #[arg(long, value_enum)]
+        guide: Option<GuideMode>,
     },
     /// Check what mounting needs (FUSE, fusermount3, the store, the state
     /// dir, the index, stale mounts, the service unit, the config) and say
@@ -363,9 +373,16 @@ fn session(target: &daemon::Target, config: Option<&Path>) -> anyhow::Result<dae
 
 /// The session of a process that stays while an agent talks to it: it
 /// serves the store to the other processes when no daemon does.
-fn serving_session(target: &daemon::Target) -> anyhow::Result<daemon::Session> {
+fn serving_session(
+    target: &daemon::Target,
+    guide: Option<GuideMode>,
+) -> anyhow::Result<daemon::Session> {
     let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
-    daemon::Session::open_serving(target, &config)
+    let guide = match guide {
+        Some(guide) => guide == GuideMode::On,
+        None => config.mount.guide.is_on(),
+    };
+    daemon::Session::open_serving(target, &config, guide)
 }
 
 /// How `mnemofs brief` prints.
@@ -671,6 +688,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             no_organizer,
         } => {
             let settings = load_config(config.as_deref())?;
+            let guide = settings.mount.guide.is_on();
             let (store, state_dir) = resolve_store_and_state(at.store, create, at.state_dir)?;
             daemon::serve::serve(&daemon::serve::ServeConfig {
                 store,
@@ -678,6 +696,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 config: settings,
                 organizer: !no_organizer,
                 served_by: crate::ops::ServedBy::Daemon,
+                guide,
             })
         }
         Command::Doctor { at, config } => {
@@ -825,21 +844,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Tool { at, scope } => {
-            let session = serving_session(&at.target(None)?)?;
+        Command::Tool { at, scope, guide } => {
+            let session = serving_session(&at.target(None)?, guide)?;
             let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
             let call = crate::front::in_scope(scope, |request| session.call(request));
             crate::front::tool::serve(stdin, stdout, call)
                 .context("the memory tool's input or output failed")
         }
-        Command::Mcp { at, scope } => {
+        Command::Mcp { at, scope, guide } => {
             let target = at.target(None)?;
             let session = parking_lot::Mutex::new(None);
             crate::front::mcp::serve(crate::front::in_scope(scope, move |request| {
                 let mut open = session.lock();
                 let current = match open.take() {
                     Some(current) => current,
-                    None => serving_session(&target).map_err(|e| {
+                    None => serving_session(&target, guide).map_err(|e| {
                         tracing::error!("mcp: cannot open the store: {e:#}");
                         crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
                     })?,

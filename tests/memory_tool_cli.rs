@@ -263,3 +263,40 @@ fn a_command_after_a_killed_writer_sweeps_and_one_after_a_clean_end_does_not() {
         "# B\n"
     );
 }
+
+#[test]
+fn tool_without_a_daemon_shows_the_guide_and_the_brief_as_a_mount_does() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    fs::create_dir(&store).expect("store");
+    fs::write(
+        store.join("task.md"),
+        "---\ntitle: Wire the hook\ntype: task\nstatus: active\n---\nwire it\n",
+    )
+    .expect("seed");
+    let commands = [
+        r#"{"command": "view", "path": "/memories"}"#,
+        r#"{"command": "view", "path": "/memories/MNEMOFS.md"}"#,
+        r#"{"command": "view", "path": "/memories/.mnemofs/brief.md"}"#,
+    ]
+    .join("\n");
+    let answers = tool_session(&store, &state, &[], &commands);
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    assert!(answers[0].0.contains("/memories/MNEMOFS.md"), "{answers:?}");
+    assert!(
+        !answers[1].1 && answers[1].0.contains("long-term memory"),
+        "{answers:?}"
+    );
+    assert!(
+        !answers[2].1 && answers[2].0.contains("Wire the hook"),
+        "{answers:?}"
+    );
+    // `--guide off`: the root is exactly the real files.
+    let answers = tool_session(
+        &store,
+        &state,
+        &["--guide", "off"],
+        r#"{"command": "view", "path": "/memories"}"#,
+    );
+    assert!(!answers[0].0.contains("MNEMOFS.md"), "{answers:?}");
+}

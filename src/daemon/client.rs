@@ -192,7 +192,8 @@ impl Session {
     /// store itself, as `mnemofs serve` does, for as long as the session
     /// lives: hooks and commands started meanwhile reach the store through
     /// it instead of finding it locked.
-    pub fn open_serving(target: &Target, config: &Config) -> anyhow::Result<Session> {
+    /// `guide` shows `MNEMOFS.md` at the root, as a mount does.
+    pub fn open_serving(target: &Target, config: &Config, guide: bool) -> anyhow::Result<Session> {
         let found = find(target)?;
         if found.daemon.is_none() {
             let state_dir = target
@@ -205,6 +206,7 @@ impl Session {
                 config: config.clone(),
                 organizer: false,
                 served_by: ServedBy::Local,
+                guide,
             })?;
             if let Some(server) = served {
                 if !server.wait_caught_up(CATCH_UP) {

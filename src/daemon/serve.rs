@@ -41,6 +41,8 @@ pub struct ServeConfig {
     /// What `status` says serves the store: a daemon (`mnemofs serve`),
     /// or the process itself (`mnemofs mcp`, serving the others too).
     pub served_by: ServedBy,
+    /// Show the guide (`MNEMOFS.md`) at the root of what the tools list.
+    pub guide: bool,
 }
 
 /// Serves the store until a signal says stop.
@@ -134,7 +136,7 @@ impl Server {
             counters,
             history,
         } = open_daemon_state(&config.store, &config.state_dir, &config.config, sweep)?;
-        let views = Views::new(index.clone());
+        let views = Views::new(index.clone()).with_root_guide(config.guide);
         let writer: Arc<dyn Writer> = Arc::new(
             DirectWriter::new(Arc::clone(&store))
                 .with_index(index.clone())

@@ -281,7 +281,8 @@ def plain(plain_base: str, store: str, state: str, mnemofs: str) -> list[str]:
     ref = BetaLocalFilesystemMemoryTool(base_path=plain_base)
     ref_root = os.path.join(plain_base, "memories")
     bases = {plain_base: "", os.path.realpath(plain_base): ""}
-    argv = [mnemofs, "tool", "--store", store, "--state-dir", state]
+    # The reference handler's directory has no guide: leave mnemofs's out.
+    argv = [mnemofs, "tool", "--store", store, "--state-dir", state, "--guide", "off"]
     tool = ToolProcess(argv)
     failures: list[str] = []
 
