@@ -1918,3 +1918,41 @@ fn errors_name_their_fix() {
         fail.message
     );
 }
+
+#[test]
+fn the_tools_edit_the_body_that_read_shows_and_read_shows_the_frontmatter() {
+    let f = Fixture::new();
+    let run = |request: Request| f.ops.handle(request);
+    let args = |v: serde_json::Value| match v {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!(),
+    };
+    let call = |name: &str, v: serde_json::Value| mnemofs::front::tools::call(&run, name, &args(v));
+    // No title given: the first words of the content become it.
+    let written = call(
+        "write",
+        serde_json::json!({"content": "Ship the importer on Friday.\n", "type": "task", "status": "open"}),
+    )
+    .expect("write");
+    let id = written.structured["id"].as_str().expect("id").to_owned();
+    let read = call("read", serde_json::json!({"ref": id})).expect("read");
+    assert!(read.text.contains("---\n"), "{}", read.text);
+    assert!(read.text.contains("status: open"), "{}", read.text);
+    assert!(
+        read.text.contains("Ship the importer on Friday."),
+        "{}",
+        read.text
+    );
+    // The phrase is in the title too; in the body it is once.
+    call(
+        "edit",
+        serde_json::json!({"ref": id, "old_str": "on Friday", "new_str": "on Monday"}),
+    )
+    .expect("edit the body");
+    let read = call("read", serde_json::json!({"ref": id})).expect("read");
+    assert!(
+        read.text.contains("Ship the importer on Monday."),
+        "{}",
+        read.text
+    );
+}

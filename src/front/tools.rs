@@ -151,8 +151,9 @@ pub const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "edit",
-        description: "Edits a memory: replaces old_str (which must occur exactly once) by new_str, \
-                      or inserts insert_text after line insert_line of the body (0: at the top).",
+        description: "Edits a memory's body (the content `read` shows): replaces old_str (which must occur \
+                      exactly once there) by new_str, or inserts insert_text after line insert_line of the body \
+                      (0: at the top).",
         schema: || {
             object(
                 json!({
@@ -803,8 +804,11 @@ impl Tools<'_> {
             return Err(unexpected());
         };
         let text = format!(
-            "{} (version {})\n\n{}",
-            memory.path, memory.version, memory.content
+            "{} (version {})\n\n{}{}",
+            memory.path,
+            memory.version,
+            frontmatter_lines(&memory.frontmatter),
+            memory.content
         );
         let value = serde_json::to_value(&memory).map_err(|e| Fail::internal(e.to_string()))?;
         Ok((value, text))
@@ -853,7 +857,7 @@ impl Tools<'_> {
                 path: path.clone(),
                 old: self.string("old_str")?,
                 new: self.string("new_str")?,
-                counting: ops::Counting::Overlapping,
+                counting: ops::Counting::InBody,
             },
             ((None, None), (Some(_), Some(_))) => Request::InsertInBody {
                 path: path.clone(),
@@ -1196,6 +1200,35 @@ fn versions(answer: Response, none: &str) -> Outcome {
 fn written(verb: &str, path: String, id: Option<String>) -> (Value, String) {
     let text = format!("{verb} {path}");
     (json!({"id": id, "path": path}), text)
+}
+
+/// A memory's frontmatter fields between `---` lines, one `key: value`
+/// a line, for the text a model reads (the data carries them as JSON).
+fn frontmatter_lines(fields: &Value) -> String {
+    let Value::Object(fields) = fields else {
+        return String::new();
+    };
+    if fields.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("---\n");
+    for (key, value) in fields {
+        let shown = match value {
+            Value::String(s) => s.clone(),
+            Value::Array(items) => format!(
+                "[{}]",
+                items
+                    .iter()
+                    .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => other.to_string(),
+        };
+        out.push_str(&format!("{key}: {shown}\n"));
+    }
+    out.push_str("---\n");
+    out
 }
 
 fn unexpected() -> Fail {

@@ -856,14 +856,21 @@ impl Operations {
     ) -> Result<(String, usize)> {
         let real = self.writable(path)?;
         let (real, bytes, text) = self.read_text(&real, path)?;
-        if old.is_empty() && counting == Counting::Overlapping {
+        if old.is_empty() && counting != Counting::Disjoint {
             return Err(Error::InvalidInput(
                 "the text to replace must not be empty".into(),
             ));
         }
-        let starts = occurrences(&text, old);
+        let from = match counting {
+            Counting::InBody => memory::parse("", &text).body_offset,
+            Counting::Overlapping | Counting::Disjoint => 0,
+        };
+        let starts: Vec<usize> = occurrences(&text[from..], old)
+            .into_iter()
+            .map(|at| at + from)
+            .collect();
         let unique = match counting {
-            Counting::Overlapping => match starts.as_slice() {
+            Counting::Overlapping | Counting::InBody => match starts.as_slice() {
                 [at] => Some(*at),
                 _ => None,
             },

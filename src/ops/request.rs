@@ -353,6 +353,10 @@ pub enum Counting {
     /// every character boundary. Python's `str.count` and `str.replace`
     /// count so, and with them Anthropic's memory tool.
     Disjoint,
+    /// As `Overlapping`, in the body only: the frontmatter is changed
+    /// through its fields, never by text that happens to repeat in it
+    /// (the title a memory was written with is often its first line).
+    InBody,
 }
 
 fn one() -> usize {
