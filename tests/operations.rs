@@ -1956,3 +1956,32 @@ fn the_tools_edit_the_body_that_read_shows_and_read_shows_the_frontmatter() {
         read.text
     );
 }
+
+#[test]
+fn the_edit_tool_sets_frontmatter_fields_by_name() {
+    let f = Fixture::new();
+    let run = |request: Request| f.ops.handle(request);
+    let call = |name: &str, v: serde_json::Value| {
+        let serde_json::Value::Object(args) = v else {
+            unreachable!()
+        };
+        mnemofs::front::tools::call(&run, name, &args)
+    };
+    let written = call(
+        "write",
+        serde_json::json!({"content": "Postgres or SQLite?\n", "title": "Pick the database", "type": "decision", "status": "open"}),
+    )
+    .expect("write");
+    let id = written.structured["id"].as_str().expect("id").to_owned();
+    call(
+        "edit",
+        serde_json::json!({"ref": id, "set": {"status": "accepted", "priority": 2}}),
+    )
+    .expect("set");
+    let read = call("read", serde_json::json!({"ref": id})).expect("read");
+    assert_eq!(read.structured["frontmatter"]["status"], "accepted");
+    assert!(read.text.contains("priority: 2"), "{}", read.text);
+    assert!(read.text.contains("Postgres or SQLite?"), "{}", read.text);
+    let refused = call("edit", serde_json::json!({"ref": id, "set": {"id": "x"}}));
+    assert!(refused.is_err(), "{refused:?}");
+}

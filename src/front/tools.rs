@@ -162,6 +162,7 @@ pub const TOOLS: &[ToolSpec] = &[
                     "new_str": string("What replaces it."),
                     "insert_line": integer("The line of the body (the content `read` shows) after which to insert; 0: at the top, just below the frontmatter."),
                     "insert_text": string("The text to insert."),
+                    "set": {"type": "object", "description": "Frontmatter fields to set, instead of a text edit: {\"status\": \"accepted\"}. Each is replaced in place or added; nothing else changes.", "additionalProperties": {"type": ["string", "number", "boolean"]}},
                     "expected_version": expected_version(),
                 }),
                 &["ref"],
@@ -852,6 +853,36 @@ impl Tools<'_> {
         let (path, id) = self.resolve("ref")?;
         let replace = (self.args.get("old_str"), self.args.get("new_str"));
         let insert = (self.args.get("insert_line"), self.args.get("insert_text"));
+        if let Some(set) = self.args.get("set") {
+            if replace != (None, None) || insert != (None, None) {
+                return Err(Fail::invalid(
+                    "give `set` alone: fields in one call, text in another",
+                ));
+            }
+            let Value::Object(set) = set else {
+                return Err(Fail::invalid(
+                    "`set` is an object of fields, such as {\"status\": \"accepted\"}",
+                ));
+            };
+            let mut fields = Vec::with_capacity(set.len());
+            for (key, value) in set {
+                let value = match value {
+                    Value::String(s) => s.clone(),
+                    Value::Number(_) | Value::Bool(_) => value.to_string(),
+                    _ => {
+                        return Err(Fail::invalid(format!(
+                            "`set.{key}` must be a string, a number or a boolean"
+                        )));
+                    }
+                };
+                fields.push((key.clone(), value));
+            }
+            self.ask_write(Request::SetFields {
+                reference: path.clone(),
+                fields,
+            })?;
+            return Ok(written("edited", path, id));
+        }
         let request = match (replace, insert) {
             ((Some(_), Some(_)), (None, None)) => Request::Replace {
                 path: path.clone(),
@@ -866,7 +897,7 @@ impl Tools<'_> {
             },
             _ => {
                 return Err(Fail::invalid(
-                    "give either old_str and new_str, or insert_line and insert_text",
+                    "give old_str and new_str, insert_line and insert_text, or set (frontmatter fields)",
                 ));
             }
         };

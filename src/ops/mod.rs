@@ -331,6 +331,17 @@ impl Operations {
                     removed,
                 }
             }
+            Request::SetFields { reference, fields } => {
+                let path = self.set_fields(&reference, &fields)?;
+                let id = self
+                    .read_memory(&path)
+                    .ok()
+                    .and_then(|(_, _, text)| self.id_of(&path, &text));
+                Response::Memory {
+                    path: path.to_string(),
+                    id,
+                }
+            }
             Request::Tag { reference, tags } => {
                 let path = self.tag(&reference, &tags)?;
                 let id = self
@@ -1263,6 +1274,31 @@ impl Operations {
         let (real, bytes, text) = self.read_memory(&path)?;
         self.check_version(&path.to_string(), &bytes)?;
         match memory::add_to_list_field(&text, "tags", &tags) {
+            Ok(Some(new)) => self.rewrite(&path.to_string(), &real, &bytes, &new)?,
+            Ok(None) => {}
+            Err(e) => return Err(Error::InvalidInput(format!("{path}: {e}"))),
+        }
+        Ok(path)
+    }
+
+    /// Sets frontmatter fields of the memory `reference` names, editing
+    /// its frontmatter in place (other keys, comments and the body kept).
+    /// Its `id` is not one of them: a memory keeps its id.
+    pub fn set_fields(&self, reference: &str, fields: &[(String, String)]) -> Result<StorePath> {
+        if fields.is_empty() {
+            return Err(Error::InvalidInput("no field to set".into()));
+        }
+        if let Some((key, _)) = fields.iter().find(|(k, _)| k.trim() == "id") {
+            return Err(Error::InvalidInput(format!(
+                "`{key}` cannot be set: a memory keeps its id"
+            )));
+        }
+        let path = self.resolve(reference)?;
+        let (real, bytes, text) = self.read_memory(&path)?;
+        self.check_version(&path.to_string(), &bytes)?;
+        let pairs: Vec<(&str, String)> =
+            fields.iter().map(|(k, v)| (k.trim(), v.clone())).collect();
+        match memory::set_fields(&text, &pairs) {
             Ok(Some(new)) => self.rewrite(&path.to_string(), &real, &bytes, &new)?,
             Ok(None) => {}
             Err(e) => return Err(Error::InvalidInput(format!("{path}: {e}"))),

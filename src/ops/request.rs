@@ -232,6 +232,15 @@ pub enum Request {
         /// The tags (a leading `#` is dropped).
         tags: Vec<String>,
     },
+    /// Sets frontmatter fields of a memory: each replaced in place when
+    /// present, added when missing; other keys, comments and the body are
+    /// kept as they are.
+    SetFields {
+        /// The memory (a reference).
+        reference: String,
+        /// Field names and their new values, in order.
+        fields: Vec<(String, String)>,
+    },
     /// A memory with those linked to or from it, `depth` hops out.
     Context {
         /// The memory (a reference).
