@@ -1,7 +1,8 @@
 //! What a query means: the text a user or an agent typed, turned into
 //! the syntax tree tantivy's parser builds a query from.
 //!
-//! Three steps, each a function here:
+//! Two steps, each a function here, and what to say when nothing matched
+//! ([`nothing_found`]):
 //! - [`rewrite_query`] maps friendly field names to schema fields
 //!   (`tags:` → `tag:`, `kind:` → `type:`, `created_at:` → `created:`),
 //!   dates after `created:` / `updated:` to the RFC 3339 instants tantivy
