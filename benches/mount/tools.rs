@@ -286,6 +286,34 @@ pub fn run(cfg: &Config) -> Result<()> {
         bytes?;
         read.native.push(t.as_secs_f64());
     }
+    // A write returns once the index has it (read your writes): its cost
+    // against writing and syncing the same bytes natively.
+    let mut write = Row::new(
+        "MCP write of a memory, searchable on return, p50 (native: write+fsync)",
+        Measure::Time,
+        Target::Info,
+    )
+    .with_percentile(50);
+    let scratch = tempfile::tempdir()?;
+    for i in 0..reads.min(50) {
+        let content = format!("A note written by the benchmark, number {i}, about zanzibar{i}.\n");
+        let (t, answer) = time(|| {
+            mcp.call(
+                "write",
+                json!({"content": content, "title": format!("Bench write {i}")}),
+            )
+        });
+        answer?;
+        write.mount.push(t.as_secs_f64());
+        let native = scratch.path().join(format!("w{i}.md"));
+        let (t, done) = time(|| -> std::io::Result<()> {
+            let mut file = std::fs::File::create(&native)?;
+            std::io::Write::write_all(&mut file, content.as_bytes())?;
+            file.sync_all()
+        });
+        done?;
+        write.native.push(t.as_secs_f64());
+    }
     drop(mcp);
 
     // `mnemofs tool`: one process, one command, on the store itself.
@@ -413,6 +441,7 @@ pub fn run(cfg: &Config) -> Result<()> {
             search,
             question,
             read,
+            write,
             tool_local,
             tool_served,
             throughput,
