@@ -364,11 +364,16 @@ impl StoreArgs {
 
 /// Opens a session on the store (through its daemon if one serves it).
 fn session(target: &daemon::Target, config: Option<&Path>) -> anyhow::Result<daemon::Session> {
-    let config = match config {
+    daemon::Session::open(target, &settings(config)?)
+}
+
+/// The configuration file's settings: the one given, or the default file
+/// if it reads (a command without a daemon must not fail on it).
+fn settings(config: Option<&Path>) -> anyhow::Result<Config> {
+    Ok(match config {
         Some(path) => load_config(Some(path))?,
         None => Config::load(None).map(|(c, _)| c).unwrap_or_default(),
-    };
-    daemon::Session::open(target, &config)
+    })
 }
 
 /// The session of a process that stays while an agent talks to it: it
@@ -377,7 +382,7 @@ fn serving_session(
     target: &daemon::Target,
     guide: Option<GuideMode>,
 ) -> anyhow::Result<daemon::Session> {
-    let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
+    let config = settings(None)?;
     let guide = match guide {
         Some(guide) => guide == GuideMode::On,
         None => config.mount.guide.is_on(),

@@ -176,6 +176,19 @@ fn memory(content: &str, title: &str) -> NewMemory {
     }
 }
 
+/// Calls the agents' tool `name` (MCP's and the socket's table) with
+/// `args`, a JSON object, on `ops`.
+fn tool(
+    ops: &Operations,
+    name: &str,
+    args: serde_json::Value,
+) -> Result<mnemofs::front::tools::Answer, mnemofs::front::tools::Fail> {
+    let serde_json::Value::Object(args) = args else {
+        panic!("tool arguments are an object: {args}");
+    };
+    mnemofs::front::tools::call(&|request| ops.handle(request), name, &args)
+}
+
 // ---------------------------------------------------------------------------
 // Files: create, read, list.
 
@@ -1821,12 +1834,9 @@ proptest::proptest! {
     /// every deleted one gone, with no wait between the two.
     #[test]
     fn what_the_tools_change_the_next_request_sees(steps in proptest::collection::vec(tool_step(), 1..14)) {
-        use mnemofs::front::tools;
         let f = Fixture::new();
-        let run = |request: Request| f.ops.handle(request);
         let tool = |name: &str, args: serde_json::Value| {
-            let serde_json::Value::Object(args) = args else { unreachable!() };
-            tools::call(&run, name, &args).expect("the tool answers")
+            tool(&f.ops, name, args).expect("the tool answers")
         };
         // id -> (path, word); and the words of deleted memories.
         let mut live: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -1904,14 +1914,9 @@ fn errors_name_their_fix() {
     assert!(message.contains("unknown category `decision`"), "{message}");
     assert!(message.contains("decisions, lessons"), "{message}");
     // The write tool on a taken path says how to replace it.
-    let run = |request: Request| f.ops.handle(request);
-    let args = |v: serde_json::Value| match v {
-        serde_json::Value::Object(map) => map,
-        _ => unreachable!(),
-    };
-    let write = args(serde_json::json!({"content": "one", "path": "notes/a.md"}));
-    mnemofs::front::tools::call(&run, "write", &write).expect("first write");
-    let fail = mnemofs::front::tools::call(&run, "write", &write).expect_err("taken");
+    let write = serde_json::json!({"content": "one", "path": "notes/a.md"});
+    tool(&f.ops, "write", write.clone()).expect("first write");
+    let fail = tool(&f.ops, "write", write).expect_err("taken");
     assert!(
         fail.message.contains("expected_version"),
         "{}",
@@ -1922,12 +1927,7 @@ fn errors_name_their_fix() {
 #[test]
 fn the_tools_edit_the_body_that_read_shows_and_read_shows_the_frontmatter() {
     let f = Fixture::new();
-    let run = |request: Request| f.ops.handle(request);
-    let args = |v: serde_json::Value| match v {
-        serde_json::Value::Object(map) => map,
-        _ => unreachable!(),
-    };
-    let call = |name: &str, v: serde_json::Value| mnemofs::front::tools::call(&run, name, &args(v));
+    let call = |name: &str, v: serde_json::Value| tool(&f.ops, name, v);
     // No title given: the first words of the content become it.
     let written = call(
         "write",
@@ -1960,13 +1960,7 @@ fn the_tools_edit_the_body_that_read_shows_and_read_shows_the_frontmatter() {
 #[test]
 fn the_edit_tool_sets_frontmatter_fields_by_name() {
     let f = Fixture::new();
-    let run = |request: Request| f.ops.handle(request);
-    let call = |name: &str, v: serde_json::Value| {
-        let serde_json::Value::Object(args) = v else {
-            unreachable!()
-        };
-        mnemofs::front::tools::call(&run, name, &args)
-    };
+    let call = |name: &str, v: serde_json::Value| tool(&f.ops, name, v);
     let written = call(
         "write",
         serde_json::json!({"content": "Postgres or SQLite?\n", "title": "Pick the database", "type": "decision", "status": "open"}),

@@ -116,8 +116,9 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     /// Serves the store, or `None` when another process holds its lock.
-    /// With the organizer off, `dream` and the lifecycle steps still run
-    /// when asked, on the caller's thread.
+    /// Served for an agent (`ServedBy::Local`) with the organizer off,
+    /// `dream` and the lifecycle steps still run when asked, on the
+    /// caller's thread, as a command's do.
     pub fn start(config: &ServeConfig) -> anyhow::Result<Option<Server>> {
         std::fs::create_dir_all(&config.state_dir)
             .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
@@ -161,22 +162,26 @@ impl Server {
             None
         };
         let watch = Watch::start(&store, &index, tasks.clone())?;
-        let organizer: Arc<dyn crate::ops::Organizer> = match &tasks {
-            Some(tasks) => Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>,
-            None => Arc::new(OneShot::new(setup)),
+        // A daemon started with the organizer off has none; a process
+        // serving for its agent runs it when asked, as a command does.
+        let organizer: Option<Arc<dyn crate::ops::Organizer>> = match &tasks {
+            Some(tasks) => Some(Arc::clone(tasks) as Arc<dyn crate::ops::Organizer>),
+            None if config.served_by == ServedBy::Local => Some(Arc::new(OneShot::new(setup))),
+            None => None,
         };
-        let ops = Arc::new(
-            Operations::new(
-                Arc::clone(&store),
-                index.clone(),
-                views.clone(),
-                writer,
-                config.served_by,
-            )
-            .with_history(history)
-            .with_counters(Arc::clone(&counters))
-            .with_organizer(organizer),
-        );
+        let mut ops = Operations::new(
+            Arc::clone(&store),
+            index.clone(),
+            views.clone(),
+            writer,
+            config.served_by,
+        )
+        .with_history(history)
+        .with_counters(Arc::clone(&counters));
+        if let Some(organizer) = organizer {
+            ops = ops.with_organizer(organizer);
+        }
+        let ops = Arc::new(ops);
         let weak = Arc::downgrade(&ops);
         views.set_brief_source(Box::new(move || {
             weak.upgrade().map(|ops| ops.brief(None).to_markdown())

@@ -827,22 +827,19 @@ impl Tools<'_> {
             kind: self.optional_string("type")?,
             status: self.optional_string("status")?,
         };
-        let answer = (self.call)(match self.optional_string("expected_version")? {
-            Some(version) => Request::Expecting {
-                version: Some(version),
-                request: Box::new(Request::WriteMemory(memory)),
-            },
-            None => Request::WriteMemory(memory),
-        });
-        let Response::Memory { path, id } = answer.map_err(|e| match e {
-            ops::Error::Exists { path } => Fail {
-                code: rpc::EXISTS,
+        let taken = |fail: Fail| match fail.code {
+            rpc::EXISTS => Fail {
                 message: format!(
-                    "{path}: already exists; to replace it, `read` it and pass its version as `expected_version`, or `edit` it"
+                    "{}; to replace it, `read` it and pass its version as `expected_version`, or `edit` it",
+                    fail.message
                 ),
+                ..fail
             },
-            e => Fail::from_ops(&e),
-        })?
+            _ => fail,
+        };
+        let Response::Memory { path, id } = self
+            .ask_write(Request::WriteMemory(memory))
+            .map_err(taken)?
         else {
             return Err(unexpected());
         };

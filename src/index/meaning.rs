@@ -433,11 +433,13 @@ fn plain_words(ast: &UserInputAst) -> Option<Vec<String>> {
     }
 }
 
-fn word(text: String) -> UserInputAst {
+/// `text` over the default fields: a word with [`Delimiter::None`], a
+/// phrase with [`Delimiter::DoubleQuotes`].
+fn literal(text: String, delimiter: Delimiter) -> UserInputAst {
     UserInputAst::from(UserInputLeaf::Literal(UserInputLiteral {
         field_name: None,
         phrase: text,
-        delimiter: Delimiter::None,
+        delimiter,
         slop: 0,
         prefix: false,
     }))
@@ -451,7 +453,10 @@ fn optional_words(words: Vec<String>) -> Option<UserInputAst> {
 
 /// Any of `words`; `None` when there are none.
 fn any_of(words: Vec<String>) -> Option<UserInputAst> {
-    let mut words: Vec<UserInputAst> = words.into_iter().map(word).collect();
+    let mut words: Vec<UserInputAst> = words
+        .into_iter()
+        .map(|w| literal(w, Delimiter::None))
+        .collect();
     match words.len() {
         0 => None,
         1 => words.pop(),
@@ -511,13 +516,7 @@ fn only_words(ast: &UserInputAst) -> Option<Vec<String>> {
 /// `words` as one phrase: how a query of stop words only ("the who") is
 /// searched, so that it finds those words together or nothing.
 fn phrase(words: Vec<String>) -> UserInputAst {
-    UserInputAst::from(UserInputLeaf::Literal(UserInputLiteral {
-        field_name: None,
-        phrase: words.join(" "),
-        delimiter: Delimiter::DoubleQuotes,
-        slop: 0,
-        prefix: false,
-    }))
+    literal(words.join(" "), Delimiter::DoubleQuotes)
 }
 
 /// `ast` in optional position: words that rank.
@@ -633,12 +632,11 @@ fn parts(ast: &UserInputAst, words: &mut Vec<String>, filters: &mut Vec<String>)
         }
         UserInputAst::Boost(inner, _) => parts(inner, words, filters),
         UserInputAst::Leaf(leaf) => {
-            let shown = format!("{leaf:?}").replace("\"", "");
             let shown = match leaf.as_ref() {
                 UserInputLeaf::Literal(l) if l.delimiter != Delimiter::None => {
                     format!("\"{}\"", l.phrase)
                 }
-                _ => shown,
+                _ => format!("{leaf:?}").replace('"', ""),
             };
             if is_filter(ast) {
                 filters.push(format!("`{shown}`"));

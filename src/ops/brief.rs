@@ -106,16 +106,13 @@ impl Operations {
             .flat_map(|c| self.index.by_category(c.as_str()))
             .collect();
         let wishes = self.newest(wishes, cwd, project);
-        brief.push("Preferences and feedback", wishes, 8, &mut shown, |c| {
-            (
-                c.memory
-                    .frontmatter
-                    .category
-                    .map(|k| k.as_str().to_string())
-                    .unwrap_or_default(),
-                Vec::new(),
-            )
-        });
+        brief.push(
+            "Preferences and feedback",
+            wishes,
+            8,
+            &mut shown,
+            category_of,
+        );
 
         let tasks = self.typed("task", &["active", "in-progress", "open"], cwd, project);
         brief.push("Active tasks", tasks, 10, &mut shown, |c| {
@@ -183,16 +180,13 @@ impl Operations {
             .collect();
         recent.sort_by_key(|c| (!c.matches_cwd, -c.changed));
         let count = recent.len();
-        brief.push("Recent activity", (recent, count), 8, &mut shown, |c| {
-            (
-                c.memory
-                    .frontmatter
-                    .category
-                    .map(|k| k.as_str().to_string())
-                    .unwrap_or_default(),
-                Vec::new(),
-            )
-        });
+        brief.push(
+            "Recent activity",
+            (recent, count),
+            8,
+            &mut shown,
+            category_of,
+        );
         brief.fit();
         brief
     }
@@ -247,7 +241,6 @@ impl Operations {
             self.index.by_type(kind)
         } else {
             let any: Vec<String> = statuses.iter().map(|s| format!("status:\"{s}\"")).collect();
-            // The parser joins bare terms with AND: say OR.
             let query = format!("type:\"{kind}\" AND ({})", any.join(" OR "));
             self.index
                 .search_paths(&query, CANDIDATES)
@@ -311,6 +304,15 @@ impl Operations {
             changed: st.mtime.sec,
         })
     }
+}
+
+/// An item's aside: its category.
+fn category_of(c: &Candidate) -> (String, Vec<String>) {
+    let category = c.memory.frontmatter.category;
+    (
+        category.map(|k| k.as_str().to_string()).unwrap_or_default(),
+        Vec::new(),
+    )
 }
 
 /// True if a folder on the path is the project's.

@@ -332,27 +332,9 @@ impl Operations {
                 }
             }
             Request::SetFields { reference, fields } => {
-                let path = self.set_fields(&reference, &fields)?;
-                let id = self
-                    .read_memory(&path)
-                    .ok()
-                    .and_then(|(_, _, text)| self.id_of(&path, &text));
-                Response::Memory {
-                    path: path.to_string(),
-                    id,
-                }
+                self.memory_at(self.set_fields(&reference, &fields)?)
             }
-            Request::Tag { reference, tags } => {
-                let path = self.tag(&reference, &tags)?;
-                let id = self
-                    .read_memory(&path)
-                    .ok()
-                    .and_then(|(_, _, text)| self.id_of(&path, &text));
-                Response::Memory {
-                    path: path.to_string(),
-                    id,
-                }
-            }
+            Request::Tag { reference, tags } => self.memory_at(self.tag(&reference, &tags)?),
             Request::Context {
                 reference,
                 depth,
@@ -1128,6 +1110,18 @@ impl Operations {
     /// The id of the memory at `path` whose text is `text`: its `id:`, or
     /// else the one the index keeps for it until it is written (a note
     /// nobody has written through the mount).
+    /// The answer naming the memory at `path` and its id, as it is now.
+    fn memory_at(&self, path: StorePath) -> Response {
+        let id = self
+            .read_memory(&path)
+            .ok()
+            .and_then(|(_, _, text)| self.id_of(&path, &text));
+        Response::Memory {
+            path: path.to_string(),
+            id,
+        }
+    }
+
     pub(crate) fn id_of(&self, path: &StorePath, text: &str) -> Option<String> {
         memory::parse("", text)
             .frontmatter
