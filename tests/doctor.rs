@@ -139,10 +139,10 @@ fn doctor_finds_a_stale_mount_of_its_store() {
         .expect("spawn mnemofs");
     let registered = common::poll_until(common::READY_TIMEOUT, || {
         common::is_fuse_mounted(&mnt)
-            && root
-                .join("mnemofs")
-                .read_dir()
-                .is_ok_and(|mut d| d.next().is_some())
+            && root.join("mnemofs").read_dir().is_ok_and(|mut d| {
+                // The entry itself, not the file it is written to first.
+                d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))
+            })
     });
     common::signal(daemon.id(), libc::SIGKILL);
     let _ = daemon.wait();
