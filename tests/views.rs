@@ -78,6 +78,75 @@ fn search_finds_a_just_written_note_and_results_link_to_it() {
 }
 
 #[test]
+fn views_show_a_change_through_the_mount_at_once() {
+    let m = Mount::start();
+    fs::create_dir(m.m("notes")).expect("mkdir");
+    for round in 0..10 {
+        let word = format!("quokka{round}");
+        let note = m.m(format!("notes/n{round}.md"));
+        fs::write(&note, format!("# Round {round}\nThe {word} sat still.\n")).expect("write");
+        // No waiting: the view answers once the index has the write.
+        let search = m.m(format!("search/{word}"));
+        assert_eq!(
+            results(&search),
+            vec![format!("01-n{round}.md")],
+            "round {round}"
+        );
+        let moved = m.m(format!("notes/moved{round}.md"));
+        fs::rename(&note, &moved).expect("rename");
+        assert_eq!(
+            results(&search),
+            vec![format!("01-moved{round}.md")],
+            "round {round}, after the rename"
+        );
+        fs::remove_file(&moved).expect("delete");
+        assert!(
+            results(&search).is_empty(),
+            "round {round}, after the delete"
+        );
+    }
+    // A file still open for writing is searched as it stands.
+    let mut open = fs::File::create(m.m("notes/open.md")).expect("create");
+    io::Write::write_all(&mut open, b"# Open\nA wombat in progress.\n").expect("write");
+    assert_eq!(
+        results(&m.m("search/wombat")),
+        vec!["01-open.md".to_string()]
+    );
+    io::Write::write_all(&mut open, b"Then a numbat.\n").expect("write more");
+    assert_eq!(
+        results(&m.m("search/numbat")),
+        vec!["01-open.md".to_string()]
+    );
+    drop(open);
+    // A truncate by name, then the recent view and the by-category view.
+    fs::write(
+        m.m("notes/pref.md"),
+        "---\ncategory: preferences\n---\n# Pref\nTabs.\n",
+    )
+    .expect("write");
+    assert_eq!(
+        results(&m.m("by-category/preferences")),
+        vec!["pref.md".to_string()]
+    );
+    assert!(
+        results(&m.m("recent"))
+            .iter()
+            .any(|n| n.ends_with("pref.md"))
+    );
+    // The daemon's other ways in see it at once too.
+    fs::write(m.m("notes/cli.md"), "# Cli\nA bilby underfoot.\n").expect("write");
+    let out = run_with_timeout(
+        Command::new(common::bin())
+            .args(["search", "bilby", "--store"])
+            .arg(&m.store),
+        COMMAND_TIMEOUT,
+    )
+    .expect("mnemofs search timed out");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("notes/cli.md"), "{stdout}");
+}
+
+#[test]
 fn a_query_with_bad_syntax_still_lists_results() {
     let m = seeded(&[("n.md", "# Note\nunclosed quotes are fine\n")]);
     for q in [

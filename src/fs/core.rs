@@ -195,10 +195,29 @@ pub struct StoreFs {
     /// Events waiting for [`StoreFs::deliver_events`]: a request handler
     /// never wakes a background thread itself.
     pending_events: Mutex<Vec<WriteEvent>>,
+    /// What changed through the mount that the index may not have heard of
+    /// yet (the store watcher tells it, a moment later): a view answers
+    /// only once the index has.
+    unindexed: Mutex<Unindexed>,
     /// This process's id, asked once: a read open compares its caller's
     /// with it, and `getpid` is a system call.
     pid: u32,
 }
+
+/// Changes made through the mount, for the index (see
+/// [`StoreFs::catch_up_views`]).
+#[derive(Debug, Default)]
+struct Unindexed {
+    /// Paths created, written, truncated, renamed or removed.
+    paths: Vec<StorePath>,
+    /// Each file open for writing, and its size and mtime when the index
+    /// was last told of it.
+    writing: HashMap<u64, (TimeSpec, u64)>,
+}
+
+/// The longest a view waits for the index to take in a change made
+/// through the mount; past it, the view answers with what the index has.
+const VIEW_CATCH_UP: Duration = Duration::from_secs(2);
 
 /// The kernel's `__FMODE_EXEC`, in the flags of an open made by execve.
 #[cfg(target_os = "linux")]
@@ -253,6 +272,7 @@ impl StoreFs {
             replace_done: parking_lot::Condvar::new(),
             replaced: Mutex::new(HashMap::new()),
             pending_events: Mutex::new(Vec::new()),
+            unindexed: Mutex::default(),
             backing_ids: Mutex::new(HashMap::new()),
             // SAFETY: geteuid has no preconditions.
             is_root: unsafe { libc::geteuid() } == 0,
@@ -424,6 +444,58 @@ impl StoreFs {
         }
     }
 
+    /// Tells the index of a change through the mount, before a view may
+    /// look for it (the store watcher tells it too, a moment later).
+    fn unindexed(&self, path: StorePath) {
+        if self.views.is_some() {
+            self.unindexed.lock().paths.push(path);
+        }
+    }
+
+    /// Read your writes: before a view (or a request to the daemon)
+    /// answers, the index takes in what was changed through the mount, the
+    /// files still open for writing included. Free when nothing changed.
+    pub(crate) fn catch_up_views(&self) {
+        let Some(views) = self.views() else { return };
+        let (mut paths, writers) = {
+            let table = self.inodes.lock();
+            // Under the inode lock: a release moves its file from the
+            // writers to the paths under it too, so it is in one of them.
+            let paths = std::mem::take(&mut self.unindexed.lock().paths);
+            let writers: Vec<(u64, StorePath)> = table
+                .writers()
+                .filter_map(|ino| Some((ino, table.path(ino)?)))
+                .collect();
+            (paths, writers)
+        };
+        if !writers.is_empty() || !self.unindexed.lock().writing.is_empty() {
+            let versions: Vec<_> = writers
+                .into_iter()
+                .filter_map(|(ino, path)| {
+                    let st = self.store.stat(&path).ok()?;
+                    Some((ino, path, (st.mtime, st.size)))
+                })
+                .collect();
+            let mut unindexed = self.unindexed.lock();
+            unindexed
+                .writing
+                .retain(|ino, _| versions.iter().any(|(i, _, _)| i == ino));
+            for (ino, path, version) in versions {
+                if unindexed.writing.insert(ino, version) != Some(version) {
+                    paths.push(path);
+                }
+            }
+        }
+        if paths.is_empty() {
+            return;
+        }
+        let index = views.index();
+        index.notify_paths(&paths);
+        if !index.wait_committed(VIEW_CATCH_UP) {
+            tracing::debug!("a view answers before the index took in the latest writes");
+        }
+    }
+
     /// True while any handle opened through the mount can write to `path`.
     pub fn is_open_for_write(&self, path: &StorePath) -> bool {
         let table = self.inodes.lock();
@@ -543,6 +615,7 @@ impl StoreFs {
     pub fn lookup(&self, parent: u64, name: &OsStr) -> FsResult<Entry> {
         if let Some(views) = &self.views {
             if is_virtual(parent) {
+                self.catch_up_views();
                 let (ino, attr) = views.lookup(parent, name)?;
                 return Ok(Entry { ino, attr });
             }
@@ -733,6 +806,7 @@ impl StoreFs {
                     let (writing, now, held) = self.announce_writer(ino)?;
                     names = Some(held);
                     let truncated = self.store.truncate(&now, size);
+                    self.unindexed(now.clone());
                     self.inodes.lock().closed(writing, true);
                     truncated?;
                     path = Ok(now);
@@ -845,6 +919,7 @@ impl StoreFs {
         if let Some(counters) = &self.counters {
             counters.remove(&path);
         }
+        self.unindexed(path);
         Ok(())
     }
 
@@ -978,6 +1053,8 @@ impl StoreFs {
         }
         drop((names_shared, names_exclusive));
         drop(replacing);
+        self.unindexed(from.clone());
+        self.unindexed(to.clone());
         let ours = self.replacing.lock().contains_key(&to);
         match &self.counters {
             // The daemon's own rewrite is not a write session of anyone's.
@@ -1139,6 +1216,7 @@ impl StoreFs {
     /// they are part of a walk of the file's folder.
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> FsResult<Opened> {
         if is_virtual(ino) {
+            self.catch_up_views();
             let content = self.view_table()?.open(ino, flags)?;
             let fh = self.handles.insert(Handle::ViewFile(content));
             return Ok(Opened {
@@ -1458,10 +1536,13 @@ impl StoreFs {
             table.closed(h.ino, h.writable);
             let last_writer_closed =
                 h.writable && table.get(h.ino).is_some_and(|n| n.open_writers == 0);
-            let path = (last_writer_closed && self.events.get().is_some())
-                .then(|| table.path(h.ino))
-                .flatten();
+            let path = last_writer_closed.then(|| table.path(h.ino)).flatten();
+            if let Some(path) = &path {
+                // Under the inode lock (see `catch_up_views`).
+                self.unindexed(path.clone());
+            }
             drop(table);
+            let path = path.filter(|_| self.events.get().is_some());
             if let Some(path) = path {
                 self.pending_events.lock().push(WriteEvent::Closed(path));
             }
@@ -1515,6 +1596,7 @@ impl StoreFs {
     /// Opens a directory for listing.
     pub fn opendir(&self, ino: u64) -> FsResult<u64> {
         if is_virtual(ino) {
+            self.catch_up_views();
             self.view_table()?.list(ino)?;
             return Ok(self.handles.insert(Handle::ViewDir(ViewDirHandle {
                 snapshot: Mutex::new(None),

@@ -63,6 +63,8 @@ pub(crate) struct InodeTable {
     by_name: HashTable<u64>,
     hasher: hashbrown::DefaultHashBuilder,
     next: u64,
+    /// The nodes open for writing.
+    writers: std::collections::HashSet<u64>,
 }
 
 /// Whether an entry of `by_name` is the binding of `name` in `parent`.
@@ -111,6 +113,7 @@ impl InodeTable {
             by_name: HashTable::new(),
             hasher: Default::default(),
             next: ROOT + 1,
+            writers: Default::default(),
         }
     }
 
@@ -305,7 +308,15 @@ impl InodeTable {
         if let Some(node) = self.nodes.get_mut(&ino) {
             node.open_handles += 1;
             node.open_writers += u32::from(writable);
+            if writable {
+                self.writers.insert(ino);
+            }
         }
+    }
+
+    /// The nodes open for writing.
+    pub(crate) fn writers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.writers.iter().copied()
     }
 
     /// The open handles of `ino`: (all, passthrough).
@@ -332,6 +343,9 @@ impl InodeTable {
             node.open_handles = node.open_handles.saturating_sub(1);
             if writable {
                 node.open_writers = node.open_writers.saturating_sub(1);
+                if node.open_writers == 0 {
+                    self.writers.remove(&ino);
+                }
             }
         }
         self.collect(ino);

@@ -282,6 +282,10 @@ impl Writer for MountWriter {
     fn describe(&self) -> String {
         format!("through the mount at {}", self.mountpoint.display())
     }
+
+    fn catch_up(&self) {
+        self.fs.catch_up_views();
+    }
 }
 
 fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {

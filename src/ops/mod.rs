@@ -187,6 +187,7 @@ impl Operations {
     /// the index has what it wrote (see `written.rs`): whatever is asked
     /// next, by anyone, sees the change.
     pub fn handle(&self, request: Request) -> Result<Response> {
+        self.writer.catch_up();
         let (answer, written) = written::during(|| self.answer(request));
         if !written.is_empty() {
             self.index.notify_paths(&written);

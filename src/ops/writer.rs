@@ -109,6 +109,11 @@ pub trait Writer: Send + Sync + std::fmt::Debug {
 
     /// Says where changes go, for `status`.
     fn describe(&self) -> String;
+
+    /// Before a request is answered: tells the index of changes made beside
+    /// this writer that it may not have heard of yet (a mount's own
+    /// writes), and waits until it has them. Nothing to do by default.
+    fn catch_up(&self) {}
 }
 
 /// Mode of the files and folders the writers make: private, as the store.

@@ -121,4 +121,8 @@ impl Writer for Recording {
     fn describe(&self) -> String {
         self.0.describe()
     }
+
+    fn catch_up(&self) {
+        self.0.catch_up();
+    }
 }
