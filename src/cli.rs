@@ -151,6 +151,9 @@ enum Command {
         /// [default: ~/.config/mnemofs/config.yaml].
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Print the whole report as JSON instead of its counts.
+        #[arg(long)]
+        json: bool,
     },
     /// Say who serves the store (a daemon, or this command on the store
     /// itself), and how its index and background tasks are doing.
@@ -468,7 +471,9 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
     Ok(())
 }
 
-/// `mnemofs checkpoint`: never blocks compaction; problems go to stderr.
+/// `mnemofs checkpoint`: never blocks compaction. A checkpoint it cannot
+/// write is one line on stderr and exit status 1, which Claude Code shows
+/// the user while compaction goes on.
 fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
     let input = hook_input();
     let result = (|| -> anyhow::Result<String> {
@@ -495,10 +500,8 @@ fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
             _ => bail!("unexpected answer to checkpoint"),
         }
     })();
-    match result {
-        Ok(path) => println!("mnemofs: session checkpoint in {path}"),
-        Err(e) => eprintln!("mnemofs: no checkpoint written: {e:#}"),
-    }
+    let path = result.map_err(|e| anyhow::anyhow!("no checkpoint written: {e:#}"))?;
+    println!("mnemofs: session checkpoint in {path}");
     Ok(())
 }
 
@@ -819,7 +822,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Dream { level, at, config } => {
+        Command::Dream {
+            level,
+            at,
+            config,
+            json,
+        } => {
             let progress = crate::progress::Progress::start("opening the store", "items");
             let session = session(&at.target(None)?, config.as_deref())?;
             progress.say(&format!("dreaming (level {level})"));
@@ -828,7 +836,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let Response::Report { report } = answer? else {
                 bail!("unexpected answer to dream");
             };
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("dreamed (level {level}): {}", report.summary());
+                for error in &report.errors {
+                    eprintln!("mnemofs: {error}");
+                }
+            }
             for skipped in &report.skipped {
                 eprintln!("mnemofs: skipped {}: {}", skipped.path, skipped.reason);
             }

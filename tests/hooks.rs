@@ -159,7 +159,7 @@ fn brief_and_checkpoint_work_as_claude_code_hooks_without_a_daemon() {
 }
 
 #[test]
-fn hooks_exit_0_with_one_line_on_garbage_or_without_a_store() {
+fn on_garbage_or_without_a_store_the_brief_says_so_and_the_checkpoint_fails_in_one_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("no-store");
     let state = dir.path().join("state");
@@ -167,8 +167,12 @@ fn hooks_exit_0_with_one_line_on_garbage_or_without_a_store() {
         let text = stdout(&hook(&["brief"], &missing, &state, input));
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.starts_with("mnemofs: no memory brief"), "{text}");
+        // Nothing was written, and the user is told: exit 1, one line.
         let out = hook(&["checkpoint"], &missing, &state, input);
-        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("mnemofs: no checkpoint written: "), "{err}");
     }
     assert!(!missing.exists(), "a hook created the store");
 }
@@ -279,6 +283,11 @@ fn hooks_and_commands_reach_a_store_that_an_agents_tool_holds() {
         r#"{{"command": "view", "path": "/memories/{note}"}}"#
     ));
     assert!(!seen.contains("\"is_error\":true"), "{seen}");
+
+    // status names who serves the store.
+    let status = stdout(&hook(&["status"], &store, &state, b""));
+    let expected = format!("mnemofs mcp or tool (pid {}) serves the store", tool.id());
+    assert!(status.contains(&expected), "{status}");
     drop(to_tool);
     assert!(tool.wait().expect("the tool ends").success());
 }

@@ -208,7 +208,8 @@ fn without_fuse_dream_search_status_and_reindex_work_and_match_a_daemon() {
 
     // dream --level 3 on the store itself.
     let mut args = at("dream");
-    args.extend::<[&OsStr; 4]>([
+    args.extend::<[&OsStr; 5]>([
+        "--json".as_ref(),
         "--level".as_ref(),
         "3".as_ref(),
         "--config".as_ref(),
@@ -259,7 +260,7 @@ fn without_fuse_dream_search_status_and_reindex_work_and_match_a_daemon() {
     seed_into_mount(&m);
     let out = run_with_timeout(
         Command::new(bin())
-            .args(["dream", "--level", "3", "--store"])
+            .args(["dream", "--json", "--level", "3", "--store"])
             .arg(&m.store),
         TIMEOUT,
     )

@@ -311,6 +311,7 @@ fn dream(o: &Organized, level: u8) -> Json {
         Some(&o.m),
         &[
             "dream".as_ref(),
+            "--json".as_ref(),
             "--level".as_ref(),
             level.as_ref(),
             "--store".as_ref(),
@@ -1112,6 +1113,7 @@ fn dream_without_a_daemon_organizes_the_store_and_releases_its_lock() {
     let args = |level: &'static str| -> Vec<&OsStr> {
         vec![
             "dream".as_ref(),
+            "--json".as_ref(),
             "--level".as_ref(),
             level.as_ref(),
             "--store".as_ref(),
@@ -1124,6 +1126,13 @@ fn dream_without_a_daemon_organizes_the_store_and_releases_its_lock() {
     };
     let report = json_of(&cli(None, &args("1")), "offline dream");
     assert_eq!(count(&report, "organized"), 1, "{report:#}");
+    // Without --json, the counts in a line.
+    let text_args: Vec<&OsStr> = args("1").into_iter().filter(|a| *a != "--json").collect();
+    let out = cli(None, &text_args);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "dreamed (level 1): nothing to do\n"
+    );
     let moved = fs::read(store.join("preferences/ui.md")).expect("the item moved");
     assert_eq!(split(&moved).1, b"I prefer dark mode\n");
     let f = fields(&moved);
@@ -1340,7 +1349,12 @@ fn dream_given_only_the_store_reaches_a_daemon_with_its_own_state_dir_and_classi
     // an explicit dream classifies it anyway.
     let out = cli(
         Some(&o.m),
-        &["dream".as_ref(), "--store".as_ref(), o.store.as_os_str()],
+        &[
+            "dream".as_ref(),
+            "--json".as_ref(),
+            "--store".as_ref(),
+            o.store.as_os_str(),
+        ],
     );
     let report = json_of(&out, "mnemofs dream --store");
     assert_eq!(count(&report, "organized"), 1, "{report:#}");
@@ -1403,7 +1417,7 @@ fn without_a_daemon_status_says_it_worked_on_the_store_and_the_skipped_items_say
         ]
     };
     let mut args = common("dream");
-    args.extend(["--config".as_ref(), config.as_os_str()]);
+    args.extend(["--json".as_ref(), "--config".as_ref(), config.as_os_str()]);
     let report = json_of(&cli(None, &args), "dream without a daemon");
     let skipped = report["skipped"].as_array().expect("skipped list");
     assert!(

@@ -24,6 +24,9 @@ pub struct Overview {
     pub log_file: Option<String>,
     /// The daemon's control socket.
     pub control_socket: Option<String>,
+    /// The pid of the process that answered through that socket: the
+    /// daemon, or an `mnemofs mcp` or `tool` serving the store for its agent.
+    pub served_from: Option<u32>,
     /// The daemon's public socket (JSON-RPC for agents).
     pub socket: Option<String>,
     /// mnemofs mounts whose daemon has died.
@@ -59,6 +62,7 @@ impl Overview {
             state_dir: shown(&state_dir),
             log_file: log.is_file().then(|| shown(&log)),
             control_socket: daemon.map(|e| shown(&e.socket)),
+            served_from: daemon.map(|e| e.pid),
             socket: daemon.and_then(|e| e.rpc_socket.as_deref()).map(shown),
             stale_mounts,
         })
@@ -72,6 +76,9 @@ impl Overview {
             ("daemon", Some(pid), Some(m)) => format!("a daemon (pid {pid}), mounted at {m}"),
             ("daemon", Some(pid), None) => format!("a daemon (pid {pid}), not mounted"),
             ("daemon", None, _) => "a daemon".to_owned(),
+            _ if let Some(pid) = self.served_from => {
+                format!("no daemon: mnemofs mcp or tool (pid {pid}) serves the store for its agent")
+            }
             _ => "no daemon: this command opened the store itself".to_owned(),
         };
         lines.push(("served by", served));
