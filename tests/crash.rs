@@ -11,11 +11,12 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Mount, signal, wait_timeout};
+use common::{Mount, MountOptions, signal, wait_timeout};
 
 const ROUNDS: usize = 3;
 const FILES: usize = 40;
@@ -86,4 +87,99 @@ fn acknowledged_writes_survive_kill_9_and_in_flight_ones_are_old_or_new() {
         }
     }
     m.stop();
+}
+
+/// A daemon killed while its organizer rewrites notes through its own mount
+/// cannot finish dying: a thread waits on the mount for an answer nobody
+/// will send, and the mount and the store lock hang on. The next mount
+/// recovers it by itself, every time, and no note is lost.
+#[test]
+fn a_daemon_killed_mid_rewrite_is_recovered_by_the_next_mount() {
+    const NOTES: usize = 150;
+    let mut m = Mount::with_options(MountOptions {
+        organizer: true,
+        ..Default::default()
+    });
+    let mut written = Vec::new();
+    for round in 0..10 {
+        // Notes for the organizer to rewrite: without ids for normalize,
+        // in the inbox for dream.
+        let folder = if round % 2 == 0 { "notes" } else { "inbox" };
+        fs::create_dir_all(m.s(folder)).expect("folder");
+        for i in 0..NOTES {
+            let rel = format!("{folder}/r{round}-{i}.md");
+            let text = format!("# Note {round} {i}\nI prefer tabs, note {i} of round {round}.\n");
+            fs::write(m.s(&rel), &text).expect("seed");
+            written.push((rel, format!("note {i} of round {round}")));
+        }
+        let args: &[&str] = if round % 2 == 0 {
+            &["normalize", "--all"]
+        } else {
+            &["dream", "--level", "2"]
+        };
+        let mut organizer = Command::new(common::bin())
+            .args(args)
+            .arg("--store")
+            .arg(&m.store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the organizer command");
+        std::thread::sleep(Duration::from_millis(150 + 40 * round as u64));
+        let dead = m.pid();
+        signal(dead, libc::SIGKILL);
+        // Not waited for: the daemon may be unable to finish exiting.
+        m.clear_child();
+        m.spawn(&[]);
+        // Recovered: the killed daemon did finish exiting.
+        let reaped = common::poll_until(Duration::from_secs(10), || {
+            // SAFETY: waitpid on our own child, without blocking.
+            let reaped = unsafe { libc::waitpid(dead as i32, std::ptr::null_mut(), libc::WNOHANG) };
+            reaped != 0
+        });
+        assert!(
+            reaped,
+            "round {round}: the killed daemon never finished exiting"
+        );
+        if wait_timeout(&mut organizer, Duration::from_secs(30)).is_none() {
+            let _ = organizer.kill();
+            let _ = organizer.wait();
+        }
+        // Every note is there, whole, wherever the organizer put it.
+        let mut texts = String::new();
+        for entry in walk(&m.mnt) {
+            texts.push_str(&fs::read_to_string(&entry).unwrap_or_default());
+        }
+        for (rel, words) in &written {
+            assert!(texts.contains(words), "round {round}: {rel} lost ({words})");
+        }
+    }
+    m.stop();
+}
+
+/// The Markdown files under `dir`, the views left out.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).expect("read_dir").filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_view = dir.join(".mnemofs").exists()
+            && [
+                "search",
+                "backlinks",
+                "by-category",
+                "by-tag",
+                "by-type",
+                "by-id",
+                "recent",
+                ".mnemofs",
+            ]
+            .contains(&name.as_str());
+        match entry.file_type() {
+            Ok(t) if t.is_dir() && !is_view => out.extend(walk(&path)),
+            Ok(t) if t.is_file() && name.ends_with(".md") => out.push(path),
+            _ => {}
+        }
+    }
+    out
 }

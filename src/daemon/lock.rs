@@ -28,6 +28,14 @@ impl StoreLock {
     pub fn acquire(store: &Path, state_dir: &Path) -> anyhow::Result<StoreLock> {
         let dir =
             File::open(store).with_context(|| format!("cannot open store {}", store.display()))?;
+        // A daemon that died waiting on its own mount holds the lock until
+        // its connection is aborted.
+        if let Some(entry) = super::registry::recorded(store)
+            && let Some(mountpoint) = &entry.mountpoint
+            && !super::registry::alive(entry.pid)
+        {
+            super::mountpoint::abort_orphaned(mountpoint);
+        }
         let start = Instant::now();
         loop {
             // SAFETY: valid descriptor.

@@ -13,6 +13,7 @@ use anyhow::{Context, anyhow, bail};
 
 /// Checks that `mountpoint` can be mounted on, recovering a stale mount.
 pub(crate) fn prepare(mountpoint: &Path) -> anyhow::Result<()> {
+    abort_orphaned(mountpoint);
     // A dead mount may still answer stat from cached attributes; opening
     // the directory always reaches the (missing) daemon and gives ENOTCONN.
     let probe = std::fs::metadata(mountpoint).and_then(|_| std::fs::read_dir(mountpoint).map(drop));
@@ -22,7 +23,7 @@ pub(crate) fn prepare(mountpoint: &Path) -> anyhow::Result<()> {
                 "{} is a stale mount left by a dead daemon; detaching it",
                 mountpoint.display()
             );
-            unmount(mountpoint, true).context("cannot recover the stale mount")?;
+            detach_stale(mountpoint).context("cannot recover the stale mount")?;
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             bail!("mountpoint {} does not exist", mountpoint.display())
@@ -67,6 +68,133 @@ pub(crate) fn explain_mount_error(mountpoint: &Path, err: io::Error) -> anyhow::
             anyhow!("cannot mount {mp}: {err} (is fusermount3 installed? apt-get install fuse3)")
         }
         _ => anyhow!("cannot mount {mp}: {err}"),
+    }
+}
+
+/// Ends the FUSE connection of a mnemofs mount whose daemon has died
+/// while one of its own threads waited on the mount: the kernel waits
+/// forever for an answer nobody will send, so the process never finishes
+/// exiting, and its mount (and store lock) hang on. Aborting the
+/// connection through fusectl (`/sys/fs/fuse/connections`, mounted here
+/// if root finds it missing) fails that wait; the dead daemon exits and
+/// the mount answers ENOTCONN, which `prepare` and `unmount` detach.
+/// True if a connection was aborted.
+#[cfg(target_os = "linux")]
+pub(crate) fn abort_orphaned(mountpoint: &Path) -> bool {
+    // Never canonicalize the mountpoint itself: on such a mount that hangs.
+    let target = match (mountpoint.parent(), mountpoint.file_name()) {
+        (Some(parent), Some(name)) => absolute(if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        })
+        .join(name),
+        _ => std::path::absolute(mountpoint).unwrap_or_else(|_| mountpoint.to_path_buf()),
+    };
+    let Some(device) = fuse_device(&target) else {
+        return false;
+    };
+    let Some(entry) = super::registry::recorded_at(&target) else {
+        return false;
+    };
+    if super::registry::alive(entry.pid) {
+        return false;
+    }
+    let connections = Path::new("/sys/fs/fuse/connections");
+    let connection = connections.join(device.to_string());
+    if !connection.exists() {
+        mount_fusectl(connections);
+    }
+    match std::fs::write(connection.join("abort"), "1") {
+        Ok(()) => {
+            tracing::warn!(
+                "the daemon (pid {}) of {} died while waiting on its own mount; its connection was aborted",
+                entry.pid,
+                target.display()
+            );
+            // The dead daemon lets go of the store lock as its last
+            // thread exits.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while has_live_thread(entry.pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            true
+        }
+        Err(e) => {
+            tracing::warn!(
+                "the daemon (pid {}) of {} died while waiting on its own mount, and its connection cannot be aborted ({e}): mount fusectl (mount -t fusectl none {}) or run umount -f {} as root",
+                entry.pid,
+                target.display(),
+                connections.display(),
+                target.display()
+            );
+            false
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn abort_orphaned(_mountpoint: &Path) -> bool {
+    false
+}
+
+/// Whether any thread of process `pid` has yet to exit.
+#[cfg(target_os = "linux")]
+fn has_live_thread(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).any(|task| {
+        std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|state| !state.trim_start().starts_with(['Z', 'X']))
+        })
+    })
+}
+
+/// The FUSE connection number of the mnemofs mount at `target` (its
+/// device's minor number, the name of its folder under fusectl).
+#[cfg(target_os = "linux")]
+fn fuse_device(target: &Path) -> Option<u32> {
+    let info = std::fs::read("/proc/self/mountinfo").ok()?;
+    info.split(|b| *b == b'\n').find_map(|line| {
+        let text = String::from_utf8_lossy(line);
+        let fields: Vec<&str> = text.split(' ').collect();
+        let dash = fields.iter().position(|f| *f == "-")?;
+        let (fstype, source) = (*fields.get(dash + 1)?, *fields.get(dash + 2)?);
+        let ours = fstype == "fuse.mnemofs" || (fstype == "fuse" && source == "mnemofs");
+        let at = unescape(line.split(|b| *b == b' ').nth(4)?);
+        let (major, minor) = fields.get(2)?.split_once(':')?;
+        (ours && at == target.as_os_str() && major == "0")
+            .then(|| minor.parse().ok())
+            .flatten()
+    })
+}
+
+/// Mounts fusectl where it belongs, when root finds it missing.
+#[cfg(target_os = "linux")]
+fn mount_fusectl(at: &Path) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || is_mounted(at) {
+        return;
+    }
+    let (source, fstype) = (c"fusectl", c"fusectl");
+    let Ok(target) = std::ffi::CString::new(at.as_os_str().as_bytes()) else {
+        return;
+    };
+    // SAFETY: NUL-terminated strings; no data.
+    let mounted = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if mounted != 0 {
+        tracing::debug!("cannot mount fusectl: {}", io::Error::last_os_error());
     }
 }
 
@@ -123,6 +251,16 @@ fn absolute(path: &Path) -> PathBuf {
 
 /// Unmounts a mnemofs mount (`lazy` detaches it even while busy).
 pub fn unmount(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
+    abort_orphaned(mountpoint);
+    detach_or_wait(mountpoint, lazy)
+}
+
+/// Detaches a mount whose daemon is gone.
+fn detach_stale(mountpoint: &Path) -> anyhow::Result<()> {
+    detach_or_wait(mountpoint, true)
+}
+
+fn detach_or_wait(mountpoint: &Path, lazy: bool) -> anyhow::Result<()> {
     let target = absolute(mountpoint);
     if !is_mounted(&target) {
         bail!("{} is not mounted", mountpoint.display());

@@ -107,14 +107,27 @@ pub fn recorded(store: &Path) -> Option<Entry> {
     serde_json::from_slice(&std::fs::read(file_for(store)).ok()?).ok()
 }
 
+/// The entry of a daemon mounted at `mountpoint`, whether or not it runs.
+pub(crate) fn recorded_at(mountpoint: &Path) -> Option<Entry> {
+    std::fs::read_dir(dir())
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_slice::<Entry>(&std::fs::read(e.path()).ok()?).ok())
+        .find(|e| e.mountpoint.as_deref() == Some(mountpoint))
+}
+
+/// The entry in `file` if its daemon runs. A dead daemon's entry goes,
+/// unless its mount is still there: recovering that mount needs it.
 fn read_live(file: &Path) -> Option<Entry> {
     let entry: Entry = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
     if alive(entry.pid) {
-        Some(entry)
-    } else {
-        let _ = std::fs::remove_file(file);
-        None
+        return Some(entry);
     }
+    if !entry.mountpoint.as_deref().is_some_and(is_mnemofs_mount) {
+        let _ = std::fs::remove_file(file);
+    }
+    None
 }
 
 /// True if `path` is where a mnemofs filesystem is mounted.
