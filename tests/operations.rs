@@ -1979,3 +1979,158 @@ fn the_edit_tool_sets_frontmatter_fields_by_name() {
     let refused = call("edit", serde_json::json!({"ref": id, "set": {"id": "x"}}));
     assert!(refused.is_err(), "{refused:?}");
 }
+
+// ---------------------------------------------------------------------------
+// Scopes are a wall: nothing of another agent's is readable, inferable or
+// changeable.
+
+fn scope(name: &str) -> Option<ops::Scope> {
+    Some(ops::Scope::parse(name).expect("scope"))
+}
+
+/// Operations keeping earlier versions, as a daemon does.
+fn fixture_with_history() -> (Fixture, tempfile::TempDir) {
+    use mnemofs::store::history::{History, HistorySettings};
+    let state = tempfile::tempdir().expect("state");
+    let history =
+        Arc::new(History::open(state.path(), HistorySettings::default()).expect("history"));
+    let root = tempfile::tempdir().expect("tempdir");
+    let kept = Arc::clone(&history);
+    let f = Fixture::on(
+        root,
+        |d| Arc::new(d.with_history(kept)),
+        |ops| ops.with_history(history),
+    );
+    (f, state)
+}
+
+#[test]
+fn a_scoped_restore_never_replaces_a_memory_the_caller_cannot_see() {
+    let (f, _state) = fixture_with_history();
+    let (alice, bob) = (
+        f.ops.scoped(scope("agent:alice")),
+        f.ops.scoped(scope("agent:bob")),
+    );
+    for (first, second, first_words, second_words) in [
+        (&bob, &alice, "bob's draft", "alice's plan"),
+        (&alice, &bob, "alice's draft", "bob's plan"),
+    ] {
+        first
+            .create("shared/todo.md", &format!("# Todo\n{first_words}\n"), false)
+            .expect("the first agent writes");
+        first.delete("shared/todo.md").expect("and deletes");
+        second
+            .create(
+                "shared/todo.md",
+                &format!("# Todo\n{second_words}\n"),
+                false,
+            )
+            .expect("the second agent writes the same path");
+        f.settle();
+        let e = first.restore("shared/todo.md", None).unwrap_err();
+        assert!(matches!(e, Error::Exists { .. }), "{e:?}");
+        let text = second
+            .read("shared/todo.md")
+            .expect("still there for its owner");
+        assert!(text.contains(second_words), "{text}");
+        assert!(!f.text("shared/todo.md").contains(first_words));
+        // Whichever version it names.
+        for version in first.history("shared/todo.md").expect("its own versions") {
+            assert!(
+                first
+                    .restore("shared/todo.md", Some(version.version))
+                    .is_err()
+            );
+        }
+        assert!(f.text("shared/todo.md").contains(second_words));
+        second.delete("shared/todo.md").expect("clean up");
+        f.settle();
+    }
+}
+
+#[test]
+fn hidden_matches_leave_no_gap_in_ranks_and_no_trace_in_views() {
+    let f = Fixture::new();
+    f.seed(
+        "01-alice-note.md",
+        "---\nscope: agent:alice\ntags: [orchard]\ntype: secretplan\n---\n# Alice\npineapplesecret curious\n",
+    );
+    f.seed(
+        "02-bob-note.md",
+        "---\nscope: agent:bob\n---\n# Bob\ncurious and open\n",
+    );
+    f.index.notify_path(&StorePath::root());
+    f.settle();
+    let bob = f.ops.scoped(scope("agent:bob"));
+    let listed = |path: &str| -> Vec<String> {
+        bob.list(path, 1)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| e.path)
+            .collect()
+    };
+    for query in ["pineapplesecret OR curious", "curious"] {
+        let hits = listed(&format!("search/{query}"));
+        assert_eq!(
+            hits,
+            [
+                format!("search/{query}/01-02-bob-note.md"),
+                format!("search/{query}/summary.md")
+            ],
+            "{query}"
+        );
+        let summary = bob
+            .read(&format!("search/{query}/summary.md"))
+            .expect("summary");
+        assert!(!summary.contains("alice"), "{summary}");
+    }
+    assert_eq!(listed("recent"), ["recent/01-02-bob-note.md"]);
+    assert!(!listed("by-tag").iter().any(|t| t.contains("orchard")));
+    assert!(!listed("by-type").iter().any(|t| t.contains("secretplan")));
+    assert!(bob.list("by-tag/orchard", 1).is_err());
+    // Unscoped, both are there.
+    let all = f.ops.list("search/curious", 1).expect("list");
+    assert_eq!(all.len(), 3, "{all:?}");
+}
+
+#[test]
+fn merging_duplicates_never_crosses_scopes() {
+    let f = organized_fixture();
+    let body = "The kickoff is on Monday at nine, in room four.\n";
+    f.seed(
+        "notes/kickoff.md",
+        &format!("---\nid: 11111111-1111-4111-8111-111111111111\nscope: agent:alice\n---\n{body}"),
+    );
+    f.seed(
+        "notes/bob-kickoff.md",
+        &format!("---\nid: 22222222-2222-4222-8222-222222222222\nscope: agent:bob\n---\n{body}"),
+    );
+    f.index.notify_path(&StorePath::root());
+    f.settle();
+    let report = f.ops.dream(2).expect("dream");
+    assert_eq!(report.merged, 0, "{report:?}");
+    assert!(f.p("notes/kickoff.md").is_file());
+    assert!(f.p("notes/bob-kickoff.md").is_file());
+    assert!(!f.text("notes/bob-kickoff.md").contains("merged_into"));
+}
+
+#[test]
+fn a_scoped_delete_of_a_folder_holding_hidden_memories_says_why_and_keeps_them() {
+    let f = Fixture::new();
+    f.seed(
+        "notes/a.md",
+        "---\nscope: agent:alice\n---\n# Alice\nsecret\n",
+    );
+    f.seed("notes/g.md", "# Open\nshared\n");
+    f.index.notify_path(&StorePath::root());
+    f.settle();
+    let bob = f.ops.scoped(scope("agent:bob"));
+    let answer = tool(
+        &bob,
+        "memory",
+        serde_json::json!({"command": "delete", "path": "/memories/notes"}),
+    );
+    let text = format!("{answer:?}");
+    assert!(text.contains("holds memories of other scopes"), "{text}");
+    assert!(f.p("notes/a.md").is_file() && f.p("notes/g.md").is_file());
+}

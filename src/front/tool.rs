@@ -614,6 +614,11 @@ impl<F: Fn(Request) -> ops::Result<Response>> MemoryTool<F> {
         match self.ask(Request::Delete { path: real }) {
             Ok(_) => Ok(format!("Successfully deleted {shown}")),
             Err(f) if is_missing(&f) => Err(missing()),
+            // A refusal with a reason (a folder holding memories of other
+            // scopes): the reason, where a plain folder has nothing to say.
+            Err(f) if matches!(f.detail, Detail::InvalidInput) => {
+                Err(tool_error(f.error.message.clone()))
+            }
             Err(f) => Err(self.failure(&f, shown)),
         }
     }

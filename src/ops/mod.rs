@@ -436,11 +436,12 @@ impl Operations {
         let Some(root) = names.next().and_then(ViewRoot::from_name) else {
             return Ok(Target::Real(real));
         };
+        let views = self.views_seen();
         let mut dir = ViewDir::Root(root);
         let mut walked = PathBuf::from(root.name());
         while let Some(name) = names.next() {
             let not_found = || Error::NotFound { path: path.into() };
-            let entry = self.views.lookup(&dir, name).ok_or_else(not_found)?;
+            let entry = views.lookup(&dir, name).ok_or_else(not_found)?;
             let last = names.as_path().as_os_str().is_empty();
             match entry {
                 ViewEntry::Dir(_, next) => dir = next,
@@ -481,11 +482,13 @@ impl Operations {
     /// Refuses, in a scoped session, the generated files that list
     /// memories of every scope.
     fn check_view_file(&self, file: &ViewFile, path: &str) -> Result<()> {
+        // A search's summary leaves out what the session may not see.
         let lists_memories = match file {
-            ViewFile::SearchSummary(_) | ViewFile::Lint | ViewFile::Pending | ViewFile::Brief => {
-                true
-            }
-            ViewFile::Guide(_) | ViewFile::Status | ViewFile::AgentGuide => false,
+            ViewFile::Lint | ViewFile::Pending | ViewFile::Brief => true,
+            ViewFile::SearchSummary(_)
+            | ViewFile::Guide(_)
+            | ViewFile::Status
+            | ViewFile::AgentGuide => false,
         };
         if lists_memories && self.scope.is_some() {
             return Err(Error::Unavailable(format!(
@@ -534,17 +537,10 @@ impl Operations {
             }
             Target::ViewFolder(dir) => {
                 let base = Path::new(path);
-                let hidden = self.hidden_paths();
-                let visible = |entry: &ViewEntry| match entry {
-                    ViewEntry::Link(_, target) if !hidden.is_empty() => resolve_link(base, target)
-                        .is_none_or(|to| !hidden.contains(&to.to_string())),
-                    _ => true,
-                };
-                Ok(self
-                    .views
+                let views = self.views_seen();
+                Ok(views
                     .list(&dir)
                     .into_iter()
-                    .filter(visible)
                     .map(|entry| {
                         let child = base.join(entry.name()).to_string_lossy().into_owned();
                         match entry {
@@ -563,7 +559,7 @@ impl Operations {
                             ViewEntry::File(_, file) => Entry {
                                 path: child,
                                 kind: EntryKind::File,
-                                size: self.views.size_hint(&file),
+                                size: views.size_hint(&file),
                             },
                         }
                     })
@@ -616,7 +612,7 @@ impl Operations {
         let real = match self.target(path)? {
             Target::ViewFile(file) => {
                 self.check_view_file(&file, path)?;
-                return String::from_utf8(self.views.read(&file))
+                return String::from_utf8(self.views_seen().read(&file))
                     .map_err(|_| Error::NotText { path: path.into() });
             }
             Target::ViewFolder(_) => return Err(Error::IsFolder { path: path.into() }),
@@ -648,7 +644,7 @@ impl Operations {
                 entry(kind, st.size)
             }
             Target::ViewFolder(_) => entry(EntryKind::Folder, 0),
-            Target::ViewFile(file) => entry(EntryKind::File, self.views.size_hint(&file)),
+            Target::ViewFile(file) => entry(EntryKind::File, self.views_seen().size_hint(&file)),
             Target::ViewLink(_, target) => {
                 let size = target.as_os_str().len() as u64;
                 let target = target.to_string_lossy().into_owned();

@@ -161,6 +161,20 @@ impl Operations {
             .collect()
     }
 
+    /// The views as this session sees them: without the memories it may
+    /// not see, ranks numbered after they are left out.
+    pub(super) fn views_seen(&self) -> crate::views::Views {
+        if self.scope.is_none() {
+            return self.views.clone();
+        }
+        let hidden = self
+            .hidden_paths()
+            .iter()
+            .filter_map(StorePath::new)
+            .collect();
+        self.views.hiding(hidden)
+    }
+
     /// Refuses to change a folder holding memories this session may not
     /// see (a delete or a move would take them along).
     pub(super) fn check_folder_visible(&self, folder: &StorePath, shown: &str) -> Result<()> {

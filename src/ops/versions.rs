@@ -92,7 +92,8 @@ impl Operations {
 
     /// Brings back version `version` (else the newest) of the memory
     /// `reference` names: over its content if it exists, else at the path
-    /// it had.
+    /// it had, if that is free. A memory this session may not see is never
+    /// replaced: its path is taken, as by any file.
     pub fn restore(&self, reference: &str, version: Option<u64>) -> Result<Restored> {
         let history = self.kept()?;
         let (versions, current) = self.versions_for(reference)?;
@@ -109,8 +110,9 @@ impl Operations {
         let bytes = history
             .read(chosen)
             .map_err(|e| Error::io(chosen.path.to_string(), e))?;
+        let overwrite = current.is_some();
         let path = current.unwrap_or_else(|| chosen.path.clone());
-        self.put_back(&path, &bytes, self.store.stat(&path).is_ok())?;
+        self.put_back(&path, &bytes, overwrite)?;
         if let Some(organizer) = &self.organizer {
             organizer.restored(&path);
         }

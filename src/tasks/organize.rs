@@ -623,25 +623,38 @@ impl Organizing {
         report
     }
 
-    /// Level 2: merges exact duplicates (same body up to whitespace). The
-    /// oldest copy is kept; the others go to `archive/merged/` with
-    /// `merged_into: <id>`, and links to them are pointed at the one kept.
+    /// Level 2: merges exact duplicates (same body up to whitespace, same
+    /// scope: a merge never crosses scopes, nor tells one agent of
+    /// another's memory). The oldest copy is kept; the others go to
+    /// `archive/merged/` with `merged_into: <id>`, and links to them are
+    /// pointed at the one kept.
     pub(crate) fn consolidate(&self) -> Report {
         let mut report = Report::default();
-        let mut groups: HashMap<String, Vec<(StorePath, Stat, String)>> = HashMap::new();
+        type Copies = Vec<(StorePath, Stat, String)>;
+        let mut groups: HashMap<(String, String), Copies> = HashMap::new();
         for (path, st) in self.memories_under(&StorePath::root()) {
             let Some((_, text)) = self.read_text(&path) else {
                 continue;
             };
             // A memory that cannot be annotated is never archived.
-            if memory::parse("", &text).has_malformed_frontmatter() {
+            let parsed = memory::parse("", &text);
+            if parsed.has_malformed_frontmatter() {
                 continue;
             }
+            let scope = parsed
+                .frontmatter
+                .scope
+                .map(|s| s.trim().to_lowercase())
+                .filter(|s| !s.is_empty() && s != "global")
+                .unwrap_or_default();
             let body = normalized_body(&text);
             if body.is_empty() {
                 continue;
             }
-            groups.entry(body).or_default().push((path, st, text));
+            groups
+                .entry((scope, body))
+                .or_default()
+                .push((path, st, text));
         }
         for (_, mut copies) in groups.into_iter().filter(|(_, g)| g.len() > 1) {
             copies.sort_by(|a, b| (a.1.mtime, &a.0).cmp(&(b.1.mtime, &b.0)));

@@ -171,6 +171,9 @@ pub struct Views {
     brief: Arc<std::sync::OnceLock<BriefSource>>,
     root_guide: bool,
     recent_files: Arc<Mutex<Vec<Generated>>>,
+    /// Memories left out of every view, before ranks are numbered (those
+    /// of other scopes, for a scoped session).
+    hidden: Arc<std::collections::HashSet<StorePath>>,
 }
 
 /// A generated file's content, kept for a moment so that the `stat` that
@@ -340,6 +343,18 @@ impl Views {
             brief: Arc::default(),
             root_guide: false,
             recent_files: Arc::default(),
+            hidden: Arc::default(),
+        }
+    }
+
+    /// The same views without the memories at `hidden`: they are left out
+    /// before ranks are numbered, so no gap and no count gives them away.
+    pub fn hiding(&self, hidden: std::collections::HashSet<StorePath>) -> Views {
+        Views {
+            hidden: Arc::new(hidden),
+            // Never share generated files with the views that see all.
+            recent_files: Arc::default(),
+            ..self.clone()
         }
     }
 
@@ -364,18 +379,45 @@ impl Views {
 
     /// Paths of archived memories, left out of listings that do not ask
     /// for them.
-    fn archived(&self) -> std::collections::HashSet<StorePath> {
-        self.index
-            .by_phase(crate::memory::Phase::Archived.as_str())
-            .into_iter()
-            .collect()
+    /// The memories views leave out: the hidden ones, and the archived
+    /// ones unless `with_archived`.
+    fn left_out(&self, with_archived: bool) -> std::collections::HashSet<StorePath> {
+        let mut out: std::collections::HashSet<StorePath> = (*self.hidden).clone();
+        if !with_archived {
+            out.extend(self.index.by_phase(crate::memory::Phase::Archived.as_str()));
+        }
+        out
     }
 
-    /// `paths` without archived memories.
-    fn unarchived(&self, mut paths: Vec<StorePath>) -> Vec<StorePath> {
-        let archived = self.archived();
-        if !archived.is_empty() {
-            paths.retain(|p| !archived.contains(p));
+    /// The types some memory shown here has.
+    fn types(&self) -> Vec<String> {
+        self.shown_values(self.index.types(), |t| self.index.by_type(t))
+    }
+
+    /// The `values` (tags, types) that some memory not hidden has.
+    fn shown_values(
+        &self,
+        mut values: Vec<String>,
+        holders: impl Fn(&str) -> Vec<StorePath>,
+    ) -> Vec<String> {
+        if !self.hidden.is_empty() {
+            values.retain(|v| holders(v).iter().any(|p| !self.hidden.contains(p)));
+        }
+        values
+    }
+
+    /// `paths` without archived or hidden memories.
+    fn unarchived(&self, paths: Vec<StorePath>) -> Vec<StorePath> {
+        self.without(paths, &self.left_out(false))
+    }
+
+    fn without(
+        &self,
+        mut paths: Vec<StorePath>,
+        left_out: &std::collections::HashSet<StorePath>,
+    ) -> Vec<StorePath> {
+        if !left_out.is_empty() {
+            paths.retain(|p| !left_out.contains(p));
         }
         paths
     }
@@ -383,11 +425,7 @@ impl Views {
     /// The paths a search folder lists: ranked, archived memories left out
     /// unless the query asks for a phase.
     fn search_listing(&self, text: &str, limit: usize) -> Vec<StorePath> {
-        let archived = if asks_for_archived(text) {
-            Default::default()
-        } else {
-            self.archived()
-        };
+        let archived = self.left_out(asks_for_archived(text));
         let wanted = limit.saturating_add(archived.len());
         let mut paths = match self.index.search_paths(text, wanted) {
             Ok(paths) => paths,
@@ -405,7 +443,7 @@ impl Views {
     /// children of `parent` (`None`: the top level), with their full tags.
     fn tag_children(&self, parent: Option<&str>) -> Vec<(String, String)> {
         let mut out = std::collections::BTreeMap::new();
-        for tag in self.index.tags() {
+        for tag in self.shown_values(self.index.tags(), |t| self.index.by_tag(t)) {
             let rest = match parent {
                 None => Some(tag.as_str()),
                 Some(p) => tag.strip_prefix(p).and_then(|r| r.strip_prefix('/')),
@@ -455,7 +493,7 @@ impl Views {
                 out
             }
             ViewDir::Backlinks(target) => {
-                let paths = self.index.backlinks(target);
+                let paths = self.without(self.index.backlinks(target), &self.hidden);
                 links(dir, unique_names(&paths), &paths)
             }
             ViewDir::Category(c) => {
@@ -512,9 +550,9 @@ impl Views {
                     ViewEntry::Dir(bounded(b"", name.as_bytes(), b"", b""), ViewDir::Tag(full))
                 })
                 .collect(),
-            ViewRoot::ByType => dirs(self.index.types(), ViewDir::Type),
+            ViewRoot::ByType => dirs(self.types(), ViewDir::Type),
             ViewRoot::Recent => {
-                let archived = self.archived();
+                let archived = self.left_out(false);
                 let mut paths: Vec<StorePath> = self
                     .index
                     .recent(RECENT_LIMIT.saturating_add(archived.len()))
@@ -552,12 +590,12 @@ impl Views {
             ViewDir::Root(ViewRoot::ById) if name != GUIDE_NAME => {
                 let id = name_str(name)?;
                 let id = id.strip_suffix(".md").unwrap_or(&id);
-                let path = self.index.by_id(id)?;
+                let path = self.index.by_id(id).filter(|p| !self.hidden.contains(p))?;
                 Some(ViewEntry::Link(name.into(), link_target(1, &path)))
             }
             ViewDir::Root(ViewRoot::ByType) => {
                 let t = name_str(name)?.to_lowercase();
-                if !self.index.types().contains(&t) {
+                if !self.types().contains(&t) {
                     return None;
                 }
                 Some(ViewEntry::Dir(name.into(), ViewDir::Type(t)))
@@ -644,11 +682,7 @@ impl Views {
         for warning in self.index.query_warnings(&text) {
             out.push_str(&format!("> Note: {warning}.\n\n"));
         }
-        let archived = if asks_for_archived(&text) {
-            Default::default()
-        } else {
-            self.archived()
-        };
+        let archived = self.left_out(asks_for_archived(&text));
         let found = self
             .index
             .search(&text, limit.saturating_add(archived.len()))
