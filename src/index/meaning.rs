@@ -337,6 +337,51 @@ pub fn take_limit(query: &str) -> (String, Option<usize>) {
     (rest.join(" "), limit)
 }
 
+/// Longest query searched, in bytes; the rest is left out, with a note.
+pub(crate) const MAX_QUERY_BYTES: usize = 4096;
+
+/// Most words (and operators) a query may have; the rest are left out,
+/// with a note. Each word is a clause over six fields: a pasted page would
+/// cost a scan of most of the index.
+pub(crate) const MAX_QUERY_WORDS: usize = 128;
+
+/// `text` cut to [`MAX_QUERY_BYTES`] and [`MAX_QUERY_WORDS`], and why, if
+/// it was.
+pub(crate) fn bounded(text: &str) -> (std::borrow::Cow<'_, str>, Option<String>) {
+    let mut end = text.len();
+    let mut why = None;
+    if end > MAX_QUERY_BYTES {
+        end = MAX_QUERY_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        why = Some(format!(
+            "the query is {} bytes long, so only its first {MAX_QUERY_BYTES} were searched",
+            text.len()
+        ));
+    }
+    if let Some((at, _)) = text[..end]
+        .split_whitespace()
+        .nth(MAX_QUERY_WORDS)
+        .map(|w| {
+            let at = w.as_ptr() as usize - text.as_ptr() as usize;
+            (at, w)
+        })
+    {
+        end = at;
+        why = Some(format!(
+            "the query has more than {MAX_QUERY_WORDS} words, so only its first {MAX_QUERY_WORDS} were searched"
+        ));
+    }
+    match why {
+        None => (std::borrow::Cow::Borrowed(text), None),
+        Some(why) => (
+            std::borrow::Cow::Owned(text[..end].trim_end().to_string()),
+            Some(why),
+        ),
+    }
+}
+
 /// Deepest nesting a query's syntax may have (parentheses, or `NOT`s in
 /// a row); deeper, its words are searched instead.
 pub(crate) const MAX_NESTING: usize = 32;

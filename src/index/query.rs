@@ -29,7 +29,7 @@ use tantivy::schema::{Field, IndexRecordOption, Term, Value};
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 
 use super::document::{normalize_key, path_from_key};
-use super::meaning::{MAX_PREFIX_TERMS, meaning, rewrite_query, too_deep, words_of};
+use super::meaning::{MAX_PREFIX_TERMS, bounded, meaning, rewrite_query, too_deep, words_of};
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
 use super::snippet::SnippetWords;
@@ -263,6 +263,9 @@ impl Index {
         let expand =
             |field: Option<&'static str>, prefix: &str| self.prefix_terms(searcher, field, prefix);
         let mut warnings = Vec::new();
+        let (text, cut) = bounded(text);
+        let text: &str = &text;
+        warnings.extend(cut);
         let tuning = Tuning {
             searcher,
             fields: &self.inner.core.fields,

@@ -1488,12 +1488,83 @@ fn a_query_nested_a_thousand_deep_is_searched_as_words() {
     // Unclosed, and a thousand NOTs: searched as words too.
     let open = format!("{}freeze", "(".repeat(1000));
     assert_eq!(fx.search(&open), paths(&["ops/freeze.md"]));
-    let nots = format!("{}freeze", "NOT ".repeat(5000));
+    let nots = format!("freeze {}", "NOT ".repeat(5000));
     assert_eq!(fx.search(&nots), paths(&["ops/freeze.md"]));
+    // Past 4 KiB or 128 words, the rest is left out, with a note.
+    let long = format!("freeze OR {}", "x".repeat(5000));
+    assert_eq!(fx.search(&long), paths(&["ops/freeze.md"]));
+    assert!(fx.index.query_warnings(&long)[0].contains("only its first 4096"));
+    let wordy = format!("freeze {}", "word ".repeat(200));
+    assert_eq!(fx.search(&wordy), paths(&["ops/freeze.md"]));
+    assert!(fx.index.query_warnings(&wordy)[0].contains("more than 128 words"));
     let signs = format!("{}freeze", "+-".repeat(5000));
     assert!(fx.index.search(&signs, 10).is_ok());
     // Twenty parentheses deep, unclosed: the grammar that is exponential
     // in them is not the one used.
     let unclosed = format!("{}freeze", "(".repeat(20));
     assert_eq!(fx.search(&unclosed), paths(&["ops/freeze.md"]));
+}
+
+/// Pieces of query syntax, for queries no agent would write on purpose.
+fn query_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::sample::select(vec![
+            "(",
+            ")",
+            "\"",
+            "NOT",
+            "AND",
+            "OR",
+            "+",
+            "-",
+            "*",
+            "^2",
+            "~2",
+            ":",
+            "[",
+            "]",
+            "{",
+            "}",
+            "\\",
+            "tag:",
+            "type:decision",
+            "created:>",
+            "created:>2026-01-01",
+            "updated:<",
+            "limit:5",
+            "limit:999999",
+            "scope:agent:x",
+            "id:",
+            "freeze",
+            "été",
+            "深色模式",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "TO",
+            "*:*",
+            "title:",
+            "body:\"",
+            "'",
+        ])
+        .prop_map(str::to_string),
+        "[a-z]{1,8}",
+        any::<String>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// No query, however malformed, panics or hangs a search: it answers
+    /// with results or an error.
+    #[test]
+    fn any_query_is_answered_without_a_panic(pieces in proptest::collection::vec(query_piece(), 0..300)) {
+        static FX: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
+        let fx = FX.get_or_init(agent_memories);
+        let query: String = pieces.concat();
+        let _ = fx.index.search(&query, 10);
+        let _ = fx.index.query_warnings(&query);
+    }
 }
