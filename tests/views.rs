@@ -600,3 +600,86 @@ fn schema_problems_are_warned_in_lint_and_never_block_the_write() {
     });
     assert_eq!(fs::read_to_string(m.s("d.md")).expect("store"), text);
 }
+
+/// On a mount other users may use, the views are the owner's: they show
+/// memories' text, titles and paths whatever the files' modes. Other users
+/// get the real tree, as the files' modes allow, and never the index.
+#[test]
+fn with_allow_other_other_users_see_only_what_the_files_let_them() {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: acting as another user needs root");
+        return;
+    }
+    let m = Mount::with_options(MountOptions {
+        extra_args: vec!["--allow-other".into()],
+        seed: vec![
+            (
+                "public.md".into(),
+                b"# Public\ntopsecretword in the open\n".to_vec(),
+            ),
+            (
+                "secret600.md".into(),
+                b"# Secret\ntopsecretword hidden\n".to_vec(),
+            ),
+            (
+                "private/plan.md".into(),
+                b"# Plan\ntopsecretword plan\n".to_vec(),
+            ),
+        ],
+        ..Default::default()
+    });
+    let chmod = |p: &Path, mode: u32| {
+        fs::set_permissions(p, fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    chmod(m.mnt.parent().expect("parent"), 0o755);
+    chmod(&m.store, 0o755);
+    chmod(&m.s("secret600.md"), 0o600);
+    chmod(&m.s("private"), 0o700);
+    chmod(&m.s("private/plan.md"), 0o600);
+    wait_for("the owner's search", || {
+        results(&m.m("search/topsecretword")).len() == 3
+    });
+    let as_nobody = |program: &str, path: &Path| {
+        run_with_timeout(
+            Command::new(program).arg(path).uid(65534).gid(65534),
+            COMMAND_TIMEOUT,
+        )
+        .expect("timed out")
+    };
+    let public = as_nobody("cat", &m.m("public.md"));
+    assert!(public.status.success(), "{public:?}");
+    for private in [
+        m.m("secret600.md"),
+        m.m("private"),
+        m.m("search/topsecretword/summary.md"),
+        m.m("search/topsecretword"),
+        m.m("recent"),
+        m.m("by-tag"),
+        m.m(".mnemofs/brief.md"),
+    ] {
+        let program = if private.extension().is_some() {
+            "cat"
+        } else {
+            "ls"
+        };
+        let out = as_nobody(program, &private);
+        assert!(
+            !out.status.success(),
+            "{} was readable: {out:?}",
+            private.display()
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("topsecretword"),
+            "{}",
+            private.display()
+        );
+    }
+    // The guide at the root is the same text for everyone.
+    assert!(as_nobody("cat", &m.m("MNEMOFS.md")).status.success());
+    // The state dir, which holds the whole text indexed, stays private
+    // whatever the umask.
+    assert_eq!(fs::metadata(&m.state).expect("state").mode() & 0o777, 0o700);
+}

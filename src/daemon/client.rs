@@ -333,8 +333,7 @@ fn open_local(
     config: &Config,
     catch_up: CatchUp,
 ) -> anyhow::Result<(Operations, Index, Option<std::thread::JoinHandle<()>>)> {
-    std::fs::create_dir_all(state_dir)
-        .with_context(|| format!("cannot create state dir {}", state_dir.display()))?;
+    super::paths::make_state_dir(state_dir)?;
     let clean_exit = CleanExit::in_state_dir(state_dir);
     let forget = clean_exit.clone();
     let store = Arc::new(

@@ -87,8 +87,7 @@ pub fn mount(config: &MountConfig) -> anyhow::Result<()> {
     // SAFETY: umask has no preconditions; no thread exists yet.
     unsafe { libc::umask(umask as libc::mode_t) };
     mountpoint::prepare(&config.mountpoint)?;
-    std::fs::create_dir_all(&config.state_dir)
-        .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
+    paths::make_state_dir(&config.state_dir)?;
     let lock = StoreLock::acquire(&config.store, &config.state_dir)?;
     if config.foreground {
         std::fs::write(
@@ -352,6 +351,7 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
     let kernel_checks = crate::fs::kernel_checks_permissions(config.allow_other);
     let fs_options = crate::fs::FsOptions {
         store_checks_permissions: !kernel_checks,
+        views_for_owner_only: config.allow_other,
         ..config.fs.clone()
     };
     let fs = Arc::new(

@@ -57,6 +57,27 @@ pub fn default_state_dir(store: &Path) -> PathBuf {
     state_root().join(store_key(store))
 }
 
+/// Makes the state dir if it is missing, and keeps it private (0700)
+/// whatever the umask: it holds the whole text of the store, indexed.
+pub(crate) fn make_state_dir(dir: &Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create state dir {}", dir.display()))?;
+    let meta = std::fs::metadata(dir)
+        .with_context(|| format!("cannot use state dir {}", dir.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let mine = meta.uid() == unsafe { libc::geteuid() };
+    if mine && meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make state dir {} private", dir.display()))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

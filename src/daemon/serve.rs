@@ -120,8 +120,7 @@ impl Server {
     /// `dream` and the lifecycle steps still run when asked, on the
     /// caller's thread, as a command's do.
     pub fn start(config: &ServeConfig) -> anyhow::Result<Option<Server>> {
-        std::fs::create_dir_all(&config.state_dir)
-            .with_context(|| format!("cannot create state dir {}", config.state_dir.display()))?;
+        super::paths::make_state_dir(&config.state_dir)?;
         let Some(lock) = StoreLock::try_acquire(&config.store)? else {
             return Ok(None);
         };

@@ -81,6 +81,9 @@ pub struct FsOptions {
     /// the store refuses what the user may not do, and the daemon checks
     /// first where it would act before the store does.
     pub store_checks_permissions: bool,
+    /// Only the mount's owner may enter the views (`--allow-other`): they
+    /// show memories' text, titles and paths whatever the files' modes.
+    pub views_for_owner_only: bool,
 }
 
 impl Default for FsOptions {
@@ -90,6 +93,7 @@ impl Default for FsOptions {
             ttl: Duration::from_secs(10),
             passthrough: true,
             store_checks_permissions: false,
+            views_for_owner_only: false,
         }
     }
 }
@@ -283,7 +287,12 @@ impl StoreFs {
     /// of the root listing (they still resolve by name).
     pub fn with_views(mut self, views: Views, hidden: bool) -> io::Result<StoreFs> {
         let root = self.store.stat(&StorePath::root())?;
-        self.views = Some(ViewTable::new(views, hidden, (root.uid, root.gid)));
+        self.views = Some(ViewTable::new(
+            views,
+            hidden,
+            (root.uid, root.gid),
+            self.options.views_for_owner_only,
+        ));
         Ok(self)
     }
 

@@ -70,6 +70,8 @@ pub(crate) struct ViewTable {
     /// The view folders are left out of the root's listing.
     pub(crate) hidden: bool,
     owner: (u32, u32),
+    /// Folders 0500 and files 0400: only the owner enters the views.
+    owner_only: bool,
     started: SystemTime,
     /// The guide's times: when the binary that wrote its text was built.
     guide_time: SystemTime,
@@ -84,7 +86,12 @@ struct Slots {
 }
 
 impl ViewTable {
-    pub(crate) fn new(views: Views, hidden: bool, owner: (u32, u32)) -> ViewTable {
+    pub(crate) fn new(
+        views: Views,
+        hidden: bool,
+        owner: (u32, u32),
+        owner_only: bool,
+    ) -> ViewTable {
         let mut slots = Slots {
             next: FIRST_INTERNED,
             ..Slots::default()
@@ -118,6 +125,7 @@ impl ViewTable {
             views,
             hidden,
             owner,
+            owner_only,
             started,
             guide_time,
             slots: parking_lot::Mutex::new(slots),
@@ -221,8 +229,15 @@ impl ViewTable {
 
     /// Attributes of a virtual inode.
     pub(crate) fn attr(&self, ino: u64, node: &ViewNode) -> FileAttr {
+        // The guide at the root is the same text for everyone; the rest
+        // shows memories.
+        let others = if self.owner_only && ino != GUIDE_INO {
+            0o000
+        } else {
+            0o055
+        };
         let (kind, perm, size, nlink) = match node {
-            ViewNode::Dir(_) => (FileType::Directory, 0o555, 0, 2),
+            ViewNode::Dir(_) => (FileType::Directory, 0o500 | others, 0, 2),
             ViewNode::Link(target) => (
                 FileType::Symlink,
                 0o777,
@@ -231,7 +246,12 @@ impl ViewTable {
             ),
             // What a read returns now (reads use direct I/O, so a file that
             // changes after the stat is still read whole).
-            ViewNode::File(f) => (FileType::RegularFile, 0o444, self.views.size_hint(f), 1),
+            ViewNode::File(f) => (
+                FileType::RegularFile,
+                0o400 | (others & 0o044),
+                self.views.size_hint(f),
+                1,
+            ),
         };
         let time = if ino == GUIDE_INO {
             self.guide_time
