@@ -2134,3 +2134,22 @@ fn a_scoped_delete_of_a_folder_holding_hidden_memories_says_why_and_keeps_them()
     assert!(text.contains("holds memories of other scopes"), "{text}");
     assert!(f.p("notes/a.md").is_file() && f.p("notes/g.md").is_file());
 }
+
+#[test]
+fn a_path_too_long_for_the_system_is_refused_before_any_folder_is_made() {
+    let f = Fixture::new();
+    let path = format!("{}x.md", "a/".repeat(2048));
+    let e = f.ops.create(&path, "hi\n", false).unwrap_err();
+    assert_eq!(e.errno(), libc::ENAMETOOLONG, "{e:?}");
+    assert!(!f.p("a").exists(), "a folder was made on the way");
+    let answer = tool(
+        &f.ops,
+        "memory",
+        serde_json::json!({"command": "create", "path": format!("/memories/{path}"), "file_text": "hi"}),
+    );
+    assert!(
+        format!("{answer:?}").contains("File name too long"),
+        "{answer:?}"
+    );
+    assert!(!f.p("a").exists());
+}

@@ -1462,3 +1462,40 @@ notifications: { method: none }
         text(&o.state.join("tasks.json")).contains("\"inbox\"")
     });
 }
+
+/// `cp a.md b.md` through the mount: the copy gets an id of its own once
+/// writes have stopped, whether the original had its id already or gets
+/// it at the same moment, and lint names neither afterwards.
+#[test]
+fn a_copy_through_the_mount_gets_its_own_id() {
+    let o = organized(
+        FAST,
+        &[(
+            "a.md",
+            "---\nid: 11111111-1111-4111-8111-111111111111\n---\n# A note\nhello there\n",
+            0,
+        )],
+    );
+    fs::copy(o.m("a.md"), o.m("b.md")).expect("cp");
+    fs::write(o.m("c.md"), "# C note\nnew here\n").expect("write");
+    fs::copy(o.m("c.md"), o.m("d.md")).expect("cp at once");
+    let ids = || -> Vec<Option<String>> {
+        ["a.md", "b.md", "c.md", "d.md"]
+            .iter()
+            .map(|p| field(&o.s(p), "id"))
+            .collect()
+    };
+    let distinct = poll_until(Duration::from_secs(30), || {
+        let ids = ids();
+        let mut set: Vec<&String> = ids.iter().flatten().collect();
+        set.sort();
+        set.dedup();
+        ids.iter().all(Option::is_some) && set.len() == 4
+    });
+    assert!(distinct, "{:?}", ids());
+    assert_eq!(
+        field(&o.s("a.md"), "id").as_deref(),
+        Some("11111111-1111-4111-8111-111111111111"),
+        "the original keeps its id"
+    );
+}

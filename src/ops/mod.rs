@@ -412,6 +412,14 @@ impl Operations {
 
     /// A real path, or an error naming what is wrong with it.
     fn store_path(&self, path: &str) -> Result<StorePath> {
+        // Longer than the system takes whole: refused before any folder
+        // on the way is made.
+        if path.len() >= libc::PATH_MAX as usize {
+            return Err(Error::io(
+                path,
+                std::io::Error::from_raw_os_error(libc::ENAMETOOLONG),
+            ));
+        }
         if Path::new(path).is_absolute() {
             return Err(Error::InvalidPath {
                 path: path.into(),
