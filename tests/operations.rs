@@ -2153,3 +2153,171 @@ fn a_path_too_long_for_the_system_is_refused_before_any_folder_is_made() {
     );
     assert!(!f.p("a").exists());
 }
+
+/// Two agents share a store. Through every tool the agents' front ends
+/// offer (MCP's and the socket's table, the memory tool), bob can neither
+/// read, infer nor change alice's memory, by any name it has: its path,
+/// id, title or alias. Each answer is the one a memory that does not exist
+/// at all gets, and alice's file is left byte for byte.
+#[test]
+fn scope_suite_nothing_of_another_agent_is_readable_inferable_or_changeable() {
+    let (f, _state) = fixture_with_history();
+    let secret = "---\nid: aaaaaaaa-1111-4111-8111-111111111111\ntitle: Alice Orchard Plan\naliases: [hushplan]\ntags: [orchard]\nscope: agent:alice\n---\npineapplesecret grows here, see [[Shared Board]]\n";
+    f.seed("notes/plan.md", secret);
+    f.seed(
+        "notes/board.md",
+        "---\nid: bbbbbbbb-2222-4222-8222-222222222222\ntitle: Shared Board\n---\ncurious things for everyone\n",
+    );
+    f.index.notify_path(&StorePath::root());
+    f.settle();
+    let bob = f.ops.scoped(scope("agent:bob"));
+    // The same name shapes, for a memory that does not exist.
+    let names = [
+        ("notes/plan.md", "notes/absent.md"),
+        (
+            "aaaaaaaa-1111-4111-8111-111111111111",
+            "cccccccc-3333-4333-8333-333333333333",
+        ),
+        ("Alice Orchard Plan", "Nobody Wrote This"),
+        ("hushplan", "nosuchalias"),
+    ];
+    let calls = |name: &str| -> Vec<(&'static str, serde_json::Value)> {
+        vec![
+            ("read", serde_json::json!({"ref": name})),
+            (
+                "edit",
+                serde_json::json!({"ref": name, "old_str": "pineapplesecret", "new_str": "x"}),
+            ),
+            (
+                "edit",
+                serde_json::json!({"ref": name, "set": {"status": "done"}}),
+            ),
+            (
+                "move",
+                serde_json::json!({"ref": name, "to": "notes/stolen.md"}),
+            ),
+            ("delete", serde_json::json!({"ref": name})),
+            (
+                "link",
+                serde_json::json!({"from": "Shared Board", "to": name}),
+            ),
+            (
+                "link",
+                serde_json::json!({"from": name, "to": "Shared Board"}),
+            ),
+            (
+                "unlink",
+                serde_json::json!({"from": name, "to": "Shared Board"}),
+            ),
+            ("tag", serde_json::json!({"ref": name, "tags": ["mine"]})),
+            ("context", serde_json::json!({"ref": name})),
+            ("backlinks", serde_json::json!({"ref": name})),
+            ("history", serde_json::json!({"ref": name})),
+            ("restore", serde_json::json!({"ref": name})),
+            ("memory_read", serde_json::json!({"id": name})),
+            ("memory_delete", serde_json::json!({"id": name})),
+        ]
+    };
+    let shown =
+        |r: &Result<mnemofs::front::tools::Answer, mnemofs::front::tools::Fail>| format!("{r:?}");
+    for (hidden, absent) in names {
+        for ((tool_name, args), (_, absent_args)) in calls(hidden).into_iter().zip(calls(absent)) {
+            let got = shown(&tool(&bob, tool_name, args.clone()));
+            let baseline = shown(&tool(&bob, tool_name, absent_args)).replace(absent, hidden);
+            assert!(
+                baseline.contains("Err")
+                    || baseline.contains("is_error: true")
+                    || tool_name == "backlinks"
+                    || tool_name == "history",
+                "{tool_name}: {baseline}"
+            );
+            assert_eq!(
+                got, baseline,
+                "{tool_name} {args}: answered unlike a missing memory"
+            );
+            for leak in [
+                "pineapplesecret",
+                "Alice Orchard Plan",
+                "aaaaaaaa-1111",
+                "orchard",
+            ] {
+                if !hidden.contains(leak) && !leak.contains(hidden) {
+                    assert!(
+                        !got.contains(leak),
+                        "{tool_name} {args} leaked {leak}: {got}"
+                    );
+                }
+            }
+            assert_eq!(
+                f.text("notes/plan.md"),
+                secret,
+                "{tool_name} {args} changed it"
+            );
+        }
+    }
+    // Lists and searches never show it, nor leave a gap or count for it.
+    for (tool_name, args) in [
+        (
+            "search",
+            serde_json::json!({"query": "pineapplesecret OR curious"}),
+        ),
+        ("list", serde_json::json!({})),
+        ("recent", serde_json::json!({})),
+        ("backlinks", serde_json::json!({"ref": "Shared Board"})),
+        ("context", serde_json::json!({"ref": "Shared Board"})),
+        ("trash", serde_json::json!({})),
+        (
+            "memory_search",
+            serde_json::json!({"query": "pineapplesecret"}),
+        ),
+        ("memory_list", serde_json::json!({})),
+        (
+            "memory",
+            serde_json::json!({"command": "view", "path": "/memories/notes"}),
+        ),
+        (
+            "memory",
+            serde_json::json!({"command": "view", "path": "/memories/search/pineapplesecret OR curious"}),
+        ),
+        (
+            "memory",
+            serde_json::json!({"command": "view", "path": "/memories/by-tag"}),
+        ),
+    ] {
+        let got = shown(&tool(&bob, tool_name, args.clone()));
+        for leak in [
+            "pineapplesecret",
+            "Alice Orchard Plan",
+            "aaaaaaaa-1111",
+            "plan.md",
+            "orchard",
+            "02-",
+        ] {
+            // A word of the query itself is echoed back, as for any query.
+            if args.to_string().contains(leak) {
+                continue;
+            }
+            assert!(
+                !got.contains(leak),
+                "{tool_name} {args} leaked {leak}: {got}"
+            );
+        }
+    }
+    // Writing onto its path: taken, as any path is; nothing changes.
+    let wrote = shown(&tool(
+        &bob,
+        "write",
+        serde_json::json!({"path": "notes/plan.md", "content": "mine"}),
+    ));
+    let taken = shown(&tool(
+        &bob,
+        "write",
+        serde_json::json!({"path": "notes/board.md", "content": "mine"}),
+    ));
+    assert!(taken.contains("already exists"), "{taken}");
+    assert_eq!(
+        wrote.replace("plan.md", "X"),
+        taken.replace("board.md", "X")
+    );
+    assert_eq!(f.text("notes/plan.md"), secret);
+}
