@@ -538,8 +538,12 @@ fn an_agent_sees_global_memories_and_its_own_never_another_agents() {
         "{view:?}"
     );
     assert!(hidden(alice.read("by-id/b-1.md").map(drop)));
+    // The summary leaves it out too; the brief, which lists every scope,
+    // is refused.
+    let summary = alice.read("search/bob/summary.md").expect("summary");
+    assert!(!summary.contains("bob.md"), "{summary}");
     assert!(matches!(
-        alice.read("search/bob/summary.md"),
+        alice.read(".mnemofs/brief.md"),
         Err(Error::Unavailable(_))
     ));
     assert!(matches!(alice.delete("bob"), Err(Error::InvalidInput(_))));
