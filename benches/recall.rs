@@ -43,16 +43,29 @@ use serde_json::{Value, json};
 
 use locomo::{Conversation, Memory, Oddities, Question, Unit};
 use score::{Scored, Tally};
-use systems::{Bm25, Hit, Mnemofs, System};
+use systems::{Bm25, Hit, Mnemofs, Only, System};
 
-/// The systems, in table order.
-const SYSTEMS: [&str; 2] = ["mnemofs", "bm25 en_stem"];
+/// The systems, in table order: with a model, mnemofs fused, then each of
+/// its rankings alone.
+fn system_names(model: bool) -> Vec<&'static str> {
+    if model {
+        vec![
+            "mnemofs",
+            "bm25 en_stem",
+            "mnemofs words",
+            "mnemofs meaning",
+        ]
+    } else {
+        vec!["mnemofs", "bm25 en_stem"]
+    }
+}
 
 /// What a run measures, from the environment.
 struct Config {
     data: PathBuf,
     units: Vec<Unit>,
     dump: Option<PathBuf>,
+    model: Option<PathBuf>,
 }
 
 impl Config {
@@ -82,7 +95,21 @@ impl Config {
         let dump = std::env::var_os("MNEMOFS_RECALL_DUMP")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
-        Ok(Config { data, units, dump })
+        // The model the tests unpack, unless another is named.
+        let model = std::env::var_os("MNEMOFS_MODEL")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                let tests =
+                    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/all-MiniLM-L6-v2");
+                tests.join("model.safetensors").is_file().then_some(tests)
+            });
+        Ok(Config {
+            data,
+            units,
+            dump,
+            model,
+        })
     }
 }
 
@@ -92,7 +119,8 @@ struct UnitResult {
     memories: usize,
     stores: usize,
     index_time: Duration,
-    tallies: [Tally; 2],
+    tallies: Vec<Tally>,
+    names: Vec<&'static str>,
 }
 
 fn main() -> ExitCode {
@@ -138,9 +166,15 @@ fn run(cfg: &Config, started: Instant) -> Result<(), Box<dyn Error>> {
         None => None,
     };
 
+    match &cfg.model {
+        Some(model) => println!("model: {} (fused, words and meaning rows)", model.display()),
+        None => println!(
+            "model: none (set MNEMOFS_MODEL, or run the tests once to unpack all-MiniLM-L6-v2): words only"
+        ),
+    }
     let mut results = Vec::new();
     for &unit in &cfg.units {
-        let result = measure_unit(unit, &conversations, dump.as_mut())?;
+        let result = measure_unit(unit, &conversations, cfg.model.as_deref(), dump.as_mut())?;
         print_unit(&result);
         results.push(result);
     }
@@ -160,14 +194,17 @@ fn run(cfg: &Config, started: Instant) -> Result<(), Box<dyn Error>> {
 fn measure_unit(
     unit: Unit,
     conversations: &[Conversation],
+    model: Option<&std::path::Path>,
     mut dump: Option<&mut BufWriter<File>>,
 ) -> Result<UnitResult, Box<dyn Error>> {
+    let names = system_names(model.is_some());
     let mut result = UnitResult {
         unit,
         memories: 0,
         stores: 0,
         index_time: Duration::ZERO,
-        tallies: Default::default(),
+        tallies: names.iter().map(|_| Tally::default()).collect(),
+        names,
     };
     for conversation in conversations {
         let memories = conversation.memories(unit);
@@ -178,11 +215,13 @@ fn measure_unit(
         result.memories += memories.len();
         result.stores += 1;
         let t = Instant::now();
-        let mnemofs = Mnemofs::build(&memories)
+        let mnemofs = Mnemofs::build(&memories, model)
             .map_err(|e| format!("{} {}: mnemofs: {e}", conversation.id, unit.name()))?;
         result.index_time += t.elapsed();
         let bm25 = Bm25::build(&memories)?;
-        let systems: [&dyn System; 2] = [&mnemofs, &bm25];
+        let (words, meaning) = (Only(&mnemofs, "words"), Only(&mnemofs, "meaning"));
+        let all: [&dyn System; 4] = [&mnemofs, &bm25, &words, &meaning];
+        let systems = &all[..result.names.len()];
         for question in questions {
             for (i, system) in systems.iter().enumerate() {
                 let t = Instant::now();
@@ -203,7 +242,7 @@ fn measure_unit(
                 };
                 if let Some(dump) = dump.as_deref_mut() {
                     let line = Answer {
-                        system: SYSTEMS[i],
+                        system: result.names[i],
                         unit,
                         conversation,
                         question,
@@ -349,14 +388,15 @@ fn print_oddities(odd: &Oddities) {
 fn print_unit(r: &UnitResult) {
     let questions = r.tallies[0].questions();
     println!(
-        "\n{}: {} memories in {} stores, {} questions; mnemofs wrote and indexed them in {:.2} s",
+        "\n{}: {} memories in {} stores, {} questions; mnemofs wrote, indexed (and embedded) them in {:.2} s",
         r.unit.name(),
         r.memories,
         r.stores,
         questions,
         r.index_time.as_secs_f64(),
     );
-    let rows: Vec<Vec<String>> = SYSTEMS
+    let rows: Vec<Vec<String>> = r
+        .names
         .iter()
         .zip(&r.tallies)
         .map(|(name, tally)| {
@@ -366,7 +406,7 @@ fn print_unit(r: &UnitResult) {
         })
         .collect();
     print!("{}", score::render(&score::unit_header(), &rows));
-    for (name, tally) in SYSTEMS.iter().zip(&r.tallies) {
+    for (name, tally) in r.names.iter().zip(&r.tallies) {
         if tally.errors() > 0 {
             println!(
                 "{name}: {} questions failed (counted as no result)",
@@ -385,7 +425,7 @@ fn print_categories(results: &[UnitResult]) {
         let mut counts = vec![format!("{} (questions)", r.unit.name())];
         counts.extend(r.tallies[0].category_counts());
         rows.push(counts);
-        for (name, tally) in SYSTEMS.iter().zip(&r.tallies) {
+        for (name, tally) in r.names.iter().zip(&r.tallies) {
             let mut row = vec![format!("{} {name}", r.unit.name())];
             row.extend(tally.category_cells());
             rows.push(row);

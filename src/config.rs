@@ -103,6 +103,9 @@ pub struct Config {
     /// What the mount root shows (`mnemofs mount --views`, `--guide` win).
     #[serde(deserialize_with = "null_as_default")]
     pub mount: MountSettings,
+    /// How search ranks.
+    #[serde(deserialize_with = "null_as_default")]
+    pub search: SearchSettings,
     /// [`Config::timezone`] resolved: a fixed offset as soon as it is
     /// parsed, a named or local zone by [`Config::load`]. UTC until then,
     /// and when the zone cannot be loaded.
@@ -122,6 +125,7 @@ impl Default for Config {
             classification: ClassificationConfig::default(),
             history: HistoryConfig::default(),
             mount: MountSettings::default(),
+            search: SearchSettings::default(),
             resolved_timezone: TimeZone::UTC,
         }
     }
@@ -261,6 +265,27 @@ pub struct ClassificationConfig {
     /// Rules added to the built-in ones.
     #[serde(deserialize_with = "null_as_default")]
     pub rules: Vec<Rule>,
+}
+
+/// `search:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SearchSettings {
+    /// A sentence-transformers model's folder (`config.json`,
+    /// `model.safetensors`, `tokenizer.json`; `~/` is the home folder):
+    /// search then fuses meaning with words. None: search is by words.
+    pub model: Option<PathBuf>,
+}
+
+impl SearchSettings {
+    /// The model's folder, `~/` expanded.
+    pub fn model_dir(&self) -> Option<PathBuf> {
+        let model = self.model.as_ref()?;
+        match model.strip_prefix("~") {
+            Ok(rest) => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(rest)),
+            Err(_) => Some(model.clone()),
+        }
+    }
 }
 
 /// `mount:` settings: what the root of the mount shows.
@@ -690,6 +715,7 @@ impl Config {
 /// rule so the keys of a rule item are known too.
 fn known_shape() -> Value {
     let mut sample = Config::default();
+    sample.search.model = Some(PathBuf::new());
     sample.classification.rules.push(Rule {
         category: Category::Project,
         keywords: vec![String::new()],

@@ -18,9 +18,11 @@
 
 use std::collections::HashMap;
 use std::error::Error;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mnemofs::embed::Embedder;
 use mnemofs::index::Index;
 use mnemofs::ops::{DirectWriter, Operations, Request, Response, ServedBy};
 use mnemofs::store::Store;
@@ -80,8 +82,8 @@ pub struct Mnemofs {
 
 impl Mnemofs {
     /// Writes the memories into a new store and indexes it; returns once
-    /// every file is searchable.
-    pub fn build(memories: &[Memory]) -> Result<Mnemofs, Box<dyn Error>> {
+    /// every file is searchable (and, with a `model`, embedded).
+    pub fn build(memories: &[Memory], model: Option<&Path>) -> Result<Mnemofs, Box<dyn Error>> {
         let dir = tempfile::tempdir()?;
         let root = dir.path().join("store");
         let state = dir.path().join("state");
@@ -102,6 +104,12 @@ impl Mnemofs {
         if indexed != memories.len() as u64 {
             return Err(format!("indexed {indexed} of {} memories", memories.len()).into());
         }
+        if let Some(model) = model {
+            index.enable_semantic(Embedder::load(model)?)?;
+            if !index.wait_embedded(INDEX_WAIT) {
+                return Err("the memories were not embedded in time".into());
+            }
+        }
         let views = Views::new(index.clone());
         let writer = Arc::new(DirectWriter::new(Arc::clone(&store)).with_index(index.clone()));
         let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Daemon);
@@ -111,6 +119,15 @@ impl Mnemofs {
             by_path,
             _dir: dir,
         })
+    }
+}
+
+/// mnemofs ranking one way only: `mode:words` or `mode:meaning`.
+pub struct Only<'a>(pub &'a Mnemofs, pub &'static str);
+
+impl System for Only<'_> {
+    fn search(&self, question: &str) -> Result<Vec<Hit>, Box<dyn Error>> {
+        self.0.search(&format!("{question} mode:{}", self.1))
     }
 }
 

@@ -125,6 +125,22 @@ struct DaemonState {
 /// Opens the store, swept of the temp files an interrupted write left (the
 /// store lock is held: no write of ours is in flight), and its index,
 /// counters and history.
+/// Semantic search for a process that serves a store, when the
+/// configuration names a model: a model that cannot be loaded is a
+/// warning, and search stays by words.
+fn enable_semantic(index: &Index, config: &crate::config::Config) {
+    let Some(dir) = config.search.model_dir() else {
+        return;
+    };
+    let enabled = crate::embed::Embedder::load(&dir)
+        .map_err(|e| e.to_string())
+        .and_then(|embedder| index.enable_semantic(embedder).map_err(|e| e.to_string()));
+    match enabled {
+        Ok(()) => tracing::info!("semantic search on, with the model in {}", dir.display()),
+        Err(e) => tracing::warn!("semantic search is off, search is by words: {e}"),
+    }
+}
+
 fn open_daemon_state(
     store_dir: &Path,
     state_dir: &Path,
@@ -145,6 +161,7 @@ fn open_daemon_state(
     }
     let index =
         Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
+    enable_semantic(&index, config);
     let counters = Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)));
     let history = Arc::new(open_history(state_dir, config, &index)?);
     Ok(DaemonState {

@@ -627,6 +627,14 @@ impl Indexer {
     }
 
     fn apply(&mut self, key: Vec<u8>, change: Change) {
+        if let Some(semantic) = self.core.semantic.get()
+            && let Some(path) = path_from_key(&key)
+        {
+            match &change {
+                Change::Upsert(_, _, true) => semantic.changed(path),
+                Change::Upsert(_, _, false) | Change::Delete => semantic.removed(&path),
+            }
+        }
         let term = Term::from_field_bytes(self.core.fields.path, &key);
         match change {
             Change::Delete => {

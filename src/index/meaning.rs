@@ -540,6 +540,44 @@ pub(crate) fn meaning(text: &str) -> Result<Option<UserInputAst>, ()> {
     Ok(shape(ast, 0).or_else(|| only_words.filter(|w| !w.is_empty()).map(phrase)))
 }
 
+/// Whether `text` is plain words only, with no syntax (filters, `+`,
+/// `-`, phrases, prefixes, boosts): such a query is searched by meaning as
+/// well as by words. A query with syntax asks for exactly what it says.
+pub(crate) fn is_plain_words(text: &str) -> bool {
+    if too_deep(text).is_some() {
+        return false;
+    }
+    let (ast, errors) = tantivy::query_grammar::parse_query_lenient(text);
+    errors.is_empty() && only_words(&ast).is_some_and(|w| !w.is_empty())
+}
+
+/// How a search ranks: words and meaning fused (the default), or one of
+/// them alone (`mode:words`, `mode:meaning` in the query, for comparing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Fused,
+    Words,
+    Meaning,
+}
+
+/// The query without its `mode:` option, and the mode it asks for.
+pub(crate) fn take_mode(query: &str) -> (std::borrow::Cow<'_, str>, Mode) {
+    if !query.contains("mode:") {
+        return (std::borrow::Cow::Borrowed(query), Mode::Fused);
+    }
+    let mut mode = Mode::Fused;
+    let mut rest = Vec::new();
+    for word in query.split_whitespace() {
+        match word {
+            "mode:words" => mode = Mode::Words,
+            "mode:meaning" => mode = Mode::Meaning,
+            "mode:fused" => mode = Mode::Fused,
+            _ => rest.push(word),
+        }
+    }
+    (std::borrow::Cow::Owned(rest.join(" ")), mode)
+}
+
 /// The words of a query that is nothing but optional plain words.
 fn only_words(ast: &UserInputAst) -> Option<Vec<String>> {
     if let Some(words) = plain_words(ast) {

@@ -41,6 +41,7 @@ mod meaning;
 mod query;
 mod ranking;
 mod schema;
+mod semantic;
 mod snippet;
 mod tokenizer;
 
@@ -107,6 +108,20 @@ pub struct Hit {
     /// The memory's id: its `id:`, or the one the index keeps for a memory
     /// without one; `None` for files that are not memories.
     pub id: Option<String>,
+    /// The ranking that found it: by its words, by its meaning, or both.
+    pub matched: Side,
+}
+
+/// Which ranking found a hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// Its words (full text).
+    Words,
+    /// Its meaning (the model's vectors).
+    Meaning,
+    /// Both.
+    Both,
 }
 
 /// A snapshot of the indexer's state, for `.mnemofs/status.json`.
@@ -130,6 +145,12 @@ pub struct IndexStatus {
     pub failing: Option<String>,
     /// Memories whose id the index keeps because their file has none yet.
     pub kept_ids: u64,
+    /// The model semantic search uses; `None`: search is by words only.
+    pub model: Option<String>,
+    /// Memories with vectors.
+    pub embedded: u64,
+    /// Memories waiting for their vectors (a search never waits for them).
+    pub embed_backlog: u64,
 }
 
 /// What `wait_idle` waits on; guarded by `Core::progress`.
@@ -170,6 +191,8 @@ struct Core {
     store: Option<Arc<Store>>,
     /// The maps of the index's files; none for an index in RAM.
     mapped: Option<mapped::Mapped>,
+    /// Memories' vectors, when a model is configured.
+    semantic: std::sync::OnceLock<Arc<semantic::Semantic>>,
 }
 
 impl Core {
@@ -423,6 +446,7 @@ impl Index {
             ids: ids::IdTable::snapshot(state_dir),
             store,
             mapped: Some(mapped),
+            semantic: Default::default(),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -463,6 +487,7 @@ impl Index {
             ids,
             store: Some(Arc::clone(&store)),
             mapped,
+            semantic: Default::default(),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
@@ -609,7 +634,57 @@ impl Index {
             rebuilding,
             failing,
             kept_ids: core.ids.kept(),
+            model: core.semantic.get().map(|s| s.model().to_owned()),
+            embedded: core.semantic.get().map_or(0, |s| s.embedded() as u64),
+            embed_backlog: core.semantic.get().map_or(0, |s| s.backlog() as u64),
         }
+    }
+
+    /// Turns semantic search on with `embedder`: every memory the index
+    /// holds is embedded in the background, then each one it takes in;
+    /// searches fuse the nearest memories by meaning with those found by
+    /// words. Once per index.
+    pub fn enable_semantic(&self, embedder: crate::embed::Embedder) -> Result<(), IndexError> {
+        let core = &self.inner.core;
+        let Some(store) = &core.store else {
+            return Err(IndexError::ReadOnly);
+        };
+        let searcher = core.reader.searcher();
+        let initial = query::paths_matching_in(&searcher, &tantivy::query::AllQuery)?
+            .into_iter()
+            .filter(|p| {
+                p.as_path()
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+            })
+            .collect();
+        let semantic =
+            semantic::Semantic::start(embedder, Arc::clone(store), initial).map_err(|e| {
+                IndexError::Directory {
+                    path: PathBuf::from("mnemofs-embed"),
+                    error: e,
+                }
+            })?;
+        if core.semantic.set(semantic).is_err() {
+            tracing::debug!("semantic search was already on");
+        }
+        Ok(())
+    }
+
+    /// Waits until every memory has its vectors (benchmarks and tests).
+    /// False on timeout.
+    pub fn wait_embedded(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let Some(semantic) = self.inner.core.semantic.get() else {
+            return true;
+        };
+        while semantic.backlog() > 0 || !semantic.idle() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
     }
 
     /// The id the index keeps for the memory at `path`, which has none in
@@ -668,6 +743,9 @@ impl Index {
     /// Commits pending work and stops the indexer thread. Later calls to
     /// `notify_path` are ignored and `rebuild` fails; reads keep working.
     pub fn shutdown(&self) {
+        if let Some(semantic) = self.inner.core.semantic.get() {
+            semantic.stop();
+        }
         self.inner.stop();
     }
 }

@@ -29,11 +29,14 @@ use tantivy::schema::{Field, IndexRecordOption, Term, Value};
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 
 use super::document::{normalize_key, path_from_key};
-use super::meaning::{MAX_PREFIX_TERMS, bounded, meaning, rewrite_query, too_deep, words_of};
+use super::meaning::{
+    MAX_PREFIX_TERMS, Mode, bounded, is_plain_words, meaning, rewrite_query, take_mode, too_deep,
+    words_of,
+};
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
 use super::snippet::SnippetWords;
-use super::{Hit, Index, IndexError};
+use super::{Hit, Index, IndexError, Side};
 use crate::store::StorePath;
 
 /// Longest snippet, in characters.
@@ -217,7 +220,7 @@ impl Index {
         };
         let snippets = SnippetWords::of(&searcher, &*query, f.body, f.body_stem);
         let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
+        for (score, address, matched) in top {
             let doc: TantivyDocument = searcher.doc(address)?;
             let Some(path) = stored_path(&doc, f.path) else {
                 continue;
@@ -252,6 +255,7 @@ impl Index {
                 score,
                 snippet,
                 id,
+                matched,
             });
         }
         Ok((hits, warnings))
@@ -390,8 +394,10 @@ impl Index {
         (words.into_iter().map(|(w, _)| w).collect(), cut)
     }
 
-    /// The parsed (or fallback) query and its top `limit` documents; what
-    /// its author should be told goes to `warnings`.
+    /// The parsed (or fallback) query and its top `limit` documents, each
+    /// with the side that found it; what its author should be told goes to
+    /// `warnings`. With a model, a query of plain words is also searched by
+    /// meaning, and the two rankings are fused.
     #[allow(clippy::type_complexity)]
     fn ranked(
         &self,
@@ -399,23 +405,72 @@ impl Index {
         limit: usize,
         hidden_scopes: &[String],
         warnings: &mut Vec<String>,
-    ) -> Result<Option<(Searcher, Box<dyn Query>, Vec<(f32, DocAddress)>)>, IndexError> {
-        let text = query.trim();
+    ) -> Result<Option<(Searcher, Box<dyn Query>, Vec<(f32, DocAddress, Side)>)>, IndexError> {
+        let (text, mode) = take_mode(query.trim());
+        let text = text.trim();
         if text.is_empty() {
             return Ok(None);
         }
-        let f = self.inner.core.fields;
         let searcher = self.searcher();
         let (query, noted) = self.prepare(&searcher, text);
         *warnings = noted;
-        let Some(query) = query else {
-            return Ok(None);
-        };
         // The limit comes from user text: never size buffers by it.
         let limit = limit.min(searcher.num_docs() as usize);
         if limit == 0 {
             return Ok(None);
         }
+        let semantic = self
+            .inner
+            .core
+            .semantic
+            .get()
+            .filter(|_| mode != Mode::Words && is_plain_words(text));
+        let Some(semantic) = semantic else {
+            let Some(query) = query else {
+                return Ok(None);
+            };
+            let top = self.lexical(&searcher, &*query, limit, hidden_scopes)?;
+            let top = top.into_iter().map(|(s, a)| (s, a, Side::Words)).collect();
+            return Ok(Some((searcher, query, top)));
+        };
+        let depth = limit.max(FUSION_DEPTH);
+        let words = match (&query, mode) {
+            (Some(query), Mode::Fused) => {
+                self.lexical(&searcher, &**query, depth, hidden_scopes)?
+            }
+            _ => Vec::new(),
+        };
+        let f = self.inner.core.fields;
+        let meaning: Vec<(f32, DocAddress)> = semantic
+            .embed_query(text)
+            .map(|v| semantic.nearest(&v, depth, hidden_scopes))
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(path, score)| {
+                let key = super::document::path_key(&path);
+                let query = TermQuery::new(
+                    Term::from_field_bytes(f.path, key),
+                    IndexRecordOption::Basic,
+                );
+                let top = searcher.search(&query, &TopDocs::with_limit(1)).ok()?;
+                top.first().map(|(_, address)| (score, *address))
+            })
+            .collect();
+        let top = fuse(&words, &meaning, limit);
+        let query = query.unwrap_or_else(|| Box::new(tantivy::query::AllQuery));
+        Ok(Some((searcher, query, top)))
+    }
+
+    /// The top `limit` documents `query` matches by its words, without the
+    /// skipped ones and those of `hidden_scopes`.
+    fn lexical(
+        &self,
+        searcher: &Searcher,
+        query: &dyn Query,
+        limit: usize,
+        hidden_scopes: &[String],
+    ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+        let f = self.inner.core.fields;
         // Exclusions only for terms some document has, left out inside
         // tantivy's pruning (see `ranking.rs`).
         let excluded: Vec<Term> = std::iter::once(Term::from_field_text(f.kind, KIND_SKIPPED))
@@ -424,16 +479,15 @@ impl Index {
                     .iter()
                     .map(|scope| Term::from_field_text(f.scope, scope)),
             )
-            .filter(|term| some_document_has(&searcher, term))
+            .filter(|term| some_document_has(searcher, term))
             .collect();
         let collector = TopHits::with_limit(limit);
         let pruned = prunable(query.box_clone(), searcher.schema());
-        let top = if excluded.is_empty() {
+        Ok(if excluded.is_empty() {
             searcher.search(&*pruned, &collector)?
         } else {
             searcher.search(&Excluding::new(pruned, excluded), &collector)?
-        };
-        Ok(Some((searcher, query, top)))
+        })
     }
 
     /// The paths [`Index::search`] would return, in rank order, without
@@ -444,7 +498,7 @@ impl Index {
         };
         let mut out = Vec::with_capacity(top.len());
         let mut buf = Vec::new();
-        for (_, address) in top {
+        for (_, address, _) in top {
             let Some(column) = searcher
                 .segment_reader(address.segment_ord)
                 .fast_fields()
@@ -851,6 +905,63 @@ pub(super) fn paths_matching_in(
     paths.sort();
     paths.dedup();
     Ok(paths)
+}
+
+/// How deep each ranking goes before they are fused.
+const FUSION_DEPTH: usize = 50;
+
+/// Reciprocal rank fusion's constant: how much the first ranks count more
+/// than the next ones.
+const FUSION_K: f32 = 60.0;
+
+/// The weight of the ranking by words, against 1 for meaning.
+const WORDS_WEIGHT: f32 = 1.0;
+
+/// The two rankings as one (reciprocal rank fusion: a document scores
+/// the sum, over the rankings that hold it, of its weight over `k` plus its
+/// rank), best first, at most `limit`. A ranking may be empty: the other is
+/// then kept as it is, with its own scores.
+fn fuse(
+    words: &[(f32, DocAddress)],
+    meaning: &[(f32, DocAddress)],
+    limit: usize,
+) -> Vec<(f32, DocAddress, Side)> {
+    if meaning.is_empty() || words.is_empty() {
+        let (alone, side) = if meaning.is_empty() {
+            (words, Side::Words)
+        } else {
+            (meaning, Side::Meaning)
+        };
+        return alone
+            .iter()
+            .take(limit)
+            .map(|(s, a)| (*s, *a, side))
+            .collect();
+    }
+    let mut scores: std::collections::HashMap<DocAddress, (f32, Side)> =
+        std::collections::HashMap::new();
+    for (rank, (_, address)) in words.iter().enumerate() {
+        let entry = scores.entry(*address).or_insert((0.0, Side::Words));
+        entry.0 += WORDS_WEIGHT / (FUSION_K + rank as f32 + 1.0);
+    }
+    for (rank, (_, address)) in meaning.iter().enumerate() {
+        let entry = scores.entry(*address).or_insert((0.0, Side::Meaning));
+        entry.0 += 1.0 / (FUSION_K + rank as f32 + 1.0);
+        if entry.1 == Side::Words {
+            entry.1 = Side::Both;
+        }
+    }
+    let mut fused: Vec<(f32, DocAddress, Side)> = scores
+        .into_iter()
+        .map(|(a, (s, side))| (s, a, side))
+        .collect();
+    fused.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(a.1.segment_ord.cmp(&b.1.segment_ord))
+            .then(a.1.doc_id.cmp(&b.1.doc_id))
+    });
+    fused.truncate(limit);
+    fused
 }
 
 #[cfg(test)]

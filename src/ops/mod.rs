@@ -741,6 +741,7 @@ impl Operations {
                 score: h.score,
                 snippet: h.snippet,
                 id: h.id,
+                matched: h.matched,
             })
             .collect();
         Ok((hits, warnings))

@@ -605,12 +605,20 @@ pub struct SearchHit {
     pub path_bytes: Option<Vec<u8>>,
     /// The memory's title.
     pub title: String,
-    /// BM25 relevance; higher is better.
+    /// Relevance; higher is better (BM25 by words, cosine by meaning, a
+    /// fused rank's score when both ranked).
     pub score: f32,
     /// A one-line excerpt.
     pub snippet: String,
     /// The memory's id, if it has one.
     pub id: Option<String>,
+    /// What found it: `words`, `meaning` or `both`.
+    #[serde(default = "by_words")]
+    pub matched: crate::index::Side,
+}
+
+fn by_words() -> crate::index::Side {
+    crate::index::Side::Words
 }
 
 /// Who serves the store, and how its index and tasks are doing.

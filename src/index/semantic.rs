@@ -1,0 +1,282 @@
+//! Meaning beside words: each memory's vectors (one per chunk, from the
+//! configured model), kept in step with the text index by a worker thread
+//! at low priority, searched by cosine and fused with the ranking of words.
+//!
+//! The indexer tells this table of every memory it adds, replaces or
+//! drops; the worker reads the file, cuts it into chunks led by its title,
+//! embeds them, and stores them under the memory's path. A memory's score
+//! is its best chunk's. Vectors lag the text index (the backlog is in
+//! `status`); a search never waits for them: a memory not embedded yet is
+//! found by its words alone.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::embed::Embedder;
+use crate::store::{Store, StorePath};
+
+/// Texts embedded in one call: enough to keep the matrix products busy,
+/// few enough that a removal is never held up for long.
+const BATCH_TEXTS: usize = 16;
+
+/// One memory's vectors.
+struct Vectors {
+    /// Its `scope:`, lowercase, if it has one.
+    scope: Option<String>,
+    /// Its chunks' vectors, one after another.
+    data: Vec<f32>,
+}
+
+#[derive(Default)]
+struct Queue {
+    paths: VecDeque<StorePath>,
+    /// A batch taken from `paths` is being embedded.
+    busy: bool,
+    stop: bool,
+}
+
+/// The vectors of a store's memories, and the worker that makes them.
+pub(crate) struct Semantic {
+    embedder: Embedder,
+    store: Arc<Store>,
+    table: RwLock<HashMap<StorePath, Vectors>>,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+impl std::fmt::Debug for Semantic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semantic")
+            .field("model", &self.embedder.name())
+            .field("memories", &self.table.read().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Semantic {
+    /// Starts the worker, which embeds `initial` first (the memories the
+    /// index holds now), then whatever the indexer reports.
+    pub(crate) fn start(
+        embedder: Embedder,
+        store: Arc<Store>,
+        initial: Vec<StorePath>,
+    ) -> std::io::Result<Arc<Semantic>> {
+        let semantic = Arc::new(Semantic {
+            embedder,
+            store,
+            table: RwLock::new(HashMap::new()),
+            queue: Mutex::new(Queue {
+                paths: initial.into(),
+                busy: false,
+                stop: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let weak = Arc::downgrade(&semantic);
+        std::thread::Builder::new()
+            .name("mnemofs-embed".into())
+            .spawn(move || work(&weak))?;
+        Ok(semantic)
+    }
+
+    /// The model's name.
+    pub(crate) fn model(&self) -> &str {
+        self.embedder.name()
+    }
+
+    /// A memory was added or changed: its vectors are made again.
+    pub(crate) fn changed(&self, path: StorePath) {
+        let mut queue = self.queue.lock();
+        if !queue.paths.contains(&path) {
+            queue.paths.push_back(path);
+        }
+        drop(queue);
+        self.wake.notify_one();
+    }
+
+    /// A memory is gone (or is no longer one).
+    pub(crate) fn removed(&self, path: &StorePath) {
+        self.queue.lock().paths.retain(|p| p != path);
+        self.table.write().remove(path);
+    }
+
+    /// Memories waiting for their vectors.
+    pub(crate) fn backlog(&self) -> usize {
+        self.queue.lock().paths.len()
+    }
+
+    /// True when no batch is being embedded.
+    pub(crate) fn idle(&self) -> bool {
+        !self.queue.lock().busy
+    }
+
+    /// Memories with vectors.
+    pub(crate) fn embedded(&self) -> usize {
+        self.table.read().len()
+    }
+
+    /// Stops the worker once its current batch is done.
+    pub(crate) fn stop(&self) {
+        self.queue.lock().stop = true;
+        self.wake.notify_all();
+    }
+
+    /// The vector of a query, if the model can make one.
+    pub(crate) fn embed_query(&self, query: &str) -> Option<Vec<f32>> {
+        match self.embedder.embed_query(query) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!("cannot embed the query: {e}");
+                None
+            }
+        }
+    }
+
+    /// The `limit` memories nearest to `query` (best chunk first), with
+    /// their cosine; memories of `hidden_scopes` left out.
+    pub(crate) fn nearest(
+        &self,
+        query: &[f32],
+        limit: usize,
+        hidden_scopes: &[String],
+    ) -> Vec<(StorePath, f32)> {
+        let dims = query.len();
+        let table = self.table.read();
+        let mut best: Vec<(f32, &StorePath)> = table
+            .iter()
+            .filter(|(_, v)| {
+                v.scope
+                    .as_ref()
+                    .is_none_or(|s| !hidden_scopes.iter().any(|h| h == s))
+            })
+            .filter_map(|(path, v)| {
+                v.data
+                    .chunks_exact(dims)
+                    .map(|chunk| crate::embed::cosine(query, chunk))
+                    .reduce(f32::max)
+                    .map(|score| (score, path))
+            })
+            .collect();
+        let limit = limit.min(best.len());
+        if limit == 0 {
+            return Vec::new();
+        }
+        best.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        best.truncate(limit);
+        best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        best.into_iter().map(|(s, p)| (p.clone(), s)).collect()
+    }
+
+    /// The texts to embed for the memory at `path`, and its scope; `None`
+    /// when it is not a memory (any more).
+    fn texts_of(&self, path: &StorePath) -> Option<(Vec<String>, Option<String>)> {
+        let is_md = path
+            .as_path()
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        if !is_md {
+            return None;
+        }
+        let bytes = self.store.read(path).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        let stem = path
+            .as_path()
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let memory = crate::memory::parse(&stem, &text);
+        // A title that is only the file's name says nothing.
+        let title = if memory.title == stem {
+            ""
+        } else {
+            memory.title.as_str()
+        };
+        let scope = memory
+            .frontmatter
+            .scope
+            .as_ref()
+            .map(|s| s.trim().to_lowercase())
+            .filter(|s| !s.is_empty() && s != "global");
+        Some((crate::embed::chunks(title, memory.body(&text)), scope))
+    }
+}
+
+/// The worker: embeds queued memories until stopped or dropped.
+fn work(semantic: &Weak<Semantic>) {
+    crate::background::lower_priority();
+    loop {
+        let Some(this) = semantic.upgrade() else {
+            return;
+        };
+        let batch: Vec<StorePath> = {
+            let mut queue = this.queue.lock();
+            while queue.paths.is_empty() && !queue.stop {
+                // Wakes now and then to notice the table was dropped.
+                this.wake
+                    .wait_for(&mut queue, std::time::Duration::from_secs(1));
+                if Arc::strong_count(&this) == 1 {
+                    return;
+                }
+            }
+            if queue.stop {
+                return;
+            }
+            let n = queue.paths.len().min(BATCH_TEXTS);
+            queue.busy = true;
+            queue.paths.drain(..n).collect()
+        };
+        this.embed_batch(batch);
+        this.queue.lock().busy = false;
+    }
+}
+
+impl Semantic {
+    fn embed_batch(&self, batch: Vec<StorePath>) {
+        let this = self;
+        let mut texts = Vec::new();
+        let mut owners = Vec::new();
+        for path in batch {
+            match this.texts_of(&path) {
+                Some((chunks, scope)) => {
+                    for chunk in chunks {
+                        texts.push(chunk);
+                        owners.push((path.clone(), scope.clone()));
+                    }
+                }
+                None => {
+                    this.table.write().remove(&path);
+                }
+            }
+        }
+        let mut vectors = Vec::with_capacity(texts.len());
+        for part in texts.chunks(BATCH_TEXTS) {
+            let refs: Vec<&str> = part.iter().map(String::as_str).collect();
+            match this.embedder.embed(&refs) {
+                Ok(v) => vectors.extend(v),
+                Err(e) => {
+                    tracing::warn!("cannot embed {} texts: {e}", refs.len());
+                    break;
+                }
+            }
+        }
+        if vectors.len() != texts.len() {
+            return;
+        }
+        let mut fresh: HashMap<StorePath, Vectors> = HashMap::new();
+        for ((path, scope), vector) in owners.into_iter().zip(vectors) {
+            fresh
+                .entry(path)
+                .or_insert_with(|| Vectors {
+                    scope,
+                    data: Vec::new(),
+                })
+                .data
+                .extend(vector);
+        }
+        // A memory removed while it was embedded stays removed.
+        fresh.retain(|path, _| this.store.stat(path).is_ok());
+        this.table.write().extend(fresh);
+    }
+}
