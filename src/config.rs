@@ -981,6 +981,20 @@ classification:
     }
 
     #[test]
+    fn search_settings_name_a_model_folder_with_the_home_expanded() {
+        let (c, warnings) = load("search:\n  model: /models/minilm\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.search.model_dir(), Some(PathBuf::from("/models/minilm")));
+        let (c, warnings) = load("search:\n  model: ~/models/x\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default();
+        assert_eq!(c.search.model_dir(), Some(home.join("models/x")));
+        assert_eq!(load("").0.search.model_dir(), None);
+    }
+
+    #[test]
     fn the_known_key_tree_matches_the_struct() {
         let Value::Mapping(shape) = known_shape() else {
             panic!("shape is not a mapping");
@@ -997,7 +1011,8 @@ classification:
                 "frontmatter",
                 "classification",
                 "history",
-                "mount"
+                "mount",
+                "search"
             ]
         );
         // Serializing the defaults and reading them back is lossless and
