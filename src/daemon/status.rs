@@ -118,6 +118,18 @@ impl Overview {
             "index",
             format!("{} documents, {freshness}{committed}", s.documents),
         ));
+        lines.push((
+            "search",
+            match &s.model {
+                Some(model) => format!(
+                    "by words and meaning ({model}; {} memories embedded, {} waiting)",
+                    s.embedded, s.embed_backlog
+                ),
+                None => "by words only; for meaning too, set search.model in the config \
+                         to a sentence-transformers model's folder"
+                    .to_owned(),
+            },
+        ));
         if s.kept_ids > 0 {
             let notes = match s.kept_ids {
                 1 => "1 note".to_owned(),

@@ -1377,6 +1377,9 @@ impl Operations {
             pending_changes: s.pending_changes,
             reconciling: s.reconciling,
             kept_ids: s.kept_ids,
+            model: s.model.clone(),
+            embedded: s.embedded,
+            embed_backlog: s.embed_backlog,
             last_commit_ms: s.last_commit,
             index_failing: s.failing.clone(),
             rebuilding: s

@@ -664,6 +664,15 @@ pub struct Status {
     /// as every response is as large as its largest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<Box<HistoryUsage>>,
+    /// The model semantic search uses; `None`: search is by words only.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Memories with vectors, and memories waiting for them.
+    #[serde(default)]
+    pub embedded: u64,
+    /// Memories waiting for their vectors (a search never waits for them).
+    #[serde(default)]
+    pub embed_backlog: u64,
 }
 
 /// What the kept earlier versions take.
