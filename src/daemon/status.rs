@@ -57,7 +57,7 @@ impl Overview {
             .map(|m| shown(&m))
             .collect();
         Ok(Overview {
-            status,
+            status: *status,
             mountpoint: daemon.and_then(|e| e.mountpoint.as_deref()).map(shown),
             state_dir: shown(&state_dir),
             log_file: log.is_file().then(|| shown(&log)),
@@ -120,10 +120,10 @@ impl Overview {
         ));
         lines.push((
             "search",
-            match &s.model {
-                Some(model) => format!(
-                    "by words and meaning ({model}; {} memories embedded, {} waiting)",
-                    s.embedded, s.embed_backlog
+            match &s.meaning {
+                Some(m) => format!(
+                    "by words and meaning ({}; {} memories embedded, {} waiting)",
+                    m.model, m.embedded, m.backlog
                 ),
                 None => "by words only; for meaning too, set search.model in the config \
                          to a sentence-transformers model's folder"

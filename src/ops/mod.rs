@@ -292,7 +292,7 @@ impl Operations {
                 Response::Done
             }
             Request::Status => Response::Status {
-                status: self.status(),
+                status: Box::new(self.status()),
             },
             Request::Brief { cwd } => Response::Brief {
                 brief: self.brief(cwd.as_deref()),
@@ -1377,9 +1377,13 @@ impl Operations {
             pending_changes: s.pending_changes,
             reconciling: s.reconciling,
             kept_ids: s.kept_ids,
-            model: s.model.clone(),
-            embedded: s.embedded,
-            embed_backlog: s.embed_backlog,
+            meaning: s.model.clone().map(|model| {
+                Box::new(request::MeaningStatus {
+                    model,
+                    embedded: s.embedded,
+                    backlog: s.embed_backlog,
+                })
+            }),
             last_commit_ms: s.last_commit,
             index_failing: s.failing.clone(),
             rebuilding: s

@@ -460,8 +460,8 @@ pub enum Response {
     },
     /// The status.
     Status {
-        /// The status.
-        status: Status,
+        /// The status (boxed: it is the largest answer by far).
+        status: Box<Status>,
     },
     /// The session brief.
     Brief {
@@ -664,15 +664,21 @@ pub struct Status {
     /// as every response is as large as its largest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<Box<HistoryUsage>>,
-    /// The model semantic search uses; `None`: search is by words only.
+    /// Search by meaning, when a model is configured; `None`: search is
+    /// by words only. Boxed, as `history`.
     #[serde(default)]
-    pub model: Option<String>,
-    /// Memories with vectors, and memories waiting for them.
-    #[serde(default)]
+    pub meaning: Option<Box<MeaningStatus>>,
+}
+
+/// How search by meaning is doing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeaningStatus {
+    /// The model's name.
+    pub model: String,
+    /// Memories with vectors.
     pub embedded: u64,
     /// Memories waiting for their vectors (a search never waits for them).
-    #[serde(default)]
-    pub embed_backlog: u64,
+    pub backlog: u64,
 }
 
 /// What the kept earlier versions take.
