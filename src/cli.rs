@@ -795,6 +795,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         "score": hit.score,
                         "id": hit.id,
                         "snippet": hit.snippet,
+                        "matched": hit.matched,
                     });
                     if let Some(bytes) = &hit.path_bytes {
                         // Exact, for a name that is not UTF-8.

@@ -107,3 +107,81 @@ fn a_model_that_is_not_there_is_one_sentence() {
     let e = Embedder::load(dir.path()).unwrap_err().to_string();
     assert!(e.contains("config.json") && !e.contains('\n'), "{e}");
 }
+
+/// Through a daemon configured with a model, as an agent's tools reach
+/// it: status says how search ranks, and a question finds its paraphrase
+/// by meaning, the result saying so.
+#[test]
+fn a_daemon_with_a_model_answers_a_question_by_meaning() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    std::fs::create_dir_all(store.join("prefs")).expect("store");
+    std::fs::write(
+        store.join("prefs/drinks.md"),
+        "# Mornings\nPrefers coffee over tea, black, no sugar.\n",
+    )
+    .expect("seed");
+    std::fs::write(store.join("prefs/editor.md"), "# Editor\nUses vim.\n").expect("seed");
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "search:\n  model: {}\nnotifications: {{ method: none }}\n",
+            common::minilm().display()
+        ),
+    )
+    .expect("config");
+    let mut daemon = Command::new(common::bin())
+        .args(["serve", "--store"])
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--config")
+        .arg(&config)
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs serve");
+    let cli = |args: &[&str]| {
+        common::run_with_timeout(
+            Command::new(common::bin())
+                .args(args)
+                .arg("--store")
+                .arg(&store)
+                .env("XDG_RUNTIME_DIR", dir.path()),
+            common::COMMAND_TIMEOUT,
+        )
+        .expect("mnemofs timed out")
+    };
+    // Serving once its registry entry is there.
+    let registered = common::poll_until(WAIT, || {
+        std::fs::read_dir(dir.path().join("mnemofs")).is_ok_and(|d| {
+            d.filter_map(Result::ok)
+                .any(|e| e.path().extension().is_some_and(|x| x == "json"))
+        })
+    });
+    assert!(registered, "mnemofs serve did not come up");
+    let mut status = String::new();
+    let embedded = common::poll_until(WAIT, || {
+        status = String::from_utf8_lossy(&cli(&["status", "--json"]).stdout).into_owned();
+        serde_json::from_str::<serde_json::Value>(&status)
+            .is_ok_and(|s| s["meaning"]["embedded"] == 2 && s["meaning"]["backlog"] == 0)
+    });
+    let out = cli(&["search", "what does the user like to drink?", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let human = String::from_utf8_lossy(&cli(&["status"]).stdout).into_owned();
+    common::signal(daemon.id(), libc::SIGTERM);
+    let _ = common::wait_timeout(&mut daemon, Duration::from_secs(30));
+    assert!(embedded, "{status}");
+    assert!(
+        human.contains("by words and meaning (all-MiniLM-L6-v2"),
+        "{human}"
+    );
+    let first: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a JSON hit");
+    assert_eq!(first["path"], "prefs/drinks.md", "{text}");
+    assert_eq!(first["matched"], "meaning", "{text}");
+}

@@ -649,25 +649,39 @@ impl Index {
         let Some(store) = &core.store else {
             return Err(IndexError::ReadOnly);
         };
-        let searcher = core.reader.searcher();
-        let initial = query::paths_matching_in(&searcher, &tantivy::query::AllQuery)?
-            .into_iter()
-            .filter(|p| {
-                p.as_path()
-                    .extension()
-                    .is_some_and(|e| e.eq_ignore_ascii_case("md"))
-            })
-            .collect();
-        let semantic =
-            semantic::Semantic::start(embedder, Arc::clone(store), initial).map_err(|e| {
-                IndexError::Directory {
-                    path: PathBuf::from("mnemofs-embed"),
-                    error: e,
-                }
-            })?;
-        if core.semantic.set(semantic).is_err() {
+        let semantic = semantic::Semantic::start(embedder, Arc::clone(store)).map_err(|e| {
+            IndexError::Directory {
+                path: PathBuf::from("mnemofs-embed"),
+                error: e,
+            }
+        })?;
+        if core.semantic.set(Arc::clone(&semantic)).is_err() {
             tracing::debug!("semantic search was already on");
+            return Ok(());
         }
+        // From now on the indexer reports each change; what it took in
+        // before is queued once the start-up reconcile is done.
+        let index = self.clone();
+        std::thread::Builder::new()
+            .name("mnemofs-embed-seed".into())
+            .spawn(move || {
+                index.wait_idle(Duration::from_secs(24 * 3600));
+                let searcher = index.inner.core.reader.searcher();
+                let paths = query::paths_matching_in(&searcher, &tantivy::query::AllQuery)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|p| {
+                        p.as_path()
+                            .extension()
+                            .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+                    })
+                    .collect();
+                semantic.seed(paths);
+            })
+            .map_err(|e| IndexError::Directory {
+                path: PathBuf::from("mnemofs-embed-seed"),
+                error: e,
+            })?;
         Ok(())
     }
 
@@ -678,7 +692,7 @@ impl Index {
         let Some(semantic) = self.inner.core.semantic.get() else {
             return true;
         };
-        while semantic.backlog() > 0 || !semantic.idle() {
+        while !semantic.caught_up() {
             if Instant::now() > deadline {
                 return false;
             }

@@ -32,6 +32,11 @@ struct Vectors {
 #[derive(Default)]
 struct Queue {
     paths: VecDeque<StorePath>,
+    /// What `paths` holds, to queue each memory once.
+    queued: std::collections::HashSet<StorePath>,
+    /// The memories the index held when semantic search was turned on
+    /// are queued.
+    seeded: bool,
     /// A batch taken from `paths` is being embedded.
     busy: bool,
     stop: bool,
@@ -56,22 +61,14 @@ impl std::fmt::Debug for Semantic {
 }
 
 impl Semantic {
-    /// Starts the worker, which embeds `initial` first (the memories the
-    /// index holds now), then whatever the indexer reports.
-    pub(crate) fn start(
-        embedder: Embedder,
-        store: Arc<Store>,
-        initial: Vec<StorePath>,
-    ) -> std::io::Result<Arc<Semantic>> {
+    /// Starts the worker, which embeds whatever it is told of: the
+    /// memories the index holds ([`Semantic::seed`]), then each change.
+    pub(crate) fn start(embedder: Embedder, store: Arc<Store>) -> std::io::Result<Arc<Semantic>> {
         let semantic = Arc::new(Semantic {
             embedder,
             store,
             table: RwLock::new(HashMap::new()),
-            queue: Mutex::new(Queue {
-                paths: initial.into(),
-                busy: false,
-                stop: false,
-            }),
+            queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
         });
         let weak = Arc::downgrade(&semantic);
@@ -89,16 +86,36 @@ impl Semantic {
     /// A memory was added or changed: its vectors are made again.
     pub(crate) fn changed(&self, path: StorePath) {
         let mut queue = self.queue.lock();
-        if !queue.paths.contains(&path) {
+        if queue.queued.insert(path.clone()) {
             queue.paths.push_back(path);
         }
         drop(queue);
         self.wake.notify_one();
     }
 
+    /// The memories the index holds, once it has taken in the store: those
+    /// without vectors are queued.
+    pub(crate) fn seed(&self, paths: Vec<StorePath>) {
+        let table = self.table.read();
+        let mut queue = self.queue.lock();
+        for path in paths {
+            if !table.contains_key(&path) && queue.queued.insert(path.clone()) {
+                queue.paths.push_back(path);
+            }
+        }
+        queue.seeded = true;
+        drop(queue);
+        drop(table);
+        self.wake.notify_one();
+    }
+
     /// A memory is gone (or is no longer one).
     pub(crate) fn removed(&self, path: &StorePath) {
-        self.queue.lock().paths.retain(|p| p != path);
+        let mut queue = self.queue.lock();
+        if queue.queued.remove(path) {
+            queue.paths.retain(|p| p != path);
+        }
+        drop(queue);
         self.table.write().remove(path);
     }
 
@@ -107,9 +124,11 @@ impl Semantic {
         self.queue.lock().paths.len()
     }
 
-    /// True when no batch is being embedded.
-    pub(crate) fn idle(&self) -> bool {
-        !self.queue.lock().busy
+    /// True once the memories the index held are queued and every queued
+    /// one is embedded.
+    pub(crate) fn caught_up(&self) -> bool {
+        let queue = self.queue.lock();
+        queue.seeded && queue.paths.is_empty() && !queue.busy
     }
 
     /// Memories with vectors.
@@ -225,7 +244,11 @@ fn work(semantic: &Weak<Semantic>) {
             }
             let n = queue.paths.len().min(BATCH_TEXTS);
             queue.busy = true;
-            queue.paths.drain(..n).collect()
+            let batch: Vec<StorePath> = queue.paths.drain(..n).collect();
+            for path in &batch {
+                queue.queued.remove(path);
+            }
+            batch
         };
         this.embed_batch(batch);
         this.queue.lock().busy = false;
