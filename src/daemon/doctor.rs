@@ -82,6 +82,7 @@ pub fn run(subject: &Subject) -> anyhow::Result<()> {
     findings.extend(stale_mounts(&subject.store));
     findings.push(service_unit());
     findings.extend(config(subject.config.as_deref()));
+    findings.push(meaning(subject.config.as_deref()));
     for f in &findings {
         let label = match f.level {
             Level::Ok => "ok     ",
@@ -404,6 +405,32 @@ fn config(path: Option<&Path>) -> Vec<Finding> {
             Level::Fail,
             format!("config: {e}; fix the file, or move it away to use the defaults"),
         )],
+    }
+}
+
+/// Whether search ranks by meaning too: the configured model loads.
+fn meaning(path: Option<&Path>) -> Finding {
+    let config = Config::load(path).map(|(c, _)| c).unwrap_or_default();
+    let Some(dir) = config.search.model_dir() else {
+        return finding(
+            Level::Note,
+            "search: by words only; for meaning too, set search.model in the config to a \
+             sentence-transformers model's folder (config.json, model.safetensors, tokenizer.json)",
+        );
+    };
+    match crate::embed::Embedder::load(&dir) {
+        Ok(model) => finding(
+            Level::Ok,
+            format!(
+                "search: by words and meaning, with {} ({} dimensions)",
+                model.name(),
+                model.dims()
+            ),
+        ),
+        Err(e) => finding(
+            Level::Warn,
+            format!("search: by words only, as {e}; fix search.model in the config"),
+        ),
     }
 }
 
