@@ -64,6 +64,15 @@ impl Semantic {
     /// Starts the worker, which embeds whatever it is told of: the
     /// memories the index holds ([`Semantic::seed`]), then each change.
     pub(crate) fn start(embedder: Embedder, store: Arc<Store>) -> std::io::Result<Arc<Semantic>> {
+        // The encoder's matrix products run on rayon's pool: at most two
+        // threads, at background priority, so that embedding a store never
+        // starves the mount's callers. (A pool made earlier stays.)
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("mnemofs-embed-{i}"))
+            .start_handler(|_| crate::background::lower_priority())
+            .build_global();
         let semantic = Arc::new(Semantic {
             embedder,
             store,
