@@ -49,7 +49,13 @@ pub(crate) struct Semantic {
     table: RwLock<HashMap<StorePath, Vectors>>,
     queue: Mutex<Queue>,
     wake: Condvar,
+    /// The latest queries' vectors, newest last: a view folder's listing
+    /// and the lookups of its entries ask the same query many times.
+    recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
 }
+
+/// Query vectors kept.
+const RECENT_QUERIES: usize = 32;
 
 impl std::fmt::Debug for Semantic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,6 +85,7 @@ impl Semantic {
             table: RwLock::new(HashMap::new()),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
+            recent_queries: Mutex::new(VecDeque::new()),
         });
         let weak = Arc::downgrade(&semantic);
         std::thread::Builder::new()
@@ -152,9 +159,20 @@ impl Semantic {
     }
 
     /// The vector of a query, if the model can make one.
-    pub(crate) fn embed_query(&self, query: &str) -> Option<Vec<f32>> {
+    pub(crate) fn embed_query(&self, query: &str) -> Option<Arc<Vec<f32>>> {
+        if let Some((_, v)) = self.recent_queries.lock().iter().find(|(q, _)| q == query) {
+            return Some(Arc::clone(v));
+        }
         match self.embedder.embed_query(query) {
-            Ok(v) => Some(v),
+            Ok(v) => {
+                let v = Arc::new(v);
+                let mut recent = self.recent_queries.lock();
+                if recent.len() >= RECENT_QUERIES {
+                    recent.pop_front();
+                }
+                recent.push_back((query.to_owned(), Arc::clone(&v)));
+                Some(v)
+            }
             Err(e) => {
                 tracing::warn!("cannot embed the query: {e}");
                 None
