@@ -57,7 +57,7 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
     let index = Index::in_memory(Arc::clone(&store)).expect("index");
     assert!(index.wait_idle(WAIT));
     index
-        .enable_semantic(Embedder::load(&common::minilm()).expect("model"))
+        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
         .expect("semantic on");
     assert!(index.wait_embedded(WAIT), "the memories were not embedded");
     let status = index.status();
@@ -184,4 +184,65 @@ fn a_daemon_with_a_model_answers_a_question_by_meaning() {
         serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a JSON hit");
     assert_eq!(first["path"], "prefs/drinks.md", "{text}");
     assert_eq!(first["matched"], "meaning", "{text}");
+}
+
+/// The vectors are kept in the state dir when the index shuts down, and
+/// taken in at the next start for every memory unchanged since: only what
+/// changed meanwhile is embedded again.
+#[test]
+fn vectors_are_kept_between_runs_for_the_memories_unchanged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (root, state) = (dir.path().join("store"), dir.path().join("state"));
+    std::fs::create_dir_all(&root).expect("store");
+    std::fs::write(root.join("a.md"), "# A\nPrefers coffee over tea.\n").expect("a");
+    std::fs::write(root.join("b.md"), "# B\nFlew to Lisbon in May.\n").expect("b");
+    let kept = state.join("vectors.bin");
+    let open = || {
+        let store = Arc::new(Store::open(&root).expect("store"));
+        Index::open(&state, store).expect("index")
+    };
+    let index = open();
+    assert!(index.wait_idle(WAIT));
+    index
+        .enable_semantic(
+            Embedder::load(&common::minilm()).expect("model"),
+            Some(kept.clone()),
+        )
+        .expect("semantic on");
+    assert!(index.wait_embedded(WAIT));
+    index.shutdown();
+    drop(index);
+    assert!(kept.is_file(), "no vectors kept");
+
+    // b changes while nothing runs; a does not.
+    std::fs::write(root.join("b.md"), "# B\nFlew to Lisbon in June, twice.\n").expect("b");
+    let index = open();
+    assert!(index.wait_idle(WAIT));
+    index
+        .enable_semantic(
+            Embedder::load(&common::minilm()).expect("model"),
+            Some(kept.clone()),
+        )
+        .expect("semantic on");
+    // Taken in at once: a's vectors, not b's stale ones.
+    assert_eq!(index.status().embedded, 1);
+    assert!(index.wait_embedded(WAIT));
+    assert_eq!(index.status().embedded, 2);
+    let hits = index
+        .search("what does the user like to drink?", 1)
+        .expect("search");
+    assert_eq!(hits[0].path.to_string(), "a.md");
+    index.shutdown();
+    // A damaged file is nothing to load, never an error.
+    std::fs::write(&kept, b"MNVEC01\n\xff\xff").expect("damage");
+    let index = open();
+    index
+        .enable_semantic(
+            Embedder::load(&common::minilm()).expect("model"),
+            Some(kept),
+        )
+        .expect("semantic on");
+    assert!(index.wait_embedded(WAIT));
+    assert_eq!(index.status().embedded, 2);
+    index.shutdown();
 }

@@ -105,7 +105,7 @@ impl Mnemofs {
             return Err(format!("indexed {indexed} of {} memories", memories.len()).into());
         }
         if let Some(model) = model {
-            index.enable_semantic(Embedder::load(model)?)?;
+            index.enable_semantic(Embedder::load(model)?, None)?;
             if !index.wait_embedded(INDEX_WAIT) {
                 return Err("the memories were not embedded in time".into());
             }

@@ -125,16 +125,24 @@ struct DaemonState {
 /// Opens the store, swept of the temp files an interrupted write left (the
 /// store lock is held: no write of ours is in flight), and its index,
 /// counters and history.
+/// Where the memories' vectors are kept between runs, in the state dir.
+const VECTORS_FILE: &str = "vectors.bin";
+
 /// Semantic search for a process that serves a store, when the
 /// configuration names a model: a model that cannot be loaded is a
 /// warning, and search stays by words.
-fn enable_semantic(index: &Index, config: &crate::config::Config) {
+fn enable_semantic(index: &Index, state_dir: &Path, config: &crate::config::Config) {
     let Some(dir) = config.search.model_dir() else {
         return;
     };
     let enabled = crate::embed::Embedder::load(&dir)
         .map_err(|e| e.to_string())
-        .and_then(|embedder| index.enable_semantic(embedder).map_err(|e| e.to_string()));
+        .and_then(|embedder| {
+            let kept = state_dir.join(VECTORS_FILE);
+            index
+                .enable_semantic(embedder, Some(kept))
+                .map_err(|e| e.to_string())
+        });
     match enabled {
         Ok(()) => tracing::info!("semantic search on, with the model in {}", dir.display()),
         Err(e) => tracing::warn!("semantic search is off, search is by words: {e}"),
@@ -161,7 +169,7 @@ fn open_daemon_state(
     }
     let index =
         Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
-    enable_semantic(&index, config);
+    enable_semantic(&index, state_dir, config);
     let counters = Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)));
     let history = Arc::new(open_history(state_dir, config, &index)?);
     Ok(DaemonState {

@@ -643,18 +643,25 @@ impl Index {
     /// Turns semantic search on with `embedder`: every memory the index
     /// holds is embedded in the background, then each one it takes in;
     /// searches fuse the nearest memories by meaning with those found by
-    /// words. Once per index.
-    pub fn enable_semantic(&self, embedder: crate::embed::Embedder) -> Result<(), IndexError> {
+    /// words. Once per index. `vectors` is where they are kept between
+    /// runs (in the state dir), so that a start embeds only the memories
+    /// changed meanwhile.
+    pub fn enable_semantic(
+        &self,
+        embedder: crate::embed::Embedder,
+        vectors: Option<PathBuf>,
+    ) -> Result<(), IndexError> {
         let core = &self.inner.core;
         let Some(store) = &core.store else {
             return Err(IndexError::ReadOnly);
         };
-        let semantic = semantic::Semantic::start(embedder, Arc::clone(store)).map_err(|e| {
-            IndexError::Directory {
-                path: PathBuf::from("mnemofs-embed"),
-                error: e,
-            }
-        })?;
+        let semantic =
+            semantic::Semantic::start(embedder, Arc::clone(store), vectors).map_err(|e| {
+                IndexError::Directory {
+                    path: PathBuf::from("mnemofs-embed"),
+                    error: e,
+                }
+            })?;
         if core.semantic.set(Arc::clone(&semantic)).is_err() {
             tracing::debug!("semantic search was already on");
             return Ok(());

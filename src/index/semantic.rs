@@ -52,6 +52,8 @@ pub(crate) struct Semantic {
     /// The latest queries' vectors, newest last: a view folder's listing
     /// and the lookups of its entries ask the same query many times.
     recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
+    /// Where the vectors are kept between runs, if anywhere.
+    file: Option<std::path::PathBuf>,
 }
 
 /// Query vectors kept.
@@ -69,7 +71,13 @@ impl std::fmt::Debug for Semantic {
 impl Semantic {
     /// Starts the worker, which embeds whatever it is told of: the
     /// memories the index holds ([`Semantic::seed`]), then each change.
-    pub(crate) fn start(embedder: Embedder, store: Arc<Store>) -> std::io::Result<Arc<Semantic>> {
+    /// Starts the worker, after taking in the vectors `file` kept of
+    /// memories unchanged since (see [`Semantic::save`]).
+    pub(crate) fn start(
+        embedder: Embedder,
+        store: Arc<Store>,
+        file: Option<std::path::PathBuf>,
+    ) -> std::io::Result<Arc<Semantic>> {
         // The encoder's matrix products run on rayon's pool: at most two
         // threads, at background priority, so that embedding a store never
         // starves the mount's callers. (A pool made earlier stays.)
@@ -86,7 +94,12 @@ impl Semantic {
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             recent_queries: Mutex::new(VecDeque::new()),
+            file,
         });
+        if let Some(file) = &semantic.file {
+            let loaded = semantic.load(file);
+            tracing::debug!("{loaded} memories' vectors taken from {}", file.display());
+        }
         let weak = Arc::downgrade(&semantic);
         std::thread::Builder::new()
             .name("mnemofs-embed".into())
@@ -152,10 +165,16 @@ impl Semantic {
         self.table.read().len()
     }
 
-    /// Stops the worker once its current batch is done.
+    /// Stops the worker once its current batch is done, and keeps the
+    /// vectors for the next start.
     pub(crate) fn stop(&self) {
         self.queue.lock().stop = true;
         self.wake.notify_all();
+        if let Some(file) = &self.file
+            && let Err(e) = self.save(file)
+        {
+            tracing::warn!("cannot keep the vectors in {}: {e}", file.display());
+        }
     }
 
     /// The vector of a query, if the model can make one.
@@ -328,5 +347,125 @@ impl Semantic {
         // A memory removed while it was embedded stays removed.
         fresh.retain(|path, _| this.store.stat(path).is_ok());
         this.table.write().extend(fresh);
+    }
+}
+
+/// The vectors file's first bytes; its format's version is in them.
+const MAGIC: &[u8; 8] = b"MNVEC01\n";
+
+impl Semantic {
+    /// Writes every memory's vectors to `file` (atomically), with the
+    /// size and mtime each memory had, so that the next start embeds only
+    /// what changed meanwhile.
+    pub(crate) fn save(&self, file: &std::path::Path) -> std::io::Result<()> {
+        use std::io::Write;
+        let table = self.table.read();
+        let tmp = file.with_extension("tmp");
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        out.write_all(MAGIC)?;
+        let name = self.embedder.name().as_bytes();
+        out.write_all(&(name.len() as u32).to_le_bytes())?;
+        out.write_all(name)?;
+        out.write_all(&(self.embedder.dims() as u32).to_le_bytes())?;
+        for (path, vectors) in table.iter() {
+            let Ok(st) = self.store.stat(path) else {
+                continue;
+            };
+            let key = super::document::path_key(path);
+            out.write_all(&(key.len() as u32).to_le_bytes())?;
+            out.write_all(key)?;
+            out.write_all(&st.size.to_le_bytes())?;
+            out.write_all(&st.mtime.sec.to_le_bytes())?;
+            out.write_all(&st.mtime.nsec.to_le_bytes())?;
+            let scope = vectors.scope.as_deref().unwrap_or("").as_bytes();
+            out.write_all(&(scope.len() as u32).to_le_bytes())?;
+            out.write_all(scope)?;
+            out.write_all(&(vectors.data.len() as u32).to_le_bytes())?;
+            for x in &vectors.data {
+                out.write_all(&x.to_le_bytes())?;
+            }
+        }
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        drop(table);
+        std::fs::rename(&tmp, file)
+    }
+
+    /// Takes in the vectors `file` holds for this model, of the memories
+    /// whose size and mtime are still those recorded. A missing, foreign
+    /// or damaged file is nothing to load: those memories are embedded
+    /// again.
+    pub(crate) fn load(&self, file: &std::path::Path) -> usize {
+        let Ok(bytes) = std::fs::read(file) else {
+            return 0;
+        };
+        match self.parse(&bytes) {
+            Some(entries) => {
+                let n = entries.len();
+                self.table.write().extend(entries);
+                n
+            }
+            None => {
+                tracing::info!(
+                    "{} is not this model's vectors; embedding anew",
+                    file.display()
+                );
+                0
+            }
+        }
+    }
+
+    fn parse(&self, bytes: &[u8]) -> Option<Vec<(StorePath, Vectors)>> {
+        let mut at = 0usize;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let slice = bytes.get(at..at.checked_add(n)?)?;
+            at += n;
+            Some(slice)
+        };
+        if take(MAGIC.len())? != MAGIC {
+            return None;
+        }
+        let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default());
+        let name_len = u32_of(take(4)?) as usize;
+        if take(name_len)? != self.embedder.name().as_bytes() {
+            return None;
+        }
+        let dims = u32_of(take(4)?) as usize;
+        if dims != self.embedder.dims() {
+            return None;
+        }
+        let mut out = Vec::new();
+        loop {
+            let Some(len) = take(4) else {
+                return Some(out);
+            };
+            let key_len = u32_of(len) as usize;
+            let path = super::document::path_from_key(take(key_len)?)?;
+            let size = u64::from_le_bytes(take(8)?.try_into().ok()?);
+            let sec = i64::from_le_bytes(take(8)?.try_into().ok()?);
+            let nsec = i64::from_le_bytes(take(8)?.try_into().ok()?);
+            let scope_len = u32_of(take(4)?) as usize;
+            let scope = String::from_utf8(take(scope_len)?.to_vec()).ok()?;
+            let count = u32_of(take(4)?) as usize;
+            if count % dims != 0 {
+                return None;
+            }
+            let data: Vec<f32> = take(count.checked_mul(4)?)?
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            let unchanged = self
+                .store
+                .stat(&path)
+                .is_ok_and(|st| st.size == size && st.mtime.sec == sec && st.mtime.nsec == nsec);
+            if unchanged {
+                out.push((
+                    path,
+                    Vectors {
+                        scope: (!scope.is_empty()).then_some(scope),
+                        data,
+                    },
+                ));
+            }
+        }
     }
 }
