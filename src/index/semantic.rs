@@ -446,7 +446,7 @@ impl Semantic {
             let scope_len = u32_of(take(4)?) as usize;
             let scope = String::from_utf8(take(scope_len)?.to_vec()).ok()?;
             let count = u32_of(take(4)?) as usize;
-            if count % dims != 0 {
+            if !count.is_multiple_of(dims) {
                 return None;
             }
             let data: Vec<f32> = take(count.checked_mul(4)?)?
