@@ -59,6 +59,10 @@ pub(crate) struct Semantic {
 /// Query vectors kept.
 const RECENT_QUERIES: usize = 32;
 
+/// Chunks embedded of one memory at most (about 10,000 words): a huge
+/// file never holds the worker up for long.
+const MAX_CHUNKS: usize = 64;
+
 impl std::fmt::Debug for Semantic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semantic")
@@ -264,7 +268,9 @@ impl Semantic {
             .as_ref()
             .map(|s| s.trim().to_lowercase())
             .filter(|s| !s.is_empty() && s != "global");
-        Some((crate::embed::chunks(title, memory.body(&text)), scope))
+        let mut chunks = crate::embed::chunks(title, memory.body(&text));
+        chunks.truncate(MAX_CHUNKS);
+        Some((chunks, scope))
     }
 }
 
