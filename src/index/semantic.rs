@@ -248,8 +248,9 @@ impl Semantic {
         if !is_md {
             return None;
         }
-        let bytes = self.store.read(path).ok()?;
-        let text = String::from_utf8(bytes).ok()?;
+        // As the indexer reads it: at most its first 8 MiB.
+        let bytes = super::document::read_clipped(&self.store, path).ok()?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         let stem = path
             .as_path()
             .file_stem()
