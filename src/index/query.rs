@@ -909,12 +909,12 @@ pub(super) fn paths_matching_in(
 
 /// How many of each ranking's best are fused; below them, the ranking
 /// by words goes on, then the one by meaning.
-const FUSION_DEPTH: usize = 10;
+const FUSION_DEPTH: usize = 8;
 
 /// The weight of meaning in the fusion, against 1 for words. Tuned on
 /// LoCoMo (see BENCHMARKS.md): the fused ranking beats words alone on
 /// every unit there, where meaning alone loses on two of three.
-const MEANING_WEIGHT: f32 = 0.75;
+const MEANING_WEIGHT: f32 = 0.5;
 
 /// The two rankings as one: each one's best [`FUSION_DEPTH`] scores
 /// scaled to 0..1 within the ranking (min-max), a document scoring the
