@@ -163,18 +163,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     for entry in fs::read_dir(dir).expect("read_dir").filter_map(Result::ok) {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        let is_view = dir.join(".mnemofs").exists()
-            && [
-                "search",
-                "backlinks",
-                "by-category",
-                "by-tag",
-                "by-type",
-                "by-id",
-                "recent",
-                ".mnemofs",
-            ]
-            .contains(&name.as_str());
+        let is_view =
+            dir.join(".mnemofs").exists() && common::VIEW_FOLDERS.contains(&name.as_str());
         match entry.file_type() {
             Ok(t) if t.is_dir() && !is_view => out.extend(walk(&path)),
             Ok(t) if t.is_file() && name.ends_with(".md") => out.push(path),

@@ -197,18 +197,18 @@ fn vectors_are_kept_between_runs_for_the_memories_unchanged() {
     std::fs::write(root.join("a.md"), "# A\nPrefers coffee over tea.\n").expect("a");
     std::fs::write(root.join("b.md"), "# B\nFlew to Lisbon in May.\n").expect("b");
     let kept = state.join("vectors.bin");
+    // The index on the state dir, taken in, with semantic search on.
     let open = || {
         let store = Arc::new(Store::open(&root).expect("store"));
-        Index::open(&state, store).expect("index")
+        let index = Index::open(&state, store).expect("index");
+        assert!(index.wait_idle(WAIT));
+        let model = Embedder::load(&common::minilm()).expect("model");
+        index
+            .enable_semantic(model, Some(kept.clone()))
+            .expect("semantic on");
+        index
     };
     let index = open();
-    assert!(index.wait_idle(WAIT));
-    index
-        .enable_semantic(
-            Embedder::load(&common::minilm()).expect("model"),
-            Some(kept.clone()),
-        )
-        .expect("semantic on");
     assert!(index.wait_embedded(WAIT));
     index.shutdown();
     drop(index);
@@ -217,13 +217,6 @@ fn vectors_are_kept_between_runs_for_the_memories_unchanged() {
     // b changes while nothing runs; a does not.
     std::fs::write(root.join("b.md"), "# B\nFlew to Lisbon in June, twice.\n").expect("b");
     let index = open();
-    assert!(index.wait_idle(WAIT));
-    index
-        .enable_semantic(
-            Embedder::load(&common::minilm()).expect("model"),
-            Some(kept.clone()),
-        )
-        .expect("semantic on");
     // Taken in at once: a's vectors, not b's stale ones.
     assert_eq!(index.status().embedded, 1);
     assert!(index.wait_embedded(WAIT));
@@ -236,12 +229,6 @@ fn vectors_are_kept_between_runs_for_the_memories_unchanged() {
     // A damaged file is nothing to load, never an error.
     std::fs::write(&kept, b"MNVEC01\n\xff\xff").expect("damage");
     let index = open();
-    index
-        .enable_semantic(
-            Embedder::load(&common::minilm()).expect("model"),
-            Some(kept),
-        )
-        .expect("semantic on");
     assert!(index.wait_embedded(WAIT));
     assert_eq!(index.status().embedded, 2);
     index.shutdown();

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{COMMAND_TIMEOUT, Mount, MountOptions, have_program, poll_until, run_with_timeout};
+use common::{
+    COMMAND_TIMEOUT, Mount, MountOptions, VIEW_FOLDERS, have_program, poll_until, run_with_timeout,
+};
 
 const SEARCHABLE: Duration = Duration::from_secs(10);
 
@@ -196,17 +198,6 @@ fn backlinks_follow_a_rename_of_the_linking_note() {
             .contains("Target Note")
     );
 }
-
-const VIEW_FOLDERS: [&str; 8] = [
-    "search",
-    "backlinks",
-    "by-category",
-    "by-tag",
-    "by-type",
-    "by-id",
-    "recent",
-    ".mnemofs",
-];
 
 fn erofs<T: std::fmt::Debug>(what: &str, r: io::Result<T>) {
     assert_eq!(

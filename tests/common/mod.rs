@@ -1344,3 +1344,16 @@ pub fn minilm() -> PathBuf {
     fs::rename(&partial, &dir).expect("model in place");
     dir
 }
+
+/// The names the views take at the mount's root.
+#[allow(dead_code)]
+pub const VIEW_FOLDERS: [&str; 8] = [
+    "search",
+    "backlinks",
+    "by-category",
+    "by-tag",
+    "by-type",
+    "by-id",
+    "recent",
+    ".mnemofs",
+];
