@@ -91,7 +91,7 @@ pub(crate) fn abort_orphaned(mountpoint: &Path) -> bool {
         .join(name),
         _ => std::path::absolute(mountpoint).unwrap_or_else(|_| mountpoint.to_path_buf()),
     };
-    let Some(device) = fuse_device(&target) else {
+    let Some(device) = super::registry::fuse_connection(&target) else {
         return false;
     };
     let Some(entry) = super::registry::recorded_at(&target) else {
@@ -150,25 +150,6 @@ fn has_live_thread(pid: u32) -> bool {
                 .next()
                 .is_some_and(|state| !state.trim_start().starts_with(['Z', 'X']))
         })
-    })
-}
-
-/// The FUSE connection number of the mnemofs mount at `target` (its
-/// device's minor number, the name of its folder under fusectl).
-#[cfg(target_os = "linux")]
-fn fuse_device(target: &Path) -> Option<u32> {
-    let info = std::fs::read("/proc/self/mountinfo").ok()?;
-    info.split(|b| *b == b'\n').find_map(|line| {
-        let text = String::from_utf8_lossy(line);
-        let fields: Vec<&str> = text.split(' ').collect();
-        let dash = fields.iter().position(|f| *f == "-")?;
-        let (fstype, source) = (*fields.get(dash + 1)?, *fields.get(dash + 2)?);
-        let ours = fstype == "fuse.mnemofs" || (fstype == "fuse" && source == "mnemofs");
-        let at = unescape(line.split(|b| *b == b' ').nth(4)?);
-        let (major, minor) = fields.get(2)?.split_once(':')?;
-        (ours && at == target.as_os_str() && major == "0")
-            .then(|| minor.parse().ok())
-            .flatten()
     })
 }
 

@@ -139,7 +139,24 @@ pub fn is_mnemofs_mount(path: &Path) -> bool {
 #[cfg(target_os = "linux")]
 pub(crate) fn mnemofs_mounts() -> Vec<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    info.lines().filter_map(mnemofs_mountpoint).collect()
+    info.lines()
+        .filter_map(mnemofs_mount)
+        .map(|(mountpoint, _)| mountpoint)
+        .collect()
+}
+
+/// The FUSE connection number of the mnemofs mount at `mountpoint`: its
+/// device's minor number, the name of its folder under fusectl.
+#[cfg(target_os = "linux")]
+pub(crate) fn fuse_connection(mountpoint: &Path) -> Option<u32> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|line| {
+        let (at, device) = mnemofs_mount(line)?;
+        let (major, minor) = device.split_once(':')?;
+        (at == mountpoint && major == "0")
+            .then(|| minor.parse().ok())
+            .flatten()
+    })
 }
 
 /// Every mnemofs mountpoint.
@@ -152,18 +169,18 @@ pub(crate) fn mnemofs_mounts() -> Vec<PathBuf> {
         .collect()
 }
 
-/// The mountpoint of a mountinfo line if it is a mnemofs mount: type
-/// `fuse.mnemofs`, or plain `fuse` with source `mnemofs` when root mounted
-/// it without fusermount3.
+/// The mountpoint and device (`major:minor`) of a mountinfo line if it is
+/// a mnemofs mount: type `fuse.mnemofs`, or plain `fuse` with source
+/// `mnemofs` when root mounted it without fusermount3.
 #[cfg(target_os = "linux")]
-fn mnemofs_mountpoint(line: &str) -> Option<PathBuf> {
+fn mnemofs_mount(line: &str) -> Option<(PathBuf, &str)> {
     let fields: Vec<&str> = line.split(' ').collect();
     let dash = fields.iter().position(|f| *f == "-")?;
-    let mountpoint = fields.get(4)?;
+    let (device, mountpoint) = (*fields.get(2)?, fields.get(4)?);
     let fstype = *fields.get(dash + 1)?;
     let source = *fields.get(dash + 2)?;
     (fstype == "fuse.mnemofs" || (fstype == "fuse" && source == "mnemofs"))
-        .then(|| unescape(mountpoint))
+        .then(|| (unescape(mountpoint), device))
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
@@ -198,9 +215,15 @@ mod tests {
         let by_user = "56 27 0:53 / /mnt/a\\040b rw - fuse.mnemofs mnemofs rw,user_id=1000";
         let by_root = "57 27 0:54 / /mnt/r rw,nosuid - fuse mnemofs rw,user_id=0,group_id=0";
         let other = "58 27 0:55 / /mnt/s rw - fuse sshfs rw,user_id=0";
-        assert_eq!(mnemofs_mountpoint(by_user), Some(PathBuf::from("/mnt/a b")));
-        assert_eq!(mnemofs_mountpoint(by_root), Some(PathBuf::from("/mnt/r")));
-        assert_eq!(mnemofs_mountpoint(other), None);
+        assert_eq!(
+            mnemofs_mount(by_user),
+            Some((PathBuf::from("/mnt/a b"), "0:53"))
+        );
+        assert_eq!(
+            mnemofs_mount(by_root),
+            Some((PathBuf::from("/mnt/r"), "0:54"))
+        );
+        assert_eq!(mnemofs_mount(other), None);
     }
 
     #[test]

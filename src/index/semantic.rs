@@ -73,10 +73,10 @@ impl std::fmt::Debug for Semantic {
 }
 
 impl Semantic {
-    /// Starts the worker, which embeds whatever it is told of: the
-    /// memories the index holds ([`Semantic::seed`]), then each change.
     /// Starts the worker, after taking in the vectors `file` kept of
-    /// memories unchanged since (see [`Semantic::save`]).
+    /// memories unchanged since (see [`Semantic::save`]). It embeds
+    /// whatever it is told of: the memories the index holds
+    /// ([`Semantic::seed`]), then each change.
     pub(crate) fn start(
         embedder: Embedder,
         store: Arc<Store>,
@@ -310,11 +310,10 @@ fn work(semantic: &Weak<Semantic>) {
 
 impl Semantic {
     fn embed_batch(&self, batch: Vec<StorePath>) {
-        let this = self;
         let mut texts = Vec::new();
         let mut owners = Vec::new();
         for path in batch {
-            match this.texts_of(&path) {
+            match self.texts_of(&path) {
                 Some((chunks, scope)) => {
                     for chunk in chunks {
                         texts.push(chunk);
@@ -322,14 +321,14 @@ impl Semantic {
                     }
                 }
                 None => {
-                    this.table.write().remove(&path);
+                    self.table.write().remove(&path);
                 }
             }
         }
         let mut vectors = Vec::with_capacity(texts.len());
         for part in texts.chunks(BATCH_TEXTS) {
             let refs: Vec<&str> = part.iter().map(String::as_str).collect();
-            match this.embedder.embed(&refs) {
+            match self.embedder.embed(&refs) {
                 Ok(v) => vectors.extend(v),
                 Err(e) => {
                     tracing::warn!("cannot embed {} texts: {e}", refs.len());
@@ -352,8 +351,8 @@ impl Semantic {
                 .extend(vector);
         }
         // A memory removed while it was embedded stays removed.
-        fresh.retain(|path, _| this.store.stat(path).is_ok());
-        this.table.write().extend(fresh);
+        fresh.retain(|path, _| self.store.stat(path).is_ok());
+        self.table.write().extend(fresh);
     }
 }
 

@@ -263,17 +263,7 @@ impl Operations {
                     id: None,
                 }
             }
-            Request::Resolve { reference } => {
-                let path = self.resolve(&reference)?;
-                let id = self
-                    .read_memory(&path)
-                    .ok()
-                    .and_then(|(_, _, text)| self.id_of(&path, &text));
-                Response::Memory {
-                    path: path.to_string(),
-                    id,
-                }
-            }
+            Request::Resolve { reference } => self.memory_at(self.resolve(&reference)?),
             Request::Dream { level } => Response::Report {
                 report: self.dream(level)?,
             },
@@ -1113,9 +1103,6 @@ impl Operations {
         )))
     }
 
-    /// The id of the memory at `path` whose text is `text`: its `id:`, or
-    /// else the one the index keeps for it until it is written (a note
-    /// nobody has written through the mount).
     /// The answer naming the memory at `path` and its id, as it is now.
     fn memory_at(&self, path: StorePath) -> Response {
         let id = self
@@ -1128,6 +1115,9 @@ impl Operations {
         }
     }
 
+    /// The id of the memory at `path` whose text is `text`: its `id:`, or
+    /// else the one the index keeps for it until it is written (a note
+    /// nobody has written through the mount).
     pub(crate) fn id_of(&self, path: &StorePath, text: &str) -> Option<String> {
         memory::parse("", text)
             .frontmatter

