@@ -122,9 +122,6 @@ struct DaemonState {
     history: Arc<History>,
 }
 
-/// Opens the store, swept of the temp files an interrupted write left (the
-/// store lock is held: no write of ours is in flight), and its index,
-/// counters and history.
 /// Where the memories' vectors are kept between runs, in the state dir.
 const VECTORS_FILE: &str = "vectors.bin";
 
@@ -149,6 +146,9 @@ fn enable_semantic(index: &Index, state_dir: &Path, config: &crate::config::Conf
     }
 }
 
+/// Opens the store, swept of the temp files an interrupted write left (the
+/// store lock is held: no write of ours is in flight), and its index,
+/// counters and history.
 fn open_daemon_state(
     store_dir: &Path,
     state_dir: &Path,
