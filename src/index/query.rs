@@ -917,9 +917,9 @@ const FUSION_DEPTH: usize = 8;
 const MEANING_WEIGHT: f32 = 0.5;
 
 /// The two rankings as one: each one's best [`FUSION_DEPTH`] scores
-/// scaled to 0..1 within the ranking (min-max), a document scoring the
-/// weighted sum over the rankings that hold it; best first, then the rest
-/// of each ranking, at most `limit`. A ranking may be empty: the other is
+/// scaled to 0..1 within the ranking (min-max), a document scoring 1 plus
+/// the weighted sum over the rankings that hold it; best first, then the
+/// rest of each ranking under 1, at most `limit`. A ranking may be empty: the other is
 /// then kept as it is, with its own scores.
 fn fuse(
     words: &[(f32, DocAddress)],
@@ -965,14 +965,21 @@ fn fuse(
             .then(a.1.segment_ord.cmp(&b.1.segment_ord))
             .then(a.1.doc_id.cmp(&b.1.doc_id))
     });
-    // Below the fused head, each ranking's rest, scored under the head.
+    // The head scores 1 and up, so that its last (0 once scaled) is not
+    // shown as worthless; each ranking's rest comes below, under 1 and
+    // falling.
+    for f in &mut fused {
+        f.0 += 1.0;
+    }
+    let mut below = 0u16;
     for (list, side) in [(words, Side::Words), (meaning, Side::Meaning)] {
         for (_, address) in list.iter().skip(FUSION_DEPTH) {
             if fused.len() >= limit {
                 break;
             }
             if !fused.iter().any(|f| f.1 == *address) {
-                fused.push((0.0, *address, side));
+                below = below.saturating_add(1);
+                fused.push((1.0 / f32::from(below + 1), *address, side));
             }
         }
     }

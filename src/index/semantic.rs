@@ -186,7 +186,11 @@ impl Semantic {
         if let Some((_, v)) = self.recent_queries.lock().iter().find(|(q, _)| q == query) {
             return Some(Arc::clone(v));
         }
-        match self.embedder.embed_query(query) {
+        let embedded = match query_pool() {
+            Some(pool) => pool.install(|| self.embedder.embed_query(query)),
+            None => self.embedder.embed_query(query),
+        };
+        match embedded {
             Ok(v) => {
                 let v = Arc::new(v);
                 let mut recent = self.recent_queries.lock();
@@ -273,6 +277,24 @@ impl Semantic {
         chunks.truncate(MAX_CHUNKS);
         Some((chunks, scope))
     }
+}
+
+/// The threads a query's matrix products run on: a pool of their own, at
+/// the caller's priority. On the worker's pool, a question asked while a
+/// backlog is embedded would wait behind it, at background priority.
+/// `None` if no thread can be made: the caller's thread does it all.
+fn query_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("mnemofs-query-{i}"))
+            .build()
+            .inspect_err(|e| tracing::warn!("queries are embedded on one thread: {e}"))
+            .ok()
+    })
+    .as_ref()
 }
 
 /// The worker: embeds queued memories until stopped or dropped.
