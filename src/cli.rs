@@ -17,6 +17,7 @@ use crate::fs::FsOptions;
 use crate::ops::{Request, Response};
 
 mod memories;
+mod model;
 
 /// An agent's long-term memory, mounted as a directory.
 #[derive(Debug, Parser)]
@@ -78,6 +79,8 @@ enum Command {
         /// Configuration file [default: ~/.config/mnemofs/config.yaml].
         #[arg(long)]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        model: ModelArgs,
         /// Serve the files only: no background normalizing or organizing.
         #[arg(long)]
         no_organizer: bool,
@@ -98,6 +101,8 @@ enum Command {
         /// Configuration file [default: ~/.config/mnemofs/config.yaml].
         #[arg(long)]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        model: ModelArgs,
         /// Serve the files only: no background normalizing or organizing.
         #[arg(long)]
         no_organizer: bool,
@@ -270,6 +275,8 @@ enum Command {
         /// `mount.guide`, else on].
         #[arg(long, value_enum)]
         guide: Option<GuideMode>,
+        #[command(flatten)]
+        model: ModelArgs,
     },
     /// Serve the store over the Model Context Protocol on stdin and stdout
     /// (for Claude Code, Claude Desktop and other MCP clients): tools to
@@ -287,6 +294,8 @@ enum Command {
         /// `mount.guide`, else on].
         #[arg(long, value_enum)]
         guide: Option<GuideMode>,
+        #[command(flatten)]
+        model: ModelArgs,
     },
     /// Check what mounting needs (FUSE, fusermount3, the store, the state
     /// dir, the index, stale mounts, the service unit, the config) and say
@@ -336,6 +345,33 @@ enum Command {
         #[arg(long, short = 'z')]
         lazy: bool,
     },
+    /// The models search by meaning uses: `mnemofs model pull` downloads
+    /// one.
+    Model {
+        #[command(subcommand)]
+        command: model::ModelCommand,
+    },
+}
+
+/// The model of a process that serves the store.
+#[derive(Debug, clap::Args)]
+struct ModelArgs {
+    /// Search by meaning with the sentence-transformers model in this
+    /// folder (config.json, model.safetensors, tokenizer.json)
+    /// [default: config `search.model`].
+    #[arg(long, value_name = "DIR")]
+    model_dir: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    /// `settings` with the model this names, if it names one.
+    fn apply(&self, settings: &mut Config) -> anyhow::Result<()> {
+        if let Some(dir) = &self.model_dir {
+            // Absolute: a mount's daemon works from `/`.
+            settings.search.model = Some(crate::config::ModelSetting::Folder(absolute(dir)?));
+        }
+        Ok(())
+    }
 }
 
 /// Which store a command works on.
@@ -384,8 +420,10 @@ fn settings(config: Option<&Path>) -> anyhow::Result<Config> {
 fn serving_session(
     target: &daemon::Target,
     guide: Option<GuideMode>,
+    model: &ModelArgs,
 ) -> anyhow::Result<daemon::Session> {
-    let config = settings(None)?;
+    let mut config = settings(None)?;
+    model.apply(&mut config)?;
     let guide = match guide {
         Some(guide) => guide == GuideMode::On,
         None => config.mount.guide.is_on(),
@@ -642,6 +680,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             views,
             guide,
             config,
+            model,
             no_organizer,
             no_passthrough,
         } => {
@@ -652,7 +691,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 bail!("--max-file-size must be more than 0 (e.g. 64MiB)");
             }
             // Checked before anything is made on disk.
-            let settings = load_config(config.as_deref())?;
+            let mut settings = load_config(config.as_deref())?;
+            model.apply(&mut settings)?;
             let (store, state_dir) = resolve_store_and_state(store, create, state_dir)?;
             let mountpoint = absolute(&mountpoint)?;
             if mountpoint.starts_with(&store) {
@@ -693,9 +733,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             at,
             create,
             config,
+            model,
             no_organizer,
         } => {
-            let settings = load_config(config.as_deref())?;
+            let mut settings = load_config(config.as_deref())?;
+            model.apply(&mut settings)?;
             let guide = settings.mount.guide.is_on();
             let (store, state_dir) = resolve_store_and_state(at.store, create, at.state_dir)?;
             daemon::serve::serve(&daemon::serve::ServeConfig {
@@ -865,21 +907,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Tool { at, scope, guide } => {
-            let session = serving_session(&at.target(None)?, guide)?;
+        Command::Tool {
+            at,
+            scope,
+            guide,
+            model,
+        } => {
+            let session = serving_session(&at.target(None)?, guide, &model)?;
             let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
             let call = crate::front::in_scope(scope, |request| session.call(request));
             crate::front::tool::serve(stdin, stdout, call)
                 .context("the memory tool's input or output failed")
         }
-        Command::Mcp { at, scope, guide } => {
+        Command::Mcp {
+            at,
+            scope,
+            guide,
+            model,
+        } => {
             let target = at.target(None)?;
             let session = parking_lot::Mutex::new(None);
             crate::front::mcp::serve(crate::front::in_scope(scope, move |request| {
                 let mut open = session.lock();
                 let current = match open.take() {
                     Some(current) => current,
-                    None => serving_session(&target, guide).map_err(|e| {
+                    None => serving_session(&target, guide, &model).map_err(|e| {
                         tracing::error!("mcp: cannot open the store: {e:#}");
                         crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
                     })?,
@@ -972,6 +1024,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Checkpoint { at } => checkpoint(at),
         Command::Reindex { at } => reindex(at),
         Command::Memories(command) => memories::run(command),
+        Command::Model { command } => model::run(command),
         Command::Normalize {
             memories,
             all,

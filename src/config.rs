@@ -38,6 +38,7 @@ use jiff::tz::{Offset, TimeZone};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_yaml::Value;
 
+use crate::embed::hub::ModelName;
 use crate::memory::Category;
 use crate::memory::classify::Rule;
 use crate::memory::duration::{HumanDuration, serde_duration};
@@ -271,20 +272,98 @@ pub struct ClassificationConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SearchSettings {
-    /// A sentence-transformers model's folder (`config.json`,
-    /// `model.safetensors`, `tokenizer.json`; `~/` is the home folder):
-    /// search then fuses meaning with words. None: search is by words.
-    pub model: Option<PathBuf>,
+    /// A sentence-transformers model: search then fuses meaning with
+    /// words. None: search is by words.
+    pub model: Option<ModelSetting>,
 }
 
 impl SearchSettings {
-    /// The model's folder, `~/` expanded.
+    /// The model's folder: a folder as written, `~/` expanded; a model on
+    /// the hub, where `mnemofs model pull` puts it.
     pub fn model_dir(&self) -> Option<PathBuf> {
-        let model = self.model.as_ref()?;
-        match model.strip_prefix("~") {
-            Ok(rest) => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(rest)),
-            Err(_) => Some(model.clone()),
+        match self.model.as_ref()? {
+            ModelSetting::Folder(path) => match path.strip_prefix("~") {
+                Ok(rest) => std::env::var_os("HOME").map(|home| PathBuf::from(home).join(rest)),
+                Err(_) => Some(path.clone()),
+            },
+            ModelSetting::Hub(name) => Some(name.folder()),
         }
+    }
+
+    /// The model's name, when it is one on the hub.
+    pub fn model_name(&self) -> Option<&ModelName> {
+        match self.model.as_ref()? {
+            ModelSetting::Hub(name) => Some(name),
+            ModelSetting::Folder(_) => None,
+        }
+    }
+}
+
+/// `search.model`: a model's folder, or its name on the hub.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSetting {
+    /// A folder with `config.json`, `model.safetensors` and
+    /// `tokenizer.json`: absolute, or starting with `~/`, `./` or `../`.
+    Folder(PathBuf),
+    /// `owner/name` on the Hugging Face hub, downloaded into the cache by
+    /// `mnemofs model pull`.
+    Hub(ModelName),
+}
+
+impl ModelSetting {
+    /// Reads a folder (a path that says it is one) or a hub name. Anything
+    /// else is an error: a bare `minilm` could be either.
+    pub fn parse(text: &str) -> Result<ModelSetting, String> {
+        let is_path = text.starts_with('/')
+            || ["~", ".", ".."].contains(&text)
+            || ["~/", "./", "../"].iter().any(|p| text.starts_with(p));
+        if is_path {
+            return Ok(ModelSetting::Folder(PathBuf::from(text)));
+        }
+        ModelName::parse(text).map(ModelSetting::Hub).map_err(|_| {
+            format!(
+                "`{text}` is neither a model's folder (absolute, or starting with ~/, ./ or ../) \
+                 nor a model's name on the hub such as {}",
+                crate::embed::hub::DEFAULT_MODEL
+            )
+        })
+    }
+}
+
+impl fmt::Display for ModelSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelSetting::Folder(path) => write!(f, "{}", path.display()),
+            ModelSetting::Hub(name) => write!(f, "{name}"),
+        }
+    }
+}
+
+impl Serialize for ModelSetting {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ModelSetting {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // A visitor, so that an error is raised at the value and names
+        // its key.
+        struct ModelVisitor;
+
+        impl serde::de::Visitor<'_> for ModelVisitor {
+            type Value = ModelSetting;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a model's folder or its name on the hub")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ModelSetting, E> {
+                ModelSetting::parse(text).map_err(E::custom)
+            }
+        }
+
+        deserializer.deserialize_str(ModelVisitor)
     }
 }
 
@@ -715,7 +794,7 @@ impl Config {
 /// rule so the keys of a rule item are known too.
 fn known_shape() -> Value {
     let mut sample = Config::default();
-    sample.search.model = Some(PathBuf::new());
+    sample.search.model = Some(ModelSetting::Folder(PathBuf::new()));
     sample.classification.rules.push(Rule {
         category: Category::Project,
         keywords: vec![String::new()],
@@ -992,6 +1071,39 @@ classification:
             .unwrap_or_default();
         assert_eq!(c.search.model_dir(), Some(home.join("models/x")));
         assert_eq!(load("").0.search.model_dir(), None);
+        let (c, warnings) = load("search:\n  model: ../models/x\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.search.model_dir(), Some(PathBuf::from("../models/x")));
+        assert_eq!(c.search.model_name(), None);
+    }
+
+    #[test]
+    fn search_settings_name_a_model_on_the_hub_pulled_into_the_cache() {
+        let (c, warnings) = load("search: {model: sentence-transformers/all-MiniLM-L6-v2}\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let name = c.search.model_name().expect("a hub name");
+        assert_eq!(name.as_str(), "sentence-transformers/all-MiniLM-L6-v2");
+        let dir = c.search.model_dir().expect("a folder");
+        assert_eq!(dir, name.folder());
+        assert!(
+            dir.ends_with(".cache/mnemofs/models/sentence-transformers/all-MiniLM-L6-v2")
+                || dir.ends_with("mnemofs/models/sentence-transformers/all-MiniLM-L6-v2"),
+            "{}",
+            dir.display()
+        );
+        // Written back as it was read.
+        let text = serde_yaml::to_string(&c.search).unwrap();
+        assert_eq!(text, "model: sentence-transformers/all-MiniLM-L6-v2\n");
+        // Neither a folder nor a name: an error naming the key.
+        for bad in ["minilm", "models/mini/lm", "a/.b"] {
+            let msg = Config::from_yaml(&format!("search:\n  model: {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                msg.contains("search.model") && msg.contains("is neither a model's folder"),
+                "{msg}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod background;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+mod dirs;
 pub mod embed;
 pub mod front;
 pub mod fs;

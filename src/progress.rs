@@ -1,7 +1,7 @@
 //! Progress of long commands (`reindex`, an offline `dream`, `ingest`,
-//! `import`) on a terminal, drawn by `indicatif` on stderr. When stderr is
-//! not a terminal nothing is drawn, so piped output holds only the
-//! command's own lines.
+//! `import`, `model pull`) on a terminal, drawn by `indicatif` on stderr.
+//! When stderr is not a terminal nothing is drawn, so piped output holds
+//! only the command's own lines.
 
 use std::time::Duration;
 
@@ -14,13 +14,31 @@ const TICK: Duration = Duration::from_millis(100);
 /// a spinner with `message` until then.
 pub struct Progress {
     bar: ProgressBar,
-    unit: &'static str,
+    unit: Unit,
     counting: bool,
+}
+
+/// What a bar counts.
+#[derive(Clone, Copy)]
+enum Unit {
+    /// Things, named so.
+    Items(&'static str),
+    /// Bytes, shown as KiB, MiB... with the rate.
+    Bytes,
 }
 
 impl Progress {
     /// Starts a spinner that says `message` (nothing off a terminal).
     pub fn start(message: &str, unit: &'static str) -> Progress {
+        Progress::spinner(message, Unit::Items(unit))
+    }
+
+    /// [`Progress::start`] for a bar that counts bytes (a download).
+    pub fn bytes(message: &str) -> Progress {
+        Progress::spinner(message, Unit::Bytes)
+    }
+
+    fn spinner(message: &str, unit: Unit) -> Progress {
         let bar = ProgressBar::new_spinner();
         bar.set_style(
             // A fixed template: the fallback is never used.
@@ -40,10 +58,14 @@ impl Progress {
     pub fn set(&mut self, done: u64, total: u64) {
         if !self.counting {
             self.counting = true;
-            let template = format!(
-                "{{msg}} [{{bar:30}}] {{pos}}/{{len}} {} ({{eta}} left)",
-                self.unit
-            );
+            let template = match self.unit {
+                Unit::Items(unit) => {
+                    format!("{{msg}} [{{bar:30}}] {{pos}}/{{len}} {unit} ({{eta}} left)")
+                }
+                Unit::Bytes => "{msg} [{bar:30}] {bytes}/{total_bytes} \
+                                ({bytes_per_sec}, {eta} left)"
+                    .to_owned(),
+            };
             self.bar.set_style(
                 // The unit is plain text: the fallback is never used.
                 ProgressStyle::with_template(&template)

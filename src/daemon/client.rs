@@ -386,9 +386,17 @@ fn open_local(
         state_dir: Some(state_dir.to_path_buf()),
         history: Some(Arc::clone(&history)),
     });
+    // Loading a model takes longer than most commands: only a process
+    // that serves the store does.
+    let meaning_off = config.search.model.is_some().then(|| {
+        "no daemon serves the store, and only one (a mount, `mnemofs serve`, `mnemofs mcp`) \
+         loads the model"
+            .to_owned()
+    });
     let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
         .with_organizer(Arc::new(organizer))
         .with_history(history)
-        .with_counters(counters);
+        .with_counters(counters)
+        .with_meaning_off(meaning_off);
     Ok((ops, index, sweep))
 }

@@ -414,11 +414,11 @@ fn meaning(path: Option<&Path>) -> Finding {
     let Some(dir) = config.search.model_dir() else {
         return finding(
             Level::Note,
-            "search: by words only; for meaning too, set search.model in the config to a \
-             sentence-transformers model's folder (config.json, model.safetensors, tokenizer.json)",
+            "search: by words only; for meaning too, run `mnemofs model pull` and put the line \
+             it prints in the config",
         );
     };
-    match crate::embed::Embedder::load(&dir) {
+    match crate::embed::Embedder::load_configured(&dir, config.search.model_name()) {
         Ok(model) => finding(
             Level::Ok,
             format!(
@@ -427,6 +427,9 @@ fn meaning(path: Option<&Path>) -> Finding {
                 model.dims()
             ),
         ),
+        Err(e @ crate::embed::EmbedError::NotPulled { .. }) => {
+            finding(Level::Warn, format!("search: by words only, as {e}"))
+        }
         Err(e) => finding(
             Level::Warn,
             format!("search: by words only, as {e}; fix search.model in the config"),

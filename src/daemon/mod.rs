@@ -120,6 +120,8 @@ struct DaemonState {
     index: Index,
     counters: Arc<CounterStore>,
     history: Arc<History>,
+    /// Why search is by words only although the config names a model.
+    meaning_off: Option<String>,
 }
 
 /// Where the memories' vectors are kept between runs, in the state dir.
@@ -127,12 +129,14 @@ const VECTORS_FILE: &str = "vectors.bin";
 
 /// Semantic search for a process that serves a store, when the
 /// configuration names a model: a model that cannot be loaded is a
-/// warning, and search stays by words.
-fn enable_semantic(index: &Index, state_dir: &Path, config: &crate::config::Config) {
-    let Some(dir) = config.search.model_dir() else {
-        return;
-    };
-    let enabled = crate::embed::Embedder::load(&dir)
+/// warning, and search stays by words. Returns why it did not load.
+fn enable_semantic(
+    index: &Index,
+    state_dir: &Path,
+    config: &crate::config::Config,
+) -> Option<String> {
+    let dir = config.search.model_dir()?;
+    let enabled = crate::embed::Embedder::load_configured(&dir, config.search.model_name())
         .map_err(|e| e.to_string())
         .and_then(|embedder| {
             let kept = state_dir.join(VECTORS_FILE);
@@ -141,8 +145,14 @@ fn enable_semantic(index: &Index, state_dir: &Path, config: &crate::config::Conf
                 .map_err(|e| e.to_string())
         });
     match enabled {
-        Ok(()) => tracing::info!("semantic search on, with the model in {}", dir.display()),
-        Err(e) => tracing::warn!("semantic search is off, search is by words: {e}"),
+        Ok(()) => {
+            tracing::info!("semantic search on, with the model in {}", dir.display());
+            None
+        }
+        Err(e) => {
+            tracing::warn!("semantic search is off, search is by words: {e}");
+            Some(e)
+        }
     }
 }
 
@@ -169,7 +179,7 @@ fn open_daemon_state(
     }
     let index =
         Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
-    enable_semantic(&index, state_dir, config);
+    let meaning_off = enable_semantic(&index, state_dir, config);
     let counters = Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)));
     let history = Arc::new(open_history(state_dir, config, &index)?);
     Ok(DaemonState {
@@ -177,6 +187,7 @@ fn open_daemon_state(
         index,
         counters,
         history,
+        meaning_off,
     })
 }
 
@@ -362,6 +373,7 @@ struct Mounted {
     fs: Arc<StoreFs>,
     views: Views,
     session: fuser::Session<FuseAdapter>,
+    meaning_off: Option<String>,
 }
 
 /// Opens the store and its index, and mounts it.
@@ -371,6 +383,7 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         index,
         counters,
         history,
+        meaning_off,
     } = open_daemon_state(&config.store, &config.state_dir, &config.config, true)?;
     let views = Views::new(index.clone()).with_root_guide(config.guide);
     let kernel_checks = crate::fs::kernel_checks_permissions(config.allow_other);
@@ -422,6 +435,7 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         fs,
         views,
         session,
+        meaning_off,
     })
 }
 
@@ -482,7 +496,8 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
         writer,
         ServedBy::Daemon,
     )
-    .with_max_file_size(config.fs.max_file_size);
+    .with_max_file_size(config.fs.max_file_size)
+    .with_meaning_off(mounted.meaning_off.clone());
     if let Some(history) = mounted.fs.history() {
         ops = ops.with_history(Arc::clone(history));
     }

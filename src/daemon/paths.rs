@@ -2,16 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-pub(super) fn home() -> PathBuf {
-    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
-}
-
-fn xdg(var: &str, fallback: &str) -> PathBuf {
-    match std::env::var_os(var) {
-        Some(v) if Path::new(&v).is_absolute() => PathBuf::from(v),
-        _ => home().join(fallback),
-    }
-}
+pub(super) use crate::dirs::home;
+use crate::dirs::xdg;
 
 /// `$XDG_CONFIG_HOME` (else `~/.config`): where the systemd user unit goes.
 pub(super) fn config_home() -> PathBuf {

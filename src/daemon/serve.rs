@@ -135,6 +135,7 @@ impl Server {
             index,
             counters,
             history,
+            meaning_off,
         } = open_daemon_state(&config.store, &config.state_dir, &config.config, sweep)?;
         let views = Views::new(index.clone()).with_root_guide(config.guide);
         let writer: Arc<dyn Writer> = Arc::new(
@@ -176,7 +177,8 @@ impl Server {
             config.served_by,
         )
         .with_history(history)
-        .with_counters(Arc::clone(&counters));
+        .with_counters(Arc::clone(&counters))
+        .with_meaning_off(meaning_off);
         if let Some(organizer) = organizer {
             ops = ops.with_organizer(organizer);
         }

@@ -125,9 +125,12 @@ impl Overview {
                     "by words and meaning ({}; {} memories embedded, {} waiting)",
                     m.model, m.embedded, m.backlog
                 ),
-                None => "by words only; for meaning too, set search.model in the config \
-                         to a sentence-transformers model's folder"
-                    .to_owned(),
+                None => match &s.meaning_off {
+                    Some(why) => format!("by words only, as {why}"),
+                    None => "by words only; for meaning too, run `mnemofs model pull` and \
+                             put the line it prints in the config"
+                        .to_owned(),
+                },
             },
         ));
         if s.kept_ids > 0 {

@@ -12,11 +12,13 @@
 //!   before queries, as bge models ask).
 //!
 //! The encoder runs with candle, in pure Rust: nothing is downloaded at
-//! build or query time. Vectors are always made unit length here, so a dot
+//! build or query time (`mnemofs model pull` downloads a model beforehand,
+//! see `hub.rs`). Vectors are always made unit length here, so a dot
 //! product is their cosine.
 
 mod bert;
 mod chunk;
+pub mod hub;
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +48,12 @@ pub enum EmbedError {
         dir: PathBuf,
         /// Why.
         why: String,
+    },
+    /// The config names a model on the hub that is not in the cache.
+    #[error("the model {name} is not downloaded; run `mnemofs model pull {name}`")]
+    NotPulled {
+        /// The model's name on the hub.
+        name: String,
     },
     /// Running the model failed.
     #[error("embedding failed: {0}")]
@@ -186,6 +194,20 @@ impl Embedder {
             query_prefix,
             name,
         })
+    }
+
+    /// Loads the model the config names: its folder, and its name when it
+    /// is a model from the hub, which must have been pulled into `dir`.
+    pub fn load_configured(
+        dir: &Path,
+        hub_name: Option<&hub::ModelName>,
+    ) -> Result<Embedder, EmbedError> {
+        match hub_name {
+            Some(name) if !hub::is_pulled(dir) => Err(EmbedError::NotPulled {
+                name: name.to_string(),
+            }),
+            _ => Embedder::load(dir),
+        }
     }
 
     /// The length of a vector.

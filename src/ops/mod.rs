@@ -90,6 +90,8 @@ pub struct Operations {
     history: Option<Arc<crate::store::history::History>>,
     /// Where a read of a memory is counted (`access_count`).
     counters: Option<Arc<crate::store::counters::CounterStore>>,
+    /// Why search is by words only although the config names a model.
+    meaning_off: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Operations {
@@ -135,7 +137,15 @@ impl Operations {
             expected_version: None,
             history: None,
             counters: None,
+            meaning_off: None,
         }
+    }
+
+    /// Says in `status` why search is by words only although the config
+    /// names a model (`None`: it is not, or none is named).
+    pub fn with_meaning_off(mut self, why: Option<String>) -> Operations {
+        self.meaning_off = why.map(Arc::from);
+        self
     }
 
     /// Counts each memory a caller reads (`read`, `read_memory`) in
@@ -1374,6 +1384,7 @@ impl Operations {
                     backlog: s.embed_backlog,
                 })
             }),
+            meaning_off: self.meaning_off.as_deref().map(str::to_owned),
             last_commit_ms: s.last_commit,
             index_failing: s.failing.clone(),
             rebuilding: s

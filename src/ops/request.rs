@@ -668,6 +668,10 @@ pub struct Status {
     /// by words only. Boxed, as `history`.
     #[serde(default)]
     pub meaning: Option<Box<MeaningStatus>>,
+    /// Why search is by words only although the config names a model
+    /// (one that is not downloaded, or cannot be loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meaning_off: Option<String>,
 }
 
 /// How search by meaning is doing.
