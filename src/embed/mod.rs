@@ -277,6 +277,20 @@ impl Embedder {
 }
 
 /// The dot product of two vectors: their cosine, as both are unit length.
+///
+/// Summed in 16 lanes: one running sum would be a chain of dependent
+/// additions the compiler may not reorder, four to eight times slower, and
+/// a search at 100,000 memories is this loop.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
+    const LANES: usize = 16;
+    let (a_lanes, a_rest) = a.as_chunks::<LANES>();
+    let (b_lanes, b_rest) = b.as_chunks::<LANES>();
+    let mut sums = [0f32; LANES];
+    for (x, y) in a_lanes.iter().zip(b_lanes) {
+        for i in 0..LANES {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    let rest: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
+    sums.iter().sum::<f32>() + rest
 }

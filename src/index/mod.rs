@@ -44,6 +44,7 @@ mod schema;
 mod semantic;
 mod snippet;
 mod tokenizer;
+mod vectors;
 
 #[cfg(test)]
 mod tests;

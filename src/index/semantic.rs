@@ -14,20 +14,13 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use super::vectors::VectorTable;
 use crate::embed::Embedder;
 use crate::store::{Store, StorePath};
 
 /// Texts embedded in one call: enough to keep the matrix products busy,
 /// few enough that a removal is never held up for long.
 const BATCH_TEXTS: usize = 16;
-
-/// One memory's vectors.
-struct Vectors {
-    /// Its `scope:`, lowercase, if it has one.
-    scope: Option<String>,
-    /// Its chunks' vectors, one after another.
-    data: Vec<f32>,
-}
 
 #[derive(Default)]
 struct Queue {
@@ -46,7 +39,7 @@ struct Queue {
 pub(crate) struct Semantic {
     embedder: Embedder,
     store: Arc<Store>,
-    table: RwLock<HashMap<StorePath, Vectors>>,
+    table: RwLock<VectorTable>,
     queue: Mutex<Queue>,
     wake: Condvar,
     /// The latest queries' vectors, newest last: a view folder's listing
@@ -91,10 +84,11 @@ impl Semantic {
             .thread_name(|i| format!("mnemofs-embed-{i}"))
             .start_handler(|_| crate::background::lower_priority())
             .build_global();
+        let dims = embedder.dims();
         let semantic = Arc::new(Semantic {
             embedder,
             store,
-            table: RwLock::new(HashMap::new()),
+            table: RwLock::new(VectorTable::new(dims)),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             recent_queries: Mutex::new(VecDeque::new()),
@@ -132,7 +126,7 @@ impl Semantic {
         let table = self.table.read();
         let mut queue = self.queue.lock();
         for path in paths {
-            if !table.contains_key(&path) && queue.queued.insert(path.clone()) {
+            if !table.contains(&path) && queue.queued.insert(path.clone()) {
                 queue.paths.push_back(path);
             }
         }
@@ -207,7 +201,7 @@ impl Semantic {
         }
     }
 
-    /// The `limit` memories nearest to `query` (best chunk first), with
+    /// The `limit` memories nearest to `query` (by their best chunk), with
     /// their cosine; memories of `hidden_scopes` left out.
     pub(crate) fn nearest(
         &self,
@@ -215,31 +209,7 @@ impl Semantic {
         limit: usize,
         hidden_scopes: &[String],
     ) -> Vec<(StorePath, f32)> {
-        let dims = query.len();
-        let table = self.table.read();
-        let mut best: Vec<(f32, &StorePath)> = table
-            .iter()
-            .filter(|(_, v)| {
-                v.scope
-                    .as_ref()
-                    .is_none_or(|s| !hidden_scopes.iter().any(|h| h == s))
-            })
-            .filter_map(|(path, v)| {
-                v.data
-                    .chunks_exact(dims)
-                    .map(|chunk| crate::embed::cosine(query, chunk))
-                    .reduce(f32::max)
-                    .map(|score| (score, path))
-            })
-            .collect();
-        let limit = limit.min(best.len());
-        if limit == 0 {
-            return Vec::new();
-        }
-        best.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-        best.truncate(limit);
-        best.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-        best.into_iter().map(|(s, p)| (p.clone(), s)).collect()
+        self.table.read().nearest(query, limit, hidden_scopes)
     }
 
     /// The texts to embed for the memory at `path`, and its scope; `None`
@@ -361,20 +331,20 @@ impl Semantic {
         if vectors.len() != texts.len() {
             return;
         }
-        let mut fresh: HashMap<StorePath, Vectors> = HashMap::new();
+        let mut fresh: HashMap<StorePath, (Option<String>, Vec<f32>)> = HashMap::new();
         for ((path, scope), vector) in owners.into_iter().zip(vectors) {
             fresh
                 .entry(path)
-                .or_insert_with(|| Vectors {
-                    scope,
-                    data: Vec::new(),
-                })
-                .data
+                .or_insert_with(|| (scope, Vec::new()))
+                .1
                 .extend(vector);
         }
         // A memory removed while it was embedded stays removed.
         fresh.retain(|path, _| self.store.stat(path).is_ok());
-        self.table.write().extend(fresh);
+        let mut table = self.table.write();
+        for (path, (scope, data)) in fresh {
+            table.insert(path, scope, &data);
+        }
     }
 }
 
@@ -395,7 +365,7 @@ impl Semantic {
         out.write_all(&(name.len() as u32).to_le_bytes())?;
         out.write_all(name)?;
         out.write_all(&(self.embedder.dims() as u32).to_le_bytes())?;
-        for (path, vectors) in table.iter() {
+        for (path, scope, data) in table.iter() {
             let Ok(st) = self.store.stat(path) else {
                 continue;
             };
@@ -405,11 +375,11 @@ impl Semantic {
             out.write_all(&st.size.to_le_bytes())?;
             out.write_all(&st.mtime.sec.to_le_bytes())?;
             out.write_all(&st.mtime.nsec.to_le_bytes())?;
-            let scope = vectors.scope.as_deref().unwrap_or("").as_bytes();
+            let scope = scope.unwrap_or("").as_bytes();
             out.write_all(&(scope.len() as u32).to_le_bytes())?;
             out.write_all(scope)?;
-            out.write_all(&(vectors.data.len() as u32).to_le_bytes())?;
-            for x in &vectors.data {
+            out.write_all(&(data.len() as u32).to_le_bytes())?;
+            for x in &data {
                 out.write_all(&x.to_le_bytes())?;
             }
         }
@@ -426,15 +396,12 @@ impl Semantic {
         let Ok(bytes) = std::fs::read(file) else {
             return 0;
         };
-        match self.parse(&bytes) {
-            Some(entries) => {
-                let n = entries.len();
-                self.table.write().extend(entries);
-                n
-            }
+        let mut table = self.table.write();
+        match self.parse(&bytes, &mut table) {
+            Some(n) => n,
             None => {
                 tracing::info!(
-                    "{} is not this model's vectors; embedding anew",
+                    "{} is not this model's vectors, or is damaged: what it lacks is embedded anew",
                     file.display()
                 );
                 0
@@ -442,7 +409,11 @@ impl Semantic {
         }
     }
 
-    fn parse(&self, bytes: &[u8]) -> Option<Vec<(StorePath, Vectors)>> {
+    /// Puts the vectors in `bytes` into `table` one memory at a time (the
+    /// whole file in floats at once would cost a store's worth of memory
+    /// the process keeps); how many, or `None` if the file is not this
+    /// model's or is damaged past that point.
+    fn parse(&self, bytes: &[u8], table: &mut VectorTable) -> Option<usize> {
         let mut at = 0usize;
         let mut take = |n: usize| -> Option<&[u8]> {
             let slice = bytes.get(at..at.checked_add(n)?)?;
@@ -461,10 +432,11 @@ impl Semantic {
         if dims != self.embedder.dims() {
             return None;
         }
-        let mut out = Vec::new();
+        let mut loaded = 0;
+        let mut data = Vec::new();
         loop {
             let Some(len) = take(4) else {
-                return Some(out);
+                return Some(loaded);
             };
             let key_len = u32_of(len) as usize;
             let path = super::document::path_from_key(take(key_len)?)?;
@@ -477,22 +449,19 @@ impl Semantic {
             if !count.is_multiple_of(dims) {
                 return None;
             }
-            let data: Vec<f32> = take(count.checked_mul(4)?)?
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
+            data.clear();
+            data.extend(
+                take(count.checked_mul(4)?)?
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
             let unchanged = self
                 .store
                 .stat(&path)
                 .is_ok_and(|st| st.size == size && st.mtime.sec == sec && st.mtime.nsec == nsec);
             if unchanged {
-                out.push((
-                    path,
-                    Vectors {
-                        scope: (!scope.is_empty()).then_some(scope),
-                        data,
-                    },
-                ));
+                table.insert(path, (!scope.is_empty()).then_some(scope), &data);
+                loaded += 1;
             }
         }
     }

@@ -1,0 +1,396 @@
+//! `cargo bench --bench embed`: semantic search on this machine's CPU,
+//! each figure beside its baseline from the same run.
+//!
+//! - **A question's embedding** (20 words), p50 and p99, on a pool of one
+//!   and of two threads; then while a backlog is embedded, on the
+//!   worker's pool (where it would wait behind the backlog) and on the
+//!   queries' own pool (where mnemofs puts it). Baseline: the same question
+//!   searched by words alone.
+//! - **Throughput**: the memories per second one and two threads embed;
+//!   then a store of `MNEMOFS_EMBED_NOTES` memories (default 10,000)
+//!   embedded by the index's worker, beside the time the index took for
+//!   their words.
+//! - **Search at `MNEMOFS_EMBED_SCAN` memories** (default 100,000): fused,
+//!   by words, by meaning, p50 and p99 over questions that never repeat
+//!   within the cache of recent queries; and the memory the vectors take.
+//!   Embedding that many memories would take most of an hour, so their
+//!   vectors are written to the vectors file the daemon keeps between runs,
+//!   as if it had made them: each memory gets the vector of one of a few
+//!   hundred texts embedded for real, which costs the scan the same.
+//!
+//! `MNEMOFS_MODEL` names the model's folder (default: the
+//! all-MiniLM-L6-v2 the tests unpack under `target/tmp/`). Without one, the
+//! bench says so and exits 0. A measurement, not a test: nothing fails on
+//! a slow figure.
+
+use std::fmt::Write as _;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mnemofs::embed::Embedder;
+use mnemofs::index::Index;
+use mnemofs::store::Store;
+
+/// A question as an agent asks it: 20 words.
+const QUESTION: &str = "What did the user say about how they prefer their code to be \
+     formatted before a pull request is merged?";
+
+/// How long the index may take to take in a store, or the worker to embed
+/// it.
+const WAIT: Duration = Duration::from_secs(3600);
+
+fn main() {
+    let dir = std::env::var_os("MNEMOFS_MODEL")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/all-MiniLM-L6-v2")
+        });
+    let load = || match Embedder::load(&dir) {
+        Ok(e) => Some(e),
+        Err(e) => {
+            println!("embed bench skipped: {e} (set MNEMOFS_MODEL, or run the tests once)");
+            None
+        }
+    };
+    let Some(embedder) = load() else {
+        return;
+    };
+    let notes = count("MNEMOFS_EMBED_NOTES", 10_000);
+    let scan = count("MNEMOFS_EMBED_SCAN", 100_000);
+    println!(
+        "embed bench: {} ({} dimensions), {} threads on this machine",
+        embedder.name(),
+        embedder.dims(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+
+    let tmp = tempfile::tempdir().expect("a temp dir");
+    println!("\n## A question's embedding (20 words)\n");
+    println!("| how | p50 | p99 |\n|---|---|---|");
+    for threads in [1, 2] {
+        let times = pool(threads).install(|| {
+            sample(200, |_| {
+                embedder.embed_query(QUESTION).expect("embed");
+            })
+        });
+        row(&format!("embedded, {threads} thread(s)"), &times);
+    }
+
+    // The store whose embedding the backlog figures run beside.
+    let store_dir = tmp.path().join("store");
+    write_store(&store_dir, notes, 1);
+    let store = Arc::new(Store::open(&store_dir).expect("store"));
+    let state = tmp.path().join("state");
+    std::fs::create_dir_all(&state).expect("state dir");
+    let started = Instant::now();
+    let index = Index::open(&state, Arc::clone(&store)).expect("index");
+    assert!(index.wait_idle(WAIT), "the index never took in the store");
+    let words_took = started.elapsed();
+    let words = sample(200, |i| {
+        index
+            .search(&format!("mode:words {}", question(i)), 10)
+            .expect("search");
+    });
+    row("baseline: searched by words, no model", &words);
+
+    println!("\n## Throughput\n");
+    let texts: Vec<String> = (0..480).map(note_text).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    println!("| how | memories/s | 10,000 memories |\n|---|---|---|");
+    for threads in [1, 2] {
+        let started = Instant::now();
+        pool(threads).install(|| {
+            for batch in refs.chunks(16) {
+                embedder.embed(batch).expect("embed");
+            }
+        });
+        let rate = refs.len() as f64 / started.elapsed().as_secs_f64();
+        println!(
+            "| embedded, {threads} thread(s) | {rate:.0} | {:.0} s |",
+            10_000.0 / rate
+        );
+    }
+    println!("\n## The same store, embedded by the index\n");
+    let started = Instant::now();
+    index
+        .enable_semantic(embedder, None)
+        .expect("semantic search");
+    // A second copy of the model, for questions asked beside the worker.
+    let Some(asking) = load() else {
+        return;
+    };
+    let global = sample(50, |i| {
+        // Outside any pool: the matrix products go to the worker's pool.
+        asking.embed_query(&question(i)).expect("embed");
+    });
+    let own = pool(2).install(|| {
+        sample(50, |i| {
+            asking.embed_query(&question(i + 50)).expect("embed");
+        })
+    });
+    println!("| how | p50 | p99 |\n|---|---|---|");
+    row(
+        "a question during the backlog, on the worker's pool",
+        &global,
+    );
+    row(
+        "a question during the backlog, on the queries' own pool",
+        &own,
+    );
+    println!("\n| how | memories/s | 10,000 memories |\n|---|---|---|");
+
+    assert!(index.wait_embedded(WAIT), "the worker never caught up");
+    let embedding_took = started.elapsed();
+    println!(
+        "| the index's worker: {notes} memories embedded (background priority) | {:.0} | {:.0} s |",
+        notes as f64 / embedding_took.as_secs_f64(),
+        10_000.0 * embedding_took.as_secs_f64() / notes as f64
+    );
+    println!(
+        "| baseline: the index took in their words | {:.0} | {:.1} s |",
+        notes as f64 / words_took.as_secs_f64(),
+        10_000.0 * words_took.as_secs_f64() / notes as f64
+    );
+    index.shutdown();
+    drop(index);
+
+    println!("\n## Search at {scan} memories\n");
+    let big_dir = tmp.path().join("big");
+    write_store(&big_dir, scan, 7);
+    let big_state = tmp.path().join("big-state");
+    std::fs::create_dir_all(&big_state).expect("state dir");
+    let vectors = big_state.join("vectors.bin");
+    write_vectors(&vectors, &big_dir, &asking);
+    let big = Arc::new(Store::open(&big_dir).expect("store"));
+    let index = Index::open(&big_state, big).expect("index");
+    assert!(index.wait_idle(WAIT), "the index never took in the store");
+    let before = rss_kib();
+    let Some(embedder) = load() else {
+        return;
+    };
+    index
+        .enable_semantic(embedder, Some(vectors))
+        .expect("semantic search");
+    let after = rss_kib();
+    let embedded = index.status().embedded;
+    if embedded != scan as u64 {
+        println!(
+            "only {embedded} of {scan} memories took their vectors from the file: \
+             its format changed; update write_vectors in benches/embed.rs"
+        );
+        return;
+    }
+    println!("| how | p50 | p99 |\n|---|---|---|");
+    for (how, mode) in [
+        ("fused (the default)", ""),
+        ("baseline: by words", "mode:words "),
+        ("by meaning", "mode:meaning "),
+    ] {
+        // 100 questions, never one of the last 32 again: each is embedded.
+        let times = sample(100, |i| {
+            index
+                .search(&format!("{mode}{}", question(1000 + i)), 10)
+                .expect("search");
+        });
+        row(how, &times);
+    }
+    println!(
+        "\nthe vectors of {scan} memories: {:.0} MiB resident ({} bytes of floats each)",
+        after.saturating_sub(before) as f64 / 1024.0,
+        asking.dims() * 4
+    );
+    index.shutdown();
+}
+
+/// A rayon pool of `threads` threads, at the caller's priority.
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a thread pool")
+}
+
+fn count(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Words to build memories and questions from.
+const PEOPLE: [&str; 8] = [
+    "Caroline",
+    "the user",
+    "Melanie",
+    "John",
+    "my manager",
+    "Evan",
+    "Sam",
+    "the team",
+];
+const DOING: [&str; 12] = [
+    "prefers",
+    "asked about",
+    "decided on",
+    "is worried about",
+    "wrote down",
+    "wants to change",
+    "complained about",
+    "forgot",
+    "recommended",
+    "is learning",
+    "booked",
+    "cancelled",
+];
+const THINGS: [&str; 16] = [
+    "tabs over spaces in the billing service",
+    "a deploy freeze before the holidays",
+    "dark mode in every editor",
+    "the adoption agency in the city",
+    "weekly pottery classes",
+    "the camping trip to the lake",
+    "reviews before merging pull requests",
+    "the database migration to the new cluster",
+    "coffee over tea in the morning",
+    "a road trip to the mountains",
+    "the flight to Lisbon in May",
+    "the LGBTQ support group meeting",
+    "rust for the new command line tool",
+    "short answers without bullet points",
+    "the charity run for the shelter",
+    "the dentist appointment on Friday",
+];
+
+/// A small, fixed pseudo-random number from `i` and `salt`.
+fn pick(i: usize, salt: usize, n: usize) -> usize {
+    let x = (i as u64 ^ (salt as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_mul(0x2545_F491_4F6C_DD1D);
+    ((x >> 33) % n as u64) as usize
+}
+
+/// The text of memory `i`: a title and three sentences, about 50 words.
+fn note_text(i: usize) -> String {
+    let mut text = format!(
+        "# {} {}\n\n",
+        PEOPLE[pick(i, 1, PEOPLE.len())],
+        THINGS[pick(i, 2, THINGS.len())]
+    );
+    for s in 0..3 {
+        let _ = write!(
+            text,
+            "{} {} {} (note {i}, part {s}). ",
+            PEOPLE[pick(i, 3 + s, PEOPLE.len())],
+            DOING[pick(i, 7 + s, DOING.len())],
+            THINGS[pick(i, 11 + s, THINGS.len())]
+        );
+    }
+    text.push('\n');
+    text
+}
+
+/// Question `i`: each different from the 32 before it.
+fn question(i: usize) -> String {
+    format!(
+        "What did {} say about {}, number {i}?",
+        PEOPLE[i % PEOPLE.len()],
+        THINGS[(i / PEOPLE.len()) % THINGS.len()]
+    )
+}
+
+/// `n` memories in folders of 1,000.
+fn write_store(dir: &Path, n: usize, salt: usize) {
+    for i in 0..n {
+        let folder = dir.join(format!("f{:03}", i / 1000));
+        if i % 1000 == 0 {
+            std::fs::create_dir_all(&folder).expect("folder");
+        }
+        std::fs::write(
+            folder.join(format!("m{i:06}.md")),
+            note_text(i * salt % 1_000_003),
+        )
+        .expect("write a memory");
+    }
+}
+
+/// The daemon's vectors file (see `src/index/semantic.rs`) for every
+/// memory under `dir`: each memory gets the vector of one of 256 texts.
+fn write_vectors(file: &Path, dir: &Path, embedder: &Embedder) {
+    use std::io::Write;
+    let texts: Vec<String> = (0..256).map(note_text).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors: Vec<Vec<f32>> = pool(2).install(|| {
+        refs.chunks(16)
+            .flat_map(|batch| embedder.embed(batch).expect("embed"))
+            .collect()
+    });
+    let mut out = std::io::BufWriter::new(std::fs::File::create(file).expect("vectors file"));
+    let mut put = |bytes: &[u8]| out.write_all(bytes).expect("write the vectors file");
+    put(b"MNVEC01\n");
+    let name = embedder.name().as_bytes();
+    put(&(name.len() as u32).to_le_bytes());
+    put(name);
+    put(&(embedder.dims() as u32).to_le_bytes());
+    let mut n = 0;
+    for folder in std::fs::read_dir(dir).expect("store") {
+        let folder = folder.expect("entry").path();
+        if !folder.is_dir() {
+            continue;
+        }
+        for entry in std::fs::read_dir(&folder).expect("folder") {
+            let path = entry.expect("entry").path();
+            let st = std::fs::metadata(&path).expect("stat");
+            let key = path.strip_prefix(dir).expect("in the store");
+            let key = key.as_os_str().as_encoded_bytes();
+            put(&(key.len() as u32).to_le_bytes());
+            put(key);
+            put(&st.size().to_le_bytes());
+            put(&st.mtime().to_le_bytes());
+            put(&st.mtime_nsec().to_le_bytes());
+            put(&0u32.to_le_bytes());
+            let vector = &vectors[n % vectors.len()];
+            put(&(vector.len() as u32).to_le_bytes());
+            for x in vector {
+                put(&x.to_le_bytes());
+            }
+            n += 1;
+        }
+    }
+    out.flush().expect("write the vectors file");
+}
+
+/// This process's resident memory, KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn sample(n: usize, mut f: impl FnMut(usize)) -> Vec<Duration> {
+    f(n);
+    let mut times: Vec<Duration> = (0..n)
+        .map(|i| {
+            let start = Instant::now();
+            f(i);
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+fn row(how: &str, sorted: &[Duration]) {
+    let at = |p: usize| sorted[(sorted.len() * p / 100).min(sorted.len() - 1)];
+    println!(
+        "| {how} | {:.2} ms | {:.2} ms |",
+        at(50).as_secs_f64() * 1000.0,
+        at(99).as_secs_f64() * 1000.0
+    );
+}
