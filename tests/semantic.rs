@@ -210,6 +210,12 @@ fn vectors_are_kept_between_runs_for_the_memories_unchanged() {
     };
     let index = open();
     assert!(index.wait_embedded(WAIT));
+    // Saved once the backlog is done, before any stop: a process killed
+    // now would not embed them again.
+    assert!(
+        common::poll_until(WAIT, || kept.is_file()),
+        "the vectors were not saved when the backlog was done"
+    );
     index.shutdown();
     drop(index);
     assert!(kept.is_file(), "no vectors kept");

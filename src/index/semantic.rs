@@ -33,7 +33,17 @@ struct Queue {
     /// A batch taken from `paths` is being embedded.
     busy: bool,
     stop: bool,
+    /// Memories embedded or removed since the vectors were last saved.
+    unsaved: usize,
+    /// When they were last saved, by this process.
+    saved_at: Option<std::time::Instant>,
 }
+
+/// How often the vectors are saved while the worker has nothing to do,
+/// and while it works through a backlog: a daemon killed before it could
+/// stop loses at most that much embedding, not a store's worth.
+const SAVE_IDLE: std::time::Duration = std::time::Duration::from_secs(60);
+const SAVE_BUSY: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The vectors of a store's memories, and the worker that makes them.
 pub(crate) struct Semantic {
@@ -47,6 +57,8 @@ pub(crate) struct Semantic {
     recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
     /// Where the vectors are kept between runs, if anywhere.
     file: Option<std::path::PathBuf>,
+    /// Held while the file is written: the worker and `stop` both may.
+    saving: Mutex<()>,
 }
 
 /// Query vectors kept.
@@ -93,6 +105,7 @@ impl Semantic {
             wake: Condvar::new(),
             recent_queries: Mutex::new(VecDeque::new()),
             file,
+            saving: Mutex::new(()),
         });
         if let Some(file) = &semantic.file {
             let loaded = semantic.load(file);
@@ -142,6 +155,7 @@ impl Semantic {
         if queue.queued.remove(path) {
             queue.paths.retain(|p| p != path);
         }
+        queue.unsaved += 1;
         drop(queue);
         self.table.write().remove(path);
     }
@@ -209,7 +223,11 @@ impl Semantic {
         limit: usize,
         hidden_scopes: &[String],
     ) -> Vec<(StorePath, f32)> {
-        self.table.read().nearest(query, limit, hidden_scopes)
+        let table = self.table.read();
+        match query_pool() {
+            Some(pool) => pool.install(|| table.nearest(query, limit, hidden_scopes)),
+            None => table.nearest(query, limit, hidden_scopes),
+        }
     }
 
     /// The texts to embed for the memory at `path`, and its scope; `None`
@@ -277,11 +295,19 @@ fn work(semantic: &Weak<Semantic>) {
         let batch: Vec<StorePath> = {
             let mut queue = this.queue.lock();
             while queue.paths.is_empty() && !queue.stop {
-                // Wakes now and then to notice the table was dropped.
+                // Wakes now and then to notice the table was dropped, and
+                // to save what a backlog left unsaved.
                 this.wake
                     .wait_for(&mut queue, std::time::Duration::from_secs(1));
                 if Arc::strong_count(&this) == 1 {
                     return;
+                }
+                if this.save_due(&queue) {
+                    queue.unsaved = 0;
+                    queue.saved_at = Some(std::time::Instant::now());
+                    drop(queue);
+                    this.save_now();
+                    queue = this.queue.lock();
                 }
             }
             if queue.stop {
@@ -295,13 +321,43 @@ fn work(semantic: &Weak<Semantic>) {
             }
             batch
         };
-        this.embed_batch(batch);
-        this.queue.lock().busy = false;
+        let embedded = this.embed_batch(batch);
+        let mut queue = this.queue.lock();
+        queue.busy = false;
+        queue.unsaved += embedded;
+        if this.save_due(&queue) {
+            queue.unsaved = 0;
+            queue.saved_at = Some(std::time::Instant::now());
+            drop(queue);
+            this.save_now();
+        }
     }
 }
 
 impl Semantic {
-    fn embed_batch(&self, batch: Vec<StorePath>) {
+    /// Whether the vectors should be saved now.
+    fn save_due(&self, queue: &Queue) -> bool {
+        if self.file.is_none() || queue.unsaved == 0 {
+            return false;
+        }
+        let every = if queue.paths.is_empty() {
+            SAVE_IDLE
+        } else {
+            SAVE_BUSY
+        };
+        queue.saved_at.is_none_or(|at| at.elapsed() >= every)
+    }
+
+    fn save_now(&self) {
+        if let Some(file) = &self.file
+            && let Err(e) = self.save(file)
+        {
+            tracing::warn!("cannot keep the vectors in {}: {e}", file.display());
+        }
+    }
+
+    /// Embeds the memories of `batch`; how many now have vectors.
+    fn embed_batch(&self, batch: Vec<StorePath>) -> usize {
         let mut texts = Vec::new();
         let mut owners = Vec::new();
         for path in batch {
@@ -329,7 +385,7 @@ impl Semantic {
             }
         }
         if vectors.len() != texts.len() {
-            return;
+            return 0;
         }
         let mut fresh: HashMap<StorePath, (Option<String>, Vec<f32>)> = HashMap::new();
         for ((path, scope), vector) in owners.into_iter().zip(vectors) {
@@ -341,10 +397,12 @@ impl Semantic {
         }
         // A memory removed while it was embedded stays removed.
         fresh.retain(|path, _| self.store.stat(path).is_ok());
+        let embedded = fresh.len();
         let mut table = self.table.write();
         for (path, (scope, data)) in fresh {
             table.insert(path, scope, &data);
         }
+        embedded
     }
 }
 
@@ -357,6 +415,7 @@ impl Semantic {
     /// what changed meanwhile.
     pub(crate) fn save(&self, file: &std::path::Path) -> std::io::Result<()> {
         use std::io::Write;
+        let _saving = self.saving.lock();
         let table = self.table.read();
         let tmp = file.with_extension("tmp");
         let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);

@@ -20,6 +20,9 @@ use crate::store::StorePath;
 /// A row whose memory is gone.
 const DEAD: u32 = u32::MAX;
 
+/// Rows from which a scan is split in two.
+const SPLIT_ROWS: usize = 16_384;
+
 /// One memory's place in the block.
 struct Entry {
     path: StorePath,
@@ -187,32 +190,50 @@ impl VectorTable {
     }
 
     /// Each entry's best cosine with `query` (`-inf` for an empty slot):
-    /// the scan every search makes, with the vector instructions of this
-    /// CPU (on x86-64, AVX2 and FMA make it three times faster than the
-    /// baseline's).
+    /// the scan every search makes. A large table is read in two halves
+    /// at once, on the caller's rayon pool: the scan waits on memory more
+    /// than on arithmetic, and two cores draw more of it than one.
     fn best_per_entry(&self, query: &[f32]) -> Vec<f32> {
+        let rows = self.scales.len();
+        if rows < SPLIT_ROWS || rayon::current_num_threads() < 2 {
+            return self.best_in(query, 0..rows);
+        }
+        let (mut best, other) = rayon::join(
+            || self.best_in(query, 0..rows / 2),
+            || self.best_in(query, rows / 2..rows),
+        );
+        for (b, o) in best.iter_mut().zip(other) {
+            *b = b.max(o);
+        }
+        best
+    }
+
+    /// [`best_per_entry`](Self::best_per_entry) over `rows`, with the
+    /// vector instructions of this CPU (on x86-64, AVX2 and FMA make it
+    /// three times faster than the baseline's).
+    fn best_in(&self, query: &[f32], rows: std::ops::Range<usize>) -> Vec<f32> {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU has both features, just checked.
-            return unsafe { self.best_per_entry_avx2(query) };
+            return unsafe { self.best_in_avx2(query, rows) };
         }
-        self.best_per_entry_portable(query)
+        self.best_in_portable(query, rows)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn best_per_entry_avx2(&self, query: &[f32]) -> Vec<f32> {
-        self.best_per_entry_portable(query)
+    fn best_in_avx2(&self, query: &[f32], rows: std::ops::Range<usize>) -> Vec<f32> {
+        self.best_in_portable(query, rows)
     }
 
     #[inline(always)]
-    fn best_per_entry_portable(&self, query: &[f32]) -> Vec<f32> {
+    fn best_in_portable(&self, query: &[f32], rows: std::ops::Range<usize>) -> Vec<f32> {
         let mut best = vec![f32::NEG_INFINITY; self.entries.len()];
-        for ((row, &scale), &owner) in self
-            .values
+        let values = &self.values[rows.start * self.dims..rows.end * self.dims];
+        for ((row, &scale), &owner) in values
             .chunks_exact(self.dims)
-            .zip(&self.scales)
-            .zip(&self.owners)
+            .zip(&self.scales[rows.clone()])
+            .zip(&self.owners[rows])
         {
             if owner != DEAD {
                 let score = scale * dot(query, row);
@@ -318,6 +339,28 @@ mod tests {
         let paths: Vec<_> = found.iter().map(|f| f.0.clone()).collect();
         assert_eq!(paths, [p("two.md"), p("far.md")]);
         assert_eq!(table.nearest(&[0.0, 1.0], 50, &[]).len(), 43);
+    }
+
+    #[test]
+    fn a_scan_in_two_halves_finds_what_one_finds() {
+        let mut table = VectorTable::new(2);
+        for i in 0..SPLIT_ROWS + 100 {
+            let angle = i as f32 * 0.001;
+            table.insert(p(&format!("m{i}.md")), None, &[angle.cos(), angle.sin()]);
+        }
+        let query = unit(&[0.3, 0.7]);
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let two = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let alone = one.install(|| table.nearest(&query, 5, &[]));
+        let halves = two.install(|| table.nearest(&query, 5, &[]));
+        assert_eq!(alone, halves);
+        assert_eq!(alone.len(), 5);
     }
 
     #[test]
