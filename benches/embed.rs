@@ -1,7 +1,8 @@
 //! `cargo bench --bench embed`: semantic search on this machine's CPU,
 //! each figure beside its baseline from the same run.
 //!
-//! - **A question's embedding** (20 words), p50 and p99, on a pool of one
+//! - **A question's embedding** (20 words), p50 and p99, after the
+//!   model's load (what a cold process pays first), on a pool of one
 //!   and of two threads; then while a backlog is embedded, on the
 //!   worker's pool (where it would wait behind the backlog) and on the
 //!   queries' own pool (where mnemofs puts it). Baseline: the same question
@@ -70,6 +71,11 @@ fn main() {
     let tmp = tempfile::tempdir().expect("a temp dir");
     println!("\n## A question's embedding (20 words)\n");
     println!("| how | p50 | p99 |\n|---|---|---|");
+    // What a process that starts cold pays before its first question.
+    let loads = sample(10, |_| {
+        load();
+    });
+    row("the model loaded (a cold process's first cost)", &loads);
     for threads in [1, 2] {
         let times = pool(threads).install(|| {
             sample(200, |_| {
@@ -115,8 +121,9 @@ fn main() {
     }
     println!("\n## The same store, embedded by the index\n");
     let started = Instant::now();
+    let kept = state.join("vectors.bin");
     index
-        .enable_semantic(embedder, None)
+        .enable_semantic(embedder, Some(kept.clone()))
         .expect("semantic search");
     // A second copy of the model, for questions asked beside the worker.
     let Some(asking) = load() else {
@@ -156,6 +163,49 @@ fn main() {
     );
     index.shutdown();
     drop(index);
+
+    println!("\n## `mnemofs search` without a daemon, {notes} memories\n");
+    // The model named in a config of its own; the vectors are those the
+    // index just kept, as a daemon keeps them.
+    let home = tmp.path().join("config-home");
+    std::fs::create_dir_all(home.join("mnemofs")).expect("config home");
+    std::fs::write(
+        home.join("mnemofs/config.yaml"),
+        format!("search:\n  model: {}\n", dir.display()),
+    )
+    .expect("config");
+    let empty_home = tmp.path().join("no-config");
+    println!("| how | p50 | p99 |\n|---|---|---|");
+    for (how, config, mode) in [
+        ("fused, the model loaded by the command", &home, ""),
+        (
+            "baseline: by words (the same command)",
+            &home,
+            "mode:words ",
+        ),
+        ("baseline: no model configured", &empty_home, ""),
+    ] {
+        let times = sample(20, |i| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnemofs"))
+                .arg("search")
+                .arg(format!("{mode}{}", question(2000 + i)))
+                .arg("--json")
+                .arg("--store")
+                .arg(&store_dir)
+                .arg("--state-dir")
+                .arg(&state)
+                .env("XDG_CONFIG_HOME", config)
+                .output()
+                .expect("run mnemofs search");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        });
+        row(how, &times);
+    }
+    let _ = std::fs::remove_file(&kept);
 
     println!("\n## Search at {scan} memories\n");
     let big_dir = tmp.path().join("big");
@@ -198,9 +248,12 @@ fn main() {
         row(how, &times);
     }
     println!(
-        "\nthe vectors of {scan} memories: {:.0} MiB resident ({} bytes of floats each)",
+        "\nsemantic search turned on at {scan} memories (their vectors as 8-bit rows, {} bytes \
+         each, and the paths the worker seeds from the index): {:.0} MiB more resident; \
+         {:.0} MiB in all, with a second copy of the model that a daemon would not hold",
+        asking.dims(),
         after.saturating_sub(before) as f64 / 1024.0,
-        asking.dims() * 4
+        after as f64 / 1024.0
     );
     index.shutdown();
 }

@@ -1209,6 +1209,17 @@ fn reindex(at: StoreArgs) -> anyhow::Result<()> {
         "this command"
     };
     println!("indexed {files} files ({by})");
+    // Their vectors are made again in the background, at low priority.
+    if let Ok(Response::Status { status }) = session.call(Request::Status)
+        && let Some(meaning) = status.meaning
+        && meaning.backlog > 0
+    {
+        println!(
+            "{} memories are being embedded again by {} (`mnemofs status` shows the backlog; \
+             until then they are found by their words)",
+            meaning.backlog, meaning.model
+        );
+    }
     Ok(())
 }
 

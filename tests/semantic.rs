@@ -184,6 +184,38 @@ fn a_daemon_with_a_model_answers_a_question_by_meaning() {
         serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a JSON hit");
     assert_eq!(first["path"], "prefs/drinks.md", "{text}");
     assert_eq!(first["matched"], "meaning", "{text}");
+
+    // With the daemon gone, a command run on its own ranks by meaning too,
+    // with the vectors the daemon kept and the model the config names.
+    let home = dir.path().join("config-home");
+    std::fs::create_dir_all(home.join("mnemofs")).expect("config home");
+    std::fs::copy(&config, home.join("mnemofs/config.yaml")).expect("config");
+    let out = common::run_with_timeout(
+        Command::new(common::bin())
+            .args([
+                "search",
+                "what does the user like to drink?",
+                "--json",
+                "--store",
+            ])
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state)
+            .env("XDG_CONFIG_HOME", &home)
+            .env("XDG_RUNTIME_DIR", dir.path()),
+        common::COMMAND_TIMEOUT,
+    )
+    .expect("mnemofs timed out");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a JSON hit");
+    assert_eq!(first["path"], "prefs/drinks.md", "{text}");
+    assert_eq!(first["matched"], "meaning", "{text}");
 }
 
 /// The vectors are kept in the state dir when the index shuts down, and

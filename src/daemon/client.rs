@@ -243,6 +243,7 @@ impl Session {
             && let Ok(store) = Store::open(&found.store).map(Arc::new)
             && let Ok(index) = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
         {
+            meaning_on_demand(&index, &state_dir, config);
             let ops = Operations::new(
                 store,
                 index.clone(),
@@ -325,6 +326,20 @@ impl Drop for Session {
     }
 }
 
+/// Search by meaning for a command run without a daemon, when a model is
+/// configured and a daemon left the store's vectors: both are loaded at the
+/// first search that needs them. True if so.
+fn meaning_on_demand(index: &Index, state_dir: &Path, config: &Config) -> bool {
+    let vectors = state_dir.join(super::VECTORS_FILE);
+    match config.search.model_dir() {
+        Some(model) if vectors.is_file() => {
+            index.enable_semantic_on_demand(model, vectors);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The operations on a store no daemon serves: its index brought up to
 /// date, the direct writer, and an organizer that runs when asked.
 fn open_local(
@@ -386,13 +401,15 @@ fn open_local(
         state_dir: Some(state_dir.to_path_buf()),
         history: Some(Arc::clone(&history)),
     });
-    // Loading a model takes longer than most commands: only a process
-    // that serves the store does.
-    let meaning_off = config.search.model.is_some().then(|| {
-        "no daemon serves the store, and only one (a mount, `mnemofs serve`, `mnemofs mcp`) \
-         loads the model"
-            .to_owned()
-    });
+    let meaning_off = if meaning_on_demand(&index, state_dir, config) {
+        None
+    } else {
+        config.search.model.is_some().then(|| {
+            "no daemon has embedded this store yet (a mount, `mnemofs serve` or `mnemofs mcp` \
+             does, and keeps the vectors for commands run without one)"
+                .to_owned()
+        })
+    };
     let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
         .with_organizer(Arc::new(organizer))
         .with_history(history)

@@ -125,7 +125,7 @@ struct DaemonState {
 }
 
 /// Where the memories' vectors are kept between runs, in the state dir.
-const VECTORS_FILE: &str = "vectors.bin";
+pub(crate) const VECTORS_FILE: &str = "vectors.bin";
 
 /// Semantic search for a process that serves a store, when the
 /// configuration names a model: a model that cannot be loaded is a

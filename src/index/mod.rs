@@ -194,6 +194,10 @@ struct Core {
     mapped: Option<mapped::Mapped>,
     /// Memories' vectors, when a model is configured.
     semantic: std::sync::OnceLock<Arc<semantic::Semantic>>,
+    /// The model's folder and the vectors file, for semantic search turned
+    /// on at the first search that needs it (see
+    /// [`Index::enable_semantic_on_demand`]).
+    semantic_on_demand: parking_lot::Mutex<Option<(PathBuf, PathBuf)>>,
 }
 
 impl Core {
@@ -448,6 +452,7 @@ impl Index {
             store,
             mapped: Some(mapped),
             semantic: Default::default(),
+            semantic_on_demand: Default::default(),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -489,6 +494,7 @@ impl Index {
             store: Some(Arc::clone(&store)),
             mapped,
             semantic: Default::default(),
+            semantic_on_demand: Default::default(),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
@@ -626,6 +632,8 @@ impl Index {
         let rebuilding = (p.rebuild_total > 0).then_some((p.rebuild_done, p.rebuild_total));
         let failing = p.failing.clone();
         drop(p);
+        // Semantic search on demand is loaded to be reported.
+        let semantic = self.semantic();
         IndexStatus {
             documents: self.documents(),
             pending_changes,
@@ -635,9 +643,9 @@ impl Index {
             rebuilding,
             failing,
             kept_ids: core.ids.kept(),
-            model: core.semantic.get().map(|s| s.model().to_owned()),
-            embedded: core.semantic.get().map_or(0, |s| s.embedded() as u64),
-            embed_backlog: core.semantic.get().map_or(0, |s| s.backlog() as u64),
+            model: semantic.map(|s| s.model().to_owned()),
+            embedded: semantic.map_or(0, |s| s.embedded() as u64),
+            embed_backlog: semantic.map_or(0, |s| s.backlog() as u64),
         }
     }
 
@@ -691,6 +699,40 @@ impl Index {
                 error: e,
             })?;
         Ok(())
+    }
+
+    /// Semantic search for a process that only asks (a command run
+    /// without a daemon): the vectors a daemon kept in `vectors`, with the
+    /// model in `model_dir`, both loaded at the first search that ranks by
+    /// meaning, so that a command that never asks one never pays for the
+    /// model. Nothing is embedded here: a memory changed since the file
+    /// was written is found by its words alone.
+    pub fn enable_semantic_on_demand(&self, model_dir: PathBuf, vectors: PathBuf) {
+        *self.inner.core.semantic_on_demand.lock() = Some((model_dir, vectors));
+    }
+
+    /// The vectors, if semantic search is on (loaded now if it is on
+    /// demand).
+    fn semantic(&self) -> Option<&Arc<semantic::Semantic>> {
+        let core = &self.inner.core;
+        if let Some(semantic) = core.semantic.get() {
+            return Some(semantic);
+        }
+        // Held while loading: a second search waits for the first's load.
+        let mut pending = core.semantic_on_demand.lock();
+        if let Some((model_dir, vectors)) = pending.take()
+            && let Some(store) = &core.store
+        {
+            match crate::embed::Embedder::load(&model_dir) {
+                Ok(embedder) => {
+                    let frozen = semantic::Semantic::frozen(embedder, Arc::clone(store), &vectors);
+                    let _ = core.semantic.set(frozen);
+                }
+                Err(e) => tracing::warn!("search is by words only: {e}"),
+            }
+        }
+        drop(pending);
+        core.semantic.get()
     }
 
     /// Waits until every memory has its vectors (benchmarks and tests).

@@ -420,10 +420,7 @@ impl Index {
             return Ok(None);
         }
         let semantic = self
-            .inner
-            .core
-            .semantic
-            .get()
+            .semantic()
             .filter(|_| mode != Mode::Words && is_plain_words(text));
         let Some(semantic) = semantic else {
             let Some(query) = query else {

@@ -10,6 +10,7 @@
 //! found by its words alone.
 
 use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -56,9 +57,11 @@ pub(crate) struct Semantic {
     /// and the lookups of its entries ask the same query many times.
     recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
     /// Where the vectors are kept between runs, if anywhere.
-    file: Option<std::path::PathBuf>,
+    file: Option<PathBuf>,
     /// Held while the file is written: the worker and `stop` both may.
     saving: Mutex<()>,
+    /// Without a worker (see [`Semantic::frozen`]).
+    frozen: bool,
 }
 
 /// Query vectors kept.
@@ -85,7 +88,7 @@ impl Semantic {
     pub(crate) fn start(
         embedder: Embedder,
         store: Arc<Store>,
-        file: Option<std::path::PathBuf>,
+        file: Option<PathBuf>,
     ) -> std::io::Result<Arc<Semantic>> {
         // The encoder's matrix products run on rayon's pool: at most two
         // threads, at background priority, so that embedding a store never
@@ -96,6 +99,30 @@ impl Semantic {
             .thread_name(|i| format!("mnemofs-embed-{i}"))
             .start_handler(|_| crate::background::lower_priority())
             .build_global();
+        let semantic = Semantic::new(embedder, store, file.as_deref(), file.clone(), false);
+        let weak = Arc::downgrade(&semantic);
+        std::thread::Builder::new()
+            .name("mnemofs-embed".into())
+            .spawn(move || work(&weak))?;
+        Ok(semantic)
+    }
+
+    /// The vectors `file` kept, for a process that only asks: no worker,
+    /// nothing embedded or saved. A memory changed since the file was
+    /// written is found by its words alone.
+    pub(crate) fn frozen(embedder: Embedder, store: Arc<Store>, file: &Path) -> Arc<Semantic> {
+        let semantic = Semantic::new(embedder, store, Some(file), None, true);
+        semantic.queue.lock().seeded = true;
+        semantic
+    }
+
+    fn new(
+        embedder: Embedder,
+        store: Arc<Store>,
+        load_from: Option<&Path>,
+        keep_in: Option<PathBuf>,
+        frozen: bool,
+    ) -> Arc<Semantic> {
         let dims = embedder.dims();
         let semantic = Arc::new(Semantic {
             embedder,
@@ -104,18 +131,15 @@ impl Semantic {
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             recent_queries: Mutex::new(VecDeque::new()),
-            file,
+            file: keep_in,
             saving: Mutex::new(()),
+            frozen,
         });
-        if let Some(file) = &semantic.file {
+        if let Some(file) = load_from {
             let loaded = semantic.load(file);
             tracing::debug!("{loaded} memories' vectors taken from {}", file.display());
         }
-        let weak = Arc::downgrade(&semantic);
-        std::thread::Builder::new()
-            .name("mnemofs-embed".into())
-            .spawn(move || work(&weak))?;
-        Ok(semantic)
+        semantic
     }
 
     /// The model's name.
@@ -123,8 +147,13 @@ impl Semantic {
         self.embedder.name()
     }
 
-    /// A memory was added or changed: its vectors are made again.
+    /// A memory was added or changed: its vectors are made again (a
+    /// frozen table forgets them instead).
     pub(crate) fn changed(&self, path: StorePath) {
+        if self.frozen {
+            self.table.write().remove(&path);
+            return;
+        }
         let mut queue = self.queue.lock();
         if queue.queued.insert(path.clone()) {
             queue.paths.push_back(path);
@@ -413,7 +442,7 @@ impl Semantic {
     /// Writes every memory's vectors to `file` (atomically), with the
     /// size and mtime each memory had, so that the next start embeds only
     /// what changed meanwhile.
-    pub(crate) fn save(&self, file: &std::path::Path) -> std::io::Result<()> {
+    pub(crate) fn save(&self, file: &Path) -> std::io::Result<()> {
         use std::io::Write;
         let _saving = self.saving.lock();
         let table = self.table.read();
@@ -451,7 +480,7 @@ impl Semantic {
     /// whose size and mtime are still those recorded. A missing, foreign
     /// or damaged file is nothing to load: those memories are embedded
     /// again.
-    pub(crate) fn load(&self, file: &std::path::Path) -> usize {
+    pub(crate) fn load(&self, file: &Path) -> usize {
         let Ok(bytes) = std::fs::read(file) else {
             return 0;
         };
