@@ -723,9 +723,8 @@ impl Index {
         if let Some((model_dir, vectors)) = pending.take()
             && let Some(store) = &core.store
         {
-            match crate::embed::Embedder::load(&model_dir) {
-                Ok(embedder) => {
-                    let frozen = semantic::Semantic::frozen(embedder, Arc::clone(store), &vectors);
+            match semantic::Semantic::frozen(&model_dir, Arc::clone(store), &vectors) {
+                Ok(frozen) => {
                     let _ = core.semantic.set(frozen);
                 }
                 Err(e) => tracing::warn!("search is by words only: {e}"),

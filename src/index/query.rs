@@ -419,9 +419,11 @@ impl Index {
         if limit == 0 {
             return Ok(None);
         }
-        let semantic = self
-            .semantic()
-            .filter(|_| mode != Mode::Words && is_plain_words(text));
+        // Asked first: a model loaded on demand is loaded only for a search
+        // that ranks by meaning.
+        let semantic = (mode != Mode::Words && is_plain_words(text))
+            .then(|| self.semantic())
+            .flatten();
         let Some(semantic) = semantic else {
             let Some(query) = query else {
                 return Ok(None);

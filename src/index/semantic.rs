@@ -99,7 +99,15 @@ impl Semantic {
             .thread_name(|i| format!("mnemofs-embed-{i}"))
             .start_handler(|_| crate::background::lower_priority())
             .build_global();
-        let semantic = Semantic::new(embedder, store, file.as_deref(), file.clone(), false);
+        let kept = file.as_deref().and_then(|f| read_vectors(f, &store));
+        let semantic = Semantic::new(
+            embedder,
+            store,
+            kept,
+            file.as_deref().unwrap_or(Path::new("")),
+            file.clone(),
+            false,
+        );
         let weak = Arc::downgrade(&semantic);
         std::thread::Builder::new()
             .name("mnemofs-embed".into())
@@ -107,39 +115,69 @@ impl Semantic {
         Ok(semantic)
     }
 
-    /// The vectors `file` kept, for a process that only asks: no worker,
-    /// nothing embedded or saved. A memory changed since the file was
-    /// written is found by its words alone.
-    pub(crate) fn frozen(embedder: Embedder, store: Arc<Store>, file: &Path) -> Arc<Semantic> {
-        let semantic = Semantic::new(embedder, store, Some(file), None, true);
+    /// The vectors `file` kept, with the model in `model_dir`, for a
+    /// process that only asks: no worker, nothing embedded or saved. A
+    /// memory changed since the file was written is found by its words
+    /// alone. The model loads while the file is read: a command pays for
+    /// the slower of the two, not both.
+    pub(crate) fn frozen(
+        model_dir: &Path,
+        store: Arc<Store>,
+        file: &Path,
+    ) -> Result<Arc<Semantic>, crate::embed::EmbedError> {
+        let (embedder, kept) = std::thread::scope(|scope| {
+            let model = scope.spawn(|| Embedder::load(model_dir));
+            let kept = read_vectors(file, &store);
+            let embedder = model.join().unwrap_or_else(|_| {
+                Err(crate::embed::EmbedError::Run("the loader panicked".into()))
+            });
+            (embedder, kept)
+        });
+        let semantic = Semantic::new(embedder?, store, kept, file, None, true);
         semantic.queue.lock().seeded = true;
-        semantic
+        Ok(semantic)
     }
 
+    /// The table, with what `kept` (read from `file`) holds if it is this
+    /// model's.
     fn new(
         embedder: Embedder,
         store: Arc<Store>,
-        load_from: Option<&Path>,
+        kept: Option<Kept>,
+        file: &Path,
         keep_in: Option<PathBuf>,
         frozen: bool,
     ) -> Arc<Semantic> {
         let dims = embedder.dims();
-        let semantic = Arc::new(Semantic {
+        let table = match kept {
+            Some(kept) if kept.model == embedder.name() && kept.table.dims() == dims => {
+                tracing::debug!(
+                    "{} memories' vectors taken from {}",
+                    kept.table.len(),
+                    file.display()
+                );
+                kept.table
+            }
+            Some(_) => {
+                tracing::info!(
+                    "{} holds another model's vectors: they are embedded anew",
+                    file.display()
+                );
+                VectorTable::new(dims)
+            }
+            None => VectorTable::new(dims),
+        };
+        Arc::new(Semantic {
             embedder,
             store,
-            table: RwLock::new(VectorTable::new(dims)),
+            table: RwLock::new(table),
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             recent_queries: Mutex::new(VecDeque::new()),
             file: keep_in,
             saving: Mutex::new(()),
             frozen,
-        });
-        if let Some(file) = load_from {
-            let loaded = semantic.load(file);
-            tracing::debug!("{loaded} memories' vectors taken from {}", file.display());
-        }
-        semantic
+        })
     }
 
     /// The model's name.
@@ -475,82 +513,72 @@ impl Semantic {
         drop(table);
         std::fs::rename(&tmp, file)
     }
+}
 
-    /// Takes in the vectors `file` holds for this model, of the memories
-    /// whose size and mtime are still those recorded. A missing, foreign
-    /// or damaged file is nothing to load: those memories are embedded
-    /// again.
-    pub(crate) fn load(&self, file: &Path) -> usize {
-        let Ok(bytes) = std::fs::read(file) else {
-            return 0;
-        };
-        let mut table = self.table.write();
-        match self.parse(&bytes, &mut table) {
-            Some(n) => n,
-            None => {
-                tracing::info!(
-                    "{} is not this model's vectors, or is damaged: what it lacks is embedded anew",
-                    file.display()
-                );
-                0
-            }
-        }
-    }
+/// What a vectors file held: the model it was made with, and the vectors
+/// of the memories still as they were then.
+pub(crate) struct Kept {
+    model: String,
+    table: VectorTable,
+}
 
-    /// Puts the vectors in `bytes` into `table` one memory at a time (the
-    /// whole file in floats at once would cost a store's worth of memory
-    /// the process keeps); how many, or `None` if the file is not this
-    /// model's or is damaged past that point.
-    fn parse(&self, bytes: &[u8], table: &mut VectorTable) -> Option<usize> {
-        let mut at = 0usize;
-        let mut take = |n: usize| -> Option<&[u8]> {
-            let slice = bytes.get(at..at.checked_add(n)?)?;
-            at += n;
-            Some(slice)
-        };
-        if take(MAGIC.len())? != MAGIC {
-            return None;
-        }
-        let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default());
-        let name_len = u32_of(take(4)?) as usize;
-        if take(name_len)? != self.embedder.name().as_bytes() {
-            return None;
-        }
-        let dims = u32_of(take(4)?) as usize;
-        if dims != self.embedder.dims() {
-            return None;
-        }
-        let mut loaded = 0;
-        let mut data = Vec::new();
-        loop {
-            let Some(len) = take(4) else {
-                return Some(loaded);
-            };
-            let key_len = u32_of(len) as usize;
-            let path = super::document::path_from_key(take(key_len)?)?;
-            let size = u64::from_le_bytes(take(8)?.try_into().ok()?);
-            let sec = i64::from_le_bytes(take(8)?.try_into().ok()?);
-            let nsec = i64::from_le_bytes(take(8)?.try_into().ok()?);
-            let scope_len = u32_of(take(4)?) as usize;
-            let scope = String::from_utf8(take(scope_len)?.to_vec()).ok()?;
-            let count = u32_of(take(4)?) as usize;
-            if !count.is_multiple_of(dims) {
-                return None;
-            }
-            data.clear();
-            data.extend(
-                take(count.checked_mul(4)?)?
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            );
-            let unchanged = self
-                .store
-                .stat(&path)
-                .is_ok_and(|st| st.size == size && st.mtime.sec == sec && st.mtime.nsec == nsec);
-            if unchanged {
-                table.insert(path, (!scope.is_empty()).then_some(scope), &data);
-                loaded += 1;
-            }
-        }
+/// Reads the vectors `file` holds, of the memories whose size and mtime
+/// are still those recorded. A missing file is nothing to read; a damaged
+/// one gives what precedes the damage (those memories are embedded anew).
+fn read_vectors(file: &Path, store: &Store) -> Option<Kept> {
+    let bytes = std::fs::read(file).ok()?;
+    let mut at = 0usize;
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let slice = bytes.get(at..at.checked_add(n)?)?;
+        at += n;
+        Some(slice)
+    };
+    if take(MAGIC.len())? != MAGIC {
+        return None;
     }
+    let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default());
+    let name_len = u32_of(take(4)?) as usize;
+    let model = String::from_utf8(take(name_len)?.to_vec()).ok()?;
+    let dims = u32_of(take(4)?) as usize;
+    if dims == 0 {
+        return None;
+    }
+    // One memory at a time into the table: the whole file in floats at
+    // once would cost a store's worth of memory the process keeps.
+    let mut table = VectorTable::new(dims);
+    let mut data = Vec::new();
+    let mut one = || -> Option<()> {
+        let key_len = u32_of(take(4)?) as usize;
+        let path = super::document::path_from_key(take(key_len)?)?;
+        let size = u64::from_le_bytes(take(8)?.try_into().ok()?);
+        let sec = i64::from_le_bytes(take(8)?.try_into().ok()?);
+        let nsec = i64::from_le_bytes(take(8)?.try_into().ok()?);
+        let scope_len = u32_of(take(4)?) as usize;
+        let scope = String::from_utf8(take(scope_len)?.to_vec()).ok()?;
+        let count = u32_of(take(4)?) as usize;
+        if !count.is_multiple_of(dims) {
+            return None;
+        }
+        data.clear();
+        data.extend(
+            take(count.checked_mul(4)?)?
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        );
+        let unchanged = store
+            .stat(&path)
+            .is_ok_and(|st| st.size == size && st.mtime.sec == sec && st.mtime.nsec == nsec);
+        if unchanged {
+            table.insert(path, (!scope.is_empty()).then_some(scope), &data);
+        }
+        Some(())
+    };
+    while one().is_some() {}
+    if at < bytes.len() {
+        tracing::info!(
+            "{} is damaged: the memories past the damage are embedded anew",
+            file.display()
+        );
+    }
+    Some(Kept { model, table })
 }

@@ -59,6 +59,11 @@ impl VectorTable {
         }
     }
 
+    /// The length of every vector.
+    pub(crate) fn dims(&self) -> usize {
+        self.dims
+    }
+
     /// Memories with vectors.
     pub(crate) fn len(&self) -> usize {
         self.by_path.len()
