@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""A scripted Messages API for tests/claude_code_plugin.rs.
+
+Claude Code talks to this instead of Anthropic: it listens on 127.0.0.1
+(an ephemeral port, written to the file named by argv[2]) and appends each
+request body as one JSON line to the file named by argv[1], so the test can
+read what the model was shown: the system prompt, the messages, the tools.
+
+It plays a model that looks only at the request (no state across requests):
+
+  * a request without the mnemofs MCP tools (titles, side queries) gets a
+    short text;
+  * a first user message holding `CALL-SEARCH <query>` gets one call of the
+    mnemofs `search` tool, then, once its result is back, a text;
+  * a first user message holding the remember skill's instructions gets one
+    call of the mnemofs `write` tool with what the skill asks for;
+  * a first user message holding the status skill's instructions gets one
+    Bash call of the skill's first command;
+  * anything else gets a text.
+
+The tools are called by the names the request offers, so the prefix Claude
+Code gives plugin MCP tools is whatever the request shows.
+"""
+import json
+import os
+import re
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+LOG, PORT_FILE = sys.argv[1], sys.argv[2]
+log_lock = threading.Lock()
+
+
+def text(content):
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content or []:
+        if block.get("type") == "text":
+            parts.append(block.get("text", ""))
+        elif block.get("type") == "tool_result":
+            parts.append(text(block.get("content")))
+    return "\n".join(parts)
+
+
+def tool_named(tools, suffix):
+    for name in tools:
+        if name.startswith("mcp__") and "mnemofs" in name and name.endswith("__" + suffix):
+            return name
+    return None
+
+
+def slug(title):
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def reply(body):
+    """The blocks the model answers with, and the stop reason."""
+    tools = [t.get("name", "") for t in body.get("tools") or []]
+    messages = body.get("messages") or []
+    first = next((text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+    last = messages[-1] if messages else {}
+    answered = isinstance(last.get("content"), list) and any(
+        b.get("type") == "tool_result" for b in last["content"])
+    search, write = tool_named(tools, "search"), tool_named(tools, "write")
+    if answered or not search:
+        return [{"type": "text", "text": "Done."}], "end_turn"
+    asked = re.search(r"CALL-SEARCH (.+)", first)
+    if asked:
+        return [{"type": "tool_use", "id": "toolu_search_1", "name": search,
+                 "input": {"query": asked.group(1).strip()}}], "tool_use"
+    remember = re.search(r"<text>\n(.*?)\n</text>", first, re.S)
+    if remember and "manual-capture" in first and write:
+        content = remember.group(1)
+        title = content.splitlines()[0].strip()
+        return [{"type": "tool_use", "id": "toolu_write_1", "name": write,
+                 "input": {"content": content, "title": title,
+                           "path": "remember/" + slug(title) + ".md",
+                           "tags": ["manual-capture"]}}], "tool_use"
+    status = re.search(r'^(sh "[^"]+/mnemofs-run" status)$', first, re.M)
+    if status and "Bash" in tools:
+        return [{"type": "tool_use", "id": "toolu_bash_1", "name": "Bash",
+                 "input": {"command": status.group(1), "description": "mnemofs status"}}], "tool_use"
+    return [{"type": "text", "text": "Nothing to do."}], "end_turn"
+
+
+def event(name, data):
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, code, payload, content_type="application/json"):
+        data = payload.encode()
+        self.send_response(code)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self.answer(404, json.dumps({"type": "error", "error": {"type": "not_found_error", "message": "no such endpoint"}}))
+
+    def do_POST(self):
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        path = self.path.split("?")[0]
+        if path == "/v1/messages/count_tokens":
+            return self.answer(200, json.dumps({"input_tokens": len(raw) // 4}))
+        if path != "/v1/messages" or not isinstance(body, dict):
+            return self.do_GET()
+        with log_lock, open(LOG, "a") as log:
+            log.write(json.dumps(body) + "\n")
+        blocks, stop = reply(body)
+        usage = {"input_tokens": 1000, "output_tokens": 20}
+        message = {"id": "msg_mock", "type": "message", "role": "assistant",
+                   "model": body.get("model", "claude-sonnet-4-5"), "content": blocks,
+                   "stop_reason": stop, "stop_sequence": None, "usage": usage}
+        if not body.get("stream"):
+            return self.answer(200, json.dumps(message))
+        out = [event("message_start", {"type": "message_start",
+                                       "message": dict(message, content=[], stop_reason=None)})]
+        for i, block in enumerate(blocks):
+            if block["type"] == "text":
+                start = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            else:
+                start = dict(block, input={})
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            out.append(event("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}))
+            out.append(event("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
+            out.append(event("content_block_stop", {"type": "content_block_stop", "index": i}))
+        out.append(event("message_delta", {"type": "message_delta",
+                                           "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": usage}))
+        out.append(event("message_stop", {"type": "message_stop"}))
+        self.answer(200, "".join(out), "text/event-stream")
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with open(PORT_FILE + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(PORT_FILE + ".tmp", PORT_FILE)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
