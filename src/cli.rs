@@ -238,7 +238,10 @@ enum Command {
     },
     /// Print the session brief (for a SessionStart hook): active tasks,
     /// open decisions, where the last sessions left off, reminders due
-    /// soon, recent activity. Reads the hook's JSON on stdin (optional);
+    /// soon, recent activity; the open decisions of the secondary stores
+    /// and the recall prompt of the project's `mnemofs` settings block
+    /// (.claude/settings.local.json, .claude/settings.json, then the
+    /// config's `claude:`). Reads the hook's JSON on stdin (optional);
     /// always exits 0.
     Brief {
         #[command(flatten)]
@@ -388,6 +391,14 @@ struct StoreArgs {
 }
 
 impl StoreArgs {
+    /// These, with `store` when none was named.
+    fn or_store(self, store: Option<PathBuf>) -> StoreArgs {
+        StoreArgs {
+            store: self.store.or(store),
+            state_dir: self.state_dir,
+        }
+    }
+
     /// What the user named; the default store if nothing.
     fn target(self, positional: Option<PathBuf>) -> anyhow::Result<daemon::Target> {
         let path = match positional.or(self.store) {
@@ -478,6 +489,7 @@ fn hook_str(input: &serde_json::Value, key: &str) -> Option<String> {
 
 /// `mnemofs brief`: never fails a session; a problem becomes one line.
 fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Result<()> {
+    use crate::front::claude_code::{self, BriefSettings};
     let input = hook_input();
     let cwd = cwd
         .map(|c| c.display().to_string())
@@ -487,26 +499,153 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
                 .ok()
                 .map(|d| d.display().to_string())
         });
+    let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
+    let project = cwd.as_deref().map(Path::new);
+    let settings = BriefSettings::resolve(project, config.claude.as_ref());
+    let at = at.or_store(settings.store.clone());
+    // Started first: they run while the primary store answers.
+    let secondaries = SecondaryReads::start(&settings.secondary_stores, cwd.as_deref());
     let answer = at.target(None).and_then(|target| {
-        let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
         let session = daemon::Session::open_within(&target, &config, BRIEF_CATCH_UP)?;
-        match session.call(Request::Brief { cwd })? {
+        match session.call(Request::Brief { cwd: cwd.clone() })? {
             Response::Brief { brief } => Ok(brief),
             _ => bail!("unexpected answer to brief"),
         }
     });
     match answer {
-        Ok(brief) => match format {
-            BriefFormat::Text => print!("{}", brief.to_text()),
-            BriefFormat::Markdown => print!("{}", brief.to_markdown()),
-            BriefFormat::Json => println!("{}", serde_json::to_string(&brief)?),
-        },
+        Ok(mut brief) => {
+            brief.notices.extend(settings.warnings.iter().cloned());
+            if settings.source.is_none() {
+                brief.notices.push(NOT_CONFIGURED.into());
+            }
+            let listed = settings.secondary_stores.len();
+            if listed > claude_code::MAX_SECONDARY_STORES {
+                brief.notices.push(format!(
+                    "{listed} secondary stores are listed; the first {} are read",
+                    claude_code::MAX_SECONDARY_STORES
+                ));
+            }
+            secondaries.finish(&mut brief);
+            brief.auto_memory = project.and_then(|p| {
+                claude_home().and_then(|home| claude_code::auto_memory_topic(&home, p))
+            });
+            brief.recall_prompt = Some(settings.recall_prompt.clone());
+            brief.fit();
+            match format {
+                BriefFormat::Text => print!("{}", brief.to_text()),
+                BriefFormat::Markdown => print!("{}", brief.to_markdown()),
+                BriefFormat::Json => println!("{}", serde_json::to_string(&brief)?),
+            }
+        }
         Err(e) => {
             eprintln!("mnemofs: {e:#}");
-            println!("mnemofs: no memory brief this session ({e}).");
+            // One line still, with the nudge: a first run has no store.
+            let nudge = if settings.source.is_none() {
+                format!(" {NOT_CONFIGURED}")
+            } else {
+                String::new()
+            };
+            println!("mnemofs: no memory brief this session ({e}).{nudge}");
         }
     }
     Ok(())
+}
+
+/// The brief's first-run nudge, when no settings block exists anywhere.
+const NOT_CONFIGURED: &str = "mnemofs is not configured for this project: add a `mnemofs` \
+block to .claude/settings.json (see the README's \"Use with Claude Code\" and the plugin's \
+settings.example.json).";
+
+/// How long a brief waits for each secondary store.
+const SECONDARY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Claude Code's folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+fn claude_home() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+}
+
+/// The open decisions of the secondary stores, each read in its own
+/// thread, read-only, under [`SECONDARY_TIMEOUT`]. A thread still running
+/// at the deadline is left behind: the process ends after the brief.
+struct SecondaryReads {
+    started: std::time::Instant,
+    reads: Vec<(
+        String,
+        std::sync::mpsc::Receiver<anyhow::Result<Option<crate::ops::BriefSection>>>,
+    )>,
+}
+
+impl SecondaryReads {
+    fn start(stores: &[PathBuf], cwd: Option<&str>) -> SecondaryReads {
+        let reads = stores
+            .iter()
+            .take(crate::front::claude_code::MAX_SECONDARY_STORES)
+            .map(|store| {
+                let (send, receive) = std::sync::mpsc::channel();
+                let target = daemon::Target {
+                    path: store.clone(),
+                    state_dir: None,
+                };
+                let cwd = cwd.map(str::to_string);
+                let spawned = std::thread::Builder::new()
+                    .name("mnemofs-secondary".into())
+                    .spawn(move || {
+                        let _ = send.send(open_decisions(&target, cwd));
+                    });
+                if let Err(e) = spawned {
+                    let (send, failed) = std::sync::mpsc::channel();
+                    let _ = send.send(Err(e.into()));
+                    return (store.display().to_string(), failed);
+                }
+                (store.display().to_string(), receive)
+            })
+            .collect();
+        SecondaryReads {
+            started: std::time::Instant::now(),
+            reads,
+        }
+    }
+
+    /// Adds a section per store with open decisions, a notice per store
+    /// that could not be read.
+    fn finish(self, brief: &mut crate::ops::Brief) {
+        let deadline = self.started + SECONDARY_TIMEOUT;
+        for (label, receive) in self.reads {
+            let wait = deadline.saturating_duration_since(std::time::Instant::now());
+            match receive.recv_timeout(wait) {
+                Ok(Ok(Some(mut section))) => {
+                    section.title = format!("Open decisions in {label} (read-only)");
+                    brief.sections.push(section);
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => brief
+                    .notices
+                    .push(format!("secondary store {label}: not read ({e:#})")),
+                Err(_) => brief.notices.push(format!(
+                    "secondary store {label}: not read (no answer within {}s)",
+                    SECONDARY_TIMEOUT.as_secs()
+                )),
+            }
+        }
+    }
+}
+
+/// A store's open decisions, from its brief, read without its lock.
+fn open_decisions(
+    target: &daemon::Target,
+    cwd: Option<String>,
+) -> anyhow::Result<Option<crate::ops::BriefSection>> {
+    let session = daemon::Session::open_read_only(target)?;
+    match session.call(Request::Brief { cwd })? {
+        Response::Brief { brief } => Ok(brief
+            .sections
+            .into_iter()
+            .find(|s| s.title == "Open decisions")),
+        _ => bail!("unexpected answer to brief"),
+    }
 }
 
 /// `mnemofs checkpoint`: never blocks compaction. A checkpoint it cannot
@@ -529,10 +668,13 @@ fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
             summary: hook_str(&input, "compact_summary"),
             digest,
         };
-        let session = daemon::Session::open(
-            &at.target(None)?,
-            &Config::load(None).map(|(c, _)| c).unwrap_or_default(),
-        )?;
+        let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
+        let settings = crate::front::claude_code::BriefSettings::resolve(
+            checkpoint.cwd.as_deref().map(Path::new),
+            config.claude.as_ref(),
+        );
+        let target = at.or_store(settings.store).target(None)?;
+        let session = daemon::Session::open(&target, &config)?;
         match session.call(Request::Checkpoint(checkpoint))? {
             Response::Memory { path, .. } => Ok(path),
             _ => bail!("unexpected answer to checkpoint"),

@@ -107,6 +107,9 @@ pub struct Config {
     /// How search ranks.
     #[serde(deserialize_with = "null_as_default")]
     pub search: SearchSettings,
+    /// The Claude Code plugin's settings when the project's own
+    /// `.claude/settings*.json` have no `mnemofs` block.
+    pub claude: Option<ClaudeSettings>,
     /// [`Config::timezone`] resolved: a fixed offset as soon as it is
     /// parsed, a named or local zone by [`Config::load`]. UTC until then,
     /// and when the zone cannot be loaded.
@@ -127,6 +130,7 @@ impl Default for Config {
             history: HistoryConfig::default(),
             mount: MountSettings::default(),
             search: SearchSettings::default(),
+            claude: None,
             resolved_timezone: TimeZone::UTC,
         }
     }
@@ -365,6 +369,19 @@ impl<'de> Deserialize<'de> for ModelSetting {
 
         deserializer.deserialize_str(ModelVisitor)
     }
+}
+
+/// `claude:` settings: the Claude Code plugin's `mnemofs` block, for
+/// projects whose `.claude/settings*.json` have none.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClaudeSettings {
+    /// The primary store (the brief's and the checkpoint's).
+    pub store: Option<PathBuf>,
+    /// Stores whose open decisions the brief shows, read only.
+    pub secondary_stores: Vec<PathBuf>,
+    /// The line that ends the brief.
+    pub recall_prompt: Option<String>,
 }
 
 /// `mount:` settings: what the root of the mount shows.
@@ -795,6 +812,11 @@ impl Config {
 fn known_shape() -> Value {
     let mut sample = Config::default();
     sample.search.model = Some(ModelSetting::Folder(PathBuf::new()));
+    sample.claude = Some(ClaudeSettings {
+        store: Some(PathBuf::new()),
+        secondary_stores: vec![PathBuf::new()],
+        recall_prompt: Some(String::new()),
+    });
     sample.classification.rules.push(Rule {
         category: Category::Project,
         keywords: vec![String::new()],
@@ -1107,6 +1129,21 @@ classification:
     }
 
     #[test]
+    fn the_claude_section_holds_the_plugins_block() {
+        let (c, warnings) = parse(
+            "claude:\n  store: ~/memories\n  secondary_stores: [/srv/team]\n  recall_prompt: Ask first.\n",
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let claude = c.claude.expect("a claude section");
+        assert_eq!(claude.store, Some(PathBuf::from("~/memories")));
+        assert_eq!(claude.secondary_stores, [PathBuf::from("/srv/team")]);
+        assert_eq!(claude.recall_prompt.as_deref(), Some("Ask first."));
+        let (_, warnings) = parse("claude:\n  secondaryStores: [/x]\n");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(parse("claude:\n").0.claude, None);
+    }
+
+    #[test]
     fn the_known_key_tree_matches_the_struct() {
         let Value::Mapping(shape) = known_shape() else {
             panic!("shape is not a mapping");
@@ -1124,7 +1161,8 @@ classification:
                 "classification",
                 "history",
                 "mount",
-                "search"
+                "search",
+                "claude"
             ]
         );
         // Serializing the defaults and reading them back is lossless and

@@ -442,6 +442,11 @@ fn plugin_in_claude_code() {
         "the SessionStart brief is not in the model's context: {}",
         first["messages"]
     );
+    assert!(
+        first["messages"].to_string().contains(NOT_CONFIGURED),
+        "the first-run nudge is not in the model's context: {}",
+        first["messages"]
+    );
     let tools = tool_names(first);
     for tool in [
         "search", "read", "write", "edit", "context", "recent", "list", "brief",
@@ -533,8 +538,30 @@ fn plugin_in_claude_code() {
         "{results:?}"
     );
 
+    // A settings block naming a secondary store: its open decision reaches
+    // the model, and the nudge is gone.
+    let team = session.root.join("team");
+    let team_decision = "Release every second Tuesday";
+    fs::create_dir_all(team.join("decisions")).expect("mkdir team");
+    fs::write(
+        team.join("decisions/release.md"),
+        format!("---\ntitle: {team_decision}\ntype: decision\nstatus: open\n---\nAgreed.\n"),
+    )
+    .expect("write the team's decision");
+    session.mnemofs(&["reindex", "--store", team.to_str().expect("utf-8")]);
+    let mut settings = example.clone();
+    settings["mnemofs"] = json!({ "secondaryStores": [team] });
+    session.project_settings(&settings);
+    let (_, requests, _) = session.prompt("secondary", "What did the team decide?", &[]);
+    let context = main_requests(&requests)[0]["messages"].to_string();
+    assert!(context.contains(team_decision), "{context}");
+    assert!(!context.contains(NOT_CONFIGURED), "{context}");
+
     println!("claude code plugin: {:.1?}", started.elapsed());
 }
+
+/// The start of the brief's line when no settings block exists.
+const NOT_CONFIGURED: &str = "mnemofs is not configured for this project";
 
 /// The lookup the hooks and the MCP server go through: a missing binary is
 /// one sentence, in the brief's place; found in ~/.cargo/bin off PATH.

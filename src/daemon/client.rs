@@ -187,6 +187,44 @@ impl Session {
         Session::open_with(target, config, CatchUp::AtMost(within))
     }
 
+    /// A session that only reads and never builds: the store's daemon, or
+    /// its index as last committed, without the lock. A store with
+    /// neither is an error (a brief must not index someone else's store).
+    pub fn open_read_only(target: &Target) -> anyhow::Result<Session> {
+        let found = find(target)?;
+        if let Some(entry) = &found.daemon
+            && let Some(client) = ControlClient::connect(&entry.socket)
+                .with_context(|| format!("cannot reach the daemon at {}", entry.socket.display()))?
+        {
+            return Ok(Session {
+                way: Way::Daemon {
+                    client: Mutex::new(client),
+                    pid: Some(entry.pid),
+                },
+            });
+        }
+        let state_dir = target
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| super::default_state_dir(&found.store));
+        let store = Arc::new(
+            Store::open(&found.store)
+                .with_context(|| format!("cannot open store {}", found.store.display()))?,
+        );
+        let index = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
+            .context("no index yet (mount or serve it once)")?;
+        let ops = Operations::new(
+            store,
+            index.clone(),
+            Views::new(index.clone()),
+            Arc::new(ReadOnly),
+            ServedBy::Local,
+        );
+        Ok(Session {
+            way: Way::ReadOnly { ops, index },
+        })
+    }
+
     /// [`Session::open`] for a process that stays while an agent talks to
     /// it (`mnemofs mcp`, `mnemofs tool`). Without a daemon it serves the
     /// store itself, as `mnemofs serve` does, for as long as the session

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod batch;
+pub mod claude_code;
 pub mod ingest;
 pub mod jsonl;
 pub mod mcp;

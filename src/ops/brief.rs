@@ -45,6 +45,16 @@ pub struct Brief {
     /// Something the reader should know about the brief itself (the index
     /// was still being built, say).
     pub note: Option<String>,
+    /// One-line notices the front end adds (the settings, a store that
+    /// could not be read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+    /// The last topic of Claude Code's auto-memory for the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_memory: Option<String>,
+    /// The line that ends the brief.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_prompt: Option<String>,
 }
 
 /// One section.
@@ -397,7 +407,7 @@ impl Brief {
     }
 
     /// Drops items, from the longest section first, until the text fits.
-    fn fit(&mut self) {
+    pub fn fit(&mut self) {
         while self.to_text().chars().count() > TARGET_CHARS {
             let Some(longest) = self
                 .sections
@@ -421,6 +431,12 @@ impl Brief {
         out.push_str("\n\n");
         if let Some(note) = &self.note {
             out.push_str(&format!("Note: {note}.\n\n"));
+        }
+        for notice in &self.notices {
+            out.push_str(&format!("{}\n", one_line(notice, 300)));
+        }
+        if !self.notices.is_empty() {
+            out.push('\n');
         }
         if self.sections.is_empty() {
             out.push_str("No active tasks, open decisions, sessions or recent memories yet.\n\n");
@@ -446,7 +462,16 @@ impl Brief {
             }
             out.push('\n');
         }
+        if let Some(topic) = &self.auto_memory {
+            out.push_str(&format!(
+                "Claude Code's auto-memory (MEMORY.md), last topic: {}\n\n",
+                one_line(topic, 160)
+            ));
+        }
         out.push_str(RECALL);
+        if let Some(prompt) = &self.recall_prompt {
+            out.push_str(&format!("\n{}\n", one_line(prompt, 600)));
+        }
         truncate(out, HARD_CAP_CHARS)
     }
 

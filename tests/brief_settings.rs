@@ -1,0 +1,195 @@
+//! `mnemofs brief` with the Claude Code settings block: the primary store
+//! it names, a secondary store's open decisions read without its lock,
+//! the recall prompt, the first-run nudge when no block exists, and the
+//! last topic of Claude Code's auto-memory. Each run has its own HOME and
+//! XDG folders, so no daemon or config of the machine is seen.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{bin, run_with_timeout};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+const NUDGE: &str = "mnemofs is not configured for this project";
+
+struct Home {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        for sub in ["home", "config", "state", "data", "run", "project"] {
+            fs::create_dir_all(root.join(sub)).expect("mkdir");
+        }
+        Home { _dir: dir, root }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn mnemofs(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new(bin());
+        cmd.args(args)
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env("XDG_DATA_HOME", self.path("data"))
+            .env("XDG_RUNTIME_DIR", self.path("run"))
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env("MNEMOFS_LOG", "warn")
+            .current_dir(self.path("project"))
+            .stdin(Stdio::null());
+        let out = run_with_timeout(&mut cmd, TIMEOUT).expect("mnemofs hung");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "mnemofs {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn brief(&self) -> String {
+        let project = self.path("project");
+        let text = self.mnemofs(&["brief", "--cwd", project.to_str().expect("utf-8")]);
+        assert!(text.chars().count() < 10_000, "{text}");
+        assert!(!text.starts_with('{'), "{text}");
+        text
+    }
+
+    fn store(&self, name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let store = self.path(name);
+        for (rel, text) in files {
+            let path = store.join(rel);
+            fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            fs::write(path, text).expect("write");
+        }
+        self.mnemofs(&["reindex", "--store", store.to_str().expect("utf-8")]);
+        store
+    }
+
+    fn settings(&self, name: &str, text: &str) {
+        let dir = self.path("project/.claude");
+        fs::create_dir_all(&dir).expect("mkdir");
+        fs::write(dir.join(name), text).expect("write settings");
+    }
+}
+
+fn decision(title: &str) -> String {
+    format!("---\ntitle: {title}\ntype: decision\nstatus: open\n---\nTo settle.\n")
+}
+
+#[test]
+fn brief_reads_the_settings_block_and_the_secondary_stores() {
+    let home = Home::new();
+    let primary = home.store(
+        "primary",
+        &[("decisions/engine.md", &decision("Pick the storage engine"))],
+    );
+    let team = home.store(
+        "team",
+        &[(
+            "decisions/release.md",
+            &decision("Choose the release cadence"),
+        )],
+    );
+
+    // No block anywhere and no store yet: one line, with the nudge.
+    let text = home.brief();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.starts_with("mnemofs: no memory brief"), "{text}");
+    assert!(text.contains(NUDGE), "{text}");
+
+    // No block, the default store: the nudge, and the default recall prompt.
+    home.store("data/mnemofs/store", &[("notes/a.md", "# A note\n")]);
+    let text = home.brief();
+    assert!(text.contains(NUDGE), "{text}");
+    assert!(text.contains("search mnemofs first"), "{text}");
+    assert!(!text.contains("Pick the storage engine"), "{text}");
+
+    // The block in the project's settings: its store, its secondary
+    // store's decision labelled with the store, its recall prompt.
+    home.settings(
+        "settings.json",
+        &serde_json::json!({
+            "mnemofs": {
+                "store": primary,
+                "secondaryStores": [team, home.path("missing")],
+                "recallPrompt": "Search the team store before guessing.",
+            }
+        })
+        .to_string(),
+    );
+    let text = home.brief();
+    assert!(!text.contains(NUDGE), "{text}");
+    assert!(text.contains("Pick the storage engine"), "{text}");
+    assert!(
+        text.contains(&format!("Open decisions in {}", team.display())),
+        "{text}"
+    );
+    assert!(text.contains("Choose the release cadence"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "secondary store {}: not read",
+            home.path("missing").display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.trim_end()
+            .ends_with("Search the team store before guessing."),
+        "{text}"
+    );
+
+    // A local block wins whole; a malformed one is one line, and skipped.
+    home.settings("settings.local.json", "{ \"mnemofs\": ");
+    let text = home.brief();
+    assert!(text.contains("settings.local.json is not usable"), "{text}");
+    assert!(text.contains("Choose the release cadence"), "{text}");
+    home.settings(
+        "settings.local.json",
+        &serde_json::json!({ "mnemofs": { "store": primary } }).to_string(),
+    );
+    let text = home.brief();
+    assert!(!text.contains("Choose the release cadence"), "{text}");
+    assert!(text.contains("search mnemofs first"), "{text}");
+}
+
+#[test]
+fn brief_shows_the_last_topic_of_claude_codes_auto_memory() {
+    let home = Home::new();
+    let project = home.path("project");
+    let key: String = project
+        .to_str()
+        .expect("utf-8")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let memory = home.path("home/.claude/projects").join(key).join("memory");
+    fs::create_dir_all(&memory).expect("mkdir");
+    fs::write(
+        memory.join("MEMORY.md"),
+        "# Memory\n\n## Build\n- cargo build\n\n## Flaky CI on arm64\n- retry once\n",
+    )
+    .expect("write MEMORY.md");
+    let store = home.store("primary", &[("notes/a.md", "# A note\n")]);
+    home.settings(
+        "settings.json",
+        &serde_json::json!({ "mnemofs": { "store": store } }).to_string(),
+    );
+    let text = home.brief();
+    assert!(
+        text.contains("auto-memory (MEMORY.md), last topic: Flaky CI on arm64"),
+        "{text}"
+    );
+}
