@@ -1067,7 +1067,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             guide,
             model,
         } => {
-            let target = at.target(None)?;
+            // Claude Code starts its servers in the project: without
+            // --store, the store its settings block names, as for the
+            // hooks, so that the tools and the brief share one store.
+            let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
+            let project = std::env::current_dir().ok();
+            let settings = crate::front::claude_code::BriefSettings::resolve(
+                project.as_deref(),
+                config.claude.as_ref(),
+            );
+            for warning in &settings.warnings {
+                tracing::warn!("{warning}");
+            }
+            let target = at.or_store(settings.store).target(None)?;
             let session = parking_lot::Mutex::new(None);
             crate::front::mcp::serve(crate::front::in_scope(scope, move |request| {
                 let mut open = session.lock();

@@ -193,3 +193,73 @@ fn brief_shows_the_last_topic_of_claude_codes_auto_memory() {
         "{text}"
     );
 }
+
+/// `mnemofs mcp` started in the project, as Claude Code starts it, serves
+/// the store the settings block names: the tools and the brief share it.
+#[test]
+fn mcp_serves_the_store_the_settings_block_names() {
+    use std::io::{BufRead, BufReader, Write};
+    let home = Home::new();
+    let primary = home.store(
+        "primary",
+        &[("decisions/engine.md", &decision("Pick the storage engine"))],
+    );
+    home.settings(
+        "settings.json",
+        &format!(r#"{{"mnemofs": {{"store": "{}"}}}}"#, primary.display()),
+    );
+    let mut child = Command::new(bin())
+        .arg("mcp")
+        .env("HOME", home.path("home"))
+        .env("XDG_CONFIG_HOME", home.path("config"))
+        .env("XDG_STATE_HOME", home.path("state"))
+        .env("XDG_DATA_HOME", home.path("data"))
+        .env("XDG_RUNTIME_DIR", home.path("run"))
+        .env("MNEMOFS_LOG", "warn")
+        .current_dir(home.path("project"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let answer = |stdin: &mut std::process::ChildStdin, request: serde_json::Value| -> String {
+        writeln!(stdin, "{request}").expect("send");
+        rx.recv_timeout(TIMEOUT).unwrap_or_default()
+    };
+    let init = answer(
+        &mut stdin,
+        serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "0"}}
+        }),
+    );
+    assert!(init.contains("\"result\""), "{init}");
+    writeln!(
+        stdin,
+        "{}",
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .expect("send");
+    let found = answer(
+        &mut stdin,
+        serde_json::json!({
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "storage engine"}}
+        }),
+    );
+    drop(stdin);
+    let _ = common::wait_timeout(&mut child, TIMEOUT);
+    let _ = child.kill();
+    assert!(found.contains("decisions/engine.md"), "{found}");
+}
