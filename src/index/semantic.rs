@@ -483,7 +483,10 @@ impl Semantic {
     pub(crate) fn save(&self, file: &Path) -> std::io::Result<()> {
         use std::io::Write;
         let _saving = self.saving.lock();
-        let table = self.table.read();
+        // A copy, taken at once: writing a large table (and a stat of each
+        // memory) takes long enough that the indexer, which removes
+        // vectors under the write lock, must not wait for it.
+        let table = self.table.read().clone();
         let tmp = file.with_extension("tmp");
         let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
         out.write_all(MAGIC)?;
@@ -510,7 +513,6 @@ impl Semantic {
             }
         }
         out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        drop(table);
         std::fs::rename(&tmp, file)
     }
 }

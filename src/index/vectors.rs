@@ -24,6 +24,7 @@ const DEAD: u32 = u32::MAX;
 const SPLIT_ROWS: usize = 16_384;
 
 /// One memory's place in the block.
+#[derive(Clone)]
 struct Entry {
     path: StorePath,
     /// Its `scope:`, lowercase, if it has one.
@@ -33,6 +34,7 @@ struct Entry {
 }
 
 /// Every memory's chunk vectors, quantized.
+#[derive(Clone)]
 pub(crate) struct VectorTable {
     dims: usize,
     /// Row after row, `dims` values each.
