@@ -359,11 +359,7 @@ fn a_config_naming_a_pulled_model_searches_by_meaning() {
     assert!(embedded, "{status}");
     let out = cli(&["search", "what does the user like to drink?", "--json"]);
     drop(daemon);
-    let hits = String::from_utf8_lossy(&out.stdout).into_owned();
-    let first: serde_json::Value =
-        serde_json::from_str(hits.lines().next().unwrap_or_default()).expect("a JSON hit");
-    assert_eq!(first["path"], "prefs/drinks.md", "{hits}");
-    assert_eq!(first["matched"], "meaning", "{hits}");
+    common::assert_first_hit(&out.stdout, "prefs/drinks.md", "meaning");
 }
 
 /// A model named in the config but never pulled: the doctor, `status` and

@@ -180,10 +180,7 @@ fn a_daemon_with_a_model_answers_a_question_by_meaning() {
         human.contains("by words and meaning (all-MiniLM-L6-v2"),
         "{human}"
     );
-    let first: serde_json::Value =
-        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a JSON hit");
-    assert_eq!(first["path"], "prefs/drinks.md", "{text}");
-    assert_eq!(first["matched"], "meaning", "{text}");
+    common::assert_first_hit(text.as_bytes(), "prefs/drinks.md", "meaning");
 
     // With the daemon gone, a command run on its own ranks by meaning too,
     // with the vectors the daemon kept and the model the config names.
@@ -206,16 +203,12 @@ fn a_daemon_with_a_model_answers_a_question_by_meaning() {
         common::COMMAND_TIMEOUT,
     )
     .expect("mnemofs timed out");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let first: serde_json::Value =
-        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a JSON hit");
-    assert_eq!(first["path"], "prefs/drinks.md", "{text}");
-    assert_eq!(first["matched"], "meaning", "{text}");
+    common::assert_first_hit(&out.stdout, "prefs/drinks.md", "meaning");
 }
 
 /// The vectors are kept in the state dir when the index shuts down, and

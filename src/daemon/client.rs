@@ -88,6 +88,15 @@ pub struct Target {
     pub state_dir: Option<PathBuf>,
 }
 
+impl Target {
+    /// The state dir of `store`: `--state-dir`, else the default one.
+    fn state_dir_of(&self, store: &Path) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(|| super::default_state_dir(store))
+    }
+}
+
 /// A store found: its directory, and its daemon if one serves it.
 #[derive(Debug)]
 pub struct Found {
@@ -192,27 +201,37 @@ impl Session {
     /// neither is an error (a brief must not index someone else's store).
     pub fn open_read_only(target: &Target) -> anyhow::Result<Session> {
         let found = find(target)?;
-        if let Some(entry) = &found.daemon
-            && let Some(client) = ControlClient::connect(&entry.socket)
-                .with_context(|| format!("cannot reach the daemon at {}", entry.socket.display()))?
-        {
-            return Ok(Session {
-                way: Way::Daemon {
-                    client: Mutex::new(client),
-                    pid: Some(entry.pid),
-                },
-            });
+        if let Some(session) = Session::registered_daemon(&found)? {
+            return Ok(session);
         }
-        let state_dir = target
-            .state_dir
-            .clone()
-            .unwrap_or_else(|| super::default_state_dir(&found.store));
+        let state_dir = target.state_dir_of(&found.store);
         let store = Arc::new(
             Store::open(&found.store)
                 .with_context(|| format!("cannot open store {}", found.store.display()))?,
         );
         let index = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
             .context("no index yet (mount or serve it once)")?;
+        Ok(Session::read_only(store, index))
+    }
+
+    /// The session of the daemon `found` names in the registry, if it
+    /// answers.
+    fn registered_daemon(found: &Found) -> anyhow::Result<Option<Session>> {
+        let Some(entry) = &found.daemon else {
+            return Ok(None);
+        };
+        let client = ControlClient::connect(&entry.socket)
+            .with_context(|| format!("cannot reach the daemon at {}", entry.socket.display()))?;
+        Ok(client.map(|client| Session {
+            way: Way::Daemon {
+                client: Mutex::new(client),
+                pid: Some(entry.pid),
+            },
+        }))
+    }
+
+    /// Answers from `index` as last committed, refusing writes.
+    fn read_only(store: Arc<Store>, index: Index) -> Session {
         let ops = Operations::new(
             store,
             index.clone(),
@@ -220,9 +239,9 @@ impl Session {
             Arc::new(ReadOnly),
             ServedBy::Local,
         );
-        Ok(Session {
+        Session {
             way: Way::ReadOnly { ops, index },
-        })
+        }
     }
 
     /// [`Session::open`] for a process that stays while an agent talks to
@@ -234,10 +253,7 @@ impl Session {
     pub fn open_serving(target: &Target, config: &Config, guide: bool) -> anyhow::Result<Session> {
         let found = find(target)?;
         if found.daemon.is_none() {
-            let state_dir = target
-                .state_dir
-                .clone()
-                .unwrap_or_else(|| super::default_state_dir(&found.store));
+            let state_dir = target.state_dir_of(&found.store);
             let served = super::serve::Server::start(&super::serve::ServeConfig {
                 store: found.store.clone(),
                 state_dir,
@@ -262,36 +278,16 @@ impl Session {
 
     fn open_with(target: &Target, config: &Config, catch_up: CatchUp) -> anyhow::Result<Session> {
         let found = find(target)?;
-        if let Some(entry) = &found.daemon
-            && let Some(client) = ControlClient::connect(&entry.socket)
-                .with_context(|| format!("cannot reach the daemon at {}", entry.socket.display()))?
-        {
-            return Ok(Session {
-                way: Way::Daemon {
-                    client: Mutex::new(client),
-                    pid: Some(entry.pid),
-                },
-            });
+        if let Some(session) = Session::registered_daemon(&found)? {
+            return Ok(session);
         }
-        let state_dir = target
-            .state_dir
-            .clone()
-            .unwrap_or_else(|| super::default_state_dir(&found.store));
+        let state_dir = target.state_dir_of(&found.store);
         if let CatchUp::AtMost(_) = catch_up
             && let Ok(store) = Store::open(&found.store).map(Arc::new)
             && let Ok(index) = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
         {
             meaning_on_demand(&index, &state_dir, config);
-            let ops = Operations::new(
-                store,
-                index.clone(),
-                Views::new(index.clone()),
-                Arc::new(ReadOnly),
-                ServedBy::Local,
-            );
-            return Ok(Session {
-                way: Way::ReadOnly { ops, index },
-            });
+            return Ok(Session::read_only(store, index));
         }
         let Some(lock) = StoreLock::try_acquire(&found.store)? else {
             // Served, but not registered (an older daemon, or another

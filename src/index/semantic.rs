@@ -93,21 +93,16 @@ impl Semantic {
         // The encoder's matrix products run on rayon's pool: at most two
         // threads, at background priority, so that embedding a store never
         // starves the mount's callers. (A pool made earlier stays.)
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
         let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
+            .num_threads(pool_threads())
             .thread_name(|i| format!("mnemofs-embed-{i}"))
             .start_handler(|_| crate::background::lower_priority())
             .build_global();
-        let kept = file.as_deref().and_then(|f| read_vectors(f, &store));
-        let semantic = Semantic::new(
-            embedder,
-            store,
-            kept,
-            file.as_deref().unwrap_or(Path::new("")),
-            file.clone(),
-            false,
-        );
+        let table = match &file {
+            Some(file) => Kept::table_for(read_vectors(file, &store), &embedder, file),
+            None => VectorTable::new(embedder.dims()),
+        };
+        let semantic = Semantic::new(embedder, store, table, file, false);
         let weak = Arc::downgrade(&semantic);
         std::thread::Builder::new()
             .name("mnemofs-embed".into())
@@ -133,40 +128,20 @@ impl Semantic {
             });
             (embedder, kept)
         });
-        let semantic = Semantic::new(embedder?, store, kept, file, None, true);
+        let embedder = embedder?;
+        let table = Kept::table_for(kept, &embedder, file);
+        let semantic = Semantic::new(embedder, store, table, None, true);
         semantic.queue.lock().seeded = true;
         Ok(semantic)
     }
 
-    /// The table, with what `kept` (read from `file`) holds if it is this
-    /// model's.
     fn new(
         embedder: Embedder,
         store: Arc<Store>,
-        kept: Option<Kept>,
-        file: &Path,
+        table: VectorTable,
         keep_in: Option<PathBuf>,
         frozen: bool,
     ) -> Arc<Semantic> {
-        let dims = embedder.dims();
-        let table = match kept {
-            Some(kept) if kept.model == embedder.name() && kept.table.dims() == dims => {
-                tracing::debug!(
-                    "{} memories' vectors taken from {}",
-                    kept.table.len(),
-                    file.display()
-                );
-                kept.table
-            }
-            Some(_) => {
-                tracing::info!(
-                    "{} holds another model's vectors: they are embedded anew",
-                    file.display()
-                );
-                VectorTable::new(dims)
-            }
-            None => VectorTable::new(dims),
-        };
         Arc::new(Semantic {
             embedder,
             store,
@@ -341,9 +316,8 @@ impl Semantic {
 fn query_pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
         rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
+            .num_threads(pool_threads())
             .thread_name(|i| format!("mnemofs-query-{i}"))
             .build()
             .inspect_err(|e| tracing::warn!("queries are embedded on one thread: {e}"))
@@ -522,6 +496,37 @@ impl Semantic {
 pub(crate) struct Kept {
     model: String,
     table: VectorTable,
+}
+
+impl Kept {
+    /// The table to start from: what `kept` (read from `file`) holds if it
+    /// is `embedder`'s, else an empty one.
+    fn table_for(kept: Option<Kept>, embedder: &Embedder, file: &Path) -> VectorTable {
+        let dims = embedder.dims();
+        match kept {
+            Some(kept) if kept.model == embedder.name() && kept.table.dims() == dims => {
+                tracing::debug!(
+                    "{} memories' vectors taken from {}",
+                    kept.table.len(),
+                    file.display()
+                );
+                kept.table
+            }
+            Some(_) => {
+                tracing::info!(
+                    "{} holds another model's vectors: they are embedded anew",
+                    file.display()
+                );
+                VectorTable::new(dims)
+            }
+            None => VectorTable::new(dims),
+        }
+    }
+}
+
+/// Threads in each of the encoder's pools: the cores, at most two.
+fn pool_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
 }
 
 /// Reads the vectors `file` holds, of the memories whose size and mtime

@@ -1374,3 +1374,14 @@ pub const VIEW_FOLDERS: [&str; 8] = [
     "recent",
     ".mnemofs",
 ];
+
+/// Asserts that the first JSON line of `out` (a `--json` search) is the
+/// memory at `path`, found as `matched` says (`words`, `meaning`, `both`).
+#[allow(dead_code)]
+pub fn assert_first_hit(out: &[u8], path: &str, matched: &str) {
+    let text = String::from_utf8_lossy(out);
+    let first: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a JSON hit");
+    assert_eq!(first["path"], path, "{text}");
+    assert_eq!(first["matched"], matched, "{text}");
+}
