@@ -101,6 +101,43 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
     index.shutdown();
 }
 
+/// A memory that shares only a common word with a question ("user") is
+/// the words' best hit; it must not outrank the one that answers it.
+#[test]
+fn a_weak_word_match_does_not_outrank_the_answer_by_meaning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let notes = [
+        ("notes/format.md", "The user wants code formatted with black and a line length of 100."),
+        ("notes/drinks.md", "Prefers coffee over tea, black, no sugar."),
+        ("notes/pets.md", "Has a golden retriever named Max."),
+        ("notes/deploy.md", "The user's deployment target is Fly.io in the Amsterdam region."),
+        ("notes/meeting.md", "Meeting notes: the team agreed to ship the beta on Friday."),
+    ];
+    for (rel, text) in notes {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, format!("{text}\n")).expect("write");
+    }
+    let store = Arc::new(Store::open(dir.path()).expect("store"));
+    let index = Index::in_memory(Arc::clone(&store)).expect("index");
+    assert!(index.wait_idle(WAIT));
+    index
+        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
+        .expect("semantic on");
+    assert!(index.wait_embedded(WAIT), "the memories were not embedded");
+    for (question, answer) in [
+        ("what does the user like to drink?", "notes/drinks.md"),
+        ("what kind of dog does the user own?", "notes/pets.md"),
+        ("what does the user prefer for formatting?", "notes/format.md"),
+        ("where does the user deploy?", "notes/deploy.md"),
+        ("when will the beta ship?", "notes/meeting.md"),
+    ] {
+        let hits = index.search(question, 5).expect("search");
+        assert_eq!(hits[0].path.to_string(), answer, "{question}: {hits:?}");
+    }
+    index.shutdown();
+}
+
 #[test]
 fn a_model_that_is_not_there_is_one_sentence() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -34,6 +34,7 @@
 
 mod base_forms;
 mod document;
+mod fusion;
 mod ids;
 mod indexer;
 mod mapped;

@@ -29,6 +29,7 @@ use tantivy::schema::{Field, IndexRecordOption, Term, Value};
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 
 use super::document::{normalize_key, path_from_key};
+use super::fusion;
 use super::meaning::{
     MAX_PREFIX_TERMS, Mode, bounded, is_plain_words, meaning, rewrite_query, take_mode, too_deep,
     words_of,
@@ -432,7 +433,7 @@ impl Index {
             let top = top.into_iter().map(|(s, a)| (s, a, Side::Words)).collect();
             return Ok(Some((searcher, query, top)));
         };
-        let depth = limit.max(FUSION_DEPTH);
+        let depth = limit.max(fusion::DEPTH);
         let words = match (&query, mode) {
             (Some(query), Mode::Fused) => {
                 self.lexical(&searcher, &**query, depth, hidden_scopes)?
@@ -455,7 +456,9 @@ impl Index {
                 top.first().map(|(_, address)| (score, *address))
             })
             .collect();
-        let top = fuse(&words, &meaning, limit);
+        let head: Vec<DocAddress> = words.iter().take(fusion::DEPTH).map(|w| w.1).collect();
+        let weight = fusion::words_weight(&searcher, &f, text, &head);
+        let top = fusion::fuse(&words, weight, &meaning, limit);
         let query = query.unwrap_or_else(|| Box::new(tantivy::query::AllQuery));
         Ok(Some((searcher, query, top)))
     }
@@ -904,86 +907,6 @@ pub(super) fn paths_matching_in(
     paths.sort();
     paths.dedup();
     Ok(paths)
-}
-
-/// How many of each ranking's best are fused; below them, the ranking
-/// by words goes on, then the one by meaning.
-const FUSION_DEPTH: usize = 8;
-
-/// The weight of meaning in the fusion, against 1 for words. Tuned on
-/// LoCoMo (see BENCHMARKS.md): the fused ranking beats words alone on
-/// every unit there, where meaning alone loses on two of three.
-const MEANING_WEIGHT: f32 = 0.5;
-
-/// The two rankings as one: each one's best [`FUSION_DEPTH`] scores
-/// scaled to 0..1 within the ranking (min-max), a document scoring 1 plus
-/// the weighted sum over the rankings that hold it; best first, then the
-/// rest of each ranking under 1, at most `limit`. A ranking may be empty: the other is
-/// then kept as it is, with its own scores.
-fn fuse(
-    words: &[(f32, DocAddress)],
-    meaning: &[(f32, DocAddress)],
-    limit: usize,
-) -> Vec<(f32, DocAddress, Side)> {
-    if meaning.is_empty() || words.is_empty() {
-        let (alone, side) = if meaning.is_empty() {
-            (words, Side::Words)
-        } else {
-            (meaning, Side::Meaning)
-        };
-        return alone
-            .iter()
-            .take(limit)
-            .map(|(s, a)| (*s, *a, side))
-            .collect();
-    }
-    let mut fused: Vec<(f32, DocAddress, Side)> = Vec::new();
-    let mut add = |list: &[(f32, DocAddress)], weight: f32, side: Side| {
-        let head = &list[..list.len().min(FUSION_DEPTH)];
-        let top = head.iter().map(|h| h.0).fold(f32::MIN, f32::max);
-        let bottom = head.iter().map(|h| h.0).fold(f32::MAX, f32::min);
-        for (score, address) in head {
-            let scaled = if top > bottom {
-                (score - bottom) / (top - bottom)
-            } else {
-                1.0
-            };
-            match fused.iter_mut().find(|f| f.1 == *address) {
-                Some(f) => {
-                    f.0 += weight * scaled;
-                    f.2 = Side::Both;
-                }
-                None => fused.push((weight * scaled, *address, side)),
-            }
-        }
-    };
-    add(words, 1.0, Side::Words);
-    add(meaning, MEANING_WEIGHT, Side::Meaning);
-    fused.sort_by(|a, b| {
-        b.0.total_cmp(&a.0)
-            .then(a.1.segment_ord.cmp(&b.1.segment_ord))
-            .then(a.1.doc_id.cmp(&b.1.doc_id))
-    });
-    // The head scores 1 and up, so that its last (0 once scaled) is not
-    // shown as worthless; each ranking's rest comes below, under 1 and
-    // falling.
-    for f in &mut fused {
-        f.0 += 1.0;
-    }
-    let mut below = 0u16;
-    for (list, side) in [(words, Side::Words), (meaning, Side::Meaning)] {
-        for (_, address) in list.iter().skip(FUSION_DEPTH) {
-            if fused.len() >= limit {
-                break;
-            }
-            if !fused.iter().any(|f| f.1 == *address) {
-                below = below.saturating_add(1);
-                fused.push((1.0 / f32::from(below + 1), *address, side));
-            }
-        }
-    }
-    fused.truncate(limit);
-    fused
 }
 
 #[cfg(test)]

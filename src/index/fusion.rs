@@ -1,0 +1,194 @@
+//! One ranking out of two: the memories a question's words find and the
+//! ones its meaning finds.
+//!
+//! Each ranking's best [`DEPTH`] scores are scaled to 0..1 within the
+//! ranking (min-max), so that BM25's unbounded scores and cosines close to
+//! each other in a store of similar memories weigh alike. Scaling alone
+//! forgets how good the best match is: in a small store, a memory that
+//! shares only the word "user" with "what does the user like to drink?"
+//! would be the words' best and count fully, above the one that says
+//! "prefers coffee over tea". So the words count in proportion to their
+//! [`words_weight`]: fully once some hit holds half of the question's
+//! words (by rarity), less below.
+//!
+//! Subtleties:
+//! - Words are counted as stems without stop words, as the stemmed fields
+//!   index them; a stem no memory has counts as rarest, so a question
+//!   whose words the store lacks leans on meaning.
+//! - A question of stop words only has no stems: its words then count
+//!   fully, as they did before any weighing.
+//! - Weighing each hit by its own coverage instead ranked LoCoMo's whole
+//!   sessions worse (0.853 against 0.871 recall@5): a long session holds
+//!   most words of any question about it, and BM25 already orders them.
+
+use std::collections::BTreeSet;
+
+use tantivy::schema::{IndexRecordOption, Term};
+use tantivy::tokenizer::TokenStream;
+use tantivy::{DocAddress, DocSet, Searcher};
+
+use super::Side;
+use super::schema::Fields;
+
+/// How many of each ranking's best are fused; below them, the ranking
+/// by words goes on, then the one by meaning.
+pub(super) const DEPTH: usize = 8;
+
+/// The weight of meaning in the fusion, against 1 for words. Tuned on
+/// LoCoMo (see BENCHMARKS.md): the fused ranking beats words alone on
+/// every unit there, where meaning alone loses on two of three.
+const MEANING_WEIGHT: f32 = 0.5;
+
+/// Below this share of a question's words held by its best word hit,
+/// the words count less (see [`words_weight`]).
+const HELD_IN_FULL: f32 = 0.5;
+
+/// How much the words count in the fusion, 0..1: the largest share of
+/// `text`'s word stems one of `docs` holds, each stem weighed by its
+/// rarity in the index (BM25's idf), over [`HELD_IN_FULL`], at most 1.
+pub(super) fn words_weight(
+    searcher: &Searcher,
+    fields: &Fields,
+    text: &str,
+    docs: &[DocAddress],
+) -> f32 {
+    let stems = stems(searcher, fields, text);
+    let all = searcher.num_docs() as f32;
+    let mut weights = Vec::with_capacity(stems.len());
+    for stem in &stems {
+        let df = [fields.body_stem, fields.title_stem]
+            .iter()
+            .map(|f| {
+                searcher
+                    .doc_freq(&Term::from_field_text(*f, stem))
+                    .unwrap_or(0)
+            })
+            .max()
+            .unwrap_or(0) as f32;
+        weights.push((1.0 + (all - df + 0.5) / (df + 0.5)).ln());
+    }
+    let total: f32 = weights.iter().sum();
+    if total <= 0.0 {
+        return 1.0;
+    }
+    let best = docs
+        .iter()
+        .map(|address| {
+            stems
+                .iter()
+                .zip(&weights)
+                .filter(|(stem, _)| holds(searcher, fields, *address, stem))
+                .map(|(_, w)| w)
+                .sum::<f32>()
+                / total
+        })
+        .fold(0.0f32, f32::max);
+    (best / HELD_IN_FULL).min(1.0)
+}
+
+/// The distinct stems of `text`, as the stemmed fields index them.
+fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSet<String> {
+    let mut stems = BTreeSet::new();
+    let Ok(mut analyzer) = searcher.index().tokenizer_for_field(fields.body_stem) else {
+        return stems;
+    };
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        stems.insert(stream.token().text.clone());
+    }
+    stems
+}
+
+/// Whether the document at `address` has `stem` in its title or body.
+fn holds(searcher: &Searcher, fields: &Fields, address: DocAddress, stem: &str) -> bool {
+    let segment = searcher.segment_reader(address.segment_ord);
+    [fields.body_stem, fields.title_stem].iter().any(|field| {
+        let Ok(index) = segment.inverted_index(*field) else {
+            return false;
+        };
+        let term = Term::from_field_text(*field, stem);
+        match index.read_postings(&term, IndexRecordOption::Basic) {
+            // `seek` only goes forward from the first document.
+            Ok(Some(mut postings)) => {
+                postings.doc() == address.doc_id
+                    || (postings.doc() < address.doc_id
+                        && postings.seek(address.doc_id) == address.doc_id)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// The two rankings as one, at most `limit`: the head, each document
+/// scoring 1 plus its words' scaled score times `words_weight` and
+/// meaning's scaled score times [`MEANING_WEIGHT`]; then the rest of each
+/// ranking under 1 and falling.
+/// A ranking may be empty: the other is then kept as it is, with its own
+/// scores.
+pub(super) fn fuse(
+    words: &[(f32, DocAddress)],
+    words_weight: f32,
+    meaning: &[(f32, DocAddress)],
+    limit: usize,
+) -> Vec<(f32, DocAddress, Side)> {
+    if meaning.is_empty() || words.is_empty() {
+        let (alone, side) = if meaning.is_empty() {
+            (words, Side::Words)
+        } else {
+            (meaning, Side::Meaning)
+        };
+        return alone
+            .iter()
+            .take(limit)
+            .map(|(s, a)| (*s, *a, side))
+            .collect();
+    }
+    let mut fused: Vec<(f32, DocAddress, Side)> = Vec::new();
+    let mut add = |list: &[(f32, DocAddress)], weight: f32, side: Side| {
+        let head = &list[..list.len().min(DEPTH)];
+        let top = head.iter().map(|h| h.0).fold(f32::MIN, f32::max);
+        let bottom = head.iter().map(|h| h.0).fold(f32::MAX, f32::min);
+        for (score, address) in head {
+            let scaled = if top > bottom {
+                (score - bottom) / (top - bottom)
+            } else {
+                1.0
+            };
+            let value = weight * scaled;
+            match fused.iter_mut().find(|f| f.1 == *address) {
+                Some(f) => {
+                    f.0 += value;
+                    f.2 = Side::Both;
+                }
+                None => fused.push((value, *address, side)),
+            }
+        }
+    };
+    add(words, words_weight, Side::Words);
+    add(meaning, MEANING_WEIGHT, Side::Meaning);
+    fused.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(a.1.segment_ord.cmp(&b.1.segment_ord))
+            .then(a.1.doc_id.cmp(&b.1.doc_id))
+    });
+    // The head scores 1 and up, so that its last (0 once scaled) is not
+    // shown as worthless; each ranking's rest comes below, under 1 and
+    // falling.
+    for f in &mut fused {
+        f.0 += 1.0;
+    }
+    let mut below = 0u16;
+    for (list, side) in [(words, Side::Words), (meaning, Side::Meaning)] {
+        for (_, address) in list.iter().skip(DEPTH) {
+            if fused.len() >= limit {
+                break;
+            }
+            if !fused.iter().any(|f| f.1 == *address) {
+                below = below.saturating_add(1);
+                fused.push((1.0 / f32::from(below + 1), *address, side));
+            }
+        }
+    }
+    fused.truncate(limit);
+    fused
+}
