@@ -667,6 +667,7 @@ fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
             trigger: hook_str(&input, "trigger"),
             summary: hook_str(&input, "compact_summary"),
             digest,
+            ..Default::default()
         };
         let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
         let settings = crate::front::claude_code::BriefSettings::resolve(

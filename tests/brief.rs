@@ -226,6 +226,7 @@ fn a_checkpoint_writes_one_note_per_session_that_the_next_brief_shows() {
         trigger: Some("auto".into()),
         summary: None,
         digest: transcript::digest(TRANSCRIPT),
+        ..Default::default()
     };
     let first = ops.checkpoint(&cp).expect("first checkpoint");
     assert!(

@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod batch;
 pub mod claude_code;
+pub mod claude_summary;
 pub mod ingest;
 pub mod jsonl;
 pub mod mcp;

@@ -7,6 +7,11 @@
 //! a memory whose `type:` has a schema of its own is checked against that
 //! too. The built-in schemas are the files in the repository's `schemas/`
 //! folder; users add or override them with YAML files of the same shape.
+//!
+//! A schema may also name the `## ` sections a body must have. Only a check
+//! of a whole file ([`SchemaSet::check`]) looks at them, as the checkpoint
+//! does for the note it wrote; the index's lint reads frontmatter alone,
+//! so a hand-written note is not flagged for its headings.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -59,6 +64,10 @@ pub struct Schema {
     /// Field rules by key.
     #[serde(default)]
     pub fields: BTreeMap<String, FieldRule>,
+    /// Headings of `## ` sections the body must have, as written after
+    /// the `## `.
+    #[serde(default)]
+    pub sections: Vec<String>,
 }
 
 impl Schema {
@@ -85,6 +94,29 @@ impl Schema {
             }
         }
     }
+
+    fn check_sections(&self, body: &str, out: &mut Vec<String>) {
+        for section in &self.sections {
+            if !headings(body).any(|h| h == section) {
+                out.push(format!(
+                    "{} schema: missing section `## {section}`",
+                    self.kind
+                ));
+            }
+        }
+    }
+}
+
+/// The `## ` headings of a body, outside fenced code blocks, trimmed.
+pub fn headings(body: &str) -> impl Iterator<Item = &str> {
+    let mut fenced = false;
+    body.lines().filter_map(move |line| {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return None;
+        }
+        line.strip_prefix("## ").filter(|_| !fenced).map(str::trim)
+    })
 }
 
 impl FieldRule {
@@ -157,8 +189,9 @@ impl SchemaSet {
         self.schemas.insert(schema.kind.clone(), schema);
     }
 
-    /// Warnings for a memory file's text. Files without frontmatter, or
-    /// with malformed frontmatter (reported elsewhere), give none.
+    /// Warnings for a memory file's text, its sections included. Files
+    /// without frontmatter, or with malformed frontmatter (reported
+    /// elsewhere), give none.
     pub fn check(&self, text: &str) -> Vec<String> {
         let Located::Found(block) = locate(text) else {
             return Vec::new();
@@ -166,25 +199,33 @@ impl SchemaSet {
         let Ok(fields) = parse_yaml(block.yaml) else {
             return Vec::new();
         };
-        self.check_fields(&fields)
+        let mut out = self.check_fields(&fields);
+        let body = text.get(block.span.end..).unwrap_or_default();
+        for schema in self.applying(&fields) {
+            schema.check_sections(body, &mut out);
+        }
+        out
     }
 
     /// Warnings for a memory's frontmatter, already read into `fields`.
     pub(crate) fn check_fields(&self, fields: &Mapping) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(base) = self.schemas.get("memory") {
-            base.check(fields, &mut out);
-        }
-        let kind = fields
-            .get(Value::String("type".into()))
-            .and_then(Value::as_str);
-        if let Some(schema) = kind
-            .filter(|k| *k != "memory")
-            .and_then(|k| self.schemas.get(k))
-        {
+        for schema in self.applying(fields) {
             schema.check(fields, &mut out);
         }
         out
+    }
+
+    /// The schemas a memory with these fields answers to: `memory`, then
+    /// its type's own.
+    fn applying<'a>(&'a self, fields: &Mapping) -> impl Iterator<Item = &'a Schema> {
+        let kind = fields
+            .get(Value::String("type".into()))
+            .and_then(Value::as_str);
+        let own = kind
+            .filter(|k| *k != "memory")
+            .and_then(|k| self.schemas.get(k));
+        self.schemas.get("memory").into_iter().chain(own)
     }
 }
 
@@ -243,5 +284,31 @@ mod tests {
             vec!["recipe schema: field `serves` should be a number".to_string()]
         );
         assert!(Schema::from_yaml("type: x\nfields:\n  a: { type: colour }\n").is_err());
+    }
+
+    #[test]
+    fn sections_are_checked_in_a_whole_file_only() {
+        let set = SchemaSet::builtin();
+        let front = "---\nid: 7d6c1c56-0000-4000-8000-000000000001\ntitle: S\ntype: session\nstatus: open\nstarted: 2026-11-20T09:00:00Z\nended_or_compacted: 2026-11-20T10:00:00Z\n---\n";
+        let ok = set.check(&format!("{front}# S\n\n## Observations\n- [asked] x\n"));
+        assert!(ok.is_empty(), "{ok:?}");
+        let fenced = set.check(&format!("{front}```\n## Observations\n```\n"));
+        assert_eq!(
+            fenced,
+            vec!["session schema: missing section `## Observations`".to_string()]
+        );
+        let text = format!("{front}no sections\n");
+        let Located::Found(block) = locate(&text) else {
+            panic!("frontmatter");
+        };
+        let fields = parse_yaml(block.yaml).unwrap();
+        assert!(set.check_fields(&fields).is_empty());
+        let bare = set.check("---\ntype: session\ntitle: S\n---\n");
+        for field in ["id", "status", "started", "ended_or_compacted"] {
+            assert!(
+                bare.iter().any(|w| w.contains(&format!("`{field}`"))),
+                "{field}: {bare:?}"
+            );
+        }
     }
 }

@@ -8,6 +8,10 @@
 //! state a decision, what was tried and dropped, errors, and the next step
 //! the last assistant turns name. A line that is not JSON, or not in this
 //! shape, is skipped: a transcript cut off mid-line still gives a digest.
+//!
+//! [`conversation`] gives the same transcript's words for a model to read:
+//! what the user and the assistant said, without tool calls, tool output
+//! or the text hooks and slash commands inject.
 
 use serde_json::Value;
 
@@ -334,6 +338,64 @@ pub fn clip_at_word(text: &str, max: usize) -> String {
     format!("{}…", at_word.trim_end_matches([',', ';', ':', '.', '-']))
 }
 
+/// The user's and the assistant's words, oldest first, one turn a
+/// paragraph (`User: ...`, `Assistant: ...`): the last `max_bytes` of
+/// them, cut at a turn, or inside the first turn kept when it alone is
+/// longer.
+pub fn conversation(jsonl: &str, max_bytes: usize) -> String {
+    let mut turns: Vec<String> = Vec::new();
+    for line in jsonl.lines() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if entry.get("isMeta") == Some(&Value::Bool(true)) {
+            continue;
+        }
+        let speaker = match entry.get("type").and_then(Value::as_str) {
+            Some("user") => "User",
+            Some("assistant") => "Assistant",
+            _ => continue,
+        };
+        let texts: Vec<&str> = match entry.get("message").and_then(|m| m.get("content")) {
+            Some(Value::String(text)) => vec![text.as_str()],
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .map(|b| str_of(b, "text"))
+                .collect(),
+            _ => continue,
+        };
+        for text in texts {
+            let text = text.trim();
+            // Slash-command wrappers and hook output are nobody's words.
+            if text.is_empty() || text.starts_with('<') || text.starts_with("Caveat:") {
+                continue;
+            }
+            turns.push(format!("{speaker}: {text}"));
+        }
+    }
+    let mut kept: Vec<&str> = Vec::new();
+    let mut size = 0;
+    for turn in turns.iter().rev() {
+        let room = max_bytes.saturating_sub(size);
+        if turn.len() + 2 <= room {
+            kept.push(turn);
+            size += turn.len() + 2;
+            continue;
+        }
+        if kept.is_empty() {
+            let mut start = turn.len() - room.min(turn.len());
+            while !turn.is_char_boundary(start) {
+                start += 1;
+            }
+            kept.push(&turn[start..]);
+        }
+        break;
+    }
+    kept.reverse();
+    kept.join("\n\n")
+}
+
 /// Adds an item (shortened, once) if the list has room.
 fn push(list: &mut Vec<String>, item: &str) {
     let item = item.trim();
@@ -349,6 +411,39 @@ fn push(list: &mut Vec<String>, item: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_conversation_is_the_words_without_tools_and_ends_with_the_latest() {
+        let words = conversation(TRANSCRIPT, 10_000);
+        assert!(
+            words.starts_with("User: Make the importer skip binary files.\n\nAssistant: Let me look at the importer.\n\n"),
+            "{words}"
+        );
+        assert!(
+            words.ends_with("Assistant: Fixed. Next step: add a test for an empty file."),
+            "{words}"
+        );
+        for noise in [
+            "fn import()",
+            "cargo test",
+            "E0425",
+            "old",
+            "/src/import.rs",
+        ] {
+            assert!(!words.contains(noise), "{noise}: {words}");
+        }
+        let tail = conversation(TRANSCRIPT, 70);
+        assert_eq!(
+            tail,
+            "Assistant: Fixed. Next step: add a test for an empty file."
+        );
+        let cut = conversation(TRANSCRIPT, 20);
+        assert_eq!(cut, "t for an empty file.");
+        let wide = r#"{"type":"user","message":{"content":"ééé"}}"#;
+        assert_eq!(conversation(wide, 3), "é");
+        let meta = r#"{"type":"user","isMeta":true,"message":{"content":"skill text"}}"#;
+        assert_eq!(conversation(meta, 100), "");
+    }
 
     const TRANSCRIPT: &str = r#"{"type":"summary","summary":"old"}
 {"type":"user","timestamp":"2026-11-20T09:00:00Z","message":{"role":"user","content":"Make the importer skip binary files."}}

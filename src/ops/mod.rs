@@ -28,7 +28,9 @@ mod writer;
 mod written;
 
 pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
-pub use checkpoint::Checkpoint;
+pub use checkpoint::{
+    Checkpoint, SESSIONS_FOLDER, SUMMARY_SECTIONS, SessionSummary, note_problems,
+};
 pub use error::{Error, Result, rpc};
 pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
 pub use import::{Incoming, Placed};
