@@ -18,6 +18,7 @@ use crate::ops::{Request, Response};
 
 mod memories;
 mod model;
+mod project;
 
 /// An agent's long-term memory, mounted as a directory.
 #[derive(Debug, Parser)]
@@ -261,6 +262,46 @@ enum Command {
         #[command(flatten)]
         at: StoreArgs,
     },
+    /// Keep a text verbatim as a note (`-` reads stdin): in the project's
+    /// remember folder (the `mnemofs` settings block's `rememberFolder`,
+    /// default `remember/`), titled by its first line, tagged
+    /// manual-capture. Prints its path and id
+    Remember {
+        /// The text ("-" reads stdin).
+        text: String,
+        /// The folder, relative to the store [default: the settings'
+        /// rememberFolder, else remember].
+        #[arg(long)]
+        folder: Option<String>,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the project's `mnemofs` settings block (what the plugin's
+    /// setup skill asked): into .claude/settings.json, or
+    /// .claude/settings.local.json with --local. Only the keys given
+    /// change; the plugin's tools are added to permissions.allow. Prints
+    /// the block as written
+    SetupClaude(project::SetupArgs),
+    /// Copy a note of the primary store into a team store (the `mnemofs`
+    /// settings block's `teamStores`), in its promoteFolder, with
+    /// `shared_from` saying where it came from. Without --yes it only says
+    /// what it would write
+    Share {
+        /// The note (by id, path, title or alias).
+        reference: String,
+        /// The team store (its path, or its folder's name) [default: the
+        /// only one configured].
+        #[arg(long)]
+        to: Option<String>,
+        /// Write it (after the user agreed).
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        at: StoreArgs,
+    },
     /// Anthropic's `memory` tool (memory_20250818) on stdin and stdout,
     /// for agents that cannot mount: each line a tool_use input such as
     /// {"command": "view", "path": "/memories"}, each answer one line
@@ -489,7 +530,7 @@ fn hook_str(input: &serde_json::Value, key: &str) -> Option<String> {
 
 /// `mnemofs brief`: never fails a session; a problem becomes one line.
 fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Result<()> {
-    use crate::front::claude_code::{self, BriefSettings};
+    use crate::front::claude_code::{self, ProjectSettings};
     let input = hook_input();
     let cwd = cwd
         .map(|c| c.display().to_string())
@@ -501,13 +542,18 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
         });
     let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
     let project = cwd.as_deref().map(Path::new);
-    let settings = BriefSettings::resolve(project, config.claude.as_ref());
+    let settings = ProjectSettings::resolve(project, config.claude.as_ref());
     let at = at.or_store(settings.store.clone());
     // Started first: they run while the primary store answers.
-    let secondaries = SecondaryReads::start(&settings.secondary_stores, cwd.as_deref());
+    let others = settings.recall_stores();
+    let secondaries = SecondaryReads::start(&others, cwd.as_deref());
     let answer = at.target(None).and_then(|target| {
         let session = daemon::Session::open_within(&target, &config, BRIEF_CATCH_UP)?;
-        match session.call(Request::Brief { cwd: cwd.clone() })? {
+        let within = Some(settings.recall_window.as_secs());
+        match session.call(Request::Brief {
+            cwd: cwd.clone(),
+            within,
+        })? {
             Response::Brief { brief } => Ok(brief),
             _ => bail!("unexpected answer to brief"),
         }
@@ -518,10 +564,10 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
             if settings.source.is_none() {
                 brief.notices.push(NOT_CONFIGURED.into());
             }
-            let listed = settings.secondary_stores.len();
+            let listed = others.len();
             if listed > claude_code::MAX_SECONDARY_STORES {
                 brief.notices.push(format!(
-                    "{listed} secondary stores are listed; the first {} are read",
+                    "{listed} secondary and team stores are listed; the first {} are read",
                     claude_code::MAX_SECONDARY_STORES
                 ));
             }
@@ -529,6 +575,7 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
             brief.auto_memory = project.and_then(|p| {
                 claude_home().and_then(|home| claude_code::auto_memory_topic(&home, p))
             });
+            brief.conventions = settings.placement_conventions.clone();
             brief.recall_prompt = Some(settings.recall_prompt.clone());
             brief.fit();
             match format {
@@ -552,9 +599,8 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
 }
 
 /// The brief's first-run nudge, when no settings block exists anywhere.
-const NOT_CONFIGURED: &str = "mnemofs is not configured for this project: add a `mnemofs` \
-block to .claude/settings.json (see the README's \"Use with Claude Code\" and the plugin's \
-settings.example.json).";
+const NOT_CONFIGURED: &str = "mnemofs is not configured for this project: run /mnemofs:setup \
+(about 3 minutes), or copy the plugin's settings.example.json into .claude/settings.json.";
 
 /// How long a brief waits for each secondary store.
 const SECONDARY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -611,14 +657,25 @@ impl SecondaryReads {
 
     /// Adds a section per store with open decisions, a notice per store
     /// that could not be read.
+    /// A note shared from the primary store (same id) is shown once.
     fn finish(self, brief: &mut crate::ops::Brief) {
         let deadline = self.started + SECONDARY_TIMEOUT;
+        let mut seen: std::collections::HashSet<String> = brief
+            .sections
+            .iter()
+            .flat_map(|s| s.items.iter().filter_map(|i| i.id.clone()))
+            .collect();
         for (label, receive) in self.reads {
             let wait = deadline.saturating_duration_since(std::time::Instant::now());
             match receive.recv_timeout(wait) {
                 Ok(Ok(Some(mut section))) => {
                     section.title = format!("Open decisions in {label} (read-only)");
-                    brief.sections.push(section);
+                    section
+                        .items
+                        .retain(|i| i.id.as_ref().is_none_or(|id| seen.insert(id.clone())));
+                    if !section.items.is_empty() || section.more > 0 {
+                        brief.sections.push(section);
+                    }
                 }
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => brief
@@ -639,7 +696,7 @@ fn open_decisions(
     cwd: Option<String>,
 ) -> anyhow::Result<Option<crate::ops::BriefSection>> {
     let session = daemon::Session::open_read_only(target)?;
-    match session.call(Request::Brief { cwd })? {
+    match session.call(Request::Brief { cwd, within: None })? {
         Response::Brief { brief } => Ok(brief
             .sections
             .into_iter()
@@ -652,38 +709,133 @@ fn open_decisions(
 /// write is one line on stderr and exit status 1, which Claude Code shows
 /// the user while compaction goes on.
 fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
+    use crate::config::CaptureMode;
+    use crate::front::claude_summary;
+    if claude_summary::is_child() {
+        return Ok(());
+    }
     let input = hook_input();
-    let result = (|| -> anyhow::Result<String> {
+    let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
+    let cwd = hook_str(&input, "cwd");
+    let settings = crate::front::claude_code::ProjectSettings::resolve(
+        cwd.as_deref().map(Path::new),
+        config.claude.as_ref(),
+    );
+    let target = at.or_store(settings.store.clone()).target(None);
+    let mut transcript = String::new();
+    let result = (|| -> anyhow::Result<(String, String)> {
         let Some(session_id) = hook_str(&input, "session_id") else {
             bail!("no session_id in the hook's input on stdin");
         };
-        let digest = match hook_str(&input, "transcript_path") {
-            Some(path) => crate::memory::transcript::digest(&read_tail(Path::new(&path))?),
-            None => Default::default(),
-        };
+        if let Some(path) = hook_str(&input, "transcript_path") {
+            transcript = read_tail(Path::new(&path))?;
+        }
         let checkpoint = crate::ops::Checkpoint {
             session_id,
-            cwd: hook_str(&input, "cwd"),
+            cwd: cwd.clone(),
             trigger: hook_str(&input, "trigger"),
             summary: hook_str(&input, "compact_summary"),
-            digest,
+            digest: crate::memory::transcript::digest(&transcript),
+            folder: settings.capture_folder.clone(),
+            summarized: None,
+        };
+        let session = daemon::Session::open(target.as_ref().map_err(clone_error)?, &config)?;
+        let path = checkpoint_call(&session, checkpoint)?;
+        let text = note_text(&session, &path)?;
+        Ok((path, text))
+    })();
+    let (path, text) = result.map_err(|e| anyhow::anyhow!("no checkpoint written: {e:#}"))?;
+    println!("mnemofs: session checkpoint in {path}");
+    // PostCompact follows a PreCompact that summarized the same transcript.
+    let summarize = settings.capture_mode == CaptureMode::Summarized
+        && hook_str(&input, "hook_event_name").as_deref() != Some("PostCompact");
+    if !summarize {
+        report_note_problems(&path, &text, false);
+        return Ok(());
+    }
+    // The store is let go meanwhile: without a daemon, this process holds
+    // its lock while a session is open.
+    let conversation =
+        crate::memory::transcript::conversation(&transcript, claude_summary::CONVERSATION_BYTES);
+    if conversation.is_empty() {
+        eprintln!(
+            "mnemofs: no conversation in the transcript to summarize; {path} stays extractive"
+        );
+        report_note_problems(&path, &text, false);
+        return Ok(());
+    }
+    let summary = match claude_summary::summarize(&conversation, cwd.as_deref().map(Path::new)) {
+        Ok(summary) => summary,
+        Err(e) => {
+            eprintln!("mnemofs: no summary for {path}, its extractive note stands: {e}");
+            report_note_problems(&path, &text, false);
+            return Ok(());
+        }
+    };
+    let enriched = (|| -> anyhow::Result<(String, String)> {
+        let checkpoint = crate::ops::Checkpoint {
+            session_id: hook_str(&input, "session_id").unwrap_or_default(),
+            cwd: cwd.clone(),
+            trigger: hook_str(&input, "trigger"),
+            folder: settings.capture_folder.clone(),
+            summarized: Some(Box::new(summary)),
             ..Default::default()
         };
-        let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
-        let settings = crate::front::claude_code::BriefSettings::resolve(
-            checkpoint.cwd.as_deref().map(Path::new),
-            config.claude.as_ref(),
-        );
-        let target = at.or_store(settings.store).target(None)?;
-        let session = daemon::Session::open(&target, &config)?;
-        match session.call(Request::Checkpoint(checkpoint))? {
-            Response::Memory { path, .. } => Ok(path),
-            _ => bail!("unexpected answer to checkpoint"),
-        }
+        let session = daemon::Session::open(target.as_ref().map_err(clone_error)?, &config)?;
+        let path = checkpoint_call(&session, checkpoint)?;
+        let text = note_text(&session, &path)?;
+        Ok((path, text))
     })();
-    let path = result.map_err(|e| anyhow::anyhow!("no checkpoint written: {e:#}"))?;
-    println!("mnemofs: session checkpoint in {path}");
+    match enriched {
+        Ok((path, text)) => {
+            println!("mnemofs: session summary in {path}");
+            report_note_problems(&path, &text, true);
+        }
+        Err(e) => {
+            eprintln!(
+                "mnemofs: the summary of {path} was not written, its extractive note stands: {e:#}"
+            );
+            report_note_problems(&path, &text, false);
+        }
+    }
     Ok(())
+}
+
+fn clone_error(e: &anyhow::Error) -> anyhow::Error {
+    anyhow::anyhow!("{e:#}")
+}
+
+fn checkpoint_call(
+    session: &daemon::Session,
+    checkpoint: crate::ops::Checkpoint,
+) -> anyhow::Result<String> {
+    match session.call(Request::Checkpoint(checkpoint))? {
+        Response::Memory { path, .. } => Ok(path),
+        _ => bail!("unexpected answer to checkpoint"),
+    }
+}
+
+fn note_text(session: &daemon::Session, path: &str) -> anyhow::Result<String> {
+    match session.call(Request::Read { path: path.into() })? {
+        Response::Text { text } => Ok(text),
+        _ => bail!("unexpected answer to read"),
+    }
+}
+
+/// One line on stderr when the session note a checkpoint wrote does not fit
+/// the session schema (the user's `schemas/` beside the config file
+/// included); the note stays as written.
+fn report_note_problems(path: &str, text: &str, summarized: bool) {
+    if let Some(dir) = Config::default_path().and_then(|p| p.parent().map(|d| d.join("schemas"))) {
+        crate::memory::schema::install(crate::config::load_schemas(&dir).0);
+    }
+    let problems = crate::ops::note_problems(text, summarized);
+    if !problems.is_empty() {
+        eprintln!(
+            "mnemofs: the session note {path} does not fit the session schema: {}",
+            problems.join("; ")
+        );
+    }
 }
 
 /// The text of a transcript, at most its last [`TRANSCRIPT_MAX`] bytes
@@ -894,6 +1046,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Doctor { at, config } => {
             // Looks only: unlike the other commands, creates no store.
+            let at = at.or_store(project::project_store());
             let store = match at.store {
                 Some(s) => absolute(&s)?,
                 None => daemon::default_store_dir(),
@@ -1036,6 +1189,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Status { target, at, json } => {
+            let at = match target {
+                Some(_) => at,
+                None => at.or_store(project::project_store()),
+            };
             let target = at.target(target)?;
             let found = daemon::find(&target)?;
             let session = session(&target, None)?;
@@ -1073,7 +1230,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // hooks, so that the tools and the brief share one store.
             let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
             let project = std::env::current_dir().ok();
-            let settings = crate::front::claude_code::BriefSettings::resolve(
+            let settings = crate::front::claude_code::ProjectSettings::resolve(
                 project.as_deref(),
                 config.claude.as_ref(),
             );
@@ -1081,8 +1238,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 tracing::warn!("{warning}");
             }
             let target = at.or_store(settings.store).target(None)?;
+            let remember_folder = settings.remember_folder;
             let session = parking_lot::Mutex::new(None);
             crate::front::mcp::serve(crate::front::in_scope(scope, move |request| {
+                // `remember` without a folder: the project's.
+                let request = match request {
+                    Request::Remember { text, folder: None } => Request::Remember {
+                        text,
+                        folder: Some(remember_folder.clone()),
+                    },
+                    other => other,
+                };
                 let mut open = session.lock();
                 let current = match open.take() {
                     Some(current) => current,
@@ -1175,8 +1341,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Brief { .. } if crate::front::claude_summary::is_child() => Ok(()),
         Command::Brief { at, cwd, format } => brief(at, cwd, format),
         Command::Checkpoint { at } => checkpoint(at),
+        Command::Remember {
+            text,
+            folder,
+            at,
+            json,
+        } => project::remember(text, folder, at, json),
+        Command::SetupClaude(args) => project::setup_claude(args),
+        Command::Share {
+            reference,
+            to,
+            yes,
+            at,
+        } => project::share(reference, to, yes, at),
         Command::Reindex { at } => reindex(at),
         Command::Memories(command) => memories::run(command),
         Command::Model { command } => model::run(command),

@@ -372,16 +372,62 @@ impl<'de> Deserialize<'de> for ModelSetting {
 }
 
 /// `claude:` settings: the Claude Code plugin's `mnemofs` block, for
-/// projects whose `.claude/settings*.json` have none.
+/// projects whose `.claude/settings*.json` have none. The same type reads
+/// that block: each key also answers to its camelCase name, as Claude
+/// Code's settings files write keys.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ClaudeSettings {
     /// The primary store (the brief's and the checkpoint's).
     pub store: Option<PathBuf>,
     /// Stores whose open decisions the brief shows, read only.
+    #[serde(alias = "secondaryStores")]
     pub secondary_stores: Vec<PathBuf>,
+    /// Stores `mnemofs share` copies notes into, by path; read for recall
+    /// too.
+    #[serde(alias = "teamStores")]
+    pub team_stores: std::collections::BTreeMap<PathBuf, TeamStore>,
+    /// Where checkpoints write session notes (default `sessions`).
+    #[serde(alias = "captureFolder")]
+    pub capture_folder: Option<String>,
+    /// Where `remember` writes (default `remember`).
+    #[serde(alias = "rememberFolder")]
+    pub remember_folder: Option<String>,
+    /// How far back the brief's recent sessions and activity reach
+    /// (default `3d`).
+    #[serde(alias = "recallTimeframe")]
+    pub recall_timeframe: Option<String>,
     /// The line that ends the brief.
+    #[serde(alias = "recallPrompt")]
     pub recall_prompt: Option<String>,
+    /// How a checkpoint writes its note.
+    #[serde(alias = "captureMode")]
+    pub capture_mode: Option<CaptureMode>,
+    /// Where and how notes are written in this project, in a line: the
+    /// brief shows it, the output style follows it.
+    #[serde(alias = "placementConventions")]
+    pub placement_conventions: Option<String>,
+}
+
+/// A team store in the `claude:` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TeamStore {
+    /// The folder shared notes go to (default `shared`).
+    #[serde(alias = "promoteFolder")]
+    pub promote_folder: Option<String>,
+}
+
+/// How a checkpoint writes its session note.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaptureMode {
+    /// What the transcript says, digested by mnemofs (the default).
+    #[default]
+    Extractive,
+    /// The extractive note first, then enriched with a summary Claude Code
+    /// writes (`claude -p`).
+    Summarized,
 }
 
 /// `mount:` settings: what the root of the mount shows.
@@ -808,14 +854,24 @@ impl Config {
 }
 
 /// The known key tree: the default config, serialized, with one sample
-/// rule so the keys of a rule item are known too.
+/// of each list or map item so the keys of an item are known too.
 fn known_shape() -> Value {
     let mut sample = Config::default();
     sample.search.model = Some(ModelSetting::Folder(PathBuf::new()));
+    // A team store's key is the user's path: `*` stands for any key.
+    let team = TeamStore {
+        promote_folder: Some(String::new()),
+    };
     sample.claude = Some(ClaudeSettings {
         store: Some(PathBuf::new()),
         secondary_stores: vec![PathBuf::new()],
+        team_stores: [(PathBuf::from("*"), team)].into(),
+        capture_folder: Some(String::new()),
+        remember_folder: Some(String::new()),
+        recall_timeframe: Some(String::new()),
         recall_prompt: Some(String::new()),
+        capture_mode: Some(CaptureMode::Extractive),
+        placement_conventions: Some(String::new()),
     });
     sample.classification.rules.push(Rule {
         category: Category::Project,
@@ -841,7 +897,7 @@ fn unknown_keys(value: &Value, shape: &Value, path: &str, warnings: &mut Vec<Str
                 } else {
                     format!("{path}.{name}")
                 };
-                match known.get(key) {
+                match known.get(key).or_else(|| known.get("*")) {
                     Some(known_child) => unknown_keys(child, known_child, &full, warnings),
                     None => {
                         let siblings = known.keys().filter_map(Value::as_str);

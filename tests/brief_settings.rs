@@ -263,3 +263,130 @@ fn mcp_serves_the_store_the_settings_block_names() {
     let _ = child.kill();
     assert!(found.contains("decisions/engine.md"), "{found}");
 }
+
+/// What `mnemofs` printed and its exit code, whatever it was.
+fn run_any(home: &Home, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env("HOME", home.path("home"))
+        .env("XDG_CONFIG_HOME", home.path("config"))
+        .env("XDG_STATE_HOME", home.path("state"))
+        .env("XDG_DATA_HOME", home.path("data"))
+        .env("XDG_RUNTIME_DIR", home.path("run"))
+        .env("MNEMOFS_LOG", "warn")
+        .current_dir(home.path("project"))
+        .stdin(Stdio::null());
+    let out = run_with_timeout(&mut cmd, TIMEOUT).expect("mnemofs hung");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn setup_then_remember_share_and_the_brief_follow_the_block() {
+    let home = Home::new();
+    let team = home.store("team", &[("notes/readme.md", "Team notes.\n")]);
+    let mine = home.path("mine");
+    fs::create_dir_all(&mine).expect("mkdir");
+
+    // The setup writes the block, keeping what the file held.
+    home.settings("settings.json", r#"{"model": "opus"}"#);
+    let out = home.mnemofs(&[
+        "setup-claude",
+        "--primary",
+        "../mine",
+        "--team",
+        "../team=from-alice",
+        "--remember-folder",
+        "inbox-of-mine",
+        "--recall-timeframe",
+        "1d",
+        "--conventions",
+        "decisions go in decisions/, one per file",
+        "--output-style",
+    ]);
+    assert!(out.contains("\"store\": \"../mine\""), "{out}");
+    let written = fs::read_to_string(home.path("project/.claude/settings.json")).expect("read");
+    let value: serde_json::Value = serde_json::from_str(&written).expect("json");
+    assert_eq!(value["model"], "opus");
+    assert_eq!(value["outputStyle"], "mnemofs:mnemofs");
+    assert_eq!(
+        value["permissions"]["allow"],
+        serde_json::json!(["mcp__plugin_mnemofs_mnemofs"])
+    );
+    // A value it cannot use is refused, and the file stays as it was.
+    let (code, _, err) = run_any(&home, &["setup-claude", "--capture-mode", "loud"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("loud"), "{err}");
+    assert_eq!(
+        fs::read_to_string(home.path("project/.claude/settings.json")).expect("read"),
+        written
+    );
+
+    // remember: verbatim, into the block's folder of the primary store.
+    let text = "Ship the CLI before the plugin\nThe plugin needs the CLI's commands.";
+    let out = home.mnemofs(&["remember", text]);
+    let note = mine.join("inbox-of-mine/ship-the-cli-before-the-plugin.md");
+    assert!(
+        out.contains("inbox-of-mine/ship-the-cli-before-the-plugin.md"),
+        "{out}"
+    );
+    let saved = fs::read_to_string(&note).expect("remembered note");
+    assert!(saved.contains("manual-capture"), "{saved}");
+    assert!(saved.ends_with(&format!("---\n{text}\n")), "{saved}");
+
+    // share: nothing without --yes; then a copy in the promote folder.
+    home.mnemofs(&[
+        "write",
+        "--store",
+        mine.to_str().expect("utf-8"),
+        "--type",
+        "decision",
+        "--status",
+        "open",
+        "--title",
+        "Adopt jiff for dates",
+        "Dates go through jiff.",
+    ]);
+    let preview = home.mnemofs(&["share", "Adopt jiff for dates"]);
+    assert!(preview.contains("would share"), "{preview}");
+    assert!(!team.join("from-alice").exists());
+    let out = home.mnemofs(&["share", "Adopt jiff for dates", "--yes"]);
+    assert!(out.contains("from-alice/"), "{out}");
+    let copies: Vec<_> = fs::read_dir(team.join("from-alice"))
+        .expect("promote folder")
+        .collect();
+    assert_eq!(copies.len(), 1);
+    let copy = fs::read_to_string(team.join("from-alice/adopt-jiff-for-dates.md")).expect("copy");
+    assert!(copy.contains("type: decision"), "{copy}");
+    assert!(copy.contains("shared_from:"), "{copy}");
+    // Sharing again updates the copy instead of adding one.
+    home.mnemofs(&["share", "Adopt jiff for dates", "--yes"]);
+    assert_eq!(
+        fs::read_dir(team.join("from-alice")).expect("dir").count(),
+        1
+    );
+    let (code, _, err) = run_any(&home, &["share", "no such note", "--yes"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no memory is named"), "{err}");
+
+    // A team decision of its own reaches the brief; the shared copy of
+    // the primary's own decision is not shown twice.
+    fs::write(
+        team.join("notes/retire-v1.md"),
+        decision("Retire the v1 API"),
+    )
+    .expect("write");
+    home.mnemofs(&["reindex", "--store", team.to_str().expect("utf-8")]);
+    let brief = home.brief();
+    assert!(!brief.contains(NUDGE), "{brief}");
+    assert!(brief.contains("Retire the v1 API"), "{brief}");
+    assert_eq!(brief.matches("Adopt jiff for dates").count(), 1, "{brief}");
+    assert!(
+        brief.contains("Placement conventions: decisions go in decisions/, one per file"),
+        "{brief}"
+    );
+    assert!(brief.contains("Recent activity (last 1d)"), "{brief}");
+}

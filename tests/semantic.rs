@@ -107,11 +107,23 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
 fn a_weak_word_match_does_not_outrank_the_answer_by_meaning() {
     let dir = tempfile::tempdir().expect("tempdir");
     let notes = [
-        ("notes/format.md", "The user wants code formatted with black and a line length of 100."),
-        ("notes/drinks.md", "Prefers coffee over tea, black, no sugar."),
+        (
+            "notes/format.md",
+            "The user wants code formatted with black and a line length of 100.",
+        ),
+        (
+            "notes/drinks.md",
+            "Prefers coffee over tea, black, no sugar.",
+        ),
         ("notes/pets.md", "Has a golden retriever named Max."),
-        ("notes/deploy.md", "The user's deployment target is Fly.io in the Amsterdam region."),
-        ("notes/meeting.md", "Meeting notes: the team agreed to ship the beta on Friday."),
+        (
+            "notes/deploy.md",
+            "The user's deployment target is Fly.io in the Amsterdam region.",
+        ),
+        (
+            "notes/meeting.md",
+            "Meeting notes: the team agreed to ship the beta on Friday.",
+        ),
     ];
     for (rel, text) in notes {
         let path = dir.path().join(rel);
@@ -128,7 +140,10 @@ fn a_weak_word_match_does_not_outrank_the_answer_by_meaning() {
     for (question, answer) in [
         ("what does the user like to drink?", "notes/drinks.md"),
         ("what kind of dog does the user own?", "notes/pets.md"),
-        ("what does the user prefer for formatting?", "notes/format.md"),
+        (
+            "what does the user prefer for formatting?",
+            "notes/format.md",
+        ),
         ("where does the user deploy?", "notes/deploy.md"),
         ("when will the beta ship?", "notes/meeting.md"),
     ] {

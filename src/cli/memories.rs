@@ -279,7 +279,10 @@ pub(super) fn scoped(scope: Option<&Scope>, request: Request) -> Request {
 /// hears of changes made through its mount only when its store watcher
 /// reports them, so a search run right after could miss them. Without a
 /// daemon the next command's index catches up as it opens.
-fn settle<'a>(session: &crate::daemon::Session, paths: impl IntoIterator<Item = &'a String>) {
+pub(super) fn settle<'a>(
+    session: &crate::daemon::Session,
+    paths: impl IntoIterator<Item = &'a String>,
+) {
     if session.through_daemon() {
         let paths = paths.into_iter().cloned().collect();
         if let Err(e) = session.call(Request::Settle { paths }) {

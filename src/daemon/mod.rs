@@ -511,7 +511,8 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
     // A weak handle: the views live inside the operations.
     let weak = Arc::downgrade(&ops);
     mounted.views.set_brief_source(Box::new(move || {
-        weak.upgrade().map(|ops| ops.brief(None).to_markdown())
+        weak.upgrade()
+            .map(|ops| ops.brief(None, None).to_markdown())
     }));
     Ok(Serving {
         ops,

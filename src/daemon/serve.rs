@@ -185,7 +185,8 @@ impl Server {
         let ops = Arc::new(ops);
         let weak = Arc::downgrade(&ops);
         views.set_brief_source(Box::new(move || {
-            weak.upgrade().map(|ops| ops.brief(None).to_markdown())
+            weak.upgrade()
+                .map(|ops| ops.brief(None, None).to_markdown())
         }));
         let control = ControlServer::start(&config.state_dir, Arc::clone(&ops))?;
         let rpc = RpcServer::start(&config.store, Arc::clone(&ops))?;

@@ -150,6 +150,22 @@ pub const TOOLS: &[ToolSpec] = &[
         },
     },
     ToolSpec {
+        name: "remember",
+        description: "Keeps a text exactly as given (when the user asks you to remember something): \
+                      a note in the project's remember folder, titled by the text's first line and \
+                      tagged manual-capture. Never summarize or reword the text.",
+        schema: || {
+            object(
+                json!({
+                    "text": string("The text, verbatim."),
+                    "folder": string("The folder, relative to the store (default: the project's rememberFolder, else remember)."),
+                    "scope": scope(),
+                }),
+                &["text"],
+            )
+        },
+    },
+    ToolSpec {
         name: "edit",
         description: "Edits a memory's body (the content `read` shows): replaces old_str (which must occur \
                       exactly once there) by new_str, or inserts insert_text after line insert_line of the body \
@@ -668,6 +684,16 @@ impl Tools<'_> {
             "search" => self.search(),
             "read" => self.read(),
             "write" => self.write(),
+            "remember" => {
+                let request = Request::Remember {
+                    text: self.string("text")?,
+                    folder: self.optional_string("folder")?,
+                };
+                let Response::Memory { path, id } = self.ask_write(request)? else {
+                    return Err(unexpected());
+                };
+                Ok(written("remembered", path, id))
+            }
             "edit" => self.edit(),
             "move" => self.move_to(),
             "delete" => self.delete(),
@@ -1071,7 +1097,7 @@ impl Tools<'_> {
 
     fn brief(&self) -> Outcome {
         let cwd = self.optional_string("cwd")?;
-        let Response::Brief { brief } = self.ask(Request::Brief { cwd })? else {
+        let Response::Brief { brief } = self.ask(Request::Brief { cwd, within: None })? else {
             return Err(unexpected());
         };
         let text = brief.to_text();

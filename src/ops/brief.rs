@@ -14,6 +14,7 @@
 //! first, and every section says how many it left out.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +53,9 @@ pub struct Brief {
     /// The last topic of Claude Code's auto-memory for the project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_memory: Option<String>,
+    /// The project's placement conventions, on one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conventions: Option<String>,
     /// The line that ends the brief.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recall_prompt: Option<String>,
@@ -92,8 +96,10 @@ struct Candidate {
 }
 
 impl Operations {
-    /// The brief for a session started in `cwd` (if known).
-    pub fn brief(&self, cwd: Option<&str>) -> Brief {
+    /// The brief for a session started in `cwd` (if known); its recent
+    /// sessions and activity go back `within`, if given (the newest
+    /// session shows whatever its age: it says where work was left).
+    pub fn brief(&self, cwd: Option<&str>, within: Option<Duration>) -> Brief {
         let cwd = cwd.map(str::trim).filter(|c| !c.is_empty());
         let project = cwd
             .and_then(|c| Path::new(c).file_name())
@@ -107,6 +113,9 @@ impl Operations {
             ..Brief::default()
         };
         let now = now_unix();
+        let since = within.map_or(i64::MIN, |w| {
+            now.saturating_sub(i64::try_from(w.as_secs()).unwrap_or(i64::MAX))
+        });
         let mut shown: Vec<String> = Vec::new();
 
         let project = project.as_deref();
@@ -134,8 +143,11 @@ impl Operations {
             ("open".into(), Vec::new())
         });
 
-        let sessions = self.typed("session", &[], cwd, project);
-        brief.push("Latest sessions", sessions, 3, &mut shown, |c| {
+        let (mut sessions, _) = self.typed("session", &[], cwd, project);
+        let newest = sessions.iter().map(|c| c.changed).max();
+        sessions.retain(|c| c.changed >= since || Some(c.changed) == newest);
+        let count = sessions.len();
+        brief.push("Latest sessions", (sessions, count), 3, &mut shown, |c| {
             let lines = c
                 .memory
                 .observations
@@ -175,6 +187,7 @@ impl Operations {
             .into_iter()
             .filter(|(p, _)| !shown.contains(&p.to_string()))
             .filter_map(|(path, _)| self.candidate(path, cwd, project))
+            .filter(|c| c.changed >= since)
             .filter(|c| {
                 // A task or decision without a status is in no section of
                 // its own: it shows here.
@@ -190,13 +203,14 @@ impl Operations {
             .collect();
         recent.sort_by_key(|c| (!c.matches_cwd, -c.changed));
         let count = recent.len();
-        brief.push(
-            "Recent activity",
-            (recent, count),
-            8,
-            &mut shown,
-            category_of,
-        );
+        let title = match within {
+            Some(w) => format!(
+                "Recent activity (last {})",
+                memory::duration::format_duration(w)
+            ),
+            None => "Recent activity".to_string(),
+        };
+        brief.push(&title, (recent, count), 8, &mut shown, category_of);
         brief.fit();
         brief
     }
@@ -466,6 +480,12 @@ impl Brief {
             out.push_str(&format!(
                 "Claude Code's auto-memory (MEMORY.md), last topic: {}\n\n",
                 one_line(topic, 160)
+            ));
+        }
+        if let Some(conventions) = &self.conventions {
+            out.push_str(&format!(
+                "Placement conventions: {}\n\n",
+                one_line(conventions, 400)
             ));
         }
         out.push_str(RECALL);

@@ -20,6 +20,7 @@ mod import;
 mod lifecycle;
 mod lookup;
 mod records;
+mod remember;
 mod report;
 mod request;
 mod scope;
@@ -39,6 +40,7 @@ pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use records::{
     MemoryRecord, RecordFilter, RecordPage, SearchFilter, content_sha256, phase_of_path,
 };
+pub use remember::{MANUAL_CAPTURE, REMEMBER_FOLDER};
 pub use report::{Organizer, Report, Skipped};
 pub use request::{
     Counting, Detail, Entry, EntryKind, Failure, HistoryUsage, NewMemory, Reply, Request, Response,
@@ -50,6 +52,7 @@ pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEve
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::index::Index;
 use crate::memory::{self, Category};
@@ -264,6 +267,14 @@ impl Operations {
                     id: Some(id),
                 }
             }
+            Request::Remember { text, folder } => {
+                let folder = folder.as_deref().unwrap_or(remember::REMEMBER_FOLDER);
+                let (path, id) = self.remember(&text, folder)?;
+                Response::Memory {
+                    path: path.to_string(),
+                    id: Some(id),
+                }
+            }
             Request::Link { from, to, both } => {
                 let path = if both {
                     self.link_both(&from, &to)?
@@ -296,8 +307,8 @@ impl Operations {
             Request::Status => Response::Status {
                 status: Box::new(self.status()),
             },
-            Request::Brief { cwd } => Response::Brief {
-                brief: self.brief(cwd.as_deref()),
+            Request::Brief { cwd, within } => Response::Brief {
+                brief: self.brief(cwd.as_deref(), within.map(Duration::from_secs)),
             },
             Request::Checkpoint(checkpoint) => Response::Memory {
                 path: self.checkpoint(&checkpoint)?.to_string(),
@@ -402,6 +413,9 @@ impl Operations {
             },
             Request::Import { memories } => Response::Imported {
                 placed: self.import(&memories),
+            },
+            Request::Attach { path, bytes } => Response::Imported {
+                placed: vec![self.attach(&path, &bytes)],
             },
             Request::Checked { request } => Response::Checked {
                 result: self

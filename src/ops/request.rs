@@ -112,6 +112,15 @@ pub enum Request {
     },
     /// Writes a new memory with frontmatter fields.
     WriteMemory(NewMemory),
+    /// Keeps a text verbatim as a note in `folder`, titled by its first
+    /// line and tagged `manual-capture`.
+    Remember {
+        /// The text.
+        text: String,
+        /// The folder, relative to the store (default `remember`).
+        #[serde(default)]
+        folder: Option<String>,
+    },
     /// Records in `from`'s `links:` that memory `from` links to memory
     /// `to`, and with `both` the link back in `to`'s (memory-cli's links
     /// go both ways).
@@ -153,6 +162,10 @@ pub enum Request {
         /// The session's working directory, if known.
         #[serde(default)]
         cwd: Option<String>,
+        /// How far back, in seconds, its recent sessions and activity
+        /// reach; unbounded when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        within: Option<u64>,
     },
     /// Writes or updates a session's note.
     Checkpoint(Checkpoint),
@@ -335,6 +348,14 @@ pub enum Request {
     Import {
         /// The memories.
         memories: Vec<Incoming>,
+    },
+    /// Puts a file that is not a memory (an attachment) into the store
+    /// unless it is there; answers `Imported` with one outcome.
+    Attach {
+        /// Where it goes, relative to the store.
+        path: String,
+        /// Its bytes.
+        bytes: Vec<u8>,
     },
     /// Runs `request` and answers with its outcome, a failure included, as
     /// data: for front ends that word each failure themselves, since an

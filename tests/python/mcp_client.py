@@ -21,7 +21,7 @@ from mcp.client.stdio import stdio_client
 TOOLS = {
     "memory", "search", "read", "write", "edit", "move", "delete", "link",
     "unlink", "tag", "context", "dream", "status", "brief", "backlinks",
-    "recent", "list", "history", "restore", "trash",
+    "recent", "list", "history", "restore", "trash", "remember",
 }
 
 
@@ -129,6 +129,16 @@ async def drive_all_tools(params):
             })
             path, mid = written["path"], written["id"]
             check(path == "knowledge/kiwi-taste.md" and mid, f"write answers id and path ({written})")
+
+            # remember: verbatim, titled by its first line, tagged.
+            text = "Kiwis ripen beside apples\nKeep them in one bag."
+            kept, _ = await c.ok("remember", {"text": text})
+            check(kept["path"] == "remember/kiwis-ripen-beside-apples.md", f"remember's path ({kept})")
+            note, _ = await c.ok("read", {"ref": kept["id"]})
+            shown = str(note)
+            check("manual-capture" in shown and "Kiwis ripen beside apples" in shown
+                  and "Keep them in one bag." in shown, f"remember keeps the text and the tag ({note})")
+            await c.fails("remember", {"text": "   "}, "empty")
 
             async def found():
                 data, _ = await c.ok("search", {"query": "gooseberry", "limit": 5})
@@ -252,8 +262,8 @@ async def drive_all_tools(params):
 
             async def recent():
                 data, _ = await c.ok("recent", {"limit": 10})
-                return {m["path"] for m in data["memories"]} == {path, "notes/bowl.md"}
-            await eventually("recent lists both memories", recent)
+                return {m["path"] for m in data["memories"]} == {path, "notes/bowl.md", kept["path"]}
+            await eventually("recent lists the three memories", recent)
             data, _ = await c.ok("recent", {"type": "memory", "since": "1d"})
             check([m["path"] for m in data["memories"]] == [path], "recent filters by type and time")
             data, _ = await c.ok("list", {"phase": "organized"})
