@@ -728,7 +728,14 @@ fn logseq_and_claude_trees_are_ingested_once_with_a_report() {
     );
 
     let graph_arg = graph.to_string_lossy().into_owned();
-    let logseq = ["ingest", "--source", "logseq", "--path", graph_arg.as_str()];
+    let logseq = [
+        "ingest",
+        "--source",
+        "logseq",
+        "--path",
+        graph_arg.as_str(),
+        "--into-inbox",
+    ];
     let first = ok(&run_env(&store, &logseq, None, &env));
     let broken = graph.join("pages/Broken.md");
     assert_eq!(

@@ -198,9 +198,14 @@ pub(super) enum MemoryCommand {
         /// The source's folder (or file) instead of its usual place.
         #[arg(long)]
         path: Option<PathBuf>,
-        /// Keep the source's folders (<source>/<path>) instead of inbox/.
-        #[arg(long)]
+        /// Put notes in <source>/<path in the source> (Obsidian's and
+        /// Logseq's default).
+        #[arg(long, conflicts_with = "into_inbox")]
         keep_folders: bool,
+        /// Put notes in inbox/ for the organizer to file (memory-cli's way;
+        /// the default of claude, car-agent and fingersaver).
+        #[arg(long)]
+        into_inbox: bool,
         #[command(flatten)]
         at: StoreArgs,
         /// Print the report as JSON.
@@ -536,6 +541,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             source,
             path,
             keep_folders,
+            into_inbox,
             at,
             json,
         } => {
@@ -561,7 +567,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 &ingest::Plan {
                     sources,
                     path,
-                    keep_folders,
+                    layout: ingest::Layout::chosen(keep_folders, into_inbox),
                     home,
                 },
                 &mut |done, total| progress.set(done, total),

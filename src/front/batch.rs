@@ -28,6 +28,14 @@ pub struct Summary {
     pub duplicates: usize,
     /// Items not written, each with why.
     pub skipped: Vec<Skip>,
+    /// Files that are not memories (an ingested vault's attachments) in
+    /// the store as they are in the source: copied now or before.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attachments: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// An item not written.
@@ -40,15 +48,20 @@ pub struct Skip {
 }
 
 impl Summary {
-    /// One line: `read 12, written 10, duplicates 1, skipped 1`.
+    /// One line: `read 12, written 10, duplicates 1, skipped 1`, and
+    /// `, attachments 3` when there are any.
     pub fn line(&self) -> String {
-        format!(
+        let mut line = format!(
             "read {}, written {}, duplicates {}, skipped {}",
             self.read,
             self.written,
             self.duplicates,
             self.skipped.len()
-        )
+        );
+        if self.attachments > 0 {
+            line.push_str(&format!(", attachments {}", self.attachments));
+        }
+        line
     }
 
     /// The reasons for skipping, each with how many items and the first
@@ -100,6 +113,11 @@ impl<'a> Batcher<'a> {
     /// Counts an item read.
     pub fn read(&mut self) {
         self.summary.read += 1;
+    }
+
+    /// Counts an attachment that is in the store.
+    pub fn attached(&mut self) {
+        self.summary.attachments += 1;
     }
 
     /// Records an item skipped.

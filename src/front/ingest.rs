@@ -10,36 +10,53 @@
 //!   Code's auto memory, `~/.claude/projects/*/memory/**/*.md`. With
 //!   `--path`, that folder is read as `~/.claude` is, plus every
 //!   `CLAUDE.md` below it;
-//! - `logseq` (`~/logseq`): `pages/` and `journals/`; a page's leading
-//!   `prop:: value` lines become frontmatter (`tags::`, `alias::`,
-//!   `title::` by their own names);
+//! - `logseq` (`~/logseq`): `pages/` and `journals/`, less the folders
+//!   `logseq/config.edn` hides; a page's leading `prop:: value` lines
+//!   become frontmatter (`tags::`, `alias::`, `title::` by their own
+//!   names), and template pages are skipped. `assets/` and `draws/` come
+//!   along as attachments;
 //! - `obsidian` (no default: `--path VAULT`): every note with its
-//!   frontmatter, tags and aliases; `.obsidian/`, `.trash/` and
-//!   attachments are skipped;
+//!   frontmatter, tags and aliases, less the templates the vault's
+//!   settings name; every other file (images, PDFs: what notes embed)
+//!   comes along as an attachment. `.obsidian/`, `.trash/` and other
+//!   dot-folders are skipped;
 //! - `car-agent` (`~/.car-agent`: every `.md`) and `fingersaver`
 //!   (`~/.fingersaver/chat.md`): plain markdown, cut at 5,000 characters.
 //!
-//! Each note keeps its own frontmatter, and gains `source`, `source_path`,
-//! `content_hash` (SHA-256 of the content) and `created_at` (the file's
-//! time). Its id is the frontmatter's, else one derived from the content,
-//! so the same content ingested twice, from anywhere, is one memory.
+//! Each note keeps its own frontmatter, and gains `source`, `source_path`
+//! and `created_at` (see `vault`: the note's own date, a date in its name,
+//! else the file's time). Nothing volatile is written: no `content_hash`,
+//! no counters (those live in the state dir). A vault note's id is its
+//! frontmatter's, else one derived from where it was read, so two notes
+//! with the same text stay two; any other note's is derived from its
+//! content, so the same content ingested twice, from anywhere, is one
+//! memory. A rerun therefore adds nothing and changes nothing.
 //! `[[wikilinks]]` are kept as written, and every note's title is its
 //! name in the source (a Logseq page name, an Obsidian file name), so the
-//! links resolve, and backlinks work, once the notes are in. Notes go to
-//! `inbox/<title>.md` for the organizer to file, or with `--keep-folders`
-//! to `<source>/<path in the source>`.
+//! links resolve, and backlinks work, once the notes are in.
+//!
+//! Where notes go ([`Layout`]): Obsidian and Logseq keep their folders, at
+//! `<source>/<path in the source>`, so relative links and embeds resolve;
+//! the other sources go to `inbox/<title>.md` for the organizer to file,
+//! as memory-cli does. `--into-inbox` and `--keep-folders` choose either
+//! for any source. Attachments always keep their folders. An ingested
+//! note carries `source_path`, and the organizer never expires or merges
+//! such a note on its own (see `tasks`).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::batch::{Batcher, Summary};
-use crate::ops::{self, Incoming, Request, Response};
+use super::vault::{self, Templates};
+use crate::ops::{self, Incoming, Placed, Request, Response};
 
 /// The most of a car-agent or fingersaver file kept, in characters.
 const CUT_AT: usize = 5_000;
-/// Files larger than this are not read.
+/// Notes larger than this are not read.
 const MAX_FILE: u64 = 8 << 20;
+/// Attachments larger than this are not read.
+const MAX_ATTACHMENT: u64 = 64 << 20;
 
 /// Where notes come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +94,11 @@ impl Source {
         }
     }
 
+    /// Whether the source is a vault of notes a person keeps in folders.
+    fn is_vault(self) -> bool {
+        matches!(self, Source::Logseq | Source::Obsidian)
+    }
+
     /// Where the source lives by default, if it has a usual place.
     fn default_root(self, home: &Path) -> Option<PathBuf> {
         Some(match self {
@@ -89,6 +111,35 @@ impl Source {
     }
 }
 
+/// Where ingested notes go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `<source>/<path in the source>`: the source's own folders.
+    Folders,
+    /// `inbox/<title>.md`, for the organizer to file (memory-cli's way).
+    Inbox,
+}
+
+impl Layout {
+    /// The layout `--keep-folders` or `--into-inbox` asks for, if either.
+    pub fn chosen(keep_folders: bool, into_inbox: bool) -> Option<Layout> {
+        match (keep_folders, into_inbox) {
+            (true, false) => Some(Layout::Folders),
+            (false, true) => Some(Layout::Inbox),
+            _ => None,
+        }
+    }
+
+    /// The layout a source gets unless told: vaults keep their folders.
+    fn of(source: Source) -> Layout {
+        if source.is_vault() {
+            Layout::Folders
+        } else {
+            Layout::Inbox
+        }
+    }
+}
+
 /// What to ingest, and how.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -96,8 +147,8 @@ pub struct Plan {
     pub sources: Vec<Source>,
     /// The folder (or file) to read instead of the source's usual place.
     pub path: Option<PathBuf>,
-    /// Keep the source's folders (`<source>/<path>`) instead of `inbox/`.
-    pub keep_folders: bool,
+    /// Where notes go; `None`: each source's own way ([`Layout::of`]).
+    pub layout: Option<Layout>,
     /// The user's home, where the usual places are.
     pub home: PathBuf,
 }
@@ -105,8 +156,16 @@ pub struct Plan {
 /// One file found in a source.
 struct Found {
     file: PathBuf,
-    /// Its path in the source, `/`-separated (where `--keep-folders` puts it).
+    /// Its path in the source, `/`-separated (where its folders put it).
     rel: String,
+}
+
+/// What one source holds.
+#[derive(Default)]
+struct Holdings {
+    notes: Vec<Found>,
+    attachments: Vec<Found>,
+    templates: Templates,
 }
 
 /// Ingests what `plan` names; `progress` is told files done and found.
@@ -147,25 +206,72 @@ pub fn ingest(
             );
             continue;
         }
-        for item in find(source, &root, &plan.home, plan.path.is_some(), &mut batcher) {
-            found.push((source, item));
-        }
+        let held = find(source, &root, &plan.home, plan.path.is_some(), &mut batcher);
+        found.push((source, held));
     }
-    let total = found.len() as u64;
-    for (done, (source, item)) in found.into_iter().enumerate() {
-        batcher.read();
-        let shown = item.file.display().to_string();
-        match note(source, &item, plan.keep_folders) {
-            Ok(incoming) => batcher.push(shown, incoming)?,
-            Err(why) => batcher.skip(shown, why),
+    let total: u64 = found.iter().map(|(_, held)| held.notes.len() as u64).sum();
+    let mut done = 0u64;
+    for (source, held) in found {
+        let layout = plan.layout.unwrap_or(Layout::of(source));
+        for item in &held.notes {
+            batcher.read();
+            let shown = item.file.display().to_string();
+            match note(source, item, layout, &held.templates) {
+                Ok(incoming) => batcher.push(shown, incoming)?,
+                Err(why) => batcher.skip(shown, why),
+            }
+            if done.is_multiple_of(256) {
+                progress(done, total);
+            }
+            done += 1;
         }
-        if done % 256 == 0 {
-            progress(done as u64, total);
+        batcher.flush()?;
+        for item in &held.attachments {
+            attach(call, source, item, &mut batcher);
         }
     }
     let summary = batcher.finish()?;
     progress(total, total);
     Ok(summary)
+}
+
+/// Copies one attachment to `<source>/<path in the source>`, unless the
+/// same file is there.
+fn attach(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    source: Source,
+    item: &Found,
+    batcher: &mut Batcher<'_>,
+) {
+    let shown = item.file.display().to_string();
+    let bytes = match std::fs::metadata(&item.file) {
+        Ok(meta) if meta.len() > MAX_ATTACHMENT => {
+            batcher.skip(
+                shown,
+                format!("an attachment larger than {} MiB", MAX_ATTACHMENT >> 20),
+            );
+            return;
+        }
+        Ok(_) => std::fs::read(&item.file),
+        Err(e) => Err(e),
+    };
+    let bytes = match bytes {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            batcher.skip(shown, format!("cannot read: {e}"));
+            return;
+        }
+    };
+    let path = format!("{}/{}", source.name(), item.rel);
+    match call(Request::Attach { path, bytes }) {
+        Ok(Response::Imported { placed }) => match placed.into_iter().next() {
+            Some(Placed::Written { .. } | Placed::Duplicate { .. }) => batcher.attached(),
+            Some(Placed::Failed { reason }) => batcher.skip(shown, reason),
+            None => batcher.skip(shown, "not copied"),
+        },
+        Ok(_) => batcher.skip(shown, "unexpected answer to an attachment"),
+        Err(e) => batcher.skip(shown, e.to_string()),
+    }
 }
 
 /// The files of one source below `root`.
@@ -175,21 +281,23 @@ fn find(
     home: &Path,
     named: bool,
     batcher: &mut Batcher<'_>,
-) -> Vec<Found> {
+) -> Holdings {
+    let mut held = Holdings::default();
     if root.is_file() {
         let name = root
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        return vec![Found {
+        held.notes.push(Found {
             file: root.to_path_buf(),
             rel: name,
-        }];
+        });
+        return held;
     }
-    let mut out = Vec::new();
+    let out = &mut held.notes;
     match source {
         Source::Claude => {
-            walk(root, root, &mut out, batcher, &|rel, is_dir| {
+            walk(root, root, out, batcher, &|rel, is_dir| {
                 if is_dir {
                     // Transcripts, caches and the like hold no notes.
                     let top = rel.split('/').next().unwrap_or_default();
@@ -225,32 +333,46 @@ fn find(
             }
         }
         Source::Logseq => {
+            held.templates = Templates::logseq(root);
+            let hidden = vault::logseq_hidden(root);
+            let shown = |rel: &str| !hidden.iter().any(|h| vault::within(rel, h));
             for folder in ["pages", "journals"] {
                 let dir = root.join(folder);
                 if dir.is_dir() {
-                    walk(root, &dir, &mut out, batcher, &|rel, is_dir| {
-                        is_dir || rel.ends_with(".md")
+                    walk(root, &dir, out, batcher, &|rel, is_dir| {
+                        shown(rel) && (is_dir || rel.ends_with(".md"))
                     });
-                } else if !named {
-                    continue;
                 }
             }
             if named && out.is_empty() && !root.join("pages").is_dir() {
                 // A folder of pages itself.
-                walk(root, root, &mut out, batcher, &|rel, is_dir| {
+                walk(root, root, out, batcher, &|rel, is_dir| {
                     is_dir || rel.ends_with(".md")
                 });
             }
+            for folder in ["assets", "draws"] {
+                let dir = root.join(folder);
+                if dir.is_dir() {
+                    walk(root, &dir, &mut held.attachments, batcher, &|rel, _| {
+                        shown(rel)
+                    });
+                }
+            }
         }
         Source::Obsidian => {
-            let mut attachments = 0usize;
-            walk(root, root, &mut out, batcher, &|rel, is_dir| {
-                is_dir || rel.ends_with(".md")
-            });
-            count_attachments(root, &mut attachments);
-            if attachments > 0 {
-                batcher.skip(format!("{attachments} files"), "attachments (not markdown)");
+            let templates = Templates::obsidian(root);
+            let mut files = Vec::new();
+            walk(root, root, &mut files, batcher, &|_, _| true);
+            for item in files {
+                if !item.rel.ends_with(".md") {
+                    held.attachments.push(item);
+                } else if let Some(why) = templates.by_path(&item.rel) {
+                    batcher.skip(item.file.display().to_string(), why);
+                } else {
+                    out.push(item);
+                }
             }
+            held.templates = templates;
             for (folder, why) in [
                 (".obsidian", "Obsidian's settings"),
                 (".trash", "Obsidian's trash"),
@@ -260,7 +382,7 @@ fn find(
                 }
             }
         }
-        Source::CarAgent => walk(root, root, &mut out, batcher, &|rel, is_dir| {
+        Source::CarAgent => walk(root, root, out, batcher, &|rel, is_dir| {
             is_dir || rel.ends_with(".md")
         }),
         Source::Fingersaver => {
@@ -275,8 +397,9 @@ fn find(
             }
         }
     }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
-    out
+    held.notes.sort_by(|a, b| a.rel.cmp(&b.rel));
+    held.attachments.sort_by(|a, b| a.rel.cmp(&b.rel));
+    held
 }
 
 /// Files below `dir` that `wanted(rel, is_dir)` keeps; dot-names are never
@@ -323,25 +446,6 @@ fn walk(
     }
 }
 
-/// Files in a vault that are not notes (outside dot-folders).
-fn count_attachments(dir: &Path, count: &mut usize) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with('.') {
-            continue;
-        }
-        match entry.file_type() {
-            Ok(kind) if kind.is_dir() => count_attachments(&entry.path(), count),
-            Ok(kind) if kind.is_file() && !entry.file_name().to_string_lossy().ends_with(".md") => {
-                *count += 1
-            }
-            _ => {}
-        }
-    }
-}
-
 /// The projects Claude Code knows, from `~/.claude.json`.
 fn claude_projects(home: &Path) -> Vec<PathBuf> {
     let Ok(text) = std::fs::read_to_string(home.join(".claude.json")) else {
@@ -361,12 +465,20 @@ fn claude_projects(home: &Path) -> Vec<PathBuf> {
 }
 
 /// The memory one file becomes, or why it becomes none.
-fn note(source: Source, item: &Found, keep_folders: bool) -> Result<Incoming, String> {
+fn note(
+    source: Source,
+    item: &Found,
+    layout: Layout,
+    templates: &Templates,
+) -> Result<Incoming, String> {
     let meta = std::fs::metadata(&item.file).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > MAX_FILE {
         return Err(format!("larger than {} MiB", MAX_FILE >> 20));
     }
     let bytes = std::fs::read(&item.file).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.contains(&0) {
+        return Err("a binary file, not text".into());
+    }
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
     let stem = item
         .rel
@@ -385,9 +497,13 @@ fn note(source: Source, item: &Found, keep_folders: bool) -> Result<Incoming, St
     };
     let mut content = parsed.body(&text).to_string();
     let mut title = parsed.frontmatter.title.clone();
+    let journal = source == Source::Logseq && item.rel.starts_with("journals/");
     match source {
         Source::Logseq => {
             let (properties, body) = logseq_properties(&content);
+            if let Some(why) = templates.logseq_page(&properties, &body) {
+                return Err(why);
+            }
             content = body;
             for (key, value) in properties {
                 match key.as_str() {
@@ -403,7 +519,7 @@ fn note(source: Source, item: &Found, keep_folders: bool) -> Result<Incoming, St
                 }
             }
             if title.is_none() {
-                title = Some(logseq_page_name(&stem, item.rel.starts_with("journals/")));
+                title = Some(logseq_page_name(&stem, journal));
             }
         }
         Source::CarAgent | Source::Fingersaver => {
@@ -426,7 +542,7 @@ fn note(source: Source, item: &Found, keep_folders: bool) -> Result<Incoming, St
         Source::Obsidian | Source::Logseq => stem.clone(),
         _ => parsed.title.clone(),
     });
-    if title != stem && matches!(source, Source::Obsidian) && !keep_folders {
+    if title != stem && source == Source::Obsidian && layout == Layout::Inbox {
         let mut aliases = parsed.frontmatter.aliases.clone();
         if !aliases.iter().any(|a| a.eq_ignore_ascii_case(&stem)) {
             aliases.push(stem.clone());
@@ -437,36 +553,32 @@ fn note(source: Source, item: &Found, keep_folders: bool) -> Result<Incoming, St
             );
         }
     }
-    let hash = ops::content_sha256(&content);
-    let id = parsed
-        .frontmatter
-        .id
-        .clone()
-        .unwrap_or_else(|| super::jsonl::content_id(&hash));
+    let source_path = item.file.display().to_string();
+    let id = parsed.frontmatter.id.clone().unwrap_or_else(|| {
+        if source.is_vault() {
+            super::jsonl::content_id(&format!("{}:{source_path}", source.name()))
+        } else {
+            super::jsonl::content_id(&ops::content_sha256(&content))
+        }
+    });
     set(&mut fields, "title", Value::from(title.clone()));
     set(&mut fields, "source", Value::from(source.name()));
-    set(
-        &mut fields,
-        "source_path",
-        Value::from(item.file.display().to_string()),
-    );
-    set(&mut fields, "content_hash", Value::from(hash));
-    if parsed.frontmatter.created_at.is_none()
-        && let Ok(modified) = meta.modified()
-        && let Ok(age) = modified.duration_since(std::time::UNIX_EPOCH)
-    {
-        set(
-            &mut fields,
-            "created_at",
-            Value::from(crate::memory::format_timestamp(age.as_secs() as i64)),
-        );
+    set(&mut fields, "source_path", Value::from(source_path));
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|age| age.as_secs() as i64);
+    if let Some(created) = vault::created_at(&fields, &stem, modified) {
+        set(&mut fields, "created_at", Value::from(created));
     }
-    let path = if keep_folders {
-        format!("{}/{}", source.name(), item.rel)
-    } else {
-        set(&mut fields, "phase", Value::from("inbox"));
-        let slug = ops::slug(&title);
-        format!("inbox/{}.md", if slug.is_empty() { "note" } else { &slug })
+    let path = match layout {
+        Layout::Folders => format!("{}/{}", source.name(), item.rel),
+        Layout::Inbox => {
+            set(&mut fields, "phase", Value::from("inbox"));
+            let slug = ops::slug(&title);
+            format!("inbox/{}.md", if slug.is_empty() { "note" } else { &slug })
+        }
     };
     Ok(Incoming {
         id,

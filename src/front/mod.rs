@@ -16,6 +16,7 @@ pub mod jsonl;
 pub mod mcp;
 pub mod tool;
 pub mod tools;
+mod vault;
 
 use crate::ops::{self, Request, Response, Scope};
 

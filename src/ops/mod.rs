@@ -12,6 +12,7 @@
 //! first name is a view (`search/`, `by-id/`, ...) is answered from the
 //! index, read-only, as on the mount.
 
+mod attach;
 mod brief;
 mod checkpoint;
 mod error;

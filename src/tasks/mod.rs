@@ -55,6 +55,21 @@ pub fn classifier(config: &Config) -> Classifier {
     Arc::new(move |title: &str, body: &str| classify::classify(title, body, None, &rules))
 }
 
+/// Whether a memory came in with `mnemofs ingest`: it names the file it
+/// was read from in `source_path`. The organizer never takes such a note
+/// out of search on its own: it does not expire (in the inbox or
+/// anywhere) and is never merged into another copy, since a person wrote
+/// it and two notes of a vault with the same text are still two notes.
+/// Only what was dropped in the inbox without an origin (an agent's
+/// capture) expires after `lifecycle.inbox_ttl`. Decay, off unless a
+/// person turns it on, is the one way such a note is archived.
+pub(crate) fn is_ingested(frontmatter: &crate::memory::Frontmatter) -> bool {
+    frontmatter
+        .extra
+        .get("source_path")
+        .is_some_and(|v| v.as_str().is_some_and(|s| !s.trim().is_empty()))
+}
+
 /// Everything the organizer works with, wired by whoever starts it.
 #[derive(Clone, Debug)]
 pub struct Setup {

@@ -498,7 +498,7 @@ impl Organizing {
                     report.organized += 1;
                 }
             }
-            _ if age >= self.settings.inbox_ttl => {
+            _ if age >= self.settings.inbox_ttl && !super::is_ingested(&parsed.frontmatter) => {
                 let reason = format!(
                     "expired: untouched in the inbox for {} days",
                     self.settings.inbox_ttl.as_secs() / 86_400
@@ -638,7 +638,7 @@ impl Organizing {
             };
             // A memory that cannot be annotated is never archived.
             let parsed = memory::parse("", &text);
-            if parsed.has_malformed_frontmatter() {
+            if parsed.has_malformed_frontmatter() || super::is_ingested(&parsed.frontmatter) {
                 continue;
             }
             let scope = parsed

@@ -1,0 +1,386 @@
+//! What an Obsidian vault or a Logseq graph says about its own notes:
+//! which are templates, which day a note belongs to, which files are the
+//! attachments notes embed.
+//!
+//! Read from the tools' own settings, never guessed from folder names:
+//! - Obsidian keeps the core Templates plugin's folder in
+//!   `.obsidian/templates.json` (`{"folder": "Templates"}`), Templater's in
+//!   `.obsidian/plugins/templater-obsidian/data.json`
+//!   (`"templates_folder"`), and the daily note's template in
+//!   `.obsidian/daily-notes.json` (`"template": "Templates/Daily"`, without
+//!   `.md`). A setting is honoured whether or not its plugin is on: the
+//!   folder holds templates either way.
+//! - Logseq's templates are blocks with a `template:: NAME` property;
+//!   `logseq/config.edn` names the journal's default one under
+//!   `:default-templates`, and `:hidden` lists folders Logseq itself does
+//!   not show. A page is a template when its page properties say
+//!   `template::`, or every top-level block of it is one.
+//!
+//! A note's day comes from its own frontmatter (`created_at`, `created`,
+//! `date`), else from a date in its name (`2025-11-20`, Logseq's
+//! `2025_11_20`, `20251120`), else from the file's time. A bare date is
+//! kept bare: the store reads `YYYY-MM-DD` as that day, and no zone is
+//! guessed for it.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// The template folders and files a vault's settings name, each with
+/// where it was named.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct Templates {
+    /// Folders, vault-relative, `/`-separated, without slashes at the ends.
+    folders: Vec<(String, &'static str)>,
+    /// Files, vault-relative, with `.md`.
+    files: Vec<(String, &'static str)>,
+    /// Logseq template names `config.edn` names.
+    names: Vec<String>,
+}
+
+impl Templates {
+    /// What an Obsidian vault's settings name as templates.
+    pub(super) fn obsidian(root: &Path) -> Templates {
+        let mut templates = Templates::default();
+        let settings = root.join(".obsidian");
+        for (file, key, why) in [
+            (
+                "templates.json",
+                "folder",
+                "a template (the Templates folder in .obsidian/templates.json)",
+            ),
+            (
+                "plugins/templater-obsidian/data.json",
+                "templates_folder",
+                "a template (Templater's folder in .obsidian/plugins)",
+            ),
+        ] {
+            if let Some(folder) = json_string(&settings.join(file), key) {
+                let folder = clean(&folder);
+                if !folder.is_empty() {
+                    templates.folders.push((folder, why));
+                }
+            }
+        }
+        if let Some(file) = json_string(&settings.join("daily-notes.json"), "template") {
+            let mut file = clean(&file);
+            if !file.is_empty() {
+                if !file.ends_with(".md") {
+                    file.push_str(".md");
+                }
+                templates.files.push((
+                    file,
+                    "a template (the daily note's, in .obsidian/daily-notes.json)",
+                ));
+            }
+        }
+        templates
+    }
+
+    /// What a Logseq graph's `logseq/config.edn` names as templates.
+    pub(super) fn logseq(root: &Path) -> Templates {
+        let config = std::fs::read_to_string(root.join("logseq/config.edn")).unwrap_or_default();
+        Templates {
+            names: edn_strings(&config, ":default-templates", '{', '}'),
+            ..Templates::default()
+        }
+    }
+
+    /// Why the note at `rel` is a template, if the settings say it is.
+    pub(super) fn by_path(&self, rel: &str) -> Option<&'static str> {
+        let file = self
+            .files
+            .iter()
+            .find(|(f, _)| f.eq_ignore_ascii_case(rel))
+            .map(|(_, why)| *why);
+        file.or_else(|| {
+            self.folders
+                .iter()
+                .find(|(folder, _)| {
+                    rel.len() > folder.len()
+                        && rel.as_bytes()[folder.len()] == b'/'
+                        && rel[..folder.len()].eq_ignore_ascii_case(folder)
+                })
+                .map(|(_, why)| *why)
+        })
+    }
+
+    /// Why a Logseq page (its properties, its body) is a template, if it is.
+    pub(super) fn logseq_page(
+        &self,
+        properties: &[(String, String)],
+        body: &str,
+    ) -> Option<String> {
+        if let Some((_, name)) = properties.iter().find(|(k, _)| k == "template") {
+            return Some(self.logseq_reason(name));
+        }
+        let blocks = top_level_blocks(body);
+        if blocks.is_empty() {
+            return None;
+        }
+        let mut names = Vec::new();
+        for block in &blocks {
+            let name = block.lines().find_map(|line| {
+                let line = line.trim_start().trim_start_matches("- ").trim();
+                line.strip_prefix("template::")
+                    .map(|n| n.trim().to_string())
+            })?;
+            names.push(name);
+        }
+        Some(self.logseq_reason(&names.join(", ")))
+    }
+
+    fn logseq_reason(&self, name: &str) -> String {
+        if self.names.iter().any(|n| n == name) {
+            format!("a template (template:: {name}, a default in logseq/config.edn)")
+        } else {
+            format!("a template (template:: {name})")
+        }
+    }
+}
+
+/// The folders a Logseq graph's `logseq/config.edn` hides (`:hidden`),
+/// graph-relative, without slashes at the ends.
+pub(super) fn logseq_hidden(root: &Path) -> Vec<String> {
+    let config = std::fs::read_to_string(root.join("logseq/config.edn")).unwrap_or_default();
+    edn_strings(&config, ":hidden", '[', ']')
+        .iter()
+        .map(|f| clean(f))
+        .filter(|f| !f.is_empty())
+        .collect()
+}
+
+/// Whether `rel` is `folder` or below it.
+pub(super) fn within(rel: &str, folder: &str) -> bool {
+    rel == folder || (rel.starts_with(folder) && rel.as_bytes().get(folder.len()) == Some(&b'/'))
+}
+
+/// A path from a setting, as the vault-relative form `rel` uses.
+fn clean(path: &str) -> String {
+    path.trim().trim_matches('/').replace('\\', "/")
+}
+
+/// The string value of `key` in the JSON object in `file`.
+fn json_string(file: &Path, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    match serde_json::from_str::<Value>(&text).ok()?.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// The string literals inside the `open`..`close` form that follows `key`
+/// in an EDN text; enough of EDN for the two settings read here. A key
+/// inside a `;` comment is passed over.
+fn edn_strings(text: &str, key: &str, open: char, close: char) -> Vec<String> {
+    let uncommented: String = text
+        .lines()
+        .map(|line| line.split(';').next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let Some(at) = uncommented.find(key) else {
+        return Vec::new();
+    };
+    let rest = uncommented[at + key.len()..].trim_start();
+    let Some(rest) = rest.strip_prefix(open) else {
+        return Vec::new();
+    };
+    let form = &rest[..rest.find(close).unwrap_or(rest.len())];
+    form.split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A Logseq body's top-level blocks: from a line that starts with `-` at
+/// the margin up to the next one.
+fn top_level_blocks(body: &str) -> Vec<String> {
+    let mut blocks: Vec<String> = Vec::new();
+    for line in body.lines() {
+        if line.starts_with("- ") || line == "-" {
+            blocks.push(String::new());
+        }
+        if let Some(block) = blocks.last_mut() {
+            block.push_str(line);
+            block.push('\n');
+        }
+    }
+    blocks
+}
+
+/// The date in a note's name, as `YYYY-MM-DD`: `2025-11-20`,
+/// `2025_11_20`, `2025.11.20`, alone or among words, or the whole name
+/// `20251120`. Only dates that exist count.
+pub(super) fn date_in_name(stem: &str) -> Option<String> {
+    let b = stem.as_bytes();
+    let digits = |from: usize, n: usize| {
+        b.get(from..from + n)
+            .filter(|d| d.iter().all(u8::is_ascii_digit))
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+    };
+    let real = |date: String| crate::memory::parse_timestamp(&date).map(|_| date);
+    if b.len() == 8
+        && let (Some(y), Some(m), Some(d)) = (digits(0, 4), digits(4, 2), digits(6, 2))
+    {
+        return real(format!("{y}-{m}-{d}"));
+    }
+    for start in 0..b.len() {
+        if start > 0 && b[start - 1].is_ascii_digit() {
+            continue;
+        }
+        let (Some(y), Some(m), Some(d)) =
+            (digits(start, 4), digits(start + 5, 2), digits(start + 8, 2))
+        else {
+            continue;
+        };
+        let sep = b[start + 4];
+        if !matches!(sep, b'-' | b'_' | b'.')
+            || b[start + 7] != sep
+            || b.get(start + 10).is_some_and(u8::is_ascii_digit)
+        {
+            continue;
+        }
+        if let Some(date) = real(format!("{y}-{m}-{d}")) {
+            return Some(date);
+        }
+    }
+    None
+}
+
+/// The `created_at` a note gets, unless its frontmatter has one: its
+/// `created` or `date` field when that reads as a date, else the date in
+/// its name, else `modified` (unix seconds).
+pub(super) fn created_at(
+    fields: &[(String, Value)],
+    stem: &str,
+    modified: Option<i64>,
+) -> Option<String> {
+    if fields.iter().any(|(k, _)| k == "created_at") {
+        return None;
+    }
+    let written = ["created", "date"].iter().find_map(|key| {
+        let (_, value) = fields.iter().find(|(k, _)| k == key)?;
+        let text = value.as_str()?.trim();
+        crate::memory::parse_timestamp(text).map(|_| text.to_string())
+    });
+    written
+        .or_else(|| date_in_name(stem))
+        .or_else(|| modified.map(crate::memory::format_timestamp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dates_in_names_of_daily_notes_and_journals() {
+        assert_eq!(date_in_name("2025-11-20").as_deref(), Some("2025-11-20"));
+        assert_eq!(date_in_name("2025_11_20").as_deref(), Some("2025-11-20"));
+        assert_eq!(date_in_name("20251120").as_deref(), Some("2025-11-20"));
+        assert_eq!(
+            date_in_name("Standup 2025.11.20 notes").as_deref(),
+            Some("2025-11-20")
+        );
+        assert_eq!(date_in_name("2025-02-30"), None);
+        assert_eq!(date_in_name("v12025-11-20"), None);
+        assert_eq!(date_in_name("2025-11-201"), None);
+        assert_eq!(date_in_name("Kubernetes"), None);
+        assert_eq!(date_in_name("2025-11_20"), None);
+    }
+
+    #[test]
+    fn created_at_prefers_the_frontmatter_then_the_name_then_the_file_time() {
+        let fields = |pairs: &[(&str, Value)]| -> Vec<(String, Value)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect()
+        };
+        let none = fields(&[]);
+        assert_eq!(
+            created_at(
+                &fields(&[("created_at", json!("2020-01-01"))]),
+                "2025-11-20",
+                Some(0)
+            ),
+            None
+        );
+        assert_eq!(
+            created_at(
+                &fields(&[("created", json!("2024-03-04 09:15"))]),
+                "2025-11-20",
+                Some(0)
+            )
+            .as_deref(),
+            Some("2024-03-04 09:15")
+        );
+        assert_eq!(
+            created_at(
+                &fields(&[("date", json!("last spring"))]),
+                "2025-11-20",
+                Some(0)
+            )
+            .as_deref(),
+            Some("2025-11-20")
+        );
+        assert_eq!(
+            created_at(&none, "Alice", Some(86_400)).as_deref(),
+            Some(crate::memory::format_timestamp(86_400).as_str())
+        );
+    }
+
+    #[test]
+    fn logseq_template_pages_and_the_config_that_names_them() {
+        let templates = Templates {
+            names: edn_strings(
+                "{:default-templates {:journals \"daily\"} ; :hidden [\"x\"]\n :hidden [\"/archive\" \"drafts/\"]}",
+                ":default-templates",
+                '{',
+                '}',
+            ),
+            ..Templates::default()
+        };
+        assert_eq!(templates.names, ["daily"]);
+        let page = "- Daily\n  template:: daily\n\t- ## Morning\n- Meeting\n  template:: meeting\n";
+        assert_eq!(
+            templates.logseq_page(&[], page).as_deref(),
+            Some("a template (template:: daily, meeting)")
+        );
+        assert_eq!(
+            templates.logseq_page(&[], "- Daily\n  template:: daily\n- a plain block\n"),
+            None
+        );
+        assert_eq!(templates.logseq_page(&[], "no blocks at all\n"), None);
+        assert_eq!(
+            edn_strings(":hidden [\"/archive\" \"drafts/\"]", ":hidden", '[', ']'),
+            ["/archive", "drafts/"]
+        );
+    }
+
+    #[test]
+    fn obsidian_template_settings_name_folders_and_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let settings = dir.path().join(".obsidian");
+        std::fs::create_dir_all(&settings).expect("mkdir");
+        std::fs::write(
+            settings.join("templates.json"),
+            r#"{"folder": "/Templates/"}"#,
+        )
+        .expect("write");
+        std::fs::write(
+            settings.join("daily-notes.json"),
+            r#"{"folder": "Daily", "template": "Meta/Day"}"#,
+        )
+        .expect("write");
+        let templates = Templates::obsidian(dir.path());
+        assert!(templates.by_path("Templates/Daily.md").is_some());
+        assert!(templates.by_path("templates/sub/Meeting.md").is_some());
+        assert!(templates.by_path("Meta/Day.md").is_some());
+        assert_eq!(templates.by_path("TemplatesX/a.md"), None);
+        assert_eq!(templates.by_path("Daily/2025-11-20.md"), None);
+        assert_eq!(templates.by_path("Templates.md"), None);
+    }
+}
