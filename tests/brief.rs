@@ -107,7 +107,7 @@ fn the_brief_shows_what_is_open_and_leaves_out_what_is_done() {
         ],
     );
     let (ops, index) = operations(dir.path());
-    let brief = ops.brief(None);
+    let brief = ops.brief(None, None);
     let mut tasks = section(&brief, "Active tasks");
     tasks.sort();
     assert_eq!(tasks, ["Port the parser", "Wire the hook"], "{brief:#?}");
@@ -169,7 +169,7 @@ fn memories_of_the_sessions_project_come_first() {
     let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
     seed(dir.path(), &files);
     let (ops, index) = operations(dir.path());
-    let brief = ops.brief(Some("/home/u/code/my-app/src"));
+    let brief = ops.brief(Some("/home/u/code/my-app/src"), None);
     let tasks = section(&brief, "Active tasks");
     let mut first: Vec<&str> = tasks[..2].to_vec();
     first.sort();
@@ -198,7 +198,7 @@ fn thousands_of_active_tasks_stay_under_the_cap_and_say_how_many_were_left_out()
     let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
     seed(dir.path(), &files);
     let (ops, index) = operations(dir.path());
-    let brief = ops.brief(None);
+    let brief = ops.brief(None, None);
     let text = brief.to_text();
     assert!(
         text.chars().count() <= 8_000,
@@ -273,7 +273,7 @@ fn a_checkpoint_writes_one_note_per_session_that_the_next_brief_shows() {
     assert_eq!(text.matches("- [decision] We decided").count(), 1, "{text}");
 
     assert!(index.wait_idle(INDEX_WAIT));
-    let brief = ops.brief(Some("/home/u/code/importer")).to_text();
+    let brief = ops.brief(Some("/home/u/code/importer"), None).to_text();
     assert!(brief.contains("release 0.2 after the review"), "{brief}");
     index.shutdown();
 }
@@ -318,7 +318,7 @@ fn preferences_the_last_sessions_decisions_and_untracked_tasks_are_in_the_brief(
         ],
     );
     let (ops, _index) = operations(dir.path());
-    let brief = ops.brief(None);
+    let brief = ops.brief(None, None);
     let wishes = section(&brief, "Preferences and feedback");
     assert!(wishes.contains(&"No emojis in answers"), "{brief:?}");
     assert!(wishes.contains(&"Explain the why in reviews"), "{brief:?}");

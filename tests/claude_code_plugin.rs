@@ -255,8 +255,16 @@ impl Session {
     }
 
     fn claude(&self, name: &str, args: &[&str]) -> Ran {
+        self.claude_with(name, args, &[])
+    }
+
+    /// [`Session::claude`] with more environment variables.
+    fn claude_with(&self, name: &str, args: &[&str], env: &[(&str, &Path)]) -> Ran {
         let mut cmd = self.command(&self.claude);
         cmd.args(args);
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
         let ran = run(cmd, &self.root, name, CLAUDE_TIMEOUT);
         assert_eq!(
             ran.code,
@@ -557,7 +565,161 @@ fn plugin_in_claude_code() {
     assert!(context.contains(team_decision), "{context}");
     assert!(!context.contains(NOT_CONFIGURED), "{context}");
 
+    compaction_leaves_a_session_note(&session, &example);
+
     println!("claude code plugin: {:.1?}", started.elapsed());
+}
+
+/// The summarizer's system prompt, as `mnemofs checkpoint` gives it.
+const SUMMARIZER: &str = "You write mnemofs session notes";
+
+/// `/compact` runs the plugin's PreCompact and PostCompact hooks: the
+/// session's note lands in the project's captureFolder; with captureMode
+/// summarized, the hook's own `claude -p` (the mock plays haiku) adds the
+/// summary sections to the same note.
+fn compaction_leaves_a_session_note(session: &Session, example: &Value) {
+    let mut settings = example.clone();
+    settings["mnemofs"] = json!({ "captureFolder": "notes/sessions" });
+    session.project_settings(&settings);
+    // The search makes two answers of the model: the fewest `/compact` takes.
+    let ask = "Make the importer skip binary files. We decided to look for NUL bytes.\nCALL-SEARCH importer";
+    let (id, _) = session.compacted("extractive", ask, &[]);
+    let note = session.session_note("notes/sessions", &id);
+    assert!(!session.store.join("sessions").exists());
+    for want in [
+        "type: session",
+        "capture: extractive",
+        "SCRIPTED-COMPACT: the importer skips binary files.",
+        "- [decision] We decided to look for NUL bytes.",
+    ] {
+        assert!(note.contains(want), "{want:?} missing:\n{note}");
+    }
+    assert!(!note.contains("## Next steps"), "{note}");
+
+    settings["mnemofs"]["captureMode"] = json!("summarized");
+    session.project_settings(&settings);
+    let ask = "Make the exporter skip binary files too.\nCALL-SEARCH exporter";
+    let claude = session.claude.clone();
+    let (id, requests) = session.compacted("summarized", ask, &[("MNEMOFS_CLAUDE", &claude)]);
+    let summarizing: Vec<&Value> = requests
+        .iter()
+        .filter(|r| system_text(r).contains(SUMMARIZER))
+        .collect();
+    assert_eq!(
+        summarizing.len(),
+        1,
+        "one summary for PreCompact, none for PostCompact"
+    );
+    let asked = summarizing[0];
+    assert!(
+        asked["model"].as_str().is_some_and(|m| m.contains("haiku")),
+        "{}",
+        asked["model"]
+    );
+    assert!(
+        asked["tools"].as_array().is_none_or(Vec::is_empty),
+        "{}",
+        asked["tools"]
+    );
+    let shown = asked["messages"].to_string();
+    assert!(
+        shown.contains("User: Make the exporter skip binary files too."),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(decision_line()),
+        "the search's result is not the user's words: {shown}"
+    );
+    assert!(
+        !shown.contains("mnemofs is"),
+        "a hook ran in the summarizer: {shown}"
+    );
+    let note = session.session_note("notes/sessions", &id);
+    for want in [
+        "capture: summarized",
+        "## Summary\nSCRIPTED-SUMMARY: the importer now skips binary files",
+        "## Decisions\n- [decision] Look for NUL bytes instead of trusting file extensions.",
+        "## Next steps\n- [next-step] Add a test for an empty file.",
+        "## Problems\nNone.",
+        "## Observations\n- [asked] Make the exporter skip binary files too.",
+    ] {
+        assert!(note.contains(want), "{want:?} missing:\n{note}");
+    }
+
+    // --safe-mode alone keeps the plugin's hooks out of the summarizing
+    // `claude`: no brief reaches it, even without MNEMOFS_CHECKPOINT_CHILD.
+    session.claude(
+        "safe-mode",
+        &[
+            "-p",
+            "hello",
+            "--safe-mode",
+            "--tools",
+            "",
+            "--no-session-persistence",
+        ],
+    );
+    let requests = session.mock.take();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        let shown = request["messages"].to_string();
+        assert!(
+            !shown.contains("mnemofs"),
+            "a hook ran under --safe-mode: {shown}"
+        );
+    }
+}
+
+/// A line of the decision the test stores first, as the brief shows it.
+fn decision_line() -> &'static str {
+    "Keep the index in tantivy"
+}
+
+impl Session {
+    /// A session that says `ask`, then `/compact` on it: its id and the
+    /// requests the model got during the compaction.
+    fn compacted(&self, name: &str, ask: &str, env: &[(&str, &Path)]) -> (String, Vec<Value>) {
+        let args = ["-p", ask, "--output-format", "stream-json", "--verbose"];
+        let ran = self.claude_with(&format!("{name}-session"), &args, env);
+        let events: Vec<Value> = ran
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let id = init_event(&events)["session_id"]
+            .as_str()
+            .expect("a session id")
+            .to_owned();
+        self.mock.take();
+        let args = ["-p", "/compact", "--resume", id.as_str()];
+        let ran = self.claude_with(&format!("{name}-compact"), &args, env);
+        let requests = self.mock.take();
+        assert!(
+            requests.iter().any(|r| r["messages"]
+                .to_string()
+                .contains("detailed summary of the conversation")),
+            "no compaction request: {}\n{}",
+            ran.stdout,
+            ran.stderr
+        );
+        (id, requests)
+    }
+
+    /// The text of the one session note of session `id` in `folder`.
+    fn session_note(&self, folder: &str, id: &str) -> String {
+        let dir = self.store.join(folder);
+        let notes: Vec<String> = fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| fs::read_to_string(e.ok()?.path()).ok())
+            .filter(|t| t.contains(&format!("claude_session_id: {id}")))
+            .collect();
+        assert_eq!(
+            notes.len(),
+            1,
+            "notes of session {id} in {folder}: {notes:?}"
+        );
+        notes.into_iter().next().unwrap_or_default()
+    }
 }
 
 /// The start of the brief's line when no settings block exists.

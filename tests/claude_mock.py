@@ -8,6 +8,11 @@ read what the model was shown: the system prompt, the messages, the tools.
 
 It plays a model that looks only at the request (no state across requests):
 
+  * a request whose system prompt is mnemofs's summarizer's (`mnemofs
+    checkpoint` in captureMode summarized runs `claude -p` with it) gets
+    SESSION_SUMMARY, the JSON the prompt asks for;
+  * a compaction request (the last user turn asks for a detailed summary
+    of the conversation) gets COMPACT_SUMMARY;
   * a request without the mnemofs MCP tools (titles, side queries) gets a
     short text;
   * a first user message holding `CALL-SEARCH <query>` gets one call of the
@@ -26,10 +31,21 @@ import os
 import re
 import sys
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG, PORT_FILE = sys.argv[1], sys.argv[2]
 log_lock = threading.Lock()
+
+# The summarizing model's answer, wrapped in prose as a model might.
+SESSION_SUMMARY = "Here is the note:\n```json\n" + json.dumps({
+    "summary": "SCRIPTED-SUMMARY: the importer now skips binary files by looking for NUL bytes.",
+    "decisions": ["Look for NUL bytes instead of trusting file extensions."],
+    "next_steps": ["Add a test for an empty file."],
+    "problems": [],
+}) + "\n```"
+COMPACT_SUMMARY = ("<analysis>The user asked for an importer change.</analysis>\n"
+                   "<summary>SCRIPTED-COMPACT: the importer skips binary files.</summary>")
 
 
 def text(content):
@@ -55,10 +71,24 @@ def slug(title):
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
+def is_summarizer(body):
+    return "You write mnemofs session notes" in text(body.get("system"))
+
+
+def is_compaction(messages):
+    last = messages[-1] if messages else {}
+    said = text(last.get("content")).lower() if last.get("role") == "user" else ""
+    return "detailed summary of the conversation" in said or "summary of the conversation so far" in said
+
+
 def reply(body):
     """The blocks the model answers with, and the stop reason."""
     tools = [t.get("name", "") for t in body.get("tools") or []]
     messages = body.get("messages") or []
+    if is_summarizer(body):
+        return [{"type": "text", "text": SESSION_SUMMARY}], "end_turn"
+    if is_compaction(messages):
+        return [{"type": "text", "text": COMPACT_SUMMARY}], "end_turn"
     first = next((text(m.get("content")) for m in messages if m.get("role") == "user"), "")
     last = messages[-1] if messages else {}
     answered = isinstance(last.get("content"), list) and any(
@@ -121,7 +151,8 @@ class Handler(BaseHTTPRequestHandler):
             log.write(json.dumps(body) + "\n")
         blocks, stop = reply(body)
         usage = {"input_tokens": 1000, "output_tokens": 20}
-        message = {"id": "msg_mock", "type": "message", "role": "assistant",
+        # Claude Code groups a conversation for compaction by message id.
+        message = {"id": "msg_mock_" + uuid.uuid4().hex, "type": "message", "role": "assistant",
                    "model": body.get("model", "claude-sonnet-4-5"), "content": blocks,
                    "stop_reason": stop, "stop_sequence": None, "usage": usage}
         if not body.get("stream"):

@@ -20,6 +20,17 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs `mnemofs <args>` with `stdin` piped in.
 fn hook(args: &[&str], store: &Path, state: &Path, stdin: &[u8]) -> Output {
+    hook_with(args, store, state, stdin, &[])
+}
+
+/// [`hook`] with more environment variables.
+fn hook_with(
+    args: &[&str],
+    store: &Path,
+    state: &Path,
+    stdin: &[u8],
+    env: &[(&str, &Path)],
+) -> Output {
     let mut child = Command::new(bin())
         .args(args)
         .arg("--store")
@@ -27,6 +38,7 @@ fn hook(args: &[&str], store: &Path, state: &Path, stdin: &[u8]) -> Output {
         .arg("--state-dir")
         .arg(state)
         .env("MNEMOFS_LOG", "warn")
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -156,6 +168,180 @@ fn brief_and_checkpoint_work_as_claude_code_hooks_without_a_daemon() {
     let json = stdout(&hook(&["brief", "--format", "json"], &store, &state, b""));
     let parsed: serde_json::Value = serde_json::from_str(&json).expect("json brief");
     assert!(parsed["sections"].is_array(), "{parsed}");
+}
+
+/// A stand-in for `claude -p`: it keeps its arguments, its environment's
+/// MNEMOFS_CHECKPOINT_CHILD and its stdin beside it, and prints `answer`.
+fn fake_claude(dir: &Path, answer: &str) -> std::path::PathBuf {
+    let script = dir.join("claude");
+    fs::write(dir.join("answer"), answer).expect("answer");
+    let d = dir.display();
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {d}/args\necho \"$MNEMOFS_CHECKPOINT_CHILD\" > {d}/child\ncat > {d}/prompt\ncat {d}/answer\n"
+        ),
+    )
+    .expect("script");
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    script
+}
+
+#[test]
+fn a_summarized_checkpoint_adds_the_model_summary_to_the_same_note() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    let project = dir.path().join("importer");
+    fs::create_dir_all(&store).expect("mkdir");
+    fs::create_dir_all(project.join(".claude")).expect("mkdir");
+    fs::write(
+        project.join(".claude/settings.json"),
+        r#"{"mnemofs": {"captureFolder": "notes/s", "captureMode": "summarized"}}"#,
+    )
+    .expect("settings");
+    let transcript = dir.path().join("transcript.jsonl");
+    fs::write(&transcript, TRANSCRIPT).expect("transcript");
+    let input = |event: &str, session: &str| {
+        format!(
+            r#"{{"session_id":"{session}","transcript_path":"{}","cwd":"{}","hook_event_name":"{event}","trigger":"manual"}}"#,
+            transcript.display(),
+            project.display()
+        )
+    };
+    let answer = serde_json::json!({
+        "type": "result", "subtype": "success", "is_error": false,
+        "result": "```json\n{\"summary\": \"Made the importer skip binary files.\", \"decisions\": [\"Look for NUL bytes.\"], \"next_steps\": [\"Test an empty file.\"], \"problems\": []}\n```",
+    });
+    let claude = fake_claude(dir.path(), &answer.to_string());
+    let env = [("MNEMOFS_CLAUDE", claude.as_path())];
+
+    let out = hook_with(
+        &["checkpoint"],
+        &store,
+        &state,
+        input("PreCompact", "s-1").as_bytes(),
+        &env,
+    );
+    let said = stdout(&out);
+    assert!(
+        said.contains("session checkpoint in notes/s/2026-11-20-"),
+        "{said}"
+    );
+    assert!(
+        said.contains("session summary in notes/s/2026-11-20-"),
+        "{said}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "the note fits its schema"
+    );
+    let notes: Vec<_> = fs::read_dir(store.join("notes/s"))
+        .expect("notes/s")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let note = fs::read_to_string(&notes[0]).expect("note");
+    for want in [
+        "capture: summarized",
+        "## Summary\nMade the importer skip binary files.\n\n## Decisions\n- [decision] Look for NUL bytes.\n\n## Next steps\n- [next-step] Test an empty file.\n\n## Problems\nNone.\n\n## Observations\n",
+        "- [next-step] Next step: add a test for an empty file.",
+    ] {
+        assert!(note.contains(want), "{want:?} missing from:\n{note}");
+    }
+    // What `claude` was asked, and how.
+    let args = fs::read_to_string(dir.path().join("args")).expect("args");
+    let args: Vec<&str> = args.lines().collect();
+    for (flag, value) in [
+        ("--model", "haiku"),
+        ("--tools", ""),
+        ("--output-format", "json"),
+    ] {
+        let at = args
+            .iter()
+            .position(|a| *a == flag)
+            .unwrap_or_else(|| panic!("{flag}: {args:?}"));
+        assert_eq!(args.get(at + 1), Some(&value), "{args:?}");
+    }
+    assert!(
+        args.contains(&"--safe-mode") && args.contains(&"-p"),
+        "{args:?}"
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path().join("child")).expect("env"),
+        "1\n"
+    );
+    let prompt = fs::read_to_string(dir.path().join("prompt")).expect("prompt");
+    assert!(
+        prompt.contains("User: Make the importer skip binary files."),
+        "{prompt}"
+    );
+    assert!(prompt.contains("\"next_steps\""), "{prompt}");
+    for noise in ["file changed on disk", "/code/importer/src/lib.rs"] {
+        assert!(!prompt.contains(noise), "{noise} in {prompt}");
+    }
+
+    // PostCompact follows with the same transcript: no second summary.
+    fs::remove_file(dir.path().join("args")).expect("rm");
+    stdout(&hook_with(
+        &["checkpoint"],
+        &store,
+        &state,
+        input("PostCompact", "s-1").as_bytes(),
+        &env,
+    ));
+    assert!(
+        !dir.path().join("args").exists(),
+        "claude ran at PostCompact"
+    );
+
+    // A summary that cannot be had leaves the extractive note, and says so.
+    let missing = [("MNEMOFS_CLAUDE", Path::new("/nonexistent/claude"))];
+    fake_claude(
+        dir.path(),
+        r#"{"type":"result","is_error":false,"result":"I'd rather not."}"#,
+    );
+    for (session, env) in [("s-2", &missing[..]), ("s-3", &env[..])] {
+        let out = hook_with(
+            &["checkpoint"],
+            &store,
+            &state,
+            input("PreCompact", session).as_bytes(),
+            env,
+        );
+        let said = stdout(&out);
+        assert!(said.contains("session checkpoint in notes/s/"), "{said}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("mnemofs: no summary for notes/s/"), "{err}");
+    }
+    assert_eq!(
+        fs::read_dir(store.join("notes/s"))
+            .expect("notes/s")
+            .count(),
+        3
+    );
+
+    // Under the summarizing `claude`, the hooks step aside.
+    let child = [("MNEMOFS_CHECKPOINT_CHILD", Path::new("1"))];
+    for args in [&["checkpoint"][..], &["brief"][..]] {
+        let out = hook_with(
+            args,
+            &store,
+            &state,
+            input("PreCompact", "s-4").as_bytes(),
+            &child,
+        );
+        assert_eq!(stdout(&out), "", "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+    }
+    assert_eq!(
+        fs::read_dir(store.join("notes/s"))
+            .expect("notes/s")
+            .count(),
+        3
+    );
 }
 
 #[test]

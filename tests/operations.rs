@@ -1798,7 +1798,14 @@ fn a_decision_written_with_its_status_is_in_the_brief() {
             )
         }))
         .expect("write");
-    let text = match f.ops.handle(Request::Brief { cwd: None }).expect("brief") {
+    let text = match f
+        .ops
+        .handle(Request::Brief {
+            cwd: None,
+            within: None,
+        })
+        .expect("brief")
+    {
         Response::Brief { brief } => brief.to_markdown(),
         other => panic!("not a brief: {other:?}"),
     };
