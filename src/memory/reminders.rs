@@ -35,6 +35,13 @@
 //! - English matches need word boundaries ("Saturday" is not "sat", the
 //!   digits of "12026-12-01" are not a date). Repeated weekday patterns
 //!   ("每周五", "every Friday") are habits, not one-off reminders.
+//! - "Now" is when the note was written ([`written_at`]: the day it names,
+//!   else its `created_at`, else its file time), never the moment the
+//!   organizer reads it: "tomorrow" in a journal of 20 November 2025 is
+//!   21 November 2025, and "Dec 10" in a note of that November is 2025's.
+//! - A reminder says what it is about ([`Reminder::about`]): its sentence
+//!   without the time phrases, list markers and labels such as "TODO:", so
+//!   "Dentist appointment, tomorrow 3pm" is about "Dentist appointment".
 
 use std::cmp::Reverse;
 
@@ -54,6 +61,9 @@ pub struct Reminder {
     /// The sentence the phrase came from, trimmed (and cut to
     /// [`MAX_CONTEXT_CHARS`]), for the reminder's body.
     pub context: String,
+    /// What it is about: the sentence without its time phrases ([`subject`]),
+    /// empty when the sentence says nothing else.
+    pub about: String,
 }
 
 /// How much of a sentence is kept as a reminder's context.
@@ -65,44 +75,112 @@ const ALL_DAY_TIME: Time = Time::constant(9, 0, 0, 0);
 /// Dates further ahead than this (thousands of years) are not reminders.
 const FARTHEST_AHEAD: SignedDuration = SignedDuration::from_hours(2_000_000 * 24);
 
-/// Finds every future time expression in `text`, in order of appearance.
+/// Finds every time expression in `text` that was still ahead when it
+/// was written, in order of appearance.
 ///
-/// `now` (unix seconds) anchors relative expressions; `tz` is the user's
-/// zone, consulted at each due date. The same phrase resolving to the same
-/// instant twice is reported once.
-pub fn extract_reminders(text: &str, now: i64, tz: &TimeZone) -> Vec<Reminder> {
-    let Some(today) = Today::new(now, tz) else {
+/// `written` (unix seconds) is when the text was written: relative
+/// expressions count from it, and what was already past then is dropped.
+/// `tz` is the user's zone, consulted at each due date. The same phrase
+/// resolving to the same instant twice is reported once.
+pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminder> {
+    let Some(today) = Today::new(written, tz) else {
         return Vec::new();
     };
     let mut found: Vec<Reminder> = Vec::new();
     for sentence in sentences(text) {
-        let lower = sentence.to_ascii_lowercase();
-        let scan = Scan { s: &lower };
-        let mut pos = 0;
-        while let Some(cur) = lower[pos..].chars().next() {
-            let prev = lower[..pos].chars().next_back();
-            // Never start inside a word or number ("sat" in "saturday").
-            let inside_word =
-                prev.is_some_and(|p| p.is_ascii_alphanumeric()) && cur.is_ascii_alphanumeric();
-            if !inside_word && let Some((end, when)) = scan.longest_at(pos) {
-                if let Some((due, all_day)) = today.resolve(when) {
-                    let phrase = sentence[pos..end].trim().to_owned();
-                    if !found.iter().any(|r| r.phrase == phrase && r.due == due) {
-                        found.push(Reminder {
-                            phrase,
-                            due,
-                            all_day,
-                            context: cut_chars(sentence.trim(), MAX_CONTEXT_CHARS),
-                        });
-                    }
-                }
-                pos = end;
+        let spans = time_phrases(sentence);
+        if spans.is_empty() {
+            continue;
+        }
+        let about = about(sentence, &spans);
+        for (start, end, when) in spans {
+            let Some((due, all_day)) = today.resolve(when) else {
                 continue;
+            };
+            let phrase = sentence[start..end].trim().to_owned();
+            if !found.iter().any(|r| r.phrase == phrase && r.due == due) {
+                found.push(Reminder {
+                    phrase,
+                    due,
+                    all_day,
+                    context: cut_chars(sentence.trim(), MAX_CONTEXT_CHARS),
+                    about: about.clone(),
+                });
             }
-            pos += cur.len_utf8();
         }
     }
     found
+}
+
+/// `text` (a title, a sentence) without its time phrases, list markers,
+/// labels ("TODO:", "Decided:", "记得") and the words that only tied it
+/// to the time ("on", "by", "在…前"); empty when nothing else is left.
+pub fn subject(text: &str) -> String {
+    let text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    about(&text, &time_phrases(&text))
+}
+
+/// When a note was written, for reading its relative dates: the day it
+/// names (a `date:` field, a session's `started`, a journal's or daily
+/// note's file name such as `2025-11-20` or `2025_11_20`), else its
+/// `created_at`, else `fallback` (its file time). A day without a time
+/// counts from its start, on `tz`'s clock.
+pub fn written_at(
+    frontmatter: &crate::memory::Frontmatter,
+    stem: &str,
+    fallback: i64,
+    tz: &TimeZone,
+) -> i64 {
+    let field = |key: &str| {
+        frontmatter
+            .extra
+            .get(key)
+            .and_then(|v| v.as_str())
+            .and_then(|v| instant_or_day(v, tz))
+    };
+    field("date")
+        .or_else(|| field("started"))
+        .or_else(|| day_in_name(stem, tz))
+        .or_else(|| {
+            frontmatter
+                .created_at
+                .as_deref()
+                .and_then(|v| instant_or_day(v, tz))
+        })
+        .unwrap_or(fallback)
+}
+
+/// An RFC 3339 instant, or a bare `YYYY-MM-DD` taken as the start of that
+/// day on `tz`'s clock.
+fn instant_or_day(value: &str, tz: &TimeZone) -> Option<i64> {
+    let value = value.trim();
+    match value.parse::<Date>() {
+        Ok(day) if value.len() == 10 => start_of(day, tz),
+        _ => crate::memory::parse_timestamp(value),
+    }
+}
+
+fn start_of(day: Date, tz: &TimeZone) -> Option<i64> {
+    Some(day.to_zoned(tz.clone()).ok()?.timestamp().as_second())
+}
+
+/// The day a file name starts with (`2025-11-20`, `2025_11_20`,
+/// `2025.11.20`, then the end or a non-digit), as the start of that day.
+fn day_in_name(stem: &str, tz: &TimeZone) -> Option<i64> {
+    let b = stem.as_bytes();
+    let digits = |r: std::ops::Range<usize>| {
+        b.get(r.clone())
+            .filter(|d| d.iter().all(u8::is_ascii_digit))
+            .and_then(|_| stem[r].parse::<u32>().ok())
+    };
+    let sep = |i: usize| b.get(i).filter(|c| matches!(c, b'-' | b'_' | b'.'));
+    sep(4)?;
+    (b.get(7) == b.get(4)).then_some(())?;
+    if b.get(10).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    let day = civil_date(i64::from(digits(0..4)?), digits(5..7)?, digits(8..10)?)?;
+    start_of(day, tz)
 }
 
 /// Formats `unix` seconds as RFC 3339 with the offset `tz` has at that
@@ -351,6 +429,191 @@ fn sentences(text: &str) -> Vec<&str> {
         out.push(&text[start..]);
     }
     out
+}
+
+/// Every time expression in `sentence`, as byte spans and meanings,
+/// whether or not it is still ahead.
+fn time_phrases(sentence: &str) -> Vec<(usize, usize, When)> {
+    let lower = sentence.to_ascii_lowercase();
+    let scan = Scan { s: &lower };
+    let mut spans = Vec::new();
+    let mut pos = 0;
+    while let Some(cur) = lower[pos..].chars().next() {
+        let prev = lower[..pos].chars().next_back();
+        // Never start inside a word or number ("sat" in "saturday").
+        let inside_word =
+            prev.is_some_and(|p| p.is_ascii_alphanumeric()) && cur.is_ascii_alphanumeric();
+        if !inside_word && let Some((end, when)) = scan.longest_at(pos) {
+            spans.push((pos, end, when));
+            pos = end;
+            continue;
+        }
+        pos += cur.len_utf8();
+    }
+    spans
+}
+
+/// How long a reminder's subject may be, in characters.
+const MAX_ABOUT_CHARS: usize = 80;
+
+/// Words that only tie what comes before them to a time ("on", "by"),
+/// dropped from the end of what precedes a removed time phrase.
+const BEFORE_TIME_EN: [&str; 16] = [
+    "on", "at", "by", "in", "for", "from", "until", "till", "before", "after", "due", "around",
+    "starting", "is", "are", "and",
+];
+
+/// The same in Chinese, as suffixes of what precedes a time phrase.
+const BEFORE_TIME_ZH: [&str; 6] = ["截止到", "截止", "在", "于", "到", "从"];
+
+/// What may follow a Chinese time phrase and belongs to it ("…之前").
+const AFTER_TIME_ZH: [&str; 8] = ["之前", "以前", "之后", "以后", "前", "后", "的", "起"];
+
+/// Labels and asks at the start of a sentence that say nothing about
+/// what is to be done, lowercased.
+const LABELS: [&str; 19] = [
+    "remind me to ",
+    "remind me ",
+    "don't forget to ",
+    "dont forget to ",
+    "remember to ",
+    "reminder:",
+    "remember:",
+    "todo:",
+    "to do:",
+    "to-do:",
+    "note:",
+    "decided:",
+    "decision:",
+    "deadline:",
+    "提醒我",
+    "提醒：",
+    "记得",
+    "别忘了",
+    "不要忘记",
+];
+
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{2E80}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}' | '\u{FF00}'..='\u{FFEF}')
+}
+
+/// Punctuation and markup trimmed from the ends of a subject.
+fn is_edge(c: char) -> bool {
+    c.is_whitespace()
+        || (c.is_ascii_punctuation() && !matches!(c, '"' | '\'' | '[' | ']' | ')' | '$' | '`'))
+        || "，。、：；！？（【「《—–…".contains(c)
+}
+
+/// `sentence` without the `spans`, cleaned into a subject.
+fn about(sentence: &str, spans: &[(usize, usize, When)]) -> String {
+    let mut pieces: Vec<&str> = Vec::with_capacity(spans.len() + 1);
+    let mut start = 0;
+    for (from, to, _) in spans {
+        pieces.push(&sentence[start..*from]);
+        start = *to;
+    }
+    pieces.push(&sentence[start..]);
+    let last = pieces.len() - 1;
+    let mut out = String::new();
+    for (i, piece) in pieces.into_iter().enumerate() {
+        let mut piece = piece;
+        if i > 0 {
+            // Right after a time phrase, which may have been in brackets.
+            piece = piece.trim_start_matches(|c| is_edge(c) || matches!(c, ')' | ']' | '）'));
+            if let Some(rest) = AFTER_TIME_ZH.iter().find_map(|w| piece.strip_prefix(w)) {
+                piece = rest.trim_start_matches(is_edge);
+            }
+        }
+        if i < last {
+            // Right before one.
+            piece = trim_tie(piece);
+        }
+        if piece.is_empty() {
+            continue;
+        }
+        let joined = out.chars().next_back();
+        let next = piece.chars().next();
+        if joined.is_some_and(|c| !is_cjk(c)) && next.is_some_and(|c| !is_cjk(c)) {
+            out.push(' ');
+        }
+        out.push_str(piece);
+    }
+    let mut text = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    loop {
+        let trimmed = strip_markup(&text);
+        let lower = trimmed.to_lowercase();
+        let unlabeled = LABELS
+            .iter()
+            .find(|l| lower.starts_with(*l))
+            .and_then(|l| trimmed.get(l.len()..))
+            .map(|rest| rest.trim_start_matches(is_edge));
+        let next = unlabeled.unwrap_or(trimmed).trim_end_matches(is_edge);
+        if next.len() == text.len() {
+            break;
+        }
+        text = next.to_string();
+    }
+    if !text.chars().any(char::is_alphanumeric) {
+        return String::new();
+    }
+    let mut chars = text.chars();
+    let mut text = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => text,
+    };
+    if let Some((i, _)) = text.char_indices().nth(MAX_ABOUT_CHARS) {
+        let cut = text[..i].rfind(' ').filter(|at| *at > i / 2).unwrap_or(i);
+        text = format!("{}…", text[..cut].trim_end_matches(is_edge));
+    }
+    text
+}
+
+/// `piece` without the punctuation and the words that tie it to the time
+/// phrase after it.
+fn trim_tie(piece: &str) -> &str {
+    let mut piece = piece.trim_end_matches(is_edge);
+    loop {
+        let zh = BEFORE_TIME_ZH.iter().find_map(|w| piece.strip_suffix(w));
+        let en = piece
+            .rsplit_once(|c: char| c.is_whitespace())
+            .and_then(|(head, word)| {
+                BEFORE_TIME_EN
+                    .contains(&word.to_ascii_lowercase().as_str())
+                    .then_some(head)
+            });
+        let whole_word = BEFORE_TIME_EN
+            .contains(&piece.to_ascii_lowercase().as_str())
+            .then_some("");
+        match zh.or(en).or(whole_word) {
+            Some(rest) => piece = rest.trim_end_matches(is_edge),
+            None => return piece,
+        }
+    }
+}
+
+/// `text` without leading list markers, check boxes, heading marks and
+/// quote marks.
+fn strip_markup(text: &str) -> &str {
+    let mut text = text.trim_start_matches(is_edge);
+    loop {
+        let numbered = text
+            .find(|c: char| !c.is_ascii_digit())
+            .filter(|i| *i > 0)
+            .and_then(|i| {
+                text[i..]
+                    .strip_prefix(". ")
+                    .or(text[i..].strip_prefix(") "))
+            });
+        let next = ["[ ]", "[x]", "[X]"]
+            .iter()
+            .find_map(|m| text.strip_prefix(m))
+            .or(numbered)
+            .map(|rest| rest.trim_start_matches(is_edge));
+        match next {
+            Some(rest) => text = rest,
+            None => return text,
+        }
+    }
 }
 
 fn cut_chars(s: &str, max: usize) -> String {
@@ -1409,6 +1672,110 @@ mod tests {
     fn dates_thousands_of_years_ahead_are_not_reminders() {
         none("on 9999-01-01");
         assert_eq!(due("on 3026-01-01"), (at(3026, 1, 1, 9, 0), true));
+    }
+
+    fn about(text: &str) -> String {
+        one(text).about
+    }
+
+    #[test]
+    fn a_reminder_is_about_its_sentence_not_its_time_phrase() {
+        assert_eq!(
+            about("Dentist appointment, tomorrow 3pm"),
+            "Dentist appointment"
+        );
+        assert_eq!(about("Meeting with Bob tomorrow 3pm"), "Meeting with Bob");
+        assert_eq!(
+            about("Decided: ship Mobile v3 beta on Dec 10."),
+            "Ship Mobile v3 beta"
+        );
+        assert_eq!(
+            about("- [ ] Submit the tax forms by 2026-12-01"),
+            "Submit the tax forms"
+        );
+        assert_eq!(about("Remind me to call mom next Tuesday!"), "Call mom");
+        assert_eq!(
+            about("Ship the beta on Dec 10 with QA sign-off"),
+            "Ship the beta with QA sign-off"
+        );
+        assert_eq!(about("Standup (tomorrow 9am)"), "Standup");
+        assert_eq!(about("明天下午三点和王医生见面"), "和王医生见面");
+        assert_eq!(about("在下周五前提交报告。"), "提交报告");
+        assert_eq!(about("记得下周二交房租"), "交房租");
+    }
+
+    #[test]
+    fn a_sentence_that_is_only_a_time_is_about_nothing() {
+        assert_eq!(about("next Tuesday"), "");
+        assert_eq!(about("明天下午三点"), "");
+        assert_eq!(about("## Tomorrow at 3pm:"), "");
+        assert_eq!(subject("明天下午三点"), "");
+        assert_eq!(subject("Standup notes"), "Standup notes");
+        assert_eq!(subject("Dentist, tomorrow"), "Dentist");
+    }
+
+    #[test]
+    fn a_long_subject_is_cut_at_a_word() {
+        let long = format!("{} tomorrow", "word ".repeat(40));
+        let cut = about(&long);
+        assert!(cut.ends_with("Word…") || cut.ends_with("word…"), "{cut}");
+        assert!(cut.chars().count() <= MAX_ABOUT_CHARS + 1, "{cut}");
+    }
+
+    #[test]
+    fn relative_dates_count_from_when_the_note_was_written() {
+        let written = at(2025, 11, 20, 10, 0);
+        let found = extract_reminders("Decided: ship Mobile v3 beta on Dec 10", written, &cst());
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].due, at(2025, 12, 10, 9, 0));
+        let found = extract_reminders("Meeting with Bob tomorrow 3pm", written, &cst());
+        assert_eq!(found[0].due, at(2025, 11, 21, 15, 0));
+        // Already past when it was written: no reminder at all.
+        assert!(extract_reminders("The launch was on Nov 3.", written, &cst()).is_empty());
+        assert!(extract_reminders("Paid on 2025-11-01.", written, &cst()).is_empty());
+    }
+
+    #[test]
+    fn a_note_is_written_on_the_day_it_names_else_its_created_at_else_its_file_time() {
+        let fm = |yaml: &str| crate::memory::parse("", &format!("---\n{yaml}---\nx\n")).frontmatter;
+        let fallback = at(2026, 1, 1, 0, 0);
+        let created = "created_at: 2025-11-20T10:00:00+08:00\n";
+        assert_eq!(
+            written_at(&fm(created), "note", fallback, &cst()),
+            at(2025, 11, 20, 10, 0)
+        );
+        assert_eq!(
+            written_at(
+                &fm(&format!("date: 2025-11-18\n{created}")),
+                "x",
+                fallback,
+                &cst()
+            ),
+            at(2025, 11, 18, 0, 0)
+        );
+        assert_eq!(
+            written_at(
+                &fm("started: 2025-11-17T08:30:00+08:00\n"),
+                "x",
+                fallback,
+                &cst()
+            ),
+            at(2025, 11, 17, 8, 30)
+        );
+        for journal in ["2025-11-19", "2025_11_19", "2025-11-19-standup"] {
+            assert_eq!(
+                written_at(&fm(created), journal, fallback, &cst()),
+                at(2025, 11, 19, 0, 0),
+                "{journal}"
+            );
+        }
+        for not_a_day in ["2025-11-190", "2025-11_19", "2025-13-01", "notes"] {
+            assert_eq!(
+                written_at(&fm("title: t\n"), not_a_day, fallback, &cst()),
+                fallback,
+                "{not_a_day}"
+            );
+        }
     }
 
     proptest! {

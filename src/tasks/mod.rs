@@ -404,7 +404,7 @@ impl Runner {
             *self.outputs.lint.lock() = lint;
         }
         if level >= 3 {
-            report.add(self.organizing.reminders());
+            report.add(self.organizing.reminders(asked));
             let _ = self.announce_due();
         }
         tracing::info!(

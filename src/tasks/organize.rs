@@ -28,6 +28,11 @@ const BUSY_RETRY: Duration = Duration::from_secs(2);
 /// Inbox items moved at once.
 const INBOX_WORKERS: usize = 4;
 
+/// How long after its time a reminder is still made: a note written in
+/// the evening about the next morning, read by a dream after that, is
+/// announced late rather than never. Older times narrate the past.
+const REMINDER_LATE_KEPT: Duration = Duration::from_secs(86_400);
+
 /// The inbox folder.
 fn inbox() -> StorePath {
     // "inbox" is a single valid name, which `StorePath::new` always takes.
@@ -539,7 +544,10 @@ impl Organizing {
             )));
         }
         let category = category
-            .or(parsed.frontmatter.category)
+            .or(parsed
+                .frontmatter
+                .category
+                .filter(|c| *c != Category::Inbox))
             .or_else(|| (self.classify)(&parsed.title, parsed.body(&text)))
             .filter(|c| *c != Category::Inbox)
             .ok_or_else(|| {
@@ -821,19 +829,31 @@ impl Organizing {
     }
 
     /// Level 3: turns time expressions in memories ("tomorrow 3pm",
-    /// "明天下午三点") into memories in `reminders/` with `expires_at`.
-    /// Names are derived from the source and the phrase, so running again
-    /// creates nothing twice.
-    pub(crate) fn reminders(&self) -> Report {
+    /// "明天下午三点") into memories in `reminders/` with `expires_at`,
+    /// titled by what their sentence is about. Dates count from when the
+    /// note was written ([`reminders::written_at`]), so running again on
+    /// another day finds the same ones; names are derived from the note's
+    /// id and the phrase, so running again creates nothing twice. An inbox
+    /// item with a reminder is then filed: where the classifier puts it,
+    /// else (a task excepted) under `date/`. `asked`: someone asked for
+    /// this run, so an inbox item is filed whatever its age.
+    pub(crate) fn reminders(&self, asked: bool) -> Report {
         let mut report = Report::default();
         let now = now_unix();
         let tz = self.config.resolved_timezone.clone();
-        for (path, _) in self.memories_under(&StorePath::root()) {
+        for (path, st) in self.memories_under(&StorePath::root()) {
             let Some((_, text)) = self.read_text(&path) else {
                 continue;
             };
             let parsed = memory::parse(&stem(&path), &text);
-            let found = reminders::extract_reminders(parsed.body(&text), now, &tz);
+            let written =
+                reminders::written_at(&parsed.frontmatter, &stem(&path), st.mtime.sec, &tz);
+            let late = now - REMINDER_LATE_KEPT.as_secs() as i64;
+            let found: Vec<reminders::Reminder> =
+                reminders::extract_reminders(parsed.body(&text), written, &tz)
+                    .into_iter()
+                    .filter(|r| r.due >= late)
+                    .collect();
             if path.as_path().starts_with("reminders") {
                 // A memory filed as a reminder gets its due time from its own text.
                 let has_due = parsed.frontmatter.extra.contains_key("due_at")
@@ -846,31 +866,60 @@ impl Organizing {
                 }
                 continue;
             }
+            if found.is_empty() {
+                continue;
+            }
+            let source = if in_inbox(&path) && (asked || age(&st) >= self.settings.quiet_period) {
+                self.file_reminded(&path, &parsed, &mut report)
+                    .unwrap_or_else(|| path.clone())
+            } else {
+                path.clone()
+            };
+            // The id as the note now carries it (filing writes it in).
+            let id = self
+                .read_text(&source)
+                .and_then(|(_, text)| memory::parse("", &text).frontmatter.id)
+                .or_else(|| self.index.id_for_untouched(&self.store, &source));
+            let subject = reminders::subject(&parsed.title);
             for found in found {
                 let due = reminders::format_rfc3339(found.due, &tz);
-                let key =
-                    crate::store::counters::fnv1a64(format!("{path}\n{}", found.phrase).as_bytes());
-                let file = format!(
-                    "reminders/{}-{}-{:08x}.md",
-                    &due[..10],
-                    slug(&stem(&path)),
-                    key as u32
-                );
-                let Some(target) = StorePath::new(&file) else {
+                let name = |key: &str| {
+                    let key = crate::store::counters::fnv1a64(
+                        format!("{key}\n{}", found.phrase).as_bytes(),
+                    );
+                    let file = format!(
+                        "reminders/{}-{}-{:08x}.md",
+                        &due[..10],
+                        slug(&stem(&path)),
+                        key as u32
+                    );
+                    StorePath::new(&file)
+                };
+                // Named after the note's id, which follows it when it is
+                // filed; a reminder named after its path (as earlier
+                // versions named them) counts too.
+                let (Some(target), Some(by_path)) = (
+                    name(id.as_deref().unwrap_or(&path.to_string())),
+                    name(&path.to_string()),
+                ) else {
                     continue;
                 };
-                if self.store.stat(&target).is_ok() {
+                if self.store.stat(&target).is_ok() || self.store.stat(&by_path).is_ok() {
                     continue;
                 }
-                let title = format!("Reminder: {}", found.phrase);
+                let about = [found.about.as_str(), subject.as_str()]
+                    .into_iter()
+                    .find(|s| !s.is_empty())
+                    .unwrap_or(found.phrase.as_str());
+                let title = format!("Reminder: {about}");
                 let body = format!(
                     "---\nid: {}\ntitle: {}\ntype: reminder\ncategory: reminders\nphase: organized\ncreated_at: {}\ndue_at: {due}\nexpires_at: {due}\nsource: {}\n---\n{}\n\nFrom [[{}]].\n",
                     uuid::Uuid::new_v4(),
                     memory::yaml_scalar(&title),
                     memory::format_timestamp(now),
-                    memory::yaml_scalar(&path.to_string()),
+                    memory::yaml_scalar(&source.to_string()),
                     found.context,
-                    stem(&path),
+                    stem(&source),
                 );
                 match self.writer.create(&target, body.as_bytes()) {
                     Ok(()) => report.reminders += 1,
@@ -880,6 +929,27 @@ impl Organizing {
             }
         }
         report
+    }
+
+    /// Files an inbox item whose time became a reminder: as the
+    /// classifier places it, else under `date/` (what it holds is a time),
+    /// unless it is a task, whose date is when to do it. Where it went.
+    fn file_reminded(
+        &self,
+        path: &StorePath,
+        parsed: &memory::Memory,
+        report: &mut Report,
+    ) -> Option<StorePath> {
+        let is_task = |w: &str| matches!(w.trim().to_lowercase().as_str(), "task" | "todo");
+        let task = parsed.frontmatter.kind.as_deref().is_some_and(is_task)
+            || parsed.tags.iter().any(|t| is_task(t));
+        match self.upgrade(path, None, report) {
+            Ok(to) => Some(to),
+            Err(ops::Error::InvalidInput(_)) if !task => {
+                self.upgrade(path, Some(Category::Date), report).ok()
+            }
+            Err(_) => None,
+        }
     }
 
     /// The reminders that are due, newest last, as (due, title, path).
