@@ -270,6 +270,19 @@ pub struct ClassificationConfig {
     /// Rules added to the built-in ones.
     #[serde(deserialize_with = "null_as_default")]
     pub rules: Vec<Rule>,
+    /// Where the organizer files an inbox note that nothing places. Unset
+    /// (the default): the note stays in the inbox.
+    #[serde(deserialize_with = "category_or_none")]
+    pub default_category: Option<Category>,
+}
+
+/// A category by name, or nothing.
+fn category_or_none<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Category>, D::Error> {
+    Option::<String>::deserialize(deserializer)?
+        .map(|name| name.parse().map_err(serde::de::Error::custom))
+        .transpose()
 }
 
 /// `search:` settings.
@@ -833,6 +846,11 @@ impl Config {
                 reason: format!("{} is not a dream level (1, 2 or 3)", self.dream.idle_level),
             });
         }
+        if self.classification.default_category == Some(Category::Inbox) {
+            warnings.push(
+                "classification.default_category: inbox is where unplaced notes stay anyway".into(),
+            );
+        }
         for (i, rule) in self.classification.rules.iter().enumerate() {
             let key = format!("classification.rules[{i}]");
             if rule.category == Category::Inbox {
@@ -1265,6 +1283,17 @@ classification:
         assert!(Config::from_yaml("- a\n- b\n").is_err());
         assert!(Config::from_yaml("organizer: [\n").is_err());
         assert!(Config::from_yaml("lifecycle:\n  upgrade_access_count: -1\n").is_err());
+    }
+
+    #[test]
+    fn a_default_category_is_read_by_name() {
+        let (c, warnings) = parse("classification:\n  default_category: Knowledge\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.classification.default_category, Some(Category::Knowledge));
+        assert_eq!(Config::default().classification.default_category, None);
+        assert!(Config::from_yaml("classification:\n  default_category: work\n").is_err());
+        let (_, warnings) = parse("classification:\n  default_category: inbox\n");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
     }
 
     #[test]

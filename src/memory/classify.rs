@@ -1,12 +1,20 @@
-//! Deciding which category an inbox memory belongs to, from keywords.
+//! Deciding which category an inbox memory belongs to: first from what
+//! the note says about itself, then from its words.
 //!
-//! The organizer moves an inbox item into `<category>/` only when this
-//! module names a category; `None` means "leave it in the inbox", which is
-//! the safe answer for anything ambiguous. Rules are keyword lists in
-//! English and Chinese; the built-in ones ([`builtin_rules`]) are always
-//! used and rules from the config file add to them.
+//! [`classify_note`] reads, in order: the frontmatter `category` (any but
+//! `inbox` wins outright); then votes from the note's `type`, its tags
+//! (every level of `people/colleague`), the folders it sits in or was
+//! imported from (`source_path`), a title that is a person's name (backed
+//! by aliases, links to it or words about a person), and the outline of a
+//! project's hub page that many notes link to; only when none of these
+//! speaks, keywords. A `type: task` (or a `todo` tag) is never a `date`:
+//! its date is when to do it, so it counts for `reminders`.
 //!
-//! Subtleties a newcomer trips on:
+//! `None` means nothing placed the note. The organizer then files it
+//! under `classification.default_category` when the config names one, and
+//! otherwise leaves it in the inbox: no category is ever guessed.
+//!
+//! Keyword subtleties a newcomer trips on:
 //! - English keywords match whole words (`til` does not match `until`,
 //!   `project` does not match `projects`), so inflections are listed
 //!   explicitly. A keyword containing CJK text matches as a substring,
@@ -15,20 +23,25 @@
 //!   space, so `Remind\n me` still matches `remind me`.
 //! - Longer phrases weigh more (`today i learned` beats `learned`), and a
 //!   match in the title counts twice: the title is the writer's summary.
+//!   A title made from the file name counts only when it is more than the
+//!   body's first words (`remember` and imports name files that way).
 //!   Each keyword counts once per field, so repeating a word does not
 //!   outvote a different cue.
 //! - Ties go to the category earlier in [`PRIORITY`]: time-bound and
 //!   specific categories before broad ones. This and the fixed rule order
 //!   make the result deterministic.
 //! - An explicit `category: inbox` is treated as "not decided yet", since
-//!   inbox is exactly what an unclassified memory is; any other explicit
-//!   category wins outright.
+//!   inbox is exactly what an unclassified memory is.
 //! - Only the first [`MAX_SCANNED_BYTES`] of the body are read, so a huge
 //!   pasted log cannot make one organizer pass slow.
+//! - `tests/data/classify/labeled.jsonl` is the yardstick: change a rule,
+//!   then run `cargo test --test classification -- --nocapture figures`
+//!   (BENCHMARKS.md, "Classification").
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::memory::Category;
+use crate::memory::{Category, Frontmatter, Memory};
 
 /// How much of a body classification reads.
 pub const MAX_SCANNED_BYTES: usize = 64 * 1024;
@@ -40,8 +53,8 @@ pub const PRIORITY: [Category; 13] = [
     Category::Decisions,
     Category::Lessons,
     Category::Preferences,
-    Category::Feedback,
     Category::Habits,
+    Category::Feedback,
     Category::Skills,
     Category::People,
     Category::Project,
@@ -76,6 +89,14 @@ impl Rule {
             patterns: Vec::new(),
         }
     }
+
+    /// A rule with keywords and wildcard patterns.
+    pub fn with_patterns(category: Category, keywords: &[&str], patterns: &[&str]) -> Self {
+        Rule {
+            patterns: patterns.iter().map(|p| (*p).to_owned()).collect(),
+            ..Rule::new(category, keywords)
+        }
+    }
 }
 
 /// A rule as written in the config file, before its category is checked.
@@ -107,6 +128,7 @@ pub fn builtin_rules() -> Vec<Rule> {
         Rule::new(
             Preferences,
             &[
+                "for me",
                 "prefer",
                 "prefers",
                 "preferred",
@@ -120,16 +142,43 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "i hate",
                 "favorite",
                 "favourite",
+                "favourites",
+                "favorites",
+                "i'd rather",
+                "would rather",
+                "rather than",
+                "rather not",
+                "always use",
+                "never use",
+                "don't use",
+                "do not use",
+                "no meetings",
+                "please use",
+                "i drink",
+                "i don't eat",
+                "i take my",
+                "seat",
                 "偏好",
                 "喜欢",
                 "不喜欢",
                 "讨厌",
                 "更喜欢",
+                "不吃",
+                "不喝",
+                "更习惯",
+                "尽量",
+                "最好用",
+                "习惯用",
+                "用中文",
+                "用英文",
             ],
         ),
         Rule::new(
             Lessons,
             &[
+                "we lost",
+                "cost us",
+                "lost the",
                 "learned",
                 "learnt",
                 "lesson",
@@ -137,18 +186,62 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "mistake",
                 "mistakes",
                 "gotcha",
+                "gotchas",
                 "pitfall",
+                "pitfalls",
                 "never again",
+                "lesson learned",
+                "the hard way",
+                "turns out",
+                "turned out",
+                "in hindsight",
+                "next time",
+                "takeaway",
+                "takeaways",
+                "went wrong",
+                "caused by",
+                "root cause",
+                "postmortem",
+                "post-mortem",
+                "outage",
+                "should have",
+                "shouldn't have",
+                "don't trust",
+                "never trust",
+                "watch out",
+                "be careful",
+                "keep making",
+                "underestimated",
+                "overestimated",
                 "教训",
                 "经验",
                 "踩坑",
                 "坑",
+                "复盘",
+                "原来",
+                "下次",
+                "以后不要",
+                "以后一定",
+                "小心",
+                "失败",
+                "原因是",
+                "总结",
+                "搞坏",
+                "出事",
+                "事故",
+                "故障",
+                "吸取",
             ],
         ),
-        Rule::new(
+        Rule::with_patterns(
             Date,
             &[
+                "lunch with",
+                "dinner with",
+                "meeting with",
+                "call with",
                 "deadline",
+                "deadlines",
                 "due on",
                 "due by",
                 "due date",
@@ -156,53 +249,248 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "schedule",
                 "scheduled",
                 "appointment",
+                "expires on",
+                "expires",
+                "expiry",
+                "ends on",
+                "starts on",
+                "closes on",
+                "opens on",
+                "birthday",
+                "anniversary",
+                "offsite",
+                "flight departs",
+                "arrives",
+                "every weekday",
+                "standup",
                 "截止",
                 "到期",
                 "日程",
                 "期限",
+                "安排",
+                "假期",
+                "放假",
+                "开学",
+                "生日",
+                "纪念日",
+                "例会",
+                "上班",
+                "前交",
+                "考试",
+            ],
+            &[
+                "january #",
+                "jan #",
+                "february #",
+                "feb #",
+                "march #",
+                "mar #",
+                "april #",
+                "apr #",
+                "may #",
+                "june #",
+                "jun #",
+                "july #",
+                "jul #",
+                "august #",
+                "aug #",
+                "september #",
+                "sep #",
+                "sept #",
+                "october #",
+                "oct #",
+                "november #",
+                "nov #",
+                "december #",
+                "dec #",
+                "#年#月",
+                "#号",
+                "# 号",
             ],
         ),
-        Rule::new(
+        Rule::with_patterns(
             Reminders,
             &[
+                "on monday",
+                "on tuesday",
+                "on wednesday",
+                "on thursday",
+                "on friday",
+                "on saturday",
+                "on sunday",
+                "remind",
                 "remind me",
                 "reminder",
                 "reminders",
                 "don't forget",
                 "do not forget",
+                "remember to",
+                "make sure to",
+                "need to",
+                "have to",
+                "follow up",
+                "ping",
+                "pick up",
+                "book the",
+                "renew",
+                "cancel",
+                "todo",
+                "to-do",
+                "tonight",
+                "tomorrow",
+                "this weekend",
+                "next week",
+                "next month",
+                "before leaving",
+                "on the way home",
+                "by friday",
+                "by monday",
+                "before it",
                 "提醒",
                 "别忘了",
+                "别忘",
                 "不要忘记",
+                "记得",
+                "明天",
+                "后天",
+                "今晚",
+                "周末",
+                "下班前",
+                "下周",
+                "之前",
+                "别迟到",
+                "待办",
             ],
+            &["#pm", "#am", "# pm", "# am"],
         ),
         Rule::new(
             Decisions,
             &[
+                "we decided",
+                "i decided",
+                "agreed with",
                 "decided",
+                "decide",
                 "decision",
                 "decisions",
                 "we chose",
                 "i chose",
+                "chose",
                 "we went with",
+                "going with",
+                "went with",
+                "picked",
+                "settled on",
+                "final call",
+                "agreed",
+                "we'll drop",
+                "will drop",
+                "will stay",
+                "not going to",
+                "design choice",
+                "adr",
+                "opted",
+                "we will use",
+                "we'll use",
+                "off the table",
+                "approved",
                 "决定",
                 "决策",
                 "选定",
+                "定了",
+                "定下来",
+                "通过了",
+                "统一用",
+                "改用",
+                "放弃",
+                "确定",
+                "最终",
+                "选了",
+                "拍板",
+                "采用",
             ],
         ),
         Rule::new(
             Habits,
             &[
+                "monday mornings",
+                "monday evenings",
+                "monday nights",
+                "monday afternoons",
+                "tuesday mornings",
+                "tuesday evenings",
+                "tuesday nights",
+                "tuesday afternoons",
+                "wednesday mornings",
+                "wednesday evenings",
+                "wednesday nights",
+                "wednesday afternoons",
+                "thursday mornings",
+                "thursday evenings",
+                "thursday nights",
+                "thursday afternoons",
+                "friday mornings",
+                "friday evenings",
+                "friday nights",
+                "friday afternoons",
+                "saturday mornings",
+                "saturday evenings",
+                "saturday nights",
+                "saturday afternoons",
+                "sunday mornings",
+                "sunday evenings",
+                "sunday nights",
+                "sunday afternoons",
+                "mondays",
+                "tuesdays",
+                "wednesdays",
+                "thursdays",
+                "fridays",
+                "saturdays",
+                "sundays",
+                "mornings",
+                "evenings",
                 "habit",
                 "habits",
                 "routine",
+                "routines",
                 "every morning",
                 "every day",
                 "every night",
                 "every week",
+                "every evening",
+                "every month",
+                "each morning",
+                "usually",
+                "typically",
+                "tends to",
+                "most days",
+                "weekly",
+                "daily",
+                "bedtime",
+                "first thing",
+                "on weekends",
+                "on saturdays",
+                "on sundays",
+                "after work",
+                "after lunch",
+                "before bed",
+                "often",
+                "always starts",
                 "每天",
                 "每周",
                 "每晚",
+                "每月",
+                "每个月",
                 "习惯",
+                "一般",
+                "坚持",
+                "睡前",
+                "早上",
+                "通常",
+                "经常",
+                "总是",
+                "每次",
             ],
         ),
         Rule::new(
@@ -212,21 +500,98 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "skill",
                 "skills",
                 "technique",
+                "techniques",
                 "recipe",
+                "steps to",
+                "to restore",
+                "to install",
+                "to rotate",
+                "fluent",
+                "can read",
+                "can speak",
+                "can do",
+                "can run",
+                "can manage",
+                "knows",
+                "good at",
+                "learning to",
+                "certified",
+                "certification",
+                "comfortable with",
+                "experienced",
+                "expert",
+                "proficient",
+                "familiar with",
+                "able to",
                 "技能",
                 "如何",
                 "怎么做",
+                "怎么",
+                "我会",
+                "会用",
+                "擅长",
+                "熟练",
+                "精通",
+                "学会",
+                "在学",
+                "正在学",
+                "能独立",
+                "步骤",
+                "会修",
+                "会弹",
+                "会说",
             ],
         ),
         Rule::new(
             Feedback,
             &[
+                "suggestion from",
+                "feedback from",
                 "feedback",
                 "suggestion",
                 "suggestions",
                 "review comment",
+                "code review",
+                "reviewer",
+                "review",
+                "said",
+                "complain",
+                "complains",
+                "complained",
+                "too long",
+                "too slow",
+                "too many",
+                "too small",
+                "keep doing",
+                "good job",
+                "well done",
+                "please don't",
+                "stop doing",
+                "you keep",
+                "you wrote",
+                "your answers",
+                "should delegate",
+                "could be better",
+                "confusing",
+                "hard to",
+                "users say",
+                "customer interview",
                 "反馈",
                 "建议",
+                "意见",
+                "评审",
+                "吐槽",
+                "满意",
+                "不满意",
+                "太慢",
+                "太长",
+                "太啰嗦",
+                "太小",
+                "希望",
+                "说我",
+                "你上次",
+                "以后回答",
+                "没跑通",
             ],
         ),
         Rule::new(
@@ -238,9 +603,54 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "repository",
                 "codebase",
                 "milestone",
+                "milestones",
+                "deploy",
+                "deploys",
+                "deployed",
+                "deployment",
+                "staging",
+                "production",
+                "sprint",
+                "release",
+                "monorepo",
+                "github.com",
+                "gitlab",
+                "ci",
+                "cluster",
+                "backend",
+                "frontend",
+                "service",
+                "services",
+                "stack",
+                "thesis",
+                "prototype",
+                "mvp",
+                "launch",
+                "migration",
+                "rewrite",
+                "redesign",
+                "revamp",
+                "roadmap",
+                "hosted",
+                "hosting",
                 "项目",
                 "仓库",
                 "里程碑",
+                "部署",
+                "上线",
+                "迁移",
+                "前端",
+                "后端",
+                "系统",
+                "改版",
+                "毕业设计",
+                "开发",
+                "平台",
+                "一期",
+                "二期",
+                "集群",
+                "外包",
+                "设计稿",
             ],
         ),
         Rule::new(
@@ -253,10 +663,57 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "coworker",
                 "co-worker",
                 "friend",
+                "my manager",
+                "my boss",
+                "my sister",
+                "my brother",
+                "my mother",
+                "my father",
+                "my mom",
+                "my dad",
+                "my wife",
+                "my husband",
+                "my son",
+                "my daughter",
+                "my landlord",
+                "landlord",
+                "intern",
+                "contractor",
+                "mentor",
+                "neighbour",
+                "neighbor",
+                "recruiter",
+                "runs the",
+                "is the new",
+                "reach him",
+                "reach her",
+                "ping him",
+                "ping her",
+                "he is",
+                "she is",
+                "he's",
+                "she's",
+                "his",
+                "her",
                 "朋友",
                 "同事",
                 "老板",
                 "认识了",
+                "导师",
+                "老师",
+                "妈妈",
+                "爸爸",
+                "父亲",
+                "母亲",
+                "哥哥",
+                "姐姐",
+                "弟弟",
+                "妹妹",
+                "领导",
+                "负责人",
+                "他",
+                "她",
+                "微信号",
             ],
         ),
         Rule::new(
@@ -267,8 +724,47 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "fact:",
                 "facts:",
                 "fun fact",
+                "means",
+                "by default",
+                "defaults to",
+                "is not supported",
+                "is a",
+                "are",
+                "protocol",
+                "algorithm",
+                "encodes",
+                "header",
+                "index",
+                "indexes",
+                "cache",
+                "thread",
+                "threads",
+                "kernel",
+                "compiler",
+                "database",
+                "transaction",
+                "isolation",
+                "checksum",
+                "latency",
+                "bytes",
+                "mode",
                 "知识",
                 "原理",
+                "定理",
+                "协议",
+                "算法",
+                "默认",
+                "机制",
+                "是指",
+                "保证",
+                "用来",
+                "持久化",
+                "隔离级别",
+                "线程",
+                "进程",
+                "并发",
+                "状态",
+                "转化",
             ],
         ),
         Rule::new(
@@ -278,19 +774,89 @@ pub fn builtin_rules() -> Vec<Rule> {
                 "core values",
                 "my mission",
                 "who i am",
+                "core belief",
+                "i believe",
+                "believe",
+                "mission",
+                "purpose",
+                "north star",
+                "matters most",
+                "what matters",
+                "line i won't cross",
+                "i want to be",
+                "i want everything",
+                "i'd rather ship",
+                "first of all",
+                "fundamentally",
+                "i see myself",
+                "stand for",
+                "the agent should act",
                 "价值观",
                 "使命",
+                "人生",
+                "信条",
+                "意义",
+                "相信",
+                "最重要",
+                "这辈子",
+                "初心",
+                "理想",
             ],
         ),
         Rule::new(
             Character,
             &[
+                "come across",
+                "comes across",
                 "personality",
                 "communication style",
                 "tone of voice",
+                "tone",
+                "persona",
+                "introvert",
+                "introverted",
+                "extrovert",
+                "extroverted",
+                "impatient",
+                "patient",
+                "direct",
+                "blunt",
+                "sense of humour",
+                "sense of humor",
+                "humour",
+                "humor",
+                "perfectionist",
+                "stubborn",
+                "optimistic",
+                "pessimistic",
+                "skeptical",
+                "sceptical",
+                "shy",
+                "quiet",
+                "calm",
+                "by nature",
+                "to a fault",
+                "when stressed",
+                "i tend to be",
+                "i'm an",
+                "sycophantic",
+                "formally",
                 "性格",
                 "语气",
                 "说话风格",
+                "风格",
+                "这个人",
+                "个性",
+                "内向",
+                "外向",
+                "慢热",
+                "急",
+                "耐心",
+                "完美主义",
+                "冲动",
+                "幽默",
+                "焦虑",
+                "温和",
             ],
         ),
     ]
@@ -314,11 +880,224 @@ pub fn classify(
     best(&scores(title, body, rules))
 }
 
+/// A note as the organizer sees it: its words, and what it says about
+/// itself (frontmatter, tags, folder) and what others say about it (how
+/// many notes link to it).
+#[derive(Debug, Clone, Default)]
+pub struct Note<'a> {
+    /// Frontmatter `title`, else the first heading, else the file name's
+    /// words (none when they only repeat the body's first words).
+    pub title: Cow<'a, str>,
+    /// The body, without the frontmatter.
+    pub body: &'a str,
+    /// The parsed file, when there is one: frontmatter and tags.
+    pub memory: Option<&'a Memory>,
+    /// Where the note is in the store, such as `inbox/x.md` or
+    /// `obsidian/People/x.md`.
+    pub path: &'a str,
+    /// How many other notes link to this one.
+    pub linked_from: usize,
+}
+
+impl<'a> Note<'a> {
+    /// A note known only by its words.
+    pub fn text(title: &'a str, body: &'a str) -> Note<'a> {
+        Note {
+            title: Cow::Borrowed(title),
+            body,
+            ..Note::default()
+        }
+    }
+
+    /// A parsed file: `text` is what `memory` was parsed from.
+    pub fn of(memory: &'a Memory, text: &'a str, path: &'a str, linked_from: usize) -> Note<'a> {
+        let body = memory.body(text);
+        let stem = path
+            .rsplit('/')
+            .next()
+            .and_then(|name| name.strip_suffix(".md"))
+            .unwrap_or_default();
+        let title = if memory.title == stem {
+            file_name_title(stem, body)
+        } else {
+            Cow::Borrowed(memory.title.as_str())
+        };
+        Note {
+            title,
+            body,
+            memory: Some(memory),
+            path,
+            linked_from,
+        }
+    }
+
+    fn frontmatter(&self) -> Option<&'a Frontmatter> {
+        self.memory.map(|m| &m.frontmatter)
+    }
+
+    /// The frontmatter `type`, lowercased.
+    fn kind(&self) -> Option<String> {
+        self.frontmatter()
+            .and_then(|f| f.kind.as_deref())
+            .map(|k| k.trim().to_lowercase())
+    }
+
+    /// A task or to-do: its date is when to do it, not a date to keep.
+    fn is_task(&self) -> bool {
+        let task = |w: &str| matches!(w, "task" | "tasks" | "todo" | "to-do");
+        self.kind().is_some_and(|k| task(&k))
+            || self
+                .memory
+                .is_some_and(|m| m.tags.iter().any(|t| task(t.as_str())))
+    }
+
+    /// The folders the note sits in and the one it was imported from
+    /// (`source_path`), without the inbox.
+    fn folders(&self) -> Vec<&'a str> {
+        let source = self
+            .frontmatter()
+            .and_then(|f| f.extra.get("source_path"))
+            .and_then(|v| v.as_str());
+        let mut out = Vec::new();
+        for path in std::iter::once(self.path).chain(source) {
+            let mut parts: Vec<&str> = path.split(['/', '\\']).collect();
+            parts.pop();
+            out.extend(parts.into_iter().filter(|p| *p != "inbox"));
+        }
+        out
+    }
+}
+
+/// The words of a file name used as a title: `dentist-tuesday` is
+/// `dentist tuesday`, but a name made from the body's first words (as
+/// `remember` and imports name notes) says nothing the body does not.
+fn file_name_title<'a>(stem: &'a str, body: &str) -> Cow<'a, str> {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let name = words(stem);
+    let head = words(truncate_at_char(body, 512));
+    if name.is_empty() || head.starts_with(&name) || head.concat().starts_with(&name.concat()) {
+        return Cow::Borrowed("");
+    }
+    Cow::Owned(name.join(" "))
+}
+
+/// Picks the category for a note: the one it names, else what its type,
+/// tags, folder, title or links say it is, else its words (see
+/// [`classify`]). `None` means nothing placed it: the organizer then
+/// files it under the configured default category, or leaves it in the
+/// inbox.
+pub fn classify_note(note: &Note<'_>, rules: &[Rule]) -> Option<Category> {
+    let named = note.frontmatter().and_then(|f| f.category);
+    if let Some(category) = named.filter(|c| *c != Category::Inbox) {
+        return Some(category);
+    }
+    let task = note.is_task();
+    // A task's date says when to do it: it is a reminder, never a date.
+    let no_date = |c: Category| {
+        if task && c == Category::Date {
+            Category::Reminders
+        } else {
+            c
+        }
+    };
+    if let Some(category) = best(&self_description(note)) {
+        return Some(no_date(category));
+    }
+    let mut scores = scores(&note.title, note.body, rules);
+    if task && let Some(points) = scores.remove(&Category::Date) {
+        *scores.entry(Category::Reminders).or_default() += points;
+    }
+    best(&scores)
+}
+
+/// Votes from what the note says about itself: its `type`, its tags
+/// (each level of `people/colleague`), its folders, a title that names a
+/// person, and the shape of a project's hub page.
+fn self_description(note: &Note<'_>) -> BTreeMap<Category, u32> {
+    let mut votes: BTreeMap<Category, u32> = BTreeMap::new();
+    let mut vote = |category: Option<Category>, points: u32| {
+        if let Some(c) = category.filter(|c| *c != Category::Inbox) {
+            *votes.entry(c).or_default() += points;
+        }
+    };
+    if let Some(kind) = note.kind() {
+        vote(named_category(&kind), TYPE_VOTE);
+    }
+    if let Some(memory) = note.memory {
+        for tag in &memory.tags {
+            let mut levels = tag.split('/');
+            vote(levels.next().and_then(named_category), TAG_VOTE);
+            for level in levels {
+                vote(named_category(level), FOLDER_VOTE);
+            }
+        }
+    }
+    for folder in note.folders() {
+        vote(named_category(folder), FOLDER_VOTE);
+    }
+    if names_a_person(note) {
+        vote(Some(Category::People), TAG_VOTE);
+    }
+    if note.linked_from >= HUB_LINKS && outlines_a_project(note.body) {
+        vote(Some(Category::Project), TAG_VOTE);
+    }
+    votes
+}
+
+/// Votes: a `type` counts most, a tag's first level next, then a deeper
+/// tag level or a folder.
+const TYPE_VOTE: u32 = 4;
+const TAG_VOTE: u32 = 3;
+const FOLDER_VOTE: u32 = 2;
+
+/// A note that this many others link to, outlined like a project (goals,
+/// team, milestones), is the project's hub, whatever decisions it lists.
+const HUB_LINKS: usize = 3;
+
+/// The category a type, tag or folder name stands for: `people`,
+/// `Projects`, `ADR`, `2. Decisions`, `人物`.
+fn named_category(name: &str) -> Option<Category> {
+    use Category::*;
+    let name = name
+        .trim()
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c.is_ascii_punctuation() || c == ' ')
+        .to_lowercase();
+    let category =
+        match name.as_str() {
+            "person" | "people" | "persons" | "contact" | "contacts" | "colleague"
+            | "colleagues" | "friend" | "friends" | "family" | "人物" | "人" | "联系人"
+            | "同事" | "朋友" | "家人" => People,
+            "project" | "projects" | "项目" => Project,
+            "decision" | "decisions" | "adr" | "adrs" | "决策" | "决定" => Decisions,
+            "lesson" | "lessons" | "postmortem" | "postmortems" | "post-mortem" | "incident"
+            | "incidents" | "教训" | "复盘" | "踩坑" => Lessons,
+            "habit" | "habits" | "routine" | "routines" | "习惯" => Habits,
+            "skill" | "skills" | "howto" | "how-to" | "howtos" | "技能" | "教程" => Skills,
+            "preference" | "preferences" | "prefs" | "偏好" => Preferences,
+            "knowledge" | "reference" | "references" | "til" | "fact" | "facts" | "concept"
+            | "concepts" | "wiki" | "tech" | "知识" | "读书笔记" => Knowledge,
+            "feedback" | "review" | "reviews" | "反馈" => Feedback,
+            "daily" | "journal" | "journals" | "calendar" | "event" | "events" | "日记"
+            | "日程" => Date,
+            "reminder" | "reminders" | "提醒" => Reminders,
+            "soul" | "identity" | "values" | "价值观" => Soul,
+            "character" | "personality" | "性格" => Character,
+            _ => return None,
+        };
+    Some(category)
+}
+
 /// Every category's score for this text, for diagnostics (`dream`
 /// summaries, tests). Categories that scored nothing are left out.
 pub fn scores(title: &str, body: &str, rules: &[Rule]) -> BTreeMap<Category, u32> {
+    let (title_raw, body_raw) = (title, truncate_at_char(body, MAX_SCANNED_BYTES));
     let title = normalize(title);
-    let body = normalize(truncate_at_char(body, MAX_SCANNED_BYTES));
+    let body = normalize(body_raw);
 
     // Deduplicated so a config rule repeating a built-in keyword does not
     // count it twice.
@@ -377,6 +1156,19 @@ pub fn scores(title: &str, body: &str, rules: &[Rule]) -> BTreeMap<Category, u32
         1,
         mentions_date(&title),
         mentions_date(&body),
+    );
+    // Technical terms (`TCP`, `ext4`, `Arc<T>`) mark a technical fact;
+    // knowledge comes last in the tie-break, so they only decide when
+    // nothing more specific spoke.
+    let technical = technical_terms(title_raw) + technical_terms(body_raw);
+    add(Category::Knowledge, 1, false, technical >= TECHNICAL_TERMS);
+    // A note that opens with an instruction ("Use British spelling")
+    // states how its reader wants things done.
+    add(
+        Category::Preferences,
+        1,
+        false,
+        opens_with_an_instruction(&body),
     );
     scores
 }
@@ -513,6 +1305,525 @@ fn wildcard_find(line: &str, pattern: &str) -> bool {
     pat[p..].iter().all(|c| *c == '*')
 }
 
+/// Whether the title is a person's name: `Bob Martinez`, `Dr. Patel`,
+/// `Carol`, `陈建国`, `老陈`. A known given name says so for a name of
+/// two or three words; otherwise, and for a lone word, something must
+/// back the name: aliases, notes linking to it, or words about a person.
+fn names_a_person(note: &Note<'_>) -> bool {
+    let title = note.title.trim();
+    let backed = note
+        .memory
+        .is_some_and(|m| !m.frontmatter.aliases.is_empty())
+        || note.linked_from > 0
+        || speaks_of_a_person(note.body);
+    if title.chars().any(is_cjk) {
+        let chars: Vec<char> = title.chars().collect();
+        let name = match chars.first() {
+            Some('老' | '小' | '阿') => &chars[1..],
+            _ => &chars[..],
+        };
+        let surname = name.first().is_some_and(|c| CJK_SURNAMES.contains(*c))
+            || (name.len() >= 3
+                && CJK_COMPOUND_SURNAMES.contains(&name[..2].iter().collect::<String>().as_str()));
+        return backed
+            && surname
+            && (2..=4).contains(&chars.len())
+            && chars.iter().all(|c| is_cjk(*c));
+    }
+    let words: Vec<&str> = title.split_whitespace().collect();
+    if !(1..=3).contains(&words.len()) || !words.iter().all(|w| is_name_word(w)) {
+        return false;
+    }
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    if lower.iter().any(|w| NOT_NAMES.contains(&w.as_str())) {
+        return false;
+    }
+    let first = lower[0].trim_end_matches('.');
+    let honorific = HONORIFICS.contains(&first) && words.len() > 1;
+    let known = GIVEN_NAMES.contains(&first);
+    match words.len() {
+        1 => known && backed,
+        _ => honorific || known || backed,
+    }
+}
+
+/// A word of a name: capitalized letters (`Nguyen`, `O'Brien`,
+/// `Jean-Luc`) or an initial (`A.`).
+fn is_name_word(word: &str) -> bool {
+    let mut chars = word.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let rest: Vec<char> = chars.collect();
+    first.is_uppercase()
+        && (rest == ['.']
+            || (!rest.is_empty()
+                && rest
+                    .iter()
+                    .all(|c| c.is_alphabetic() || matches!(c, '-' | '\'' | '’' | '.'))
+                && rest.iter().any(|c| c.is_lowercase())))
+}
+
+/// Words that say the text is about a person.
+fn speaks_of_a_person(body: &str) -> bool {
+    let text = normalize(truncate_at_char(body, 4096)).replace('\n', " ");
+    PERSON_CUES.iter().any(|cue| contains_keyword(&text, cue))
+}
+
+const PERSON_CUES: &[&str] = &[
+    "he",
+    "she",
+    "him",
+    "her",
+    "his",
+    "hers",
+    "met",
+    "phone",
+    "email",
+    "birthday",
+    "works at",
+    "works on",
+    "works from",
+    "lives in",
+    "married",
+    "son",
+    "daughter",
+    "wife",
+    "husband",
+    "brother",
+    "sister",
+    "mother",
+    "father",
+    "neighbour",
+    "neighbor",
+    "co-founder",
+    "cofounder",
+    "colleague",
+    "manager",
+    "friend",
+    "recruiter",
+    "contractor",
+    "intern",
+    "他",
+    "她",
+    "同事",
+    "朋友",
+    "老师",
+    "领导",
+    "经理",
+    "生日",
+    "电话",
+    "微信",
+    "邮箱",
+];
+
+/// Titles and honorifics before a name.
+const HONORIFICS: &[&str] = &[
+    "dr", "mr", "mrs", "ms", "miss", "prof", "uncle", "aunt", "auntie", "grandma", "grandpa",
+    "cousin", "sir",
+];
+
+/// Capitalized words of titles that are not names.
+const NOT_NAMES: &[&str] = &[
+    "the",
+    "a",
+    "an",
+    "of",
+    "and",
+    "for",
+    "with",
+    "to",
+    "on",
+    "in",
+    "at",
+    "my",
+    "our",
+    "how",
+    "what",
+    "why",
+    "new",
+    "notes",
+    "note",
+    "meeting",
+    "meetings",
+    "review",
+    "plan",
+    "setup",
+    "project",
+    "launch",
+    "overview",
+    "weekly",
+    "daily",
+    "guide",
+    "ideas",
+    "list",
+    "log",
+    "summary",
+    "report",
+    "design",
+    "architecture",
+    "roadmap",
+    "status",
+    "team",
+    "home",
+    "untitled",
+    "draft",
+    "todo",
+    "readme",
+    "index",
+    "inbox",
+    "template",
+    "templates",
+];
+
+/// Common given names: enough to tell `Bob Martinez` from `Atlas Roadmap`.
+/// Names that are also ordinary words or months (May, June, Will, Mark)
+/// are left out.
+const GIVEN_NAMES: &[&str] = &[
+    "aaron",
+    "abdul",
+    "adam",
+    "adrian",
+    "ahmed",
+    "aisha",
+    "akira",
+    "alan",
+    "albert",
+    "alex",
+    "alexander",
+    "alexandra",
+    "alice",
+    "alicia",
+    "ali",
+    "allison",
+    "amanda",
+    "amber",
+    "amir",
+    "amy",
+    "ana",
+    "andrea",
+    "andrew",
+    "andy",
+    "angela",
+    "anita",
+    "ann",
+    "anna",
+    "anne",
+    "anthony",
+    "antonio",
+    "arjun",
+    "arthur",
+    "ashley",
+    "barbara",
+    "ben",
+    "benjamin",
+    "beth",
+    "betty",
+    "bill",
+    "bob",
+    "brandon",
+    "brian",
+    "bruce",
+    "carl",
+    "carlos",
+    "carol",
+    "caroline",
+    "catherine",
+    "charles",
+    "charlie",
+    "charlotte",
+    "chen",
+    "chris",
+    "christian",
+    "christina",
+    "christopher",
+    "claire",
+    "claudia",
+    "daniel",
+    "david",
+    "deborah",
+    "dennis",
+    "diana",
+    "diego",
+    "dmitri",
+    "donald",
+    "dorothy",
+    "douglas",
+    "edward",
+    "elena",
+    "elizabeth",
+    "ella",
+    "ellen",
+    "emily",
+    "emma",
+    "eric",
+    "erik",
+    "ethan",
+    "eva",
+    "fatima",
+    "felix",
+    "fernando",
+    "francesca",
+    "francisco",
+    "frank",
+    "gabriel",
+    "gary",
+    "george",
+    "gloria",
+    "grace",
+    "greg",
+    "gregory",
+    "hannah",
+    "hans",
+    "harry",
+    "heather",
+    "helen",
+    "henry",
+    "hiro",
+    "hiroshi",
+    "ian",
+    "ines",
+    "isabel",
+    "isabella",
+    "ivan",
+    "jack",
+    "jacob",
+    "james",
+    "jamie",
+    "jane",
+    "janet",
+    "jason",
+    "javier",
+    "jeff",
+    "jennifer",
+    "jenny",
+    "jeremy",
+    "jess",
+    "jessica",
+    "jim",
+    "joan",
+    "joe",
+    "john",
+    "jonas",
+    "jonathan",
+    "jorge",
+    "jose",
+    "joseph",
+    "joshua",
+    "juan",
+    "judith",
+    "julia",
+    "julie",
+    "justin",
+    "karen",
+    "karl",
+    "kate",
+    "katherine",
+    "kathy",
+    "keith",
+    "kelly",
+    "kenji",
+    "kevin",
+    "kim",
+    "laura",
+    "lauren",
+    "lena",
+    "leo",
+    "li",
+    "linda",
+    "lisa",
+    "liu",
+    "lucas",
+    "lucy",
+    "luis",
+    "maria",
+    "marco",
+    "margaret",
+    "maria",
+    "marie",
+    "mario",
+    "martin",
+    "mary",
+    "matt",
+    "matthew",
+    "maya",
+    "mei",
+    "mia",
+    "michael",
+    "michelle",
+    "miguel",
+    "mike",
+    "ming",
+    "mohammed",
+    "muhammad",
+    "nadia",
+    "nancy",
+    "natalie",
+    "nathan",
+    "nicholas",
+    "nick",
+    "nicole",
+    "nina",
+    "noah",
+    "olga",
+    "oliver",
+    "olivia",
+    "omar",
+    "oscar",
+    "pablo",
+    "pamela",
+    "patricia",
+    "patrick",
+    "paul",
+    "pedro",
+    "peter",
+    "philip",
+    "pierre",
+    "priya",
+    "rachel",
+    "rahul",
+    "raj",
+    "ravi",
+    "raymond",
+    "rebecca",
+    "richard",
+    "rob",
+    "robert",
+    "roberto",
+    "ruth",
+    "ryan",
+    "sam",
+    "samantha",
+    "samuel",
+    "sandra",
+    "sara",
+    "sarah",
+    "scott",
+    "sean",
+    "sergei",
+    "sharon",
+    "simon",
+    "sofia",
+    "sophie",
+    "stephanie",
+    "stephen",
+    "steve",
+    "steven",
+    "susan",
+    "sven",
+    "takeshi",
+    "thomas",
+    "tim",
+    "timothy",
+    "tom",
+    "tomasz",
+    "tony",
+    "victor",
+    "victoria",
+    "vincent",
+    "wei",
+    "william",
+    "yuki",
+    "yusuf",
+    "zoe",
+];
+
+/// The hundred commonest Chinese surnames.
+const CJK_SURNAMES: &str = "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤";
+
+const CJK_COMPOUND_SURNAMES: &[&str] = &["欧阳", "司马", "上官", "诸葛", "东方", "皇甫", "慕容"];
+
+/// Whether the body is laid out like a project's page: headings or
+/// labels for goals, team, milestones, status, roadmap or its repository.
+fn outlines_a_project(body: &str) -> bool {
+    body.lines().any(|line| {
+        let line = line.trim();
+        let label = if let Some(heading) = line.strip_prefix('#') {
+            heading.trim_start_matches('#').trim()
+        } else if let Some((label, _)) = line.trim_start_matches(['-', '*', ' ']).split_once(':') {
+            label.trim()
+        } else {
+            return false;
+        };
+        matches!(
+            label.to_lowercase().as_str(),
+            "goals"
+                | "goal"
+                | "team"
+                | "milestones"
+                | "milestone"
+                | "status"
+                | "roadmap"
+                | "timeline"
+                | "scope"
+                | "deliverables"
+                | "stakeholders"
+                | "repo"
+                | "repository"
+                | "owner"
+                | "目标"
+                | "里程碑"
+                | "进度"
+                | "团队"
+                | "范围"
+                | "时间线"
+                | "仓库"
+                | "负责人"
+        )
+    })
+}
+
+/// How many technical terms make a note a technical fact.
+const TECHNICAL_TERMS: usize = 2;
+
+/// Counts technical terms: acronyms (`TCP`, `BM25`), words mixing letters
+/// and digits (`ext4`, `k1`), inner capitals (`PostgreSQL`), code
+/// (`` `x` ``, `a::b`, `Arc<T>`, `snake_case`, `--flag`) and units
+/// (`343 m/s`, `20°C`).
+fn technical_terms(text: &str) -> usize {
+    let text = truncate_at_char(text, 4096);
+    let mut count = text.matches('`').count() / 2;
+    for word in text.split(|c: char| {
+        c.is_whitespace()
+            || is_cjk(c)
+            || matches!(c, ',' | ';' | '(' | ')' | '，' | '。' | '：' | '、')
+    }) {
+        let word = word.trim_matches(|c: char| matches!(c, '.' | ':' | '!' | '?' | '"' | '\''));
+        let letters = word.chars().filter(|c| c.is_ascii_alphabetic()).count();
+        let digits = word.chars().filter(char::is_ascii_digit).count();
+        let upper = word.chars().filter(char::is_ascii_uppercase).count();
+        let acronym = (2..=6).contains(&word.len())
+            && upper >= 2
+            && word
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '-');
+        let mixed = letters > 0 && digits > 0 && word.len() <= 12 && !word.contains(':');
+        let inner_capital = word.chars().skip(1).any(|c| c.is_ascii_uppercase())
+            && word.chars().any(|c| c.is_ascii_lowercase())
+            && !word.contains('-');
+        let code = word.contains("::")
+            || (word.contains('<') && word.contains('>'))
+            || (word.contains('_') && letters > 0)
+            || word.starts_with("--");
+        let unit = word.starts_with(|c: char| c.is_ascii_digit())
+            && (word.ends_with("°c") || word.ends_with("°C") || word.contains("m/s"));
+        if acronym || mixed || inner_capital || code || unit {
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Whether the body (normalized) opens with an instruction about how to
+/// do things: `Use …`, `Keep …`, `Write …`, `Avoid …`.
+fn opens_with_an_instruction(body: &str) -> bool {
+    let first = body.split([' ', '\n']).next().unwrap_or_default();
+    matches!(
+        first,
+        "use" | "keep" | "write" | "avoid" | "answer" | "reply" | "respond" | "format" | "call"
+    ) && !body.starts_with("call the")
+}
+
 /// Whether the text names a calendar date: `2026-12-01`, `2026/12/01`,
 /// `12月1日` or `12月1号`.
 fn mentions_date(text: &str) -> bool {
@@ -646,10 +1957,7 @@ mod tests {
     fn title_counts_double() {
         // Body alone: decisions (1) vs lessons (1) would tie -> decisions.
         assert_eq!(c("decided; mistake"), Some(Decisions));
-        assert_eq!(
-            classify("A mistake", "we decided", None, &[]),
-            Some(Lessons)
-        );
+        assert_eq!(classify("A mistake", "decided", None, &[]), Some(Lessons));
     }
 
     #[test]
@@ -704,15 +2012,15 @@ mod tests {
         let rules = vec![Rule {
             category: Project,
             keywords: vec![],
-            patterns: vec!["JIRA-####".into(), "deploy*prod".into()],
+            patterns: vec!["JIRA-####".into(), "ship*prod".into()],
         }];
         assert_eq!(
             classify("", "see jira-1234 now", None, &rules),
             Some(Project)
         );
         assert_eq!(classify("", "see JIRA-12x4", None, &rules), None);
-        assert_eq!(classify("", "deploy to prod", None, &rules), Some(Project));
-        assert_eq!(classify("", "deploy\nto prod", None, &rules), None);
+        assert_eq!(classify("", "ship to prod", None, &rules), Some(Project));
+        assert_eq!(classify("", "ship\nto prod", None, &rules), None);
         // A pattern of only stars would match everything; it is ignored.
         let stars = vec![Rule {
             category: Project,
@@ -752,6 +2060,98 @@ mod tests {
         let mut body = "x ".repeat(MAX_SCANNED_BYTES);
         body.push_str("prefers");
         assert_eq!(c(&body), None);
+    }
+
+    fn note(path: &str, text: &str, linked_from: usize) -> Option<Category> {
+        let stem = path.rsplit('/').next().unwrap_or_default();
+        let memory = crate::memory::parse(stem.trim_end_matches(".md"), text);
+        classify_note(&Note::of(&memory, text, path, linked_from), &[])
+    }
+
+    #[test]
+    fn what_a_note_says_about_itself_comes_before_its_words() {
+        // Nested tag, aliases: a person, though the words say "decided".
+        let alice = "---\ntags: [people/colleague]\naliases: [Alice]\n---\n# Alice Nguyen\n\nWe decided she leads design.\n";
+        assert_eq!(note("inbox/alice-nguyen.md", alice, 0), Some(People));
+        assert_eq!(
+            note("inbox/x.md", "---\ntype: decision\n---\nI prefer tea\n", 0),
+            Some(Decisions)
+        );
+        assert_eq!(
+            note(
+                "inbox/x.md",
+                "---\nsource_path: Projects/Garden/x.md\n---\nsoil sensors\n",
+                0
+            ),
+            Some(Project)
+        );
+        assert_eq!(
+            note("obsidian/People/x.md", "plays chess\n", 0),
+            Some(People)
+        );
+        // An explicit category still wins over everything.
+        assert_eq!(
+            note(
+                "inbox/x.md",
+                "---\ncategory: lessons\ntype: decision\n---\nx\n",
+                0
+            ),
+            Some(Lessons)
+        );
+    }
+
+    #[test]
+    fn a_person_named_in_the_title_is_people_even_with_dates() {
+        let bob = "# Bob Martinez\n\nJoined 2023-04-17. Birthday 1988-06-02.\n";
+        assert_eq!(note("inbox/bob-martinez.md", bob, 2), Some(People));
+        // A lone capitalized word is a name only when it is a known one
+        // and something backs it.
+        assert_eq!(
+            note("inbox/atlas.md", "# Atlas\n\nLaunch on 2026-01-02.\n", 2),
+            Some(Date)
+        );
+        assert_eq!(
+            note("inbox/carol.md", "# Carol\n\nShe runs QA.\n", 0),
+            Some(People)
+        );
+        assert_eq!(
+            note(
+                "inbox/x.md",
+                "# 陈建国\n\n以前的领导，现在在杭州创业。\n",
+                0
+            ),
+            Some(People)
+        );
+    }
+
+    #[test]
+    fn a_hub_many_notes_link_to_is_its_project_whatever_decisions_it_lists() {
+        let hub = "# Zephyr\n\n## Status\nWe decided to keep the navigation.\n\n## Decisions\n- [[Zephyr navigation]]\n";
+        assert_eq!(note("inbox/zephyr.md", hub, 5), Some(Project));
+        assert_eq!(note("inbox/zephyr.md", hub, 0), Some(Decisions));
+    }
+
+    #[test]
+    fn a_task_is_never_a_date() {
+        let task = "---\ntype: task\n---\nSend the budget by 2025-12-01.\n";
+        assert_eq!(note("inbox/budget.md", task, 0), Some(Reminders));
+        let tagged = "---\ntags: [todo]\n---\nTax return due by July 31.\n";
+        assert_eq!(note("inbox/tax.md", tagged, 0), Some(Reminders));
+    }
+
+    #[test]
+    fn a_file_name_made_from_the_first_words_is_no_title() {
+        assert_eq!(file_name_title("i-prefer-tea", "I prefer tea, always."), "");
+        assert_eq!(file_name_title("如何-重置", "如何 重置 SMC"), "");
+        assert_eq!(file_name_title("dentist", "tomorrow 3pm"), "dentist");
+    }
+
+    #[test]
+    fn type_tag_and_folder_names() {
+        assert_eq!(named_category("People"), Some(People));
+        assert_eq!(named_category("2. Decisions"), Some(Decisions));
+        assert_eq!(named_category("人物"), Some(People));
+        assert_eq!(named_category("atlas"), None);
     }
 
     #[test]

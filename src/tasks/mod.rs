@@ -34,7 +34,6 @@ use parking_lot::Mutex;
 
 use crate::config::{Config, NotificationMethod};
 use crate::index::Index;
-use crate::memory::{Category, classify};
 use crate::ops::{self, Outcome, WriteEvent, Writer};
 pub use crate::ops::{Report, Skipped};
 use crate::store::counters::CounterStore;
@@ -45,15 +44,6 @@ use organize::Organizing;
 
 /// Where the last report of each task is kept, in the state dir.
 pub const REPORTS_FILE: &str = "tasks.json";
-
-/// Picks a category for a memory from its title and body.
-pub type Classifier = Arc<dyn Fn(&str, &str) -> Option<Category> + Send + Sync>;
-
-/// The classifier a configuration asks for: built-in rules plus its own.
-pub fn classifier(config: &Config) -> Classifier {
-    let rules = config.classification.rules.clone();
-    Arc::new(move |title: &str, body: &str| classify::classify(title, body, None, &rules))
-}
 
 /// Whether a memory came in with `mnemofs ingest`: it names the file it
 /// was read from in `source_path`. The organizer never takes such a note
@@ -229,7 +219,6 @@ impl Runner {
                 index: setup.index,
                 counters: setup.counters,
                 settings,
-                classify: classifier(&setup.config),
                 config: setup.config,
             },
             last: Arc::new(Mutex::new(last)),

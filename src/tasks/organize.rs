@@ -13,11 +13,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::normalize::{self, Plan, in_inbox, is_memory_path};
-use super::{Classifier, Report, Skipped, TaskSettings, now_unix};
+use super::{Report, Skipped, TaskSettings, now_unix};
 use crate::config::Config;
 use crate::index::Index;
+use crate::memory::classify::{self, Note};
 use crate::memory::reminders;
-use crate::memory::{self, Category};
+use crate::memory::{self, Category, Memory};
 use crate::ops::{self, Outcome, Writer};
 use crate::store::counters::CounterStore;
 use crate::store::{FileKind, Stat, Store, StorePath};
@@ -46,7 +47,6 @@ pub(crate) struct Organizing {
     pub(crate) store: Arc<Store>,
     pub(crate) index: Index,
     pub(crate) settings: TaskSettings,
-    pub(crate) classify: Classifier,
     pub(crate) config: Config,
 }
 
@@ -223,7 +223,8 @@ impl Organizing {
                 }
             };
         }
-        let classify = |title: &str, body: &str| (self.classify)(title, body);
+        let parsed = memory::parse(&stem(path), &text);
+        let classify = |_: &str, _: &str| self.category_of(path, &parsed, &text);
         let id = || self.id_for(path);
         let mut plan = normalize::plan(path, &text, st.mtime.sec, &classify, &id);
         if self.config.frontmatter.write_counters {
@@ -264,6 +265,22 @@ impl Organizing {
         self.index
             .id_for_untouched(&self.store, path)
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+    }
+
+    /// The category a memory names or the classifier finds for it, from
+    /// its frontmatter, tags, folders, the notes linking to it and its
+    /// words (see [`classify::classify_note`]). `None` when nothing
+    /// places it.
+    fn category_of(&self, path: &StorePath, parsed: &Memory, text: &str) -> Option<Category> {
+        let linked_from = self
+            .index
+            .backlinks(&stem(path))
+            .iter()
+            .filter(|p| *p != path)
+            .count();
+        let shown = path.to_string();
+        let note = Note::of(parsed, text, &shown, linked_from);
+        classify::classify_note(&note, &self.config.classification.rules)
     }
 
     /// `text` with a fresh id when `path` is a copy of another memory
@@ -491,10 +508,9 @@ impl Organizing {
             skip(report, "malformed frontmatter (see .mnemofs/lint)".into());
             return None;
         }
-        let category = parsed
-            .frontmatter
-            .category
-            .or_else(|| (self.classify)(&parsed.title, parsed.body(&text)));
+        let category = self
+            .category_of(path, &parsed, &text)
+            .or(self.config.classification.default_category);
         match category {
             Some(c) if c != Category::Inbox => {
                 if let Some(to) = self.move_into(path, c.as_str(), report) {
@@ -544,11 +560,9 @@ impl Organizing {
             )));
         }
         let category = category
-            .or(parsed
-                .frontmatter
-                .category
-                .filter(|c| *c != Category::Inbox))
-            .or_else(|| (self.classify)(&parsed.title, parsed.body(&text)))
+            .filter(|c| *c != Category::Inbox)
+            .or_else(|| self.category_of(path, &parsed, &text))
+            .or(self.config.classification.default_category)
             .filter(|c| *c != Category::Inbox)
             .ok_or_else(|| {
                 ops::Error::InvalidInput(format!(
