@@ -1,16 +1,17 @@
 //! Sending many described memories (an import, an ingest) to the
 //! operations layer in batches, and counting what became of them.
 //!
-//! Each batch is one [`Request::Import`]; the operations decide what is a
-//! duplicate. Ids are also remembered across the batches of one run, so
-//! the same memory found twice in one run is a duplicate even before the
-//! index has seen the first copy.
+//! Each batch is one [`Request::Import`] ([`Request::ImportVerbatim`] when
+//! a memory in it carries its file's frontmatter block); the operations
+//! decide what is a duplicate. Ids are also remembered across the batches
+//! of one run, so the same memory found twice in one run is a duplicate
+//! even before the index has seen the first copy.
 
 use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::ops::{self, Incoming, Placed, Request, Response};
+use crate::ops::{self, Incoming, Placed, Request, Response, Verbatim};
 
 /// Memories per request: large enough to keep the writers busy, small
 /// enough that a progress bar moves and a request stays small.
@@ -94,7 +95,7 @@ impl Summary {
 /// Collects memories and sends them a batch at a time.
 pub struct Batcher<'a> {
     call: &'a dyn Fn(Request) -> ops::Result<Response>,
-    pending: Vec<(String, Incoming)>,
+    pending: Vec<(String, Verbatim)>,
     seen: HashSet<String>,
     summary: Summary,
 }
@@ -131,11 +132,23 @@ impl<'a> Batcher<'a> {
     /// Queues a memory; `item` names it in the report. Sends a batch when
     /// one is full.
     pub fn push(&mut self, item: String, incoming: Incoming) -> ops::Result<()> {
-        if !self.seen.insert(incoming.id.to_lowercase()) {
+        self.push_verbatim(
+            item,
+            Verbatim {
+                memory: incoming,
+                frontmatter_text: None,
+            },
+        )
+    }
+
+    /// [`push`](Self::push) of a memory that may carry the frontmatter
+    /// block its file had, to be written back byte for byte.
+    pub fn push_verbatim(&mut self, item: String, verbatim: Verbatim) -> ops::Result<()> {
+        if !self.seen.insert(verbatim.memory.id.to_lowercase()) {
             self.summary.duplicates += 1;
             return Ok(());
         }
-        self.pending.push((item, incoming));
+        self.pending.push((item, verbatim));
         if self.pending.len() >= BATCH {
             self.flush()?;
         }
@@ -147,9 +160,17 @@ impl<'a> Batcher<'a> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let (items, memories): (Vec<String>, Vec<Incoming>) =
+        let (items, memories): (Vec<String>, Vec<Verbatim>) =
             std::mem::take(&mut self.pending).into_iter().unzip();
-        let Response::Imported { placed } = (self.call)(Request::Import { memories })? else {
+        // Plain memories go as `Import`, which older daemons know too.
+        let request = if memories.iter().any(|m| m.frontmatter_text.is_some()) {
+            Request::ImportVerbatim { memories }
+        } else {
+            Request::Import {
+                memories: memories.into_iter().map(|m| m.memory).collect(),
+            }
+        };
+        let Response::Imported { placed } = (self.call)(request)? else {
             return Err(ops::Error::Unavailable(
                 "unexpected answer to an import".into(),
             ));

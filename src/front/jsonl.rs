@@ -7,11 +7,15 @@
 //! `path`, `title`, `type` and the whole `frontmatter`.
 //!
 //! Import reads such lines back: the memory goes to its `path` with its
-//! `frontmatter` and `content`, and keeps its `id`. A line of memory-cli's
+//! `frontmatter` and `content`, and keeps its `id`; its file is written
+//! back byte for byte from `frontmatter_text` and `content` (see
+//! [`ops::Verbatim`]), or, from an export made before that field, with
+//! the frontmatter rendered from `frontmatter`. A line of memory-cli's
 //! own export has no `path` or `frontmatter`; its fields become the
 //! frontmatter (memory-cli's Go field names, `ContentHash` and the like,
-//! are read too) and it is placed as memory-cli would file it: in
-//! `inbox/` while in the inbox phase, else in its category's folder.
+//! are read too) and it is placed as memory-cli would file it: in its
+//! category's folder (organized) when it names one, in `archive/` when
+//! archived, else in `inbox/`.
 //! Volatile counters (`access_count`, `version`, `content_hash`,
 //! `updated_at`) are not written into files from memory-cli's fields: in
 //! mnemofs they live in the state dir. A memory without an id gets one
@@ -23,7 +27,7 @@ use std::io::{BufRead, Write};
 use serde_json::{Map, Value};
 
 use super::batch::{Batcher, Summary};
-use crate::ops::{self, Incoming, RecordFilter, Request, Response};
+use crate::ops::{self, Incoming, RecordFilter, Request, Response, Verbatim};
 
 /// Records per request when exporting.
 const PAGE: usize = 500;
@@ -90,8 +94,8 @@ pub fn import(
             continue;
         }
         batcher.read();
-        match incoming(&line) {
-            Ok(memory) => batcher.push(format!("line {number}"), memory)?,
+        match described(&line) {
+            Ok(memory) => batcher.push_verbatim(format!("line {number}"), memory)?,
             Err(why) => batcher.skip(format!("line {number}"), why),
         }
         if number % 1024 == 0 {
@@ -114,6 +118,12 @@ fn loose(key: &str) -> String {
 
 /// The memory one line describes, or why it describes none.
 pub fn incoming(line: &str) -> Result<Incoming, String> {
+    described(line).map(|v| v.memory)
+}
+
+/// The memory one line describes with the frontmatter block its file had,
+/// when the line carries it (`frontmatter_text`), or why it describes none.
+pub fn described(line: &str) -> Result<Verbatim, String> {
     let value: Value = serde_json::from_str(line.trim()).map_err(|e| format!("not JSON ({e})"))?;
     let Value::Object(object) = value else {
         return Err("not a JSON object".into());
@@ -148,6 +158,11 @@ pub fn incoming(line: &str) -> Result<Incoming, String> {
                 .map(str::to_string)
         })
         .unwrap_or_else(|| content_id(&format!("{}\n{content}", path.as_deref().unwrap_or(""))));
+    let frontmatter_text = match fields.get("frontmattertext") {
+        Some(Value::String(s)) => Some(s.clone()),
+        None | Some(Value::Null) => None,
+        Some(_) => return Err("`frontmatter_text` is not a string".into()),
+    };
     match (path, frontmatter) {
         (Some(path), frontmatter) => {
             // mnemofs's own export: the frontmatter as it was.
@@ -156,14 +171,20 @@ pub fn incoming(line: &str) -> Result<Incoming, String> {
                 .into_iter()
                 .filter(|(k, _)| k != "id")
                 .collect();
-            Ok(Incoming {
-                id,
-                path,
-                fields,
-                content,
+            Ok(Verbatim {
+                memory: Incoming {
+                    id,
+                    path,
+                    fields,
+                    content,
+                },
+                frontmatter_text,
             })
         }
-        (None, _) => memory_cli(id, content, &fields),
+        (None, _) => memory_cli(id, content, &fields).map(|memory| Verbatim {
+            memory,
+            frontmatter_text: None,
+        }),
     }
 }
 
@@ -182,27 +203,30 @@ fn memory_cli(
             .filter(|s| !s.is_empty())
             .map(str::to_string)
     };
-    let phase = text("phase").unwrap_or_else(|| "inbox".into());
-    let category = text("category");
-    if let Some(c) = &category {
-        c.parse::<crate::memory::Category>()
-            .map_err(|e| e.to_string())?;
-    }
-    let phase = phase
-        .parse::<crate::memory::Phase>()
-        .map_err(|e| e.to_string())?;
-    let folder = match (phase, category.as_deref()) {
-        (crate::memory::Phase::Archived, _) => "archive".to_string(),
-        (_, None | Some("inbox")) | (crate::memory::Phase::Inbox, _) => "inbox".to_string(),
-        (_, Some(c)) => c.to_lowercase(),
+    use crate::memory::{Category, Phase};
+    let category = match text("category") {
+        Some(c) => Some(c.parse::<Category>().map_err(|e| e.to_string())?),
+        None => None,
     };
+    let phase = match text("phase") {
+        Some(p) => p.parse::<Phase>().map_err(|e| e.to_string())?,
+        None => Phase::Inbox,
+    };
+    // A record that names its category is filed there, whatever phase it
+    // was in: only a record without one waits in the inbox.
+    let (phase, folder) = match (phase, category) {
+        (Phase::Archived, _) => (Phase::Archived, "archive".to_string()),
+        (_, None | Some(Category::Inbox)) => (Phase::Inbox, "inbox".to_string()),
+        (_, Some(c)) => (Phase::Organized, c.as_str().to_string()),
+    };
+    let category = category.map(|c| c.as_str());
     let title = crate::ops::first_words(&content);
     let mut out: Vec<(String, Value)> = vec![
         ("title".into(), Value::from(title.clone())),
         ("phase".into(), Value::from(phase.as_str())),
     ];
     if let Some(c) = category {
-        out.push(("category".into(), Value::from(c.to_lowercase())));
+        out.push(("category".into(), Value::from(c)));
     }
     for (key, name) in [
         ("scope", "scope"),
@@ -281,5 +305,35 @@ mod tests {
         assert_eq!(incoming("[1]").unwrap_err(), "not a JSON object");
         assert_eq!(incoming(r#"{"id":"x"}"#).unwrap_err(), "no `content`");
         assert!(incoming(r#"{"content":"x","category":"nope"}"#).is_err());
+    }
+
+    #[test]
+    fn a_memory_cli_line_with_a_category_and_no_phase_is_organized_there() {
+        let m = incoming(r#"{"id":"l-1","content":"retry with backoff","category":"lessons"}"#)
+            .expect("a memory");
+        assert_eq!(m.path, "lessons/retry-with-backoff.md");
+        let phase = m.fields.iter().find(|(k, _)| k == "phase");
+        assert_eq!(phase.map(|(_, v)| v.as_str()), Some(Some("organized")));
+        let m =
+            incoming(r#"{"content":"x","phase":"inbox","category":"Lessons"}"#).expect("a memory");
+        assert!(m.path.starts_with("lessons/"), "{}", m.path);
+        let m = incoming(r#"{"content":"x","phase":"archived","category":"lessons"}"#)
+            .expect("a memory");
+        assert!(m.path.starts_with("archive/"), "{}", m.path);
+    }
+
+    #[test]
+    fn an_export_line_carries_its_frontmatter_block_and_an_older_one_does_not() {
+        let line = r#"{"id":"a","path":"n.md","content":"body\n","frontmatter":{"id":"a"},"frontmatter_text":"---\nid: a # mine\n---\n"}"#;
+        let v = described(line).expect("a memory");
+        assert_eq!(
+            v.frontmatter_text.as_deref(),
+            Some("---\nid: a # mine\n---\n")
+        );
+        assert_eq!(v.memory.path, "n.md");
+        let old = r#"{"id":"a","path":"n.md","content":"body\n","frontmatter":{"id":"a"}}"#;
+        assert_eq!(described(old).expect("a memory").frontmatter_text, None);
+        let bad = r#"{"id":"a","path":"n.md","content":"","frontmatter_text":3}"#;
+        assert!(described(bad).is_err());
     }
 }

@@ -804,6 +804,13 @@ impl Index {
             .pop()
     }
 
+    /// The id a markdown file at `path` without one in its frontmatter
+    /// gets when nothing else decides it (no file moved there, no earlier
+    /// id kept for the path): derived from the path alone.
+    pub fn derived_id(&self, path: &StorePath) -> String {
+        ids::derive(document::path_key(path), 1)
+    }
+
     /// Commits pending work and stops the indexer thread. Later calls to
     /// `notify_path` are ignored and `rebuild` fails; reads keep working.
     pub fn shutdown(&self) {

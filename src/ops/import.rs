@@ -10,6 +10,14 @@
 //!   index may not have seen it yet), one that holds another memory is
 //!   passed over, and the first free one is created with `O_EXCL`.
 //!
+//! A memory coming back from mnemofs's own export is [`Verbatim`]: it
+//! carries the frontmatter block its file had, and its file is written
+//! back byte for byte (key order, comments, flow lists, quoting, CRLF),
+//! as long as that block still says what the described fields say. A
+//! block without an `id` is written as it was when the store gives the
+//! file at its path that same id anyway (ids of untouched notes derive
+//! from their path); otherwise the id is added to it, and nothing else.
+//!
 //! Each memory is written whole and atomically by the writer (a temp file
 //! renamed into place), so an interrupted run leaves every memory either
 //! complete or absent. A batch is planned by a few threads at once, then
@@ -39,6 +47,19 @@ pub struct Incoming {
     pub fields: Vec<(String, serde_json::Value)>,
     /// The body.
     pub content: String,
+}
+
+/// A memory to put back byte for byte: what an [`Incoming`] says, and the
+/// frontmatter block its file had.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verbatim {
+    /// The memory, as described.
+    pub memory: Incoming,
+    /// Its frontmatter block exactly as written, `---` lines and line
+    /// ends included (empty when the file had none): the file is this,
+    /// then the content. `None`: written from the fields.
+    pub frontmatter_text: Option<String>,
 }
 
 /// What became of one [`Incoming`].
@@ -80,6 +101,22 @@ impl Operations {
     /// batch. A memory whose name another took meanwhile (two in the batch
     /// wanting one name, say) is put again on its own, which plans anew.
     pub fn import(&self, batch: &[Incoming]) -> Vec<Placed> {
+        let batch: Vec<Wanted<'_>> = batch.iter().map(|memory| (memory, None)).collect();
+        self.import_all(&batch)
+    }
+
+    /// [`import`](Self::import) of memories that say how their files
+    /// looked: each is written back byte for byte where its frontmatter
+    /// block still describes it.
+    pub fn import_verbatim(&self, batch: &[Verbatim]) -> Vec<Placed> {
+        let batch: Vec<Wanted<'_>> = batch
+            .iter()
+            .map(|v| (&v.memory, v.frontmatter_text.as_deref()))
+            .collect();
+        self.import_all(&batch)
+    }
+
+    fn import_all(&self, batch: &[Wanted<'_>]) -> Vec<Placed> {
         let failed = |e: Error| Placed::Failed {
             reason: e.to_string(),
         };
@@ -110,7 +147,7 @@ impl Operations {
         }
         again.sort_unstable();
         for i in again {
-            placed[i] = Some(self.put(&batch[i]).unwrap_or_else(failed));
+            placed[i] = Some(self.put(batch[i]).unwrap_or_else(failed));
         }
         placed
             .into_iter()
@@ -123,7 +160,7 @@ impl Operations {
     }
 
     /// [`plan`](Self::plan) of every memory of `batch`, by a few threads.
-    fn plan_all(&self, batch: &[Incoming]) -> Vec<Result<Planned>> {
+    fn plan_all(&self, batch: &[Wanted<'_>]) -> Vec<Result<Planned>> {
         let workers = WORKERS.min(batch.len().div_ceil(16)).max(1);
         let mut planned: Vec<(usize, Result<Planned>)> = std::thread::scope(|scope| {
             let work = |w: usize| -> Vec<(usize, Result<Planned>)> {
@@ -132,7 +169,7 @@ impl Operations {
                     .enumerate()
                     .skip(w)
                     .step_by(workers)
-                    .map(|(i, incoming)| (i, self.plan(incoming)))
+                    .map(|(i, wanted)| (i, self.plan(*wanted)))
                     .collect()
             };
             let handles: Vec<_> = (1..workers)
@@ -162,11 +199,12 @@ impl Operations {
     }
 
     /// Puts one memory, unless it is there already.
-    fn put(&self, incoming: &Incoming) -> Result<Placed> {
+    fn put(&self, wanted: Wanted<'_>) -> Result<Placed> {
+        let incoming = wanted.0;
         // A name taken between the plan and the create: plan again, which
         // sees who took it.
         for _ in 0..64 {
-            match self.plan(incoming)? {
+            match self.plan(wanted)? {
                 Planned::Placed(placed) => return Ok(placed),
                 Planned::Create(path, text) => match self.create(&path.to_string(), &text, false) {
                     Ok(()) => {
@@ -186,7 +224,7 @@ impl Operations {
 
     /// Whether a memory is a duplicate, and else where it goes and its
     /// text: the wanted path, or the first free `<stem>-N.md` beside it.
-    fn plan(&self, incoming: &Incoming) -> Result<Planned> {
+    fn plan(&self, (incoming, head): Wanted<'_>) -> Result<Planned> {
         let id = incoming.id.trim();
         if id.is_empty() {
             return Err(Error::InvalidInput("a memory to import needs an id".into()));
@@ -209,6 +247,10 @@ impl Operations {
         }
         let stem = &name[..name.len() - 3];
         let folder = wanted.parent().unwrap_or_default();
+        // The file as it was, if its block still says what the fields say.
+        let verbatim = head
+            .filter(|head| describes(head, incoming))
+            .map(|head| format!("{head}{}", incoming.content));
         for n in 1..10_000 {
             let candidate = if n == 1 {
                 wanted.clone()
@@ -224,7 +266,31 @@ impl Operations {
                         path: candidate.to_string(),
                     }));
                 }
+                // The same file, though the store shows it another id.
+                Some(_)
+                    if verbatim.as_ref().is_some_and(|text| {
+                        self.store.read(&candidate).ok().as_deref() == Some(text.as_bytes())
+                    }) =>
+                {
+                    return Ok(Planned::Placed(Placed::Duplicate {
+                        path: candidate.to_string(),
+                    }));
+                }
                 Some(_) => continue,
+                None if verbatim.is_some() => {
+                    let text = verbatim.unwrap_or_default();
+                    let text = if memory::parse("", &text).frontmatter.id.is_some()
+                        || self.index.derived_id(&candidate).eq_ignore_ascii_case(id)
+                    {
+                        text
+                    } else {
+                        memory::add_missing_fields(&text, &[("id", id.to_string())])
+                            .ok()
+                            .flatten()
+                            .unwrap_or(text)
+                    };
+                    return Ok(Planned::Create(candidate, text));
+                }
                 None => {
                     let mut fields = vec![("id".to_string(), serde_json::Value::from(id))];
                     fields.extend(incoming.fields.iter().filter(|(k, _)| k != "id").cloned());
@@ -252,4 +318,30 @@ impl Operations {
                 .and_then(|(_, _, text)| self.id_of(path, &text)),
         )
     }
+}
+
+/// A memory to put, and the frontmatter block its file had, if known.
+type Wanted<'a> = (&'a Incoming, Option<&'a str>);
+
+/// Whether the frontmatter block `head` says what `incoming` describes:
+/// the same id (or none) and the same fields. An export edited by hand
+/// in its fields, not its block, is written from the fields.
+fn describes(head: &str, incoming: &Incoming) -> bool {
+    let parsed = memory::parse("", head);
+    let same_id = parsed
+        .frontmatter
+        .id
+        .as_deref()
+        .is_none_or(|found| found.trim().eq_ignore_ascii_case(incoming.id.trim()));
+    let Ok(serde_json::Value::Object(mut read)) = serde_json::to_value(&parsed.frontmatter) else {
+        return false;
+    };
+    read.remove("id");
+    let described: serde_json::Map<String, serde_json::Value> = incoming
+        .fields
+        .iter()
+        .filter(|(k, _)| k != "id")
+        .cloned()
+        .collect();
+    same_id && parsed.body(head).is_empty() && read == described
 }

@@ -35,7 +35,7 @@ pub use checkpoint::{
 };
 pub use error::{Error, Result, rpc};
 pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
-pub use import::{Incoming, Placed};
+pub use import::{Incoming, Placed, Verbatim};
 pub use lifecycle::{Chore, DueReminder, Step, StepReport};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use records::{
@@ -414,6 +414,9 @@ impl Operations {
             },
             Request::Import { memories } => Response::Imported {
                 placed: self.import(&memories),
+            },
+            Request::ImportVerbatim { memories } => Response::Imported {
+                placed: self.import_verbatim(&memories),
             },
             Request::Attach { path, bytes } => Response::Imported {
                 placed: vec![self.attach(&path, &bytes)],

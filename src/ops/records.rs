@@ -11,7 +11,9 @@
 //! `updated_at`) come from the state dir when this process has them, else
 //! from the frontmatter. `content_hash` is memory-cli's: the SHA-256 of
 //! the content, in hex, so a record can be de-duplicated by content
-//! wherever it came from.
+//! wherever it came from. `frontmatter_text` is the frontmatter block as
+//! the file has it, so that an import writes the file back byte for byte;
+//! `frontmatter` is the same block read, for everything else.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -60,6 +62,11 @@ pub struct MemoryRecord {
     pub kind: Option<String>,
     /// The whole frontmatter, as JSON.
     pub frontmatter: serde_json::Value,
+    /// The frontmatter block exactly as the file has it (`---` lines, key
+    /// order, comments and line ends included; empty when there is none):
+    /// the file is this, then `content`. Absent from older exports.
+    #[serde(default)]
+    pub frontmatter_text: Option<String>,
 }
 
 /// Which memories [`Request::Records`](super::Request::Records) returns:
@@ -329,6 +336,7 @@ impl Operations {
             kind: fm.kind.clone(),
             frontmatter: serde_json::to_value(fm)
                 .unwrap_or_else(|_| serde_json::Value::Object(Default::default())),
+            frontmatter_text: text.get(..text.len() - content.len()).map(str::to_string),
             content,
         })
     }

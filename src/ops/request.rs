@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Brief, Checkpoint, Incoming, MemoryContext, MemoryFilter, MemoryRecord, MemorySummary,
-    MemoryText, Placed, RecordFilter, RecordPage, Report, Step, StepReport,
+    MemoryText, Placed, RecordFilter, RecordPage, Report, Step, StepReport, Verbatim,
 };
 
 /// A request's operation, as logs name it (`search`, `read_memory`...).
@@ -348,6 +348,13 @@ pub enum Request {
     Import {
         /// The memories.
         memories: Vec<Incoming>,
+    },
+    /// [`Import`](Request::Import) of memories that carry the frontmatter
+    /// block their files had (mnemofs's own export): each file is written
+    /// back byte for byte.
+    ImportVerbatim {
+        /// The memories.
+        memories: Vec<Verbatim>,
     },
     /// Puts a file that is not a memory (an attachment) into the store
     /// unless it is there; answers `Imported` with one outcome.
