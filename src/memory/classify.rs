@@ -888,6 +888,8 @@ pub struct Note<'a> {
     /// Frontmatter `title`, else the first heading, else the file name's
     /// words (none when they only repeat the body's first words).
     pub title: Cow<'a, str>,
+    /// The title as written or derived, for telling a person's name.
+    pub name: &'a str,
     /// The body, without the frontmatter.
     pub body: &'a str,
     /// The parsed file, when there is one: frontmatter and tags.
@@ -904,6 +906,7 @@ impl<'a> Note<'a> {
     pub fn text(title: &'a str, body: &'a str) -> Note<'a> {
         Note {
             title: Cow::Borrowed(title),
+            name: title,
             body,
             ..Note::default()
         }
@@ -924,6 +927,7 @@ impl<'a> Note<'a> {
         };
         Note {
             title,
+            name: &memory.title,
             body,
             memory: Some(memory),
             path,
@@ -1310,7 +1314,7 @@ fn wildcard_find(line: &str, pattern: &str) -> bool {
 /// two or three words; otherwise, and for a lone word, something must
 /// back the name: aliases, notes linking to it, or words about a person.
 fn names_a_person(note: &Note<'_>) -> bool {
-    let title = note.title.trim();
+    let title = note.name.trim();
     let backed = note
         .memory
         .is_some_and(|m| !m.frontmatter.aliases.is_empty())
@@ -2120,6 +2124,11 @@ mod tests {
                 "# 陈建国\n\n以前的领导，现在在杭州创业。\n",
                 0
             ),
+            Some(People)
+        );
+        // A heading that is also the file name still names the person.
+        assert_eq!(
+            note("inbox/赵磊.md", "# 赵磊\n\n大学室友。\n", 1),
             Some(People)
         );
     }
