@@ -345,3 +345,107 @@ fn describes(head: &str, incoming: &Incoming) -> bool {
         .collect();
     same_id && parsed.body(head).is_empty() && read == described
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::index::Index;
+    use crate::ops::{DirectWriter, ServedBy};
+    use crate::store::Store;
+    use crate::views::Views;
+
+    fn ops() -> (tempfile::TempDir, Operations) {
+        let root = tempfile::tempdir().expect("tempdir");
+        let store = Arc::new(Store::open(root.path()).expect("store"));
+        let index = Index::in_memory(Arc::clone(&store)).expect("index");
+        let views = Views::new(index.clone());
+        let writer = Arc::new(DirectWriter::new(Arc::clone(&store)).with_index(index.clone()));
+        let ops = Operations::new(store, index, views, writer, ServedBy::Local);
+        (root, ops)
+    }
+
+    fn verbatim(id: &str, path: &str, head: &str, fields: serde_json::Value) -> Verbatim {
+        let serde_json::Value::Object(fields) = fields else {
+            panic!("fields are an object");
+        };
+        Verbatim {
+            memory: Incoming {
+                id: id.into(),
+                path: path.into(),
+                fields: fields.into_iter().collect(),
+                content: "Body\r\n".into(),
+            },
+            frontmatter_text: Some(head.into()),
+        }
+    }
+
+    fn text(root: &tempfile::TempDir, rel: &str) -> String {
+        std::fs::read_to_string(root.path().join(rel)).expect("read")
+    }
+
+    #[test]
+    fn a_block_is_written_as_it_was_with_an_id_only_where_the_store_would_not_give_it() {
+        let (root, ops) = ops();
+        let head = "---\r\ntags: [b, a]  # mine\r\n---\r\n";
+        let fields = serde_json::json!({"tags": ["b", "a"]});
+        let at = StorePath::new("notes/a.md").expect("path");
+        let derived = ops.index.derived_id(&at);
+        let other = "8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f6aa";
+        let placed = ops.import_verbatim(&[
+            verbatim(&derived, "notes/a.md", head, fields.clone()),
+            verbatim(other, "notes/b.md", head, fields.clone()),
+        ]);
+        assert!(
+            placed.iter().all(|p| matches!(p, Placed::Written { .. })),
+            "{placed:?}"
+        );
+        // The path gives the same id: the file is as it was.
+        assert_eq!(text(&root, "notes/a.md"), format!("{head}Body\r\n"));
+        // It would not: the id goes in, and nothing else changes.
+        let b = text(&root, "notes/b.md");
+        assert!(b.contains(&format!("id: {other}")), "{b}");
+        assert!(b.starts_with("---\r\ntags: [b, a]  # mine\r\n"), "{b}");
+        assert!(b.ends_with("---\r\nBody\r\n"), "{b}");
+
+        // Again: the same files are duplicates, whatever id the store shows.
+        let again = ops.import_verbatim(&[
+            verbatim(&derived, "notes/a.md", head, fields.clone()),
+            verbatim(other, "notes/b.md", head, fields),
+        ]);
+        assert!(
+            again.iter().all(|p| matches!(p, Placed::Duplicate { .. })),
+            "{again:?}"
+        );
+    }
+
+    #[test]
+    fn a_block_that_no_longer_says_what_the_fields_say_is_not_used() {
+        let (root, ops) = ops();
+        let id = "8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f6bb";
+        let head = format!("---\nid: {id}\ntags: [old]\n---\n");
+        let edited = serde_json::json!({"tags": ["new"]});
+        let other_id = "---\nid: 8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f6cc\n---\n";
+        let placed = ops.import_verbatim(&[
+            verbatim(id, "notes/edited.md", &head, edited),
+            verbatim(
+                id.replace('b', "d").as_str(),
+                "notes/id.md",
+                other_id,
+                serde_json::json!({}),
+            ),
+        ]);
+        assert!(
+            placed.iter().all(|p| matches!(p, Placed::Written { .. })),
+            "{placed:?}"
+        );
+        let edited = text(&root, "notes/edited.md");
+        assert!(
+            edited.contains("- new") && !edited.contains("old"),
+            "{edited}"
+        );
+        let other = text(&root, "notes/id.md");
+        assert!(other.contains(&id.replace('b', "d")), "{other}");
+    }
+}
