@@ -76,7 +76,8 @@ fn run(mut cmd: Command, dir: &Path, name: &str, timeout: Duration) -> Ran {
     };
     assert!(
         status.is_some(),
-        "{name} took more than {timeout:?}; stderr:\n{}",
+        "{name} took more than {timeout:?}; stdout:\n{}\nstderr:\n{}",
+        ran.stdout,
         ran.stderr
     );
     ran
@@ -465,7 +466,12 @@ fn plugin_in_claude_code() {
         );
     }
     let init = init_event(&events);
-    for skill in ["mnemofs:remember", "mnemofs:status"] {
+    for skill in [
+        "mnemofs:remember",
+        "mnemofs:status",
+        "mnemofs:setup",
+        "mnemofs:share",
+    ] {
         assert!(
             init["skills"]
                 .as_array()
@@ -565,9 +571,88 @@ fn plugin_in_claude_code() {
     assert!(context.contains(team_decision), "{context}");
     assert!(!context.contains(NOT_CONFIGURED), "{context}");
 
+    setup_then_share(&session, &team);
     compaction_leaves_a_session_note(&session, &example);
 
     println!("claude code plugin: {:.1?}", started.elapsed());
+}
+
+/// `/mnemofs:setup` writes the settings the interview settled on (the mock
+/// plays a user who answered ahead), with which the tools are callable;
+/// `/mnemofs:share` previews, and copies into the team store only after
+/// the user's yes.
+fn setup_then_share(session: &Session, team: &Path) {
+    // Settings without the plugin's permission: the setup adds it.
+    session.project_settings(&json!({ "model": "sonnet" }));
+    let primary = session.store.to_str().expect("utf-8");
+    let answers = format!(
+        "/mnemofs:setup SETUP-ARGS --primary '{primary}' --team '{}=from-me' --output-style",
+        team.display()
+    );
+    let (events, _, _) = session.prompt("setup", &answers, &[]);
+    let results = tool_results(&events);
+    assert!(
+        matches!(results.as_slice(), [(false, text)] if text.contains("wrote")),
+        "{results:?}"
+    );
+    let written: Value = serde_json::from_str(
+        &fs::read_to_string(session.project.join(".claude/settings.json")).expect("settings"),
+    )
+    .expect("json");
+    assert_eq!(written["model"], json!("sonnet"));
+    assert_eq!(written["mnemofs"]["store"], json!(primary));
+    let key = team.to_str().expect("utf-8");
+    assert_eq!(
+        written["mnemofs"]["teamStores"][key]["promoteFolder"],
+        json!("from-me")
+    );
+    assert_eq!(written["outputStyle"], json!(OUTPUT_STYLE));
+    assert_eq!(written["permissions"]["allow"], json!([TOOL_PREFIX]));
+    let (events, requests, _) = session.prompt("after-setup", "CALL-SEARCH tantivy index", &[]);
+    let results = tool_results(&events);
+    assert!(
+        matches!(results.as_slice(), [(false, text)] if text.contains(decision_line())),
+        "{results:?}"
+    );
+    let context = main_requests(&requests)[0]["messages"].to_string();
+    assert!(!context.contains(NOT_CONFIGURED), "{context}");
+
+    let ask = format!("/mnemofs:share SHARE-NOTE {}", decision_line());
+    let (events, _, _) = session.prompt("share", &ask, &[]);
+    let results = tool_results(&events);
+    assert!(
+        matches!(results.as_slice(), [(false, text)] if text.contains("would share")),
+        "{results:?}"
+    );
+    assert!(!team.join("from-me").exists(), "shared before the yes");
+    let id = init_event(&events)["session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    // The share runs outside the skill's turn: Claude Code asks for it
+    // (the user's second yes), as `--allowedTools` grants it here.
+    let allow = r#"Bash(sh *mnemofs-run" share *)"#;
+    let (events, _, _) = session.prompt("share-no", "yes", &["--resume", &id]);
+    let results = tool_results(&events);
+    assert!(
+        matches!(results.as_slice(), [(true, text)] if text.contains("requires approval")),
+        "{results:?}"
+    );
+    assert!(!team.join("from-me").exists(), "shared without approval");
+    let (events, _, _) = session.prompt(
+        "share-yes",
+        "yes",
+        &["--resume", &id, "--allowedTools", allow],
+    );
+    let results = tool_results(&events);
+    assert!(
+        matches!(results.as_slice(), [(false, text)] if text.contains("shared")),
+        "{results:?}"
+    );
+    let copy = fs::read_to_string(team.join("from-me/keep-the-index-in-tantivy.md"))
+        .expect("the shared copy");
+    assert!(copy.contains("type: decision"), "{copy}");
+    assert!(copy.contains("shared_from:"), "{copy}");
 }
 
 /// The summarizer's system prompt, as `mnemofs checkpoint` gives it.

@@ -18,9 +18,14 @@ It plays a model that looks only at the request (no state across requests):
   * a first user message holding `CALL-SEARCH <query>` gets one call of the
     mnemofs `search` tool, then, once its result is back, a text;
   * a first user message holding the remember skill's instructions gets one
-    call of the mnemofs `write` tool with what the skill asks for;
+    call of the mnemofs `remember` tool with the text verbatim;
   * a first user message holding the status skill's instructions gets one
     Bash call of the skill's first command;
+  * the setup skill's instructions with `SETUP-ARGS <args>` among its
+    answers get one Bash call of `setup-claude <args>`;
+  * the share skill's instructions with `SHARE-NOTE <note>` get one Bash
+    call of the preview, and once the user's last word is "yes", one of the
+    share with `--yes`;
   * anything else gets a text.
 
 The tools are called by the names the request offers, so the prefix Claude
@@ -67,10 +72,6 @@ def tool_named(tools, suffix):
     return None
 
 
-def slug(title):
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-
-
 def is_summarizer(body):
     return "You write mnemofs session notes" in text(body.get("system"))
 
@@ -93,7 +94,7 @@ def reply(body):
     last = messages[-1] if messages else {}
     answered = isinstance(last.get("content"), list) and any(
         b.get("type") == "tool_result" for b in last["content"])
-    search, write = tool_named(tools, "search"), tool_named(tools, "write")
+    search = tool_named(tools, "search")
     if answered or not search:
         return [{"type": "text", "text": "Done."}], "end_turn"
     asked = re.search(r"CALL-SEARCH (.+)", first)
@@ -101,13 +102,35 @@ def reply(body):
         return [{"type": "tool_use", "id": "toolu_search_1", "name": search,
                  "input": {"query": asked.group(1).strip()}}], "tool_use"
     remember = re.search(r"<text>\n(.*?)\n</text>", first, re.S)
-    if remember and "manual-capture" in first and write:
-        content = remember.group(1)
-        title = content.splitlines()[0].strip()
-        return [{"type": "tool_use", "id": "toolu_write_1", "name": write,
-                 "input": {"content": content, "title": title,
-                           "path": "remember/" + slug(title) + ".md",
-                           "tags": ["manual-capture"]}}], "tool_use"
+    remember_tool = tool_named(tools, "remember")
+    if remember and "manual-capture" in first and remember_tool:
+        return [{"type": "tool_use", "id": "toolu_remember_1", "name": remember_tool,
+                 "input": {"text": remember.group(1)}}], "tool_use"
+    setup = re.search(r'(sh "[^"]+/mnemofs-run") setup-claude', first)
+    setup_args = re.search(r"SETUP-ARGS ([^`\n<]+)", first)
+    if setup and setup_args and "Bash" in tools:
+        command = f"{setup.group(1)} setup-claude {setup_args.group(1).strip()}"
+        return [{"type": "tool_use", "id": "toolu_bash_setup", "name": "Bash",
+                 "input": {"command": command, "description": "mnemofs setup"}}], "tool_use"
+    share = re.search(r'(sh "[^"]+/mnemofs-run") share', first)
+    share_note = re.search(r"SHARE-NOTE ([^`\n<]+)", first)
+    if share and share_note and "Bash" in tools:
+        # One call per turn of the user's: the preview on the skill's, the
+        # share on their "yes"; once the model has acted in the turn (a
+        # refused call comes back as an interrupted one), it stops.
+        def has_result(m):
+            return isinstance(m.get("content"), list) and any(
+                b.get("type") == "tool_result" for b in m["content"])
+        said_yes = [i for i, m in enumerate(messages) if m.get("role") == "user"
+                    and not has_result(m) and text(m.get("content")).strip().lower() == "yes"]
+        anchor = said_yes[-1] if said_yes else 0
+        if any(m.get("role") == "assistant" for m in messages[anchor + 1:]):
+            return [{"type": "text", "text": "Share it? (yes/no)" if not said_yes else "Shared."}], "end_turn"
+        command = f"{share.group(1)} share '{share_note.group(1).strip()}'"
+        if said_yes:
+            command += " --yes"
+        return [{"type": "tool_use", "id": "toolu_bash_share", "name": "Bash",
+                 "input": {"command": command, "description": "mnemofs share"}}], "tool_use"
     status = re.search(r'^(sh "[^"]+/mnemofs-run" status)$', first, re.M)
     if status and "Bash" in tools:
         return [{"type": "tool_use", "id": "toolu_bash_1", "name": "Bash",
