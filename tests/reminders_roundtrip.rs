@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{bin, run_with_timeout};
+use common::{bin, file_tree, run_with_timeout, seed_files, succeeded};
 use serde_json::Value;
 
 /// Reminders in UTC, no desktop notifications, inbox items filed at once.
@@ -52,46 +52,11 @@ fn run(store: &Path, args: &[&str], input: Option<&str>) -> Output {
     run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
 }
 
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn store(tmp: &Path, name: &str, files: &[(&str, &[u8])]) -> PathBuf {
     let root = tmp.join(name);
     fs::create_dir_all(&root).expect("mkdir");
-    for (rel, bytes) in files {
-        let path = root.join(rel);
-        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        fs::write(path, bytes).expect("seed");
-    }
+    seed_files(&root, files);
     root
-}
-
-/// Every file below `root`, by path, with its bytes.
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in fs::read_dir(dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                walk(base, &path, out);
-            } else {
-                let rel = path.strip_prefix(base).expect("below");
-                out.insert(
-                    rel.to_string_lossy().into_owned(),
-                    fs::read(&path).expect("read"),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
 }
 
 fn lines(text: &str) -> Vec<Value> {
@@ -154,11 +119,11 @@ const VARIED: &[(&str, &[u8])] = &[
 fn export_then_import_into_an_empty_store_gives_every_file_back_byte_for_byte() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let from = store(tmp.path(), "from", VARIED);
-    let export = ok(&run(&from, &["export"], None));
+    let export = succeeded(&run(&from, &["export"], None));
     assert_eq!(export.lines().count(), VARIED.len(), "{export}");
 
     let to = store(tmp.path(), "to", &[]);
-    let first = ok(&run(&to, &["import"], Some(&export)));
+    let first = succeeded(&run(&to, &["import"], Some(&export)));
     assert!(
         first.starts_with(&format!(
             "read {0}, written {0}, duplicates 0",
@@ -166,8 +131,8 @@ fn export_then_import_into_an_empty_store_gives_every_file_back_byte_for_byte() 
         )),
         "{first}"
     );
-    let want = tree(&from);
-    let got = tree(&to);
+    let want = file_tree(&from);
+    let got = file_tree(&to);
     assert_eq!(
         want.keys().collect::<Vec<_>>(),
         got.keys().collect::<Vec<_>>()
@@ -182,7 +147,7 @@ fn export_then_import_into_an_empty_store_gives_every_file_back_byte_for_byte() 
     }
 
     // Again: nothing added, nothing changed, the same ids.
-    let again = ok(&run(&to, &["import"], Some(&export)));
+    let again = succeeded(&run(&to, &["import"], Some(&export)));
     assert!(
         again.starts_with(&format!(
             "read {0}, written 0, duplicates {0}",
@@ -190,7 +155,7 @@ fn export_then_import_into_an_empty_store_gives_every_file_back_byte_for_byte() 
         )),
         "{again}"
     );
-    assert_eq!(tree(&to), want);
+    assert_eq!(file_tree(&to), want);
     let ids = |text: &str| {
         let mut ids: Vec<(String, String)> = lines(text)
             .iter()
@@ -199,7 +164,7 @@ fn export_then_import_into_an_empty_store_gives_every_file_back_byte_for_byte() 
         ids.sort();
         ids
     };
-    assert_eq!(ids(&export), ids(&ok(&run(&to, &["export"], None))));
+    assert_eq!(ids(&export), ids(&succeeded(&run(&to, &["export"], None))));
 }
 
 #[test]
@@ -213,11 +178,11 @@ fn a_record_whose_fields_were_edited_is_written_from_its_fields() {
             b"---\ntags: [x]\nid: 8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f611\n---\nBody.\n",
         )],
     );
-    let export = ok(&run(&from, &["export"], None));
+    let export = succeeded(&run(&from, &["export"], None));
     let mut record: Value = serde_json::from_str(export.trim()).expect("a record");
     record["frontmatter"]["tags"] = serde_json::json!(["y"]);
     let to = store(tmp.path(), "to", &[]);
-    ok(&run(&to, &["import"], Some(&record.to_string())));
+    succeeded(&run(&to, &["import"], Some(&record.to_string())));
     let text = fs::read_to_string(to.join("notes/a.md")).expect("imported");
     assert!(text.contains("- y") && !text.contains("[x]"), "{text}");
     assert!(text.contains("id: 8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f611"));
@@ -229,7 +194,7 @@ fn a_record_whose_fields_were_edited_is_written_from_its_fields() {
         .expect("object")
         .remove("frontmatter_text");
     let older = store(tmp.path(), "older", &[]);
-    ok(&run(&older, &["import"], Some(&record.to_string())));
+    succeeded(&run(&older, &["import"], Some(&record.to_string())));
     assert!(older.join("notes/a.md").is_file());
 }
 
@@ -242,8 +207,8 @@ fn a_memory_cli_record_with_a_category_and_no_phase_is_organized_in_its_folder()
 {\"id\":\"c-2\",\"content\":\"Prefers tabs\",\"phase\":\"inbox\",\"category\":\"preferences\"}
 {\"id\":\"c-3\",\"content\":\"Unsorted thought\"}
 ";
-    ok(&run(&to, &["import"], Some(records)));
-    let got: Vec<String> = tree(&to).into_keys().collect();
+    succeeded(&run(&to, &["import"], Some(records)));
+    let got: Vec<String> = file_tree(&to).into_keys().collect();
     assert_eq!(
         got,
         [
@@ -314,8 +279,12 @@ fn reminders(store: &Path) -> Vec<BTreeMap<String, String>> {
 }
 
 fn dream3(store: &Path) -> Value {
-    serde_json::from_str(&ok(&run(store, &["dream", "--level", "3", "--json"], None)))
-        .expect("a report")
+    serde_json::from_str(&succeeded(&run(
+        store,
+        &["dream", "--level", "3", "--json"],
+        None,
+    )))
+    .expect("a report")
 }
 
 /// The reminders whose body quotes `sentence`.
@@ -450,7 +419,7 @@ fn dates_are_read_from_when_the_note_was_written_and_past_ones_make_no_reminder(
 
 /// Where `name` (a file name) is now, below `root`.
 fn find(root: &Path, name: &str) -> Vec<String> {
-    tree(root)
+    file_tree(root)
         .into_keys()
         .filter(|p| Path::new(p).file_name().is_some_and(|n| n == name))
         .collect()
@@ -503,8 +472,8 @@ fn an_inbox_item_whose_reminder_was_made_is_filed_and_a_task_is_never_a_date() {
         ["2099-03-01T09:00:00+00:00"]
     );
 
-    let before = tree(&s);
+    let before = file_tree(&s);
     let again = dream3(&s);
     assert_eq!(again["reminders"].as_u64(), Some(0), "{again:#}");
-    assert_eq!(tree(&s).len(), before.len());
+    assert_eq!(file_tree(&s).len(), before.len());
 }

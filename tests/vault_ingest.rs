@@ -7,13 +7,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::{bin, run_with_timeout};
+use common::{bin, file_tree, run_with_timeout, seed_files, succeeded};
 use serde_json::Value;
 
 /// `mnemofs ARGS --store STORE`, with its state and config beside it.
@@ -30,16 +29,6 @@ fn run(store: &Path, args: &[&str]) -> Output {
     run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
 }
 
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The configuration file the commands on `store` read.
 fn configure(store: &Path, yaml: &str) {
     let dir = store.with_extension("config").join("mnemofs");
@@ -47,38 +36,9 @@ fn configure(store: &Path, yaml: &str) {
     fs::write(dir.join("config.yaml"), yaml).expect("config");
 }
 
-fn seed(root: &Path, files: &[(&str, &[u8])]) {
-    for (rel, bytes) in files {
-        let p = root.join(rel);
-        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-        fs::write(p, bytes).expect("seed");
-    }
-}
-
-/// Every file below `root`, by relative path, with its bytes.
-fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in fs::read_dir(dir).expect("read_dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let rel = path.strip_prefix(root).expect("below");
-                out.insert(
-                    rel.to_string_lossy().into_owned(),
-                    fs::read(&path).expect("read"),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
-}
-
 /// The paths `mnemofs search QUERY` answers with.
 fn search(store: &Path, query: &str) -> Vec<String> {
-    ok(&run(store, &["search", query, "--json", "--limit", "50"]))
+    succeeded(&run(store, &["search", query, "--json", "--limit", "50"]))
         .lines()
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}"));
@@ -267,9 +227,9 @@ fn obsidian_vault(dir: &Path) -> PathBuf {
         .iter()
         .map(|(rel, _, text)| (*rel, text.as_bytes()))
         .collect();
-    seed(&vault, &notes);
-    seed(&vault, &ATTACHMENTS);
-    seed(
+    seed_files(&vault, &notes);
+    seed_files(&vault, &ATTACHMENTS);
+    seed_files(
         &vault,
         &[
             (".obsidian/app.json", b"{}"),
@@ -308,7 +268,7 @@ fn ingest(store: &Path, source: &str, vault: &Path, extra: &[&str]) -> String {
     let vault = vault.to_string_lossy().into_owned();
     let mut args = vec!["ingest", "--source", source, "--path", vault.as_str()];
     args.extend(extra);
-    ok(&run(store, &args))
+    succeeded(&run(store, &args))
 }
 
 /// Every note is found by its own word, wherever it is now.
@@ -363,7 +323,7 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
     }
 
     // The vault's own folders, under obsidian/; nothing in the inbox.
-    let store_files = files(&store);
+    let store_files = file_tree(&store);
     for (rel, _, text) in NOTES {
         let kept = fs::read_to_string(store.join("obsidian").join(rel))
             .unwrap_or_else(|e| panic!("{rel}: {e}"));
@@ -429,7 +389,7 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
         back.contains(&"obsidian/Projects/Atlas.md".to_string()),
         "{back:?}"
     );
-    let backlinks = ok(&run(&store, &["backlinks", "Atlas", "--json"]));
+    let backlinks = succeeded(&run(&store, &["backlinks", "Atlas", "--json"]));
     for linker in ["Alice Nguyen.md", "Zephyr.md", "Home.md", "周会纪要.md"] {
         assert!(backlinks.contains(linker), "{linker} not in {backlinks}");
     }
@@ -446,20 +406,24 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
         again.starts_with("read 33, written 0, duplicates 30, skipped 6, attachments 3"),
         "{again}"
     );
-    assert_eq!(files(&store), store_files, "the rerun changed the store");
+    assert_eq!(
+        file_tree(&store),
+        store_files,
+        "the rerun changed the store"
+    );
 
     // The organizer at its deepest, then an inbox TTL run out: every note
     // stays where search finds it.
-    ok(&run(&store, &["dream", "--level", "3"]));
+    succeeded(&run(&store, &["dream", "--level", "3"]));
     assert_all_searchable(&store, "after dream --level 3");
     configure(&store, "lifecycle: { inbox_ttl: 1s }\n");
     std::thread::sleep(Duration::from_millis(1500));
-    ok(&run(&store, &["dream", "--level", "3"]));
+    succeeded(&run(&store, &["dream", "--level", "3"]));
     assert_all_searchable(&store, "after the inbox TTL");
     assert!(
         !store.join("archive").exists(),
         "{:?}",
-        files(&store).keys()
+        file_tree(&store).keys()
     );
     for (rel, _, _) in NOTES {
         assert!(store.join("obsidian").join(rel).is_file(), "{rel} moved");
@@ -485,7 +449,7 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
             Some(bytes)
         );
     }
-    let before = files(&store);
+    let before = file_tree(&store);
     assert!(
         before
             .values()
@@ -497,9 +461,9 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
         again.starts_with("read 33, written 0, duplicates 30"),
         "{again}"
     );
-    assert_eq!(files(&store), before, "the rerun changed the store");
+    assert_eq!(file_tree(&store), before, "the rerun changed the store");
 
-    ok(&run(&store, &["dream", "--level", "3"]));
+    succeeded(&run(&store, &["dream", "--level", "3"]));
     assert_all_searchable(&store, "after dream --level 3");
     // An agent's capture with no origin, next to them, does expire.
     fs::write(
@@ -509,7 +473,7 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
     .expect("capture");
     configure(&store, "lifecycle: { inbox_ttl: 1s }\n");
     std::thread::sleep(Duration::from_millis(1500));
-    let report = ok(&run(&store, &["dream", "--level", "3", "--json"]));
+    let report = succeeded(&run(&store, &["dream", "--level", "3", "--json"]));
     let report: Value = serde_json::from_str(&report).expect("json");
     assert_all_searchable(&store, "after the inbox TTL");
     let expired: Vec<String> = fs::read_dir(store.join("archive/expired"))
@@ -526,7 +490,7 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
 fn a_logseq_graph_keeps_its_folders_properties_journal_days_and_assets() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let graph = tmp.path().join("graph");
-    seed(
+    seed_files(
         &graph,
         &[
             (
@@ -567,7 +531,7 @@ fn a_logseq_graph_keeps_its_folders_properties_journal_days_and_assets() {
         )),
         "{first}"
     );
-    let stored = files(&store);
+    let stored = file_tree(&store);
     assert_eq!(
         stored.keys().collect::<Vec<_>>(),
         [
@@ -606,8 +570,8 @@ fn a_logseq_graph_keeps_its_folders_properties_journal_days_and_assets() {
         again.starts_with("read 5, written 0, duplicates 4, skipped 1, attachments 1"),
         "{again}"
     );
-    assert_eq!(files(&store), stored, "the rerun changed the store");
-    let backlinks = ok(&run(&store, &["backlinks", "Project Alpha", "--json"]));
+    assert_eq!(file_tree(&store), stored, "the rerun changed the store");
+    let backlinks = succeeded(&run(&store, &["backlinks", "Project Alpha", "--json"]));
     assert!(
         backlinks.contains("logseq/journals/2025_11_20.md")
             && backlinks.contains("logseq/pages/project___beta.md"),
@@ -619,9 +583,9 @@ fn a_logseq_graph_keeps_its_folders_properties_journal_days_and_assets() {
 fn an_attachment_that_differs_from_the_one_in_the_store_is_left_alone() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let vault = tmp.path().join("vault");
-    seed(&vault, &[("Note.md", b"![[pic.png]]\n"), ("pic.png", PNG)]);
+    seed_files(&vault, &[("Note.md", b"![[pic.png]]\n"), ("pic.png", PNG)]);
     let store = tmp.path().join("s");
-    seed(&store, &[("obsidian/pic.png", b"the user's own picture")]);
+    seed_files(&store, &[("obsidian/pic.png", b"the user's own picture")]);
     let first = ingest(&store, "obsidian", &vault, &[]);
     assert!(
         first.starts_with("read 1, written 1, duplicates 0, skipped 1"),

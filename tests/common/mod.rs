@@ -1385,3 +1385,44 @@ pub fn assert_first_hit(out: &[u8], path: &str, matched: &str) {
     assert_eq!(first["path"], path, "{text}");
     assert_eq!(first["matched"], matched, "{text}");
 }
+
+/// A command's stdout, once it succeeded; its output in the panic if not.
+pub fn succeeded(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Writes each `(relative path, bytes)` below `root`, folders included.
+pub fn seed_files(root: &Path, files: &[(&str, &[u8])]) {
+    for (rel, bytes) in files {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(path, bytes).expect("seed");
+    }
+}
+
+/// Every file below `root`, by relative path, with its bytes.
+pub fn file_tree(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        for entry in fs::read_dir(dir).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).expect("below");
+                out.insert(
+                    rel.to_string_lossy().into_owned(),
+                    fs::read(&path).expect("read"),
+                );
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
