@@ -3,7 +3,10 @@
 //!
 //! - **A question's embedding** (20 words), p50 and p99, after the
 //!   model's load (what a cold process pays first), on a pool of one
-//!   and of two threads; then while a backlog is embedded, on the
+//!   and of two threads: with 8-bit weights on each integer kernel this
+//!   CPU runs (the fastest is what mnemofs uses), beside the float
+//!   encoder that memories go through; a one-word question too, whose
+//!   time is mostly reading the weights; then while a backlog is embedded, on the
 //!   worker's pool (where it would wait behind the backlog) and on the
 //!   queries' own pool (where mnemofs puts it). Baseline: the same question
 //!   searched by words alone.
@@ -14,6 +17,8 @@
 //! - **Search at `MNEMOFS_EMBED_SCAN` memories** (default 100,000): fused,
 //!   by words, by meaning, p50 and p99 over questions that never repeat
 //!   within the cache of recent queries; and the memory the vectors take.
+//!   Baseline: fused with the question embedded in floats (the index
+//!   reopened on the same state).
 //!   Embedding that many memories would take most of an hour, so their
 //!   vectors are written to the vectors file the daemon keeps between runs,
 //!   as if it had made them: each memory gets the vector of one of a few
@@ -30,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mnemofs::embed::Embedder;
+use mnemofs::embed::{Embedder, Kernel};
 use mnemofs::index::Index;
 use mnemofs::store::Store;
 
@@ -56,7 +61,7 @@ fn main() {
             None
         }
     };
-    let Some(embedder) = load() else {
+    let Some(mut embedder) = load() else {
         return;
     };
     let notes = count("MNEMOFS_EMBED_NOTES", 10_000);
@@ -76,14 +81,46 @@ fn main() {
         load();
     });
     row("the model loaded (a cold process's first cost)", &loads);
-    for threads in [1, 2] {
-        let times = pool(threads).install(|| {
+    let best = embedder.kernel();
+    let mut encoders = vec![best];
+    for kernel in [Kernel::Vnni, Kernel::Avx2, Kernel::Portable] {
+        if Some(kernel) != best && embedder.set_kernel(Some(kernel)) {
+            encoders.push(Some(kernel));
+        }
+    }
+    encoders.push(None);
+    let name = |kernel: Option<Kernel>| match kernel {
+        Some(k) if Some(k) == best => format!("8-bit weights, {k:?} (what mnemofs uses)"),
+        Some(k) => format!("8-bit weights, {k:?}"),
+        None => "baseline: floats (as memories are embedded)".to_owned(),
+    };
+    for &kernel in &encoders {
+        embedder.set_kernel(kernel);
+        for threads in [1, 2] {
+            // The portable kernel is slow: fewer samples.
+            let n = if kernel == Some(Kernel::Portable) {
+                20
+            } else {
+                200
+            };
+            let times = pool(threads).install(|| {
+                sample(n, |_| {
+                    embedder.embed_query(QUESTION).expect("embed");
+                })
+            });
+            row(&format!("{}, {threads} thread(s)", name(kernel)), &times);
+        }
+    }
+    for kernel in [best, None] {
+        embedder.set_kernel(kernel);
+        let times = pool(2).install(|| {
             sample(200, |_| {
-                embedder.embed_query(QUESTION).expect("embed");
+                embedder.embed_query("coffee").expect("embed");
             })
         });
-        row(&format!("embedded, {threads} thread(s)"), &times);
+        row(&format!("one word: {}, 2 threads", name(kernel)), &times);
     }
+    embedder.set_kernel(best);
 
     // The store whose embedding the backlog figures run beside.
     let store_dir = tmp.path().join("store");
@@ -247,6 +284,28 @@ fn main() {
         });
         row(how, &times);
     }
+    let semantic_search_rss = (before, after);
+    // The same, with the question in floats: the index reopened on the
+    // same state and vectors.
+    index.shutdown();
+    drop(index);
+    let big = Arc::new(Store::open(&big_dir).expect("store"));
+    let index = Index::open(&big_state, big).expect("index");
+    assert!(index.wait_idle(WAIT), "the index never took in the store");
+    let Some(mut floats) = load() else {
+        return;
+    };
+    floats.set_kernel(None);
+    index
+        .enable_semantic(floats, Some(big_state.join("vectors.bin")))
+        .expect("semantic search");
+    if index.status().embedded == scan as u64 {
+        let times = sample(100, |i| {
+            index.search(&question(3000 + i), 10).expect("search");
+        });
+        row("baseline: fused, the question embedded in floats", &times);
+    }
+    let (before, after) = semantic_search_rss;
     println!(
         "\nsemantic search turned on at {scan} memories (their vectors as 8-bit rows, {} bytes \
          each, and the paths the worker seeds from the index): {:.0} MiB more resident; \

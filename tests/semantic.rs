@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mnemofs::embed::{Embedder, cosine};
+use mnemofs::embed::{Embedder, Kernel, cosine};
 use mnemofs::index::{Index, Side};
 use mnemofs::store::{Store, StorePath};
 
@@ -27,6 +27,58 @@ fn the_embedding_of_a_known_pair_has_the_models_cosine() {
     assert!((cosine(&v[0], &v[0]) - 1.0).abs() < 1e-4);
     let alone = model.embed(&["A man is eating food."]).expect("embed");
     assert!(cosine(&alone[0], &v[0]) > 0.9999);
+}
+
+#[test]
+fn a_question_embedded_in_eight_bits_is_near_its_float_embedding_on_every_kernel() {
+    let mut model = Embedder::load(&common::minilm()).expect("the model loads");
+    let questions = [
+        "A man is eating food.",
+        "What did the user say about how they prefer their code to be formatted before a pull request is merged?",
+        "when is the dentist appointment",
+        "Which editor theme does Caroline use, dark mode or light?",
+        "What did Melanie paint after the camping trip to the lake in July 2023?",
+        "deploy freeze",
+        "Why did the database migration to the new cluster fail last Friday?",
+        "How many pottery classes has she taken, and does she still enjoy them?",
+        "rust vs go for a CLI?",
+        "用户喜欢喝咖啡还是茶？",
+        "上周五的数据库迁移为什么失败了",
+        "我的经理对代码审查说了什么",
+    ];
+    let mut kernels = vec![model.kernel().expect("questions in eight bits")];
+    for kernel in [Kernel::Portable, Kernel::Avx2, Kernel::Vnni] {
+        if !kernels.contains(&kernel) && model.set_kernel(Some(kernel)) {
+            kernels.push(kernel);
+        }
+    }
+    let floats = model.embed(&questions).expect("embed");
+    let mut first: Vec<Vec<f32>> = Vec::new();
+    for kernel in kernels {
+        assert!(model.set_kernel(Some(kernel)));
+        for (i, (question, float)) in questions.iter().zip(&floats).enumerate() {
+            let v = model.embed_query(question).expect("embed");
+            let c = cosine(&v, float);
+            println!("{kernel:?} {c:.5} {question}");
+            assert!(
+                c >= 0.99,
+                "{kernel:?}: cosine {c} to the floats for {question:?}"
+            );
+            // Every kernel computes the same integers.
+            match first.get(i) {
+                Some(before) => assert!(cosine(before, &v) > 0.99999, "{kernel:?}: {question:?}"),
+                None => first.push(v),
+            }
+        }
+    }
+    // The known pair, a question against a memory.
+    let question = model.embed_query("A man is eating food.").expect("embed");
+    let memory = model
+        .embed(&["A man is eating a piece of bread."])
+        .expect("embed");
+    let c = cosine(&question, &memory[0]);
+    println!("the known pair, the question in eight bits: {c:.4}");
+    assert!((c - 0.755).abs() <= 0.005, "cosine {c}");
 }
 
 #[test]

@@ -55,25 +55,28 @@ impl Config {
     }
 }
 
-struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_out: Linear,
-    attention_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
-    out_norm: LayerNorm,
+pub(super) struct Layer {
+    pub(super) query: Linear,
+    pub(super) key: Linear,
+    pub(super) value: Linear,
+    pub(super) attention_out: Linear,
+    pub(super) attention_norm: LayerNorm,
+    pub(super) up: Linear,
+    pub(super) down: Linear,
+    pub(super) out_norm: LayerNorm,
 }
 
-/// The encoder's weights.
+/// The encoder's weights (which the questions' encoder, `quantized.rs`,
+/// is made from).
 pub(super) struct Bert {
-    words: Embedding,
-    positions: Embedding,
-    token_types: Embedding,
-    norm: LayerNorm,
-    layers: Vec<Layer>,
-    heads: usize,
+    pub(super) words: Embedding,
+    pub(super) positions: Embedding,
+    pub(super) token_types: Embedding,
+    pub(super) norm: LayerNorm,
+    pub(super) layers: Vec<Layer>,
+    pub(super) heads: usize,
+    /// The layer norms' epsilon.
+    pub(super) eps: f64,
 }
 
 impl Bert {
@@ -117,6 +120,7 @@ impl Bert {
             norm: norm(e.pp("LayerNorm"))?,
             layers,
             heads: cfg.num_attention_heads,
+            eps: cfg.layer_norm_eps,
         })
     }
 
