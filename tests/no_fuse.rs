@@ -57,11 +57,20 @@ fn seed(store: &Path) {
             complete("b22", "knowledge", "Rust  has no garbage\ncollector.\n"),
         ),
         (
+            // Written now: "tomorrow" counts from the note's own date.
             "knowledge/call.md",
             complete(
                 "c333",
                 "knowledge",
                 "Call Ann tomorrow 3pm about the contract.\n",
+            )
+            .replacen(
+                "created_at: 2026-01-05T00:00:00Z",
+                &format!(
+                    "created_at: {}",
+                    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ")
+                ),
+                1,
             ),
         ),
     ];
