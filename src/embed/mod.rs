@@ -16,11 +16,14 @@
 //! see `hub.rs`). Vectors are always made unit length here, so a dot
 //! product is their cosine.
 //!
-//! Two encoders share the weights: memories go through candle's, in
-//! 32-bit floats and in batches; questions through `quantized.rs`, with
-//! 8-bit linear layers on the integer dot products of the CPU it runs on
-//! (`int8.rs`), four times faster for a short text. A question's vector is
-//! within a cosine of 0.99 of the float one's.
+//! Two encoders share the weights: candle's, in 32-bit floats and in
+//! batches, for memories and (by default) questions; and `quantized.rs`,
+//! with 8-bit linear layers on the integer dot products of the CPU it runs
+//! on (`int8.rs`), four times faster for a short question, whose vector is
+//! within a cosine of 0.995 of the float one's. [`Embedder::set_kernel`]
+//! sends questions through it. It is not the default yet: on LoCoMo it
+//! cost up to 0.005 of recall@5, and the portable kernel (any CPU without
+//! AVX2) is slower than the floats.
 
 mod bert;
 mod chunk;
@@ -209,7 +212,9 @@ impl Embedder {
         Ok(Embedder {
             bert,
             question,
-            questions_in_floats: false,
+            // Not yet by default: on LoCoMo, 8-bit questions cost up to 0.005
+            // of recall@5 (see BENCHMARKS.md).
+            questions_in_floats: true,
             tokenizer,
             pooling,
             dims: config.hidden_size(),
