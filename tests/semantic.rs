@@ -46,12 +46,10 @@ fn a_question_embedded_in_eight_bits_is_near_its_float_embedding_on_every_kernel
         "上周五的数据库迁移为什么失败了",
         "我的经理对代码审查说了什么",
     ];
-    let mut kernels = vec![model.kernel().expect("questions in eight bits")];
-    for kernel in [Kernel::Portable, Kernel::Avx2, Kernel::Vnni] {
-        if !kernels.contains(&kernel) && model.set_kernel(Some(kernel)) {
-            kernels.push(kernel);
-        }
-    }
+    let kernels: Vec<Kernel> = [Kernel::Vnni, Kernel::Avx2, Kernel::Portable]
+        .into_iter()
+        .filter(|&k| model.set_kernel(Some(k)))
+        .collect();
     let floats = model.embed(&questions).expect("embed");
     let mut first: Vec<Vec<f32>> = Vec::new();
     for kernel in kernels {
