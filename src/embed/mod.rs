@@ -102,8 +102,9 @@ struct Prompts {
 /// A loaded sentence-embedding model.
 pub struct Embedder {
     bert: bert::Bert,
-    /// The questions' encoder.
-    question: quantized::QuestionEncoder,
+    /// The questions' 8-bit encoder, once chosen: quantizing the weights
+    /// doubles the model's load, which a one-shot search pays.
+    question: Option<quantized::QuestionEncoder>,
     /// Whether questions go through the float encoder instead.
     questions_in_floats: bool,
     tokenizer: tokenizers::Tokenizer,
@@ -178,12 +179,6 @@ impl Embedder {
             dir: dir.to_path_buf(),
             why: e.to_string(),
         })?;
-        let question = quantized::QuestionEncoder::new(&bert, Kernel::best()).map_err(|e| {
-            EmbedError::Unsupported {
-                dir: dir.to_path_buf(),
-                why: e.to_string(),
-            }
-        })?;
         let mut tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| missing("tokenizer.json", e.to_string()))?;
         let max_tokens = read_json::<SentenceConfig>(dir, "sentence_bert_config.json")?
@@ -211,7 +206,7 @@ impl Embedder {
             .unwrap_or_else(|| dir.display().to_string());
         Ok(Embedder {
             bert,
-            question,
+            question: None,
             // Not yet by default: on LoCoMo, 8-bit questions cost up to 0.005
             // of recall@5 (see BENCHMARKS.md).
             questions_in_floats: true,
@@ -274,10 +269,13 @@ impl Embedder {
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         let run = |e: String| EmbedError::Run(e);
         let text = format!("{}{query}", self.query_prefix);
-        if self.questions_in_floats {
-            let mut vectors = self.embed(&[&text])?;
-            return vectors.pop().ok_or_else(|| run("no vector".into()));
-        }
+        let question = match &self.question {
+            Some(q) if !self.questions_in_floats => q,
+            _ => {
+                let mut vectors = self.embed(&[&text])?;
+                return vectors.pop().ok_or_else(|| run("no vector".into()));
+            }
+        };
         let encoding = self
             .tokenizer
             .encode(text, true)
@@ -292,18 +290,17 @@ impl Embedder {
         if ids.is_empty() {
             return Err(run("no tokens".into()));
         }
-        let states = self
-            .question
-            .forward(&ids)
-            .map_err(|e| run(e.to_string()))?;
+        let states = question.forward(&ids).map_err(|e| run(e.to_string()))?;
         Ok(self.pool_rows(&states))
     }
 
-    /// The kernel questions are embedded with (the fastest this CPU runs
-    /// unless [`set_kernel`](Self::set_kernel) chose another), or `None`
-    /// when they go through the float encoder as memories do.
+    /// The kernel questions are embedded with, or `None` when they go
+    /// through the float encoder as memories do (the default).
     pub fn kernel(&self) -> Option<Kernel> {
-        (!self.questions_in_floats).then(|| self.question.kernel())
+        match &self.question {
+            Some(q) if !self.questions_in_floats => Some(q.kernel()),
+            _ => None,
+        }
     }
 
     /// Embeds questions with `kernel` from now on, or with the float
@@ -313,8 +310,20 @@ impl Embedder {
         match kernel {
             None => self.questions_in_floats = true,
             Some(kernel) => {
-                if !self.question.set_kernel(kernel) {
+                if !kernel.is_available() {
                     return false;
+                }
+                match &mut self.question {
+                    Some(q) => {
+                        q.set_kernel(kernel);
+                    }
+                    None => match quantized::QuestionEncoder::new(&self.bert, kernel) {
+                        Ok(q) => self.question = Some(q),
+                        Err(e) => {
+                            tracing::warn!("cannot quantize the encoder: {e}");
+                            return false;
+                        }
+                    },
                 }
                 self.questions_in_floats = false;
             }
