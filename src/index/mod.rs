@@ -735,6 +735,13 @@ impl Index {
         core.semantic.get()
     }
 
+    /// One vector per text from the model semantic search uses (loaded
+    /// now if it is on demand), so other parts compare texts by meaning
+    /// without a second copy of the model. `None` without a model.
+    pub fn embed_texts(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
+        self.semantic()?.embed_texts(texts)
+    }
+
     /// Waits until every memory has its vectors (benchmarks and tests).
     /// False on timeout.
     pub fn wait_embedded(&self, timeout: Duration) -> bool {

@@ -231,6 +231,15 @@ impl Semantic {
         }
     }
 
+    /// One vector per text, from the model the memories are embedded
+    /// with; `None` (with a warning) if it cannot make them.
+    pub(crate) fn embed_texts(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
+        self.embedder
+            .embed(texts)
+            .map_err(|e| tracing::warn!("cannot embed: {e}"))
+            .ok()
+    }
+
     /// The vector of a query, if the model can make one.
     pub(crate) fn embed_query(&self, query: &str) -> Option<Arc<Vec<f32>>> {
         if let Some((_, v)) = self.recent_queries.lock().iter().find(|(q, _)| q == query) {

@@ -10,6 +10,10 @@
 //! speaks, keywords. A `type: task` (or a `todo` tag) is never a `date`:
 //! its date is when to do it, so it counts for `reminders`.
 //!
+//! [`said_by_note`] and [`voted_by_words`] are the two halves, for the
+//! organizer to put placing by meaning between them when a model is
+//! loaded (`tasks::meaning`).
+//!
 //! `None` means nothing placed the note. The organizer then files it
 //! under `classification.default_category` when the config names one, and
 //! otherwise leaves it in the inbox: no category is ever guessed.
@@ -996,27 +1000,40 @@ fn file_name_title<'a>(stem: &'a str, body: &str) -> Cow<'a, str> {
 /// files it under the configured default category, or leaves it in the
 /// inbox.
 pub fn classify_note(note: &Note<'_>, rules: &[Rule]) -> Option<Category> {
+    said_by_note(note).or_else(|| voted_by_words(note, rules))
+}
+
+/// The category the note gives itself: the one it names, else what its
+/// type, tags, folder, title or links say. These are the confident
+/// decisions; `None` leaves only guesses from its words or its meaning.
+pub fn said_by_note(note: &Note<'_>) -> Option<Category> {
     let named = note.frontmatter().and_then(|f| f.category);
     if let Some(category) = named.filter(|c| *c != Category::Inbox) {
         return Some(category);
     }
-    let task = note.is_task();
-    // A task's date says when to do it: it is a reminder, never a date.
-    let no_date = |c: Category| {
-        if task && c == Category::Date {
-            Category::Reminders
-        } else {
-            c
-        }
-    };
-    if let Some(category) = best(&self_description(note)) {
-        return Some(no_date(category));
-    }
+    best(&self_description(note)).map(|c| as_filed(note, c))
+}
+
+/// The category the note's words vote for (see [`scores`]), `None` when
+/// none scored.
+pub fn voted_by_words(note: &Note<'_>, rules: &[Rule]) -> Option<Category> {
     let mut scores = scores(&note.title, note.body, rules);
-    if task && let Some(points) = scores.remove(&Category::Date) {
+    if note.is_task()
+        && let Some(points) = scores.remove(&Category::Date)
+    {
         *scores.entry(Category::Reminders).or_default() += points;
     }
     best(&scores)
+}
+
+/// `category` as the note is filed under it: a task's date says when to
+/// do it, so a task is a reminder, never a date.
+pub fn as_filed(note: &Note<'_>, category: Category) -> Category {
+    if category == Category::Date && note.is_task() {
+        Category::Reminders
+    } else {
+        category
+    }
 }
 
 /// Votes from what the note says about itself: its `type`, its tags

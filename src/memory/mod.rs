@@ -30,6 +30,7 @@ mod frontmatter;
 mod links;
 mod markdown;
 mod observations;
+pub mod prototypes;
 pub mod reminders;
 mod render;
 pub mod schema;

@@ -18,6 +18,7 @@
 //! serves the store, so watchers see it), and every rewrite is
 //! compare-and-swap against the bytes read; a conflict is retried later.
 
+pub mod meaning;
 pub mod normalize;
 pub mod organize;
 
@@ -220,6 +221,7 @@ impl Runner {
                 counters: setup.counters,
                 settings,
                 config: setup.config,
+                prototypes: Default::default(),
             },
             last: Arc::new(Mutex::new(last)),
             reports_file: setup.state_dir.map(|d| d.join(REPORTS_FILE)),

@@ -12,6 +12,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use parking_lot::Mutex;
+
+use super::meaning::{self, CategoryPrototypes, Meaning};
 use super::normalize::{self, Plan, in_inbox, is_memory_path};
 use super::{Report, Skipped, TaskSettings, now_unix};
 use crate::config::Config;
@@ -48,6 +51,9 @@ pub(crate) struct Organizing {
     pub(crate) index: Index,
     pub(crate) settings: TaskSettings,
     pub(crate) config: Config,
+    /// The categories' prototypes, embedded once a note needs them and
+    /// the index has a model (see [`meaning`]).
+    pub(crate) prototypes: Mutex<Option<Arc<CategoryPrototypes>>>,
 }
 
 /// A file-name-safe version of a stem.
@@ -280,7 +286,32 @@ impl Organizing {
             .count();
         let shown = path.to_string();
         let note = Note::of(parsed, text, &shown, linked_from);
-        classify::classify_note(&note, &self.config.classification.rules)
+        let rules = &self.config.classification.rules;
+        if classify::said_by_note(&note).is_some() {
+            return classify::classify_note(&note, rules);
+        }
+        let Some(prototypes) = self.prototypes() else {
+            return classify::classify_note(&note, rules);
+        };
+        let embed = |text: &str| self.index.embed_texts(&[text])?.pop();
+        meaning::classify_note(
+            &note,
+            rules,
+            Some(Meaning {
+                prototypes: &prototypes,
+                embed: &embed,
+            }),
+        )
+    }
+
+    /// The categories' prototypes, embedded the first time a note needs
+    /// them; `None` while the index has no model.
+    fn prototypes(&self) -> Option<Arc<CategoryPrototypes>> {
+        let mut kept = self.prototypes.lock();
+        if kept.is_none() {
+            *kept = CategoryPrototypes::new(|texts| self.index.embed_texts(texts)).map(Arc::new);
+        }
+        kept.clone()
     }
 
     /// `text` with a fresh id when `path` is a copy of another memory

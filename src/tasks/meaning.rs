@@ -1,0 +1,300 @@
+//! Placing an inbox note by meaning: its embedding against each
+//! category's prototype sentences (`memory::prototypes`), with the model
+//! semantic search already holds.
+//!
+//! The organizer asks this only for a note that says nothing about itself
+//! (no category, type, tag, folder, person's name or hub shape: see
+//! [`classify::said_by_note`]); those decisions always win. The nearest
+//! category is taken only when it is near enough ([`FLOOR`]) and clearly
+//! nearer than the next ([`MARGIN`]); otherwise the note's words decide
+//! as they do without a model. Nearest to the inbox's own prototypes (a
+//! bare link, a fragment) means meaning cannot place it either.
+//!
+//! Subtleties:
+//! - The prototypes are embedded once per organizer, when the first
+//!   unsure note needs them (126 short sentences, a few seconds on the
+//!   CPU); without a model nothing is embedded and the organizer behaves
+//!   exactly as it does without this module.
+//! - Each unsure note costs one pass of the encoder (about 30 ms here):
+//!   notes the rules place never pay it.
+//! - A note is embedded from its title and first [`NOTE_WORDS`] words
+//!   (or [`NOTE_CHARS`] characters, for Chinese, which has no spaces):
+//!   one window of the encoder, so each unsure note costs one short pass.
+
+use crate::embed::cosine;
+use crate::memory::Category;
+use crate::memory::classify::{self, Note};
+use crate::memory::prototypes::PROTOTYPES;
+
+/// How much of a note is embedded: its title and this many words...
+pub const NOTE_WORDS: usize = 150;
+/// ...or this many characters, whichever is shorter.
+pub const NOTE_CHARS: usize = 600;
+
+/// A category's similarity is the mean of its best this many sentences:
+/// one lucky example does not carry it, and a note need not resemble all.
+pub const TOP_K: usize = 2;
+
+/// The nearest category's similarity must reach this, and beat the
+/// second nearest by [`MARGIN`]. Chosen on the labeled set's tuning part
+/// (BENCHMARKS.md, "Classification"): of the 214 notes there that say
+/// nothing about themselves, meaning alone files 62.6% right; past these
+/// two bars it takes 68 of them and files 61 right (90%). Lower bars take
+/// more notes and file more of them wrongly (0.30 and 0.02: 95 of 129).
+pub const FLOOR: f32 = 0.35;
+/// See [`FLOOR`].
+pub const MARGIN: f32 = 0.05;
+
+/// Prototype sentences embedded at once.
+const PROTOTYPE_BATCH: usize = 16;
+
+/// The categories' prototype sentences, embedded.
+#[derive(Debug, Clone)]
+pub struct CategoryPrototypes {
+    rows: Vec<(Category, Vec<f32>)>,
+}
+
+impl CategoryPrototypes {
+    /// Every prototype sentence, with its category, in the order
+    /// [`CategoryPrototypes::new`] expects their vectors.
+    pub fn sentences() -> Vec<(Category, &'static str)> {
+        PROTOTYPES
+            .iter()
+            .flat_map(|p| {
+                std::iter::once(p.description)
+                    .chain(p.examples.iter().copied())
+                    .map(move |s| (p.category, s))
+            })
+            .collect()
+    }
+
+    /// The prototypes from `embed`, which is given every sentence of
+    /// [`CategoryPrototypes::sentences`] and returns their unit vectors in
+    /// order. `None` if it cannot.
+    pub fn new(embed: impl Fn(&[&str]) -> Option<Vec<Vec<f32>>>) -> Option<Self> {
+        let sentences = Self::sentences();
+        let texts: Vec<&str> = sentences.iter().map(|(_, s)| *s).collect();
+        let mut vectors = Vec::with_capacity(texts.len());
+        // In small batches: a batch is padded to its longest sentence.
+        for batch in texts.chunks(PROTOTYPE_BATCH) {
+            vectors.extend(embed(batch)?);
+        }
+        if vectors.len() != sentences.len() {
+            return None;
+        }
+        let rows = sentences.into_iter().map(|(c, _)| c).zip(vectors).collect();
+        Some(CategoryPrototypes { rows })
+    }
+
+    /// Each category's similarity to `note` (a unit vector), nearest
+    /// first.
+    pub fn similarities(&self, note: &[f32]) -> Vec<(Category, f32)> {
+        let mut out: Vec<(Category, f32)> = Category::ALL
+            .into_iter()
+            .filter_map(|category| {
+                let mut sims: Vec<f32> = self
+                    .rows
+                    .iter()
+                    .filter(|(c, _)| *c == category)
+                    .map(|(_, v)| cosine(note, v))
+                    .collect();
+                if sims.is_empty() {
+                    return None;
+                }
+                sims.sort_by(|a, b| b.total_cmp(a));
+                let top = &sims[..TOP_K.min(sims.len())];
+                Some((category, top.iter().sum::<f32>() / top.len() as f32))
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out
+    }
+
+    /// The category nearest to `note`, if it passes [`FLOOR`] and beats
+    /// the next by [`MARGIN`]. `Some(Inbox)`: it is nearest to a fragment.
+    pub fn nearest(&self, note: &[f32]) -> Option<Category> {
+        let sims = self.similarities(note);
+        let (best, score) = *sims.first()?;
+        let second = sims.get(1).map_or(f32::MIN, |s| s.1);
+        (score >= FLOOR && score - second >= MARGIN).then_some(best)
+    }
+}
+
+/// The text a note is embedded from: its title, then the start of its
+/// body.
+pub fn note_text(note: &Note<'_>) -> String {
+    let mut text = String::new();
+    let title = note.title.trim();
+    if !title.is_empty() {
+        text.push_str(title);
+        text.push('\n');
+    }
+    for word in note.body.split_whitespace().take(NOTE_WORDS) {
+        if text.chars().count() + word.chars().count() > NOTE_CHARS {
+            let room = NOTE_CHARS.saturating_sub(text.chars().count());
+            text.extend(word.chars().take(room));
+            break;
+        }
+        text.push_str(word);
+        text.push(' ');
+    }
+    text.trim_end().to_owned()
+}
+
+/// What placing a note by meaning needs: the prototypes, and a way to
+/// embed one text (with the same model).
+#[derive(Clone, Copy)]
+pub struct Meaning<'a> {
+    /// The categories' prototypes.
+    pub prototypes: &'a CategoryPrototypes,
+    /// A text's unit vector, `None` if it cannot be made.
+    pub embed: &'a dyn Fn(&str) -> Option<Vec<f32>>,
+}
+
+/// Places a note: what it says about itself, else its meaning when
+/// `meaning` is given (the prototypes, and a way to embed one text),
+/// else its words. `None` means nothing placed it.
+pub fn classify_note(
+    note: &Note<'_>,
+    rules: &[classify::Rule],
+    meaning: Option<Meaning<'_>>,
+) -> Option<Category> {
+    if let Some(category) = classify::said_by_note(note) {
+        return Some(category);
+    }
+    if let Some(meaning) = meaning
+        && let Some(vector) = (meaning.embed)(&note_text(note))
+        && let Some(category) = meaning.prototypes.nearest(&vector)
+    {
+        return (category != Category::Inbox).then(|| classify::as_filed(note, category));
+    }
+    classify::voted_by_words(note, rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory;
+
+    /// A unit vector along axis `i` of a space with one axis per
+    /// category, tilted towards axis `j` by `tilt`.
+    fn axis(i: usize, j: usize, tilt: f32) -> Vec<f32> {
+        let mut v = vec![0.0; Category::ALL.len()];
+        v[i] = 1.0;
+        v[j] += tilt;
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter().map(|x| x / norm).collect()
+    }
+
+    /// Prototypes whose sentences all lie on their category's axis.
+    fn on_axes() -> CategoryPrototypes {
+        CategoryPrototypes::new(|texts| {
+            let sentences = CategoryPrototypes::sentences();
+            Some(
+                texts
+                    .iter()
+                    .map(|t| {
+                        let (c, _) = sentences.iter().find(|(_, s)| s == t).expect("known");
+                        let i = Category::ALL
+                            .iter()
+                            .position(|x| x == c)
+                            .expect("a category");
+                        axis(i, i, 0.0)
+                    })
+                    .collect(),
+            )
+        })
+        .expect("embedded")
+    }
+
+    #[test]
+    fn the_nearest_category_is_taken_only_past_the_floor_and_the_margin() {
+        let prototypes = on_axes();
+        let (lessons, skills) = (9, 11);
+        assert_eq!(
+            prototypes.nearest(&axis(lessons, skills, 0.2)),
+            Some(Category::Lessons)
+        );
+        // Almost as near to skills: too close to call.
+        assert_eq!(prototypes.nearest(&axis(lessons, skills, 0.97)), None);
+        // Near nothing at all.
+        let mut flat = vec![1.0f32; Category::ALL.len()];
+        let norm = (flat.len() as f32).sqrt();
+        flat.iter_mut().for_each(|x| *x /= norm);
+        assert_eq!(prototypes.nearest(&flat), None);
+    }
+
+    #[test]
+    fn what_a_note_says_about_itself_wins_over_its_meaning() {
+        let prototypes = on_axes();
+        let text = "---\ncategory: decisions\n---\nRemember to water the plants.\n";
+        let parsed = memory::parse("plants", text);
+        let note = Note::of(&parsed, text, "inbox/plants.md", 0);
+        let reminders = Category::ALL.len() - 1;
+        let embed = |_: &str| Some(axis(reminders, reminders, 0.0));
+        assert_eq!(
+            classify_note(
+                &note,
+                &[],
+                Some(Meaning {
+                    prototypes: &prototypes,
+                    embed: &embed
+                })
+            ),
+            Some(Category::Decisions)
+        );
+    }
+
+    #[test]
+    fn a_task_near_the_dates_is_a_reminder_and_a_fragment_stays_put() {
+        let prototypes = on_axes();
+        let text = "---\ntype: task\n---\nthe thing on the 3rd\n";
+        let parsed = memory::parse("thing", text);
+        let note = Note::of(&parsed, text, "inbox/thing.md", 0);
+        let date = 4;
+        let embed = |_: &str| Some(axis(date, date, 0.0));
+        assert_eq!(
+            classify_note(
+                &note,
+                &[],
+                Some(Meaning {
+                    prototypes: &prototypes,
+                    embed: &embed
+                })
+            ),
+            Some(Category::Reminders)
+        );
+        let note = Note::text("", "remind me to call the dentist tomorrow");
+        let inbox = 12;
+        let embed = |_: &str| Some(axis(inbox, inbox, 0.0));
+        // Nearest to a fragment: meaning does not place it, nor its words.
+        assert_eq!(
+            classify_note(
+                &note,
+                &[],
+                Some(Meaning {
+                    prototypes: &prototypes,
+                    embed: &embed
+                })
+            ),
+            None
+        );
+        // Without a model, the words decide as before.
+        assert_eq!(
+            classify_note(&note, &[], None),
+            classify::classify_note(&note, &[])
+        );
+    }
+
+    #[test]
+    fn a_note_is_embedded_from_its_title_and_first_words() {
+        let body = "w ".repeat(400);
+        let note = Note::text("Title", &body);
+        let text = note_text(&note);
+        assert!(text.starts_with("Title\nw w"));
+        assert_eq!(text.split_whitespace().count(), 1 + NOTE_WORDS);
+        let chinese = "汉".repeat(2000);
+        let note = Note::text("", &chinese);
+        assert_eq!(note_text(&note).chars().count(), NOTE_CHARS);
+    }
+}
