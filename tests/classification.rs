@@ -299,6 +299,7 @@ fn classified_by_meaning(items: &[Labeled]) -> (Vec<Category>, String) {
 /// A store seeded with `files`, and a one-shot organizer over it.
 struct Store_ {
     root: tempfile::TempDir,
+    index: Index,
     organizer: OneShot,
 }
 
@@ -321,14 +322,18 @@ fn store_with(config: &str, files: &[(&str, &str)]) -> Store_ {
     let organizer = OneShot::new(Setup {
         writer: writer as Arc<dyn Writer>,
         store,
-        index,
+        index: index.clone(),
         counters: None,
         config,
         outputs: views.task_outputs(),
         state_dir: None,
         history: None,
     });
-    Store_ { root, organizer }
+    Store_ {
+        root,
+        index,
+        organizer,
+    }
 }
 
 impl Store_ {
@@ -457,4 +462,19 @@ fn the_folder_a_note_was_imported_from_places_it() {
     let s = store_with("", &[("inbox/ines-duarte.md", note)]);
     s.dream();
     assert_eq!(s.folder_of("ines-duarte.md"), "people");
+}
+
+#[test]
+fn with_a_model_a_note_that_says_nothing_about_itself_is_placed_by_meaning() {
+    let text = "Nothing matters more to me than telling the truth, even when it hurts.\n";
+    let parsed = memory::parse("truth", text);
+    let note = Note::of(&parsed, text, "inbox/truth.md", 0);
+    assert_eq!(classify_note(&note, &[]), None, "the words alone place it");
+    let s = store_with("", &[("inbox/truth.md", text)]);
+    let model = Embedder::load(&common::minilm()).expect("the model loads");
+    s.index
+        .enable_semantic(model, None)
+        .expect("semantic search on");
+    s.dream();
+    assert_eq!(s.folder_of("truth.md"), "soul");
 }
