@@ -292,6 +292,10 @@ pub struct SearchSettings {
     /// A sentence-transformers model: search then fuses meaning with
     /// words. None: search is by words.
     pub model: Option<ModelSetting>,
+    /// How a question is embedded: `exact` (the default) as memories are,
+    /// or `fast`, with 8-bit weights on this CPU's integer dot products
+    /// (about 4x faster; recall@5 within 0.005 on LoCoMo).
+    pub questions: crate::embed::Questions,
 }
 
 impl SearchSettings {
@@ -1174,6 +1178,18 @@ classification:
     }
 
     #[test]
+    fn questions_are_exact_unless_asked_fast() {
+        assert_eq!(load("").0.search.questions, crate::embed::Questions::Exact);
+        let (c, warnings) = load("search:\n  questions: fast\n");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.search.questions, crate::embed::Questions::Fast);
+        let msg = Config::from_yaml("search:\n  questions: quick\n")
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("questions"), "{msg}");
+    }
+
+    #[test]
     fn search_settings_name_a_model_on_the_hub_pulled_into_the_cache() {
         let (c, warnings) = load("search: {model: sentence-transformers/all-MiniLM-L6-v2}\n");
         assert!(warnings.is_empty(), "{warnings:?}");
@@ -1189,7 +1205,10 @@ classification:
         );
         // Written back as it was read.
         let text = serde_yaml::to_string(&c.search).unwrap();
-        assert_eq!(text, "model: sentence-transformers/all-MiniLM-L6-v2\n");
+        assert_eq!(
+            text,
+            "model: sentence-transformers/all-MiniLM-L6-v2\nquestions: exact\n"
+        );
         // Neither a folder nor a name: an error naming the key.
         for bad in ["minilm", "models/mini/lm", "a/.b"] {
             let msg = Config::from_yaml(&format!("search:\n  model: {bad}\n"))

@@ -367,7 +367,7 @@ fn meaning_on_demand(index: &Index, state_dir: &Path, config: &Config) -> bool {
     let vectors = state_dir.join(super::VECTORS_FILE);
     match config.search.model_dir() {
         Some(model) if vectors.is_file() => {
-            index.enable_semantic_on_demand(model, vectors);
+            index.enable_semantic_on_demand(model, vectors, config.search.questions);
             true
         }
         _ => false,

@@ -138,7 +138,8 @@ fn enable_semantic(
     let dir = config.search.model_dir()?;
     let enabled = crate::embed::Embedder::load_configured(&dir, config.search.model_name())
         .map_err(|e| e.to_string())
-        .and_then(|embedder| {
+        .and_then(|mut embedder| {
+            embedder.use_questions(config.search.questions);
             let kept = state_dir.join(VECTORS_FILE);
             index
                 .enable_semantic(embedder, Some(kept))

@@ -99,6 +99,18 @@ struct Prompts {
     prompts: std::collections::HashMap<String, String>,
 }
 
+/// How a question is embedded (the config's `search.questions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Questions {
+    /// In floats, as the memories are.
+    #[default]
+    Exact,
+    /// With 8-bit weights, when the CPU has AVX2 (else in floats): about
+    /// 4x faster, LoCoMo recall@5 within 0.005.
+    Fast,
+}
+
 /// A loaded sentence-embedding model.
 pub struct Embedder {
     bert: bert::Bert,
@@ -300,6 +312,23 @@ impl Embedder {
         match &self.question {
             Some(q) if !self.questions_in_floats => Some(q.kernel()),
             _ => None,
+        }
+    }
+
+    /// Embeds questions as `questions` says from now on: `Fast` takes the
+    /// fastest 8-bit kernel this CPU has, unless that is the portable one
+    /// (slower than floats). Said in the log either way.
+    pub fn use_questions(&mut self, questions: Questions) {
+        if questions != Questions::Fast {
+            return;
+        }
+        let best = Kernel::best();
+        if best != Kernel::Portable && self.set_kernel(Some(best)) {
+            tracing::info!("questions are embedded in 8 bits ({best:?})");
+        } else {
+            tracing::warn!(
+                "search.questions is fast, but this CPU has no AVX2: questions stay in floats"
+            );
         }
     }
 

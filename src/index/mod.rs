@@ -198,7 +198,7 @@ struct Core {
     /// The model's folder and the vectors file, for semantic search turned
     /// on at the first search that needs it (see
     /// [`Index::enable_semantic_on_demand`]).
-    semantic_on_demand: parking_lot::Mutex<Option<(PathBuf, PathBuf)>>,
+    semantic_on_demand: parking_lot::Mutex<Option<(PathBuf, PathBuf, crate::embed::Questions)>>,
 }
 
 impl Core {
@@ -708,8 +708,13 @@ impl Index {
     /// meaning, so that a command that never asks one never pays for the
     /// model. Nothing is embedded here: a memory changed since the file
     /// was written is found by its words alone.
-    pub fn enable_semantic_on_demand(&self, model_dir: PathBuf, vectors: PathBuf) {
-        *self.inner.core.semantic_on_demand.lock() = Some((model_dir, vectors));
+    pub fn enable_semantic_on_demand(
+        &self,
+        model_dir: PathBuf,
+        vectors: PathBuf,
+        questions: crate::embed::Questions,
+    ) {
+        *self.inner.core.semantic_on_demand.lock() = Some((model_dir, vectors, questions));
     }
 
     /// The vectors, if semantic search is on (loaded now if it is on
@@ -721,10 +726,10 @@ impl Index {
         }
         // Held while loading: a second search waits for the first's load.
         let mut pending = core.semantic_on_demand.lock();
-        if let Some((model_dir, vectors)) = pending.take()
+        if let Some((model_dir, vectors, questions)) = pending.take()
             && let Some(store) = &core.store
         {
-            match semantic::Semantic::frozen(&model_dir, Arc::clone(store), &vectors) {
+            match semantic::Semantic::frozen(&model_dir, Arc::clone(store), &vectors, questions) {
                 Ok(frozen) => {
                     let _ = core.semantic.set(frozen);
                 }

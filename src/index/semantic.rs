@@ -119,6 +119,7 @@ impl Semantic {
         model_dir: &Path,
         store: Arc<Store>,
         file: &Path,
+        questions: crate::embed::Questions,
     ) -> Result<Arc<Semantic>, crate::embed::EmbedError> {
         let (embedder, kept) = std::thread::scope(|scope| {
             let model = scope.spawn(|| Embedder::load(model_dir));
@@ -128,7 +129,8 @@ impl Semantic {
             });
             (embedder, kept)
         });
-        let embedder = embedder?;
+        let mut embedder = embedder?;
+        embedder.use_questions(questions);
         let table = Kept::table_for(kept, &embedder, file);
         let semantic = Semantic::new(embedder, store, table, None, true);
         semantic.queue.lock().seeded = true;
