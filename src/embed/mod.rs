@@ -425,6 +425,13 @@ impl Embedder {
 /// additions the compiler may not reorder, four to eight times slower, and
 /// a search at 100,000 memories is this loop.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    dot(a, b)
+}
+
+/// The dot product, summed in 16 lanes (see [`cosine`]); always inlined,
+/// so that a caller compiled for AVX2 and FMA runs it with them.
+#[inline(always)]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 16;
     let (a_lanes, a_rest) = a.as_chunks::<LANES>();
     let (b_lanes, b_rest) = b.as_chunks::<LANES>();

@@ -24,6 +24,7 @@ use candle_core::{Device, Result, Tensor};
 use candle_nn::{LayerNorm, Linear};
 
 use super::bert::Bert;
+use super::dot;
 use super::int8::{Int8Matrix, Kernel};
 
 /// A layer norm's parameters.
@@ -270,21 +271,6 @@ fn add(x: &mut [f32], y: &[f32]) {
     for (x, y) in x.iter_mut().zip(y) {
         *x += y;
     }
-}
-
-/// Summed in 16 lanes, which vectorize (one running sum would not).
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 16;
-    let (a_lanes, a_rest) = a.as_chunks::<LANES>();
-    let (b_lanes, b_rest) = b.as_chunks::<LANES>();
-    let mut sums = [0f32; LANES];
-    for (x, y) in a_lanes.iter().zip(b_lanes) {
-        for i in 0..LANES {
-            sums[i] += x[i] * y[i];
-        }
-    }
-    sums.iter().sum::<f32>() + a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum::<f32>()
 }
 
 #[inline(always)]
