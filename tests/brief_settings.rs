@@ -289,7 +289,6 @@ fn setup_then_remember_share_and_the_brief_follow_the_block() {
     let home = Home::new();
     let team = home.store("team", &[("notes/readme.md", "Team notes.\n")]);
     let mine = home.path("mine");
-    fs::create_dir_all(&mine).expect("mkdir");
 
     // The setup writes the block, keeping what the file held.
     home.settings("settings.json", r#"{"model": "opus"}"#);
@@ -308,6 +307,9 @@ fn setup_then_remember_share_and_the_brief_follow_the_block() {
         "--output-style",
     ]);
     assert!(out.contains("\"store\": \"../mine\""), "{out}");
+    // The new primary store is made by the setup.
+    assert!(out.contains("created the store"), "{out}");
+    assert!(mine.is_dir());
     let written = fs::read_to_string(home.path("project/.claude/settings.json")).expect("read");
     let value: serde_json::Value = serde_json::from_str(&written).expect("json");
     assert_eq!(value["model"], "opus");

@@ -322,6 +322,13 @@ pub(super) fn setup_claude(args: SetupArgs) -> anyhow::Result<()> {
     for warning in &settings.warnings {
         println!("{warning}");
     }
+    // The primary store is where captures go from the next session on: a
+    // new one is made now, not at the first brief (which only reads).
+    if let Some(store) = settings.store.as_deref().filter(|s| !s.exists()) {
+        std::fs::create_dir_all(store)
+            .with_context(|| format!("cannot create the store {}", store.display()))?;
+        println!("created the store {}", store.display());
+    }
     if local && !project.join(".claude/settings.json").exists() {
         println!(
             "settings.local.json is yours alone; commit a .claude/settings.json to share the block"
