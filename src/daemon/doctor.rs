@@ -299,7 +299,8 @@ pub(super) fn answers(mountpoint: &Path) -> Option<bool> {
         .name("mnemofs-doctor-probe".into())
         .spawn(move || {
             let result = std::fs::read_dir(&path).map(drop);
-            let _ = tx.send(result.err().and_then(|e| e.raw_os_error()) != Some(libc::ENOTCONN));
+            let dead = result.is_err_and(|e| super::mountpoint::is_dead_mount(&e));
+            let _ = tx.send(!dead);
         });
     spawned.ok()?;
     rx.recv_timeout(PROBE_TIMEOUT).ok()

@@ -1,7 +1,8 @@
 //! Mountpoint checks, stale-mount recovery and unmounting.
 //!
 //! A daemon killed with SIGKILL leaves its mount behind; every access then
-//! fails with ENOTCONN ("Transport endpoint is not connected"). `prepare`
+//! fails with ENOTCONN ("Transport endpoint is not connected"), or with
+//! ECONNABORTED right after its connection was aborted. `prepare`
 //! recognises that state and detaches the dead mount before mounting again.
 
 use std::io;
@@ -15,10 +16,11 @@ use anyhow::{Context, anyhow, bail};
 pub(crate) fn prepare(mountpoint: &Path) -> anyhow::Result<()> {
     abort_orphaned(mountpoint);
     // A dead mount may still answer stat from cached attributes; opening
-    // the directory always reaches the (missing) daemon and gives ENOTCONN.
+    // the directory always reaches the (missing) daemon and gives ENOTCONN
+    // (ECONNABORTED while an aborted connection is torn down).
     let probe = std::fs::metadata(mountpoint).and_then(|_| std::fs::read_dir(mountpoint).map(drop));
     match probe {
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+        Err(e) if is_dead_mount(&e) => {
             tracing::warn!(
                 "{} is a stale mount left by a dead daemon; detaching it",
                 mountpoint.display()
@@ -55,6 +57,11 @@ pub(crate) fn prepare(mountpoint: &Path) -> anyhow::Result<()> {
         bail!("/dev/fuse does not exist: load the fuse kernel module (modprobe fuse)");
     }
     Ok(())
+}
+
+/// Whether an access failed because the mount's daemon is gone.
+pub(crate) fn is_dead_mount(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED))
 }
 
 /// Turns a failed mount into one clear sentence.
