@@ -37,7 +37,8 @@ impl Home {
         self.root.join(rel)
     }
 
-    fn mnemofs(&self, args: &[&str]) -> String {
+    /// `mnemofs ARGS` in the project, with only this home's folders.
+    fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(bin());
         cmd.args(args)
             .env("HOME", self.path("home"))
@@ -49,6 +50,11 @@ impl Home {
             .env("MNEMOFS_LOG", "warn")
             .current_dir(self.path("project"))
             .stdin(Stdio::null());
+        cmd
+    }
+
+    fn mnemofs(&self, args: &[&str]) -> String {
+        let mut cmd = self.command(args);
         let out = run_with_timeout(&mut cmd, TIMEOUT).expect("mnemofs hung");
         assert_eq!(
             out.status.code(),
@@ -266,16 +272,7 @@ fn mcp_serves_the_store_the_settings_block_names() {
 
 /// What `mnemofs` printed and its exit code, whatever it was.
 fn run_any(home: &Home, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .env("HOME", home.path("home"))
-        .env("XDG_CONFIG_HOME", home.path("config"))
-        .env("XDG_STATE_HOME", home.path("state"))
-        .env("XDG_DATA_HOME", home.path("data"))
-        .env("XDG_RUNTIME_DIR", home.path("run"))
-        .env("MNEMOFS_LOG", "warn")
-        .current_dir(home.path("project"))
-        .stdin(Stdio::null());
+    let mut cmd = home.command(args);
     let out = run_with_timeout(&mut cmd, TIMEOUT).expect("mnemofs hung");
     (
         out.status.code(),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{bin, run_with_timeout};
+use common::{bin, run_with_timeout, succeeded as ok};
 use serde_json::{Value, json};
 
 fn run(store: &Path, args: &[&str], input: Option<&str>) -> Output {
@@ -73,16 +73,6 @@ fn run_stdin(store: &Path, args: &[&str], stdin: &str) -> Output {
         Some(stdin),
         &[("XDG_RUNTIME_DIR", &runtime), ("XDG_CONFIG_HOME", &config)],
     )
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// A failure told in one sentence on stderr, naming `what`.

@@ -12,10 +12,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
-use common::{bin, file_tree, run_with_timeout, seed_files, succeeded};
+use common::{file_tree, run_with_timeout, seed_files, store_command, succeeded};
 use serde_json::Value;
 
 /// Reminders in UTC, no desktop notifications, inbox items filed at once.
@@ -32,15 +32,7 @@ const DAY: i64 = 86_400;
 fn run(store: &Path, args: &[&str], input: Option<&str>) -> Output {
     let config = store.with_extension("yaml");
     fs::write(&config, CONFIG).expect("config");
-    let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .arg("--store")
-        .arg(store)
-        .arg("--state-dir")
-        .arg(store.with_extension("state"))
-        .env("XDG_RUNTIME_DIR", store.with_extension("run"))
-        .env("XDG_CONFIG_HOME", store.with_extension("config"))
-        .env("MNEMOFS_LOG", "warn");
+    let mut cmd = store_command(store, args);
     if args.first() == Some(&"dream") {
         cmd.arg("--config").arg(&config);
     }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -79,6 +80,18 @@ fn a_question_embedded_in_eight_bits_is_near_its_float_embedding_on_every_kernel
     assert!((c - 0.755).abs() <= 0.005, "cosine {c}");
 }
 
+/// The store at `dir` indexed in memory, every memory embedded.
+fn embedded_index(dir: &Path) -> Index {
+    let store = Arc::new(Store::open(dir).expect("store"));
+    let index = Index::in_memory(store).expect("index");
+    assert!(index.wait_idle(WAIT));
+    index
+        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
+        .expect("semantic on");
+    assert!(index.wait_embedded(WAIT), "the memories were not embedded");
+    index
+}
+
 #[test]
 fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -103,13 +116,7 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
         "notes/secret.md",
         "---\nscope: agent:alice\n---\n# Secret\nLoves green tea and espresso.\n",
     );
-    let store = Arc::new(Store::open(dir.path()).expect("store"));
-    let index = Index::in_memory(Arc::clone(&store)).expect("index");
-    assert!(index.wait_idle(WAIT));
-    index
-        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
-        .expect("semantic on");
-    assert!(index.wait_embedded(WAIT), "the memories were not embedded");
+    let index = embedded_index(dir.path());
     let status = index.status();
     assert_eq!(status.embedded, 4, "{status:?}");
     assert_eq!(status.model.as_deref(), Some("all-MiniLM-L6-v2"));
@@ -180,13 +187,7 @@ fn a_weak_word_match_does_not_outrank_the_answer_by_meaning() {
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         std::fs::write(path, format!("{text}\n")).expect("write");
     }
-    let store = Arc::new(Store::open(dir.path()).expect("store"));
-    let index = Index::in_memory(Arc::clone(&store)).expect("index");
-    assert!(index.wait_idle(WAIT));
-    index
-        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
-        .expect("semantic on");
-    assert!(index.wait_embedded(WAIT), "the memories were not embedded");
+    let index = embedded_index(dir.path());
     for (question, answer) in [
         ("what does the user like to drink?", "notes/drinks.md"),
         ("what kind of dog does the user own?", "notes/pets.md"),

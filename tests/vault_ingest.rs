@@ -9,23 +9,15 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::{bin, file_tree, run_with_timeout, seed_files, succeeded};
+use common::{file_tree, run_with_timeout, seed_files, store_command, succeeded};
 use serde_json::Value;
 
 /// `mnemofs ARGS --store STORE`, with its state and config beside it.
 fn run(store: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(bin());
-    cmd.args(args)
-        .arg("--store")
-        .arg(store)
-        .arg("--state-dir")
-        .arg(store.with_extension("state"))
-        .env("XDG_RUNTIME_DIR", store.with_extension("run"))
-        .env("XDG_CONFIG_HOME", store.with_extension("config"))
-        .env("MNEMOFS_LOG", "warn");
+    let mut cmd = store_command(store, args);
     run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
 }
 

@@ -1426,3 +1426,18 @@ pub fn file_tree(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     walk(root, root, &mut out);
     out
 }
+
+/// `mnemofs ARGS --store STORE` kept to the store's own neighbours: its
+/// state dir, runtime dir and config folder beside it, quiet logs.
+pub fn store_command(store: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .arg("--store")
+        .arg(store)
+        .arg("--state-dir")
+        .arg(store.with_extension("state"))
+        .env("XDG_RUNTIME_DIR", store.with_extension("run"))
+        .env("XDG_CONFIG_HOME", store.with_extension("config"))
+        .env("MNEMOFS_LOG", "warn");
+    cmd
+}
