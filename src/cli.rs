@@ -19,6 +19,7 @@ use crate::ops::{Request, Response};
 mod memories;
 mod model;
 mod project;
+mod remote;
 
 /// An agent's long-term memory, mounted as a directory.
 #[derive(Debug, Parser)]
@@ -323,15 +324,19 @@ enum Command {
         model: ModelArgs,
     },
     /// Serve the store over the Model Context Protocol on stdin and stdout
-    /// (for Claude Code, Claude Desktop and other MCP clients): tools to
-    /// search, read, write, edit and organize memories, and Anthropic's
-    /// `memory` tool. The store is opened on the first tool call.
+    /// (for Claude Code, Claude Desktop and other MCP clients), or over
+    /// HTTP with --http: tools to search, read, write, edit and organize
+    /// memories, and Anthropic's `memory` tool. The store is opened on the
+    /// first tool call.
     Mcp {
         #[command(flatten)]
         at: StoreArgs,
+        #[command(flatten)]
+        http: remote::HttpArgs,
         /// Act as this agent (agent:NAME): see global memories and its own,
-        /// and give new memories its scope.
-        #[arg(long, value_parser = parse_scope)]
+        /// and give new memories its scope. Over HTTP, each token's scope
+        /// does this instead.
+        #[arg(long, value_parser = parse_scope, conflicts_with = "http")]
         scope: Option<crate::ops::Scope>,
         /// `off` leaves the guide file (MNEMOFS.md) out of `/memories`
         /// when this process serves the store itself [default: config
@@ -395,6 +400,28 @@ enum Command {
         #[command(subcommand)]
         command: model::ModelCommand,
     },
+    /// Bearer tokens for MCP over HTTP (`mnemofs mcp --http`): create,
+    /// list, revoke.
+    Token {
+        #[command(subcommand)]
+        command: remote::TokenCommand,
+    },
+}
+
+/// Says `ready` on stdout (whoever started the process waits for it),
+/// then waits for SIGINT, SIGTERM or SIGHUP.
+fn wait_for_stop(ready: &str) -> anyhow::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    tracing::info!("{ready}");
+    println!("{ready}");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let signal = signals.forever().next();
+    tracing::info!("stopping on signal {signal:?}");
+    Ok(())
 }
 
 /// The model of a process that serves the store.
@@ -419,7 +446,7 @@ impl ModelArgs {
 }
 
 /// Which store a command works on.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 struct StoreArgs {
     /// The backing directory, or a mountpoint of it [default: $XDG_DATA_HOME/mnemofs/store].
     #[arg(long)]
@@ -1221,6 +1248,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Mcp {
             at,
+            http,
             scope,
             guide,
             model,
@@ -1239,8 +1267,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let target = at.or_store(settings.store).target(None)?;
             let remember_folder = settings.remember_folder;
-            let session = parking_lot::Mutex::new(None);
-            crate::front::mcp::serve(crate::front::in_scope(scope, move |request| {
+            let tokens_at = match http.http {
+                Some(_) => Some(target.state_dir()?),
+                None => None,
+            };
+            // Opened on the first call; a call runs without holding the
+            // lock, so calls over HTTP run side by side.
+            let session = parking_lot::Mutex::new(None::<std::sync::Arc<daemon::Session>>);
+            let call = move |request| {
                 // `remember` without a folder: the project's.
                 let request = match request {
                     Request::Remember { text, folder: None } => Request::Remember {
@@ -1249,26 +1283,54 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     },
                     other => other,
                 };
-                let mut open = session.lock();
-                let current = match open.take() {
-                    Some(current) => current,
-                    None => serving_session(&target, guide, &model).map_err(|e| {
-                        tracing::error!("mcp: cannot open the store: {e:#}");
-                        crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
-                    })?,
+                let current = {
+                    let mut open = session.lock();
+                    match &*open {
+                        Some(current) => std::sync::Arc::clone(current),
+                        None => {
+                            let opened = std::sync::Arc::new(
+                                serving_session(&target, guide, &model).map_err(|e| {
+                                    tracing::error!("mcp: cannot open the store: {e:#}");
+                                    crate::ops::Error::Unavailable(format!(
+                                        "cannot open the store: {e:#}"
+                                    ))
+                                })?,
+                            );
+                            *open = Some(std::sync::Arc::clone(&opened));
+                            opened
+                        }
+                    }
                 };
                 let answer = current.call(request);
                 // A daemon that went away (restarted, unmounted) leaves this
                 // session useless: the next call opens a new one.
-                let lost = current.through_daemon()
-                    && matches!(answer, Err(crate::ops::Error::Unavailable(_)));
-                if !lost {
-                    *open = Some(current);
+                if current.through_daemon()
+                    && matches!(answer, Err(crate::ops::Error::Unavailable(_)))
+                {
+                    let mut open = session.lock();
+                    if open
+                        .as_ref()
+                        .is_some_and(|o| std::sync::Arc::ptr_eq(o, &current))
+                    {
+                        *open = None;
+                    }
                 }
                 answer
-            }))
-            .context("the MCP server's input or output failed")
+            };
+            let call = crate::front::in_scope(scope, call);
+            match (http.http, tokens_at) {
+                (Some(addr), Some(state_dir)) => {
+                    let server = crate::front::http::HttpServer::start(
+                        http.options(addr, &state_dir),
+                        std::sync::Arc::new(call),
+                    )?;
+                    wait_for_stop(&format!("serving MCP on {}", server.url()))
+                }
+                _ => crate::front::mcp::serve(call)
+                    .context("the MCP server's input or output failed"),
+            }
         }
+        Command::Token { command } => remote::run(command),
         Command::History {
             reference,
             at,

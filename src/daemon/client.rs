@@ -89,6 +89,17 @@ pub struct Target {
 }
 
 impl Target {
+    /// The store's state dir: `--state-dir`, else its serving daemon's,
+    /// else the default one.
+    pub fn state_dir(&self) -> anyhow::Result<PathBuf> {
+        let found = find(self)?;
+        Ok(match (&self.state_dir, found.daemon) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(daemon)) => daemon.state_dir,
+            (None, None) => super::default_state_dir(&found.store),
+        })
+    }
+
     /// The state dir of `store`: `--state-dir`, else the default one.
     fn state_dir_of(&self, store: &Path) -> PathBuf {
         self.state_dir

@@ -27,6 +27,7 @@ pub mod status;
 pub use client::{Found, Session, Target, find};
 pub use lock::StoreLock;
 pub use mountpoint::{is_mounted, unmount};
+pub(crate) use paths::make_state_dir;
 pub use paths::{default_state_dir, default_store_dir};
 
 use std::fs::{File, OpenOptions};

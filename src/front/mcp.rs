@@ -33,7 +33,9 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use tokio::sync::Semaphore;
 
+use super::tokens::Grant;
 pub use super::tools::Runner;
 use super::tools::{self, TOOLS};
 use crate::ops::{self, MemoryFilter, Request, Response};
@@ -47,6 +49,10 @@ const RESOURCE_PAGE: usize = 200;
 /// The one prompt.
 const GUIDE_PROMPT: &str = "memory_guide";
 
+/// Calls that run on the store at once; the others wait their turn
+/// without holding a thread.
+pub(super) const MAX_CALLS: usize = 16;
+
 /// Serves MCP on stdin and stdout until the client closes stdin.
 pub fn serve(
     call: impl Fn(Request) -> ops::Result<Response> + Send + Sync + 'static,
@@ -57,6 +63,8 @@ pub fn serve(
     runtime.block_on(async move {
         let server = MemoryServer {
             call: Arc::new(call),
+            calls: Arc::new(Semaphore::new(MAX_CALLS)),
+            over_http: false,
         };
         let running = server
             .serve(rmcp::transport::stdio_pipes())
@@ -68,8 +76,66 @@ pub fn serve(
 }
 
 /// The MCP server over a runner.
-struct MemoryServer {
+pub(super) struct MemoryServer {
     call: Arc<Runner>,
+    /// Leave to run a call on the store.
+    calls: Arc<Semaphore>,
+    /// Served over HTTP: each call runs in its token's scope.
+    over_http: bool,
+}
+
+impl MemoryServer {
+    /// The server for one HTTP request, whose token's grant the request
+    /// carries (see [`http`](super::http)).
+    pub(super) fn over_http(call: Arc<Runner>, calls: Arc<Semaphore>) -> MemoryServer {
+        MemoryServer {
+            call,
+            calls,
+            over_http: true,
+        }
+    }
+
+    /// The runner for a request: over HTTP, in the scope of the token it
+    /// came with, and a request without one is refused (the HTTP layer
+    /// lets none through; this holds if that ever changes).
+    fn runner(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Runner>, McpError> {
+        if !self.over_http {
+            return Ok(Arc::clone(&self.call));
+        }
+        let grant = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Grant>())
+            .ok_or_else(|| McpError::invalid_request("this request carries no token", None))?;
+        Ok(match grant.reach.scope() {
+            None => Arc::clone(&self.call),
+            Some(scope) => {
+                let call = Arc::clone(&self.call);
+                Arc::new(super::in_scope(Some(scope.clone()), move |request| {
+                    call(request)
+                }))
+            }
+        })
+    }
+
+    /// Runs `work` with the runner on tokio's blocking pool, once a call
+    /// may run.
+    async fn run_blocking<T: Send + 'static>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        what: &str,
+        work: impl FnOnce(&Runner) -> T + Send + 'static,
+    ) -> Result<T, McpError> {
+        let call = self.runner(context)?;
+        let _turn = self
+            .calls
+            .acquire()
+            .await
+            .map_err(|_| McpError::internal_error("the server is stopping", None))?;
+        tokio::task::spawn_blocking(move || work(&*call))
+            .await
+            .map_err(|e| McpError::internal_error(format!("{what} failed: {e}"), None))
+    }
 }
 
 impl ServerHandler for MemoryServer {
@@ -103,7 +169,7 @@ impl ServerHandler for MemoryServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         if tools::find(&name).is_none() {
@@ -113,17 +179,18 @@ impl ServerHandler for MemoryServer {
             ));
         }
         let args = request.arguments.unwrap_or_default();
-        let call = Arc::clone(&self.call);
-        let result = tokio::task::spawn_blocking(move || run(&*call, &name, &args))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the tool call failed: {e}"), None))?;
+        let result = self
+            .run_blocking(&context, "the tool call", move |call| {
+                run(call, &name, &args)
+            })
+            .await?;
         Ok(result.into())
     }
 
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let cursor = request.and_then(|r| r.cursor);
         let offset = match cursor.as_deref() {
@@ -132,14 +199,15 @@ impl ServerHandler for MemoryServer {
                 McpError::invalid_params(format!("{c:?} is not a cursor of this server"), None)
             })?,
         };
-        let call = Arc::clone(&self.call);
         let filter = MemoryFilter {
             limit: offset + RESOURCE_PAGE + 1,
             ..MemoryFilter::default()
         };
-        let answer = tokio::task::spawn_blocking(move || call(Request::Memories(filter)))
-            .await
-            .map_err(|e| McpError::internal_error(format!("listing failed: {e}"), None))?;
+        let answer = self
+            .run_blocking(&context, "listing", move |call| {
+                call(Request::Memories(filter))
+            })
+            .await?;
         let Ok(Response::Memories { memories }) = answer
             .map_err(|e| McpError::internal_error(format!("cannot list the memories: {e}"), None))
         else {
@@ -186,7 +254,7 @@ impl ServerHandler for MemoryServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri;
         let Some(reference) = uri.strip_prefix(MEMORY_URI).filter(|r| !r.is_empty()) else {
@@ -195,10 +263,12 @@ impl ServerHandler for MemoryServer {
                 None,
             ));
         };
-        let (call, reference) = (Arc::clone(&self.call), reference.to_string());
-        let text = tokio::task::spawn_blocking(move || read_whole(&*call, &reference))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the read failed: {e}"), None))?
+        let reference = reference.to_string();
+        let text = self
+            .run_blocking(&context, "the read", move |call| {
+                read_whole(call, &reference)
+            })
+            .await?
             .map_err(|e| match e.errno() {
                 libc::ENOENT => McpError::resource_not_found(format!("no memory at {uri}"), None),
                 _ => McpError::internal_error(e.to_string(), None),

@@ -1,15 +1,18 @@
 """Drives `mnemofs mcp` with the official MCP client (the `mcp` package).
 
 Usage: mcp_client.py MNEMOFS STORE STATE_DIR
+       mcp_client.py --http URL OWNER_TOKEN ALICE_TOKEN
 
-Starts `MNEMOFS mcp --store STORE --state-dir STATE_DIR` over stdio,
-initializes, lists the tools and the prompt, calls every tool and checks
+Starts `MNEMOFS mcp --store STORE --state-dir STATE_DIR` over stdio (or
+connects to a `mnemofs mcp --http` server at URL with a token that
+reaches every memory), initializes, lists the tools and the prompt, calls every tool and checks
 what comes back: a write is found by search and read back, an edit
 changes it, the memory tool views it, a stale expected_version is a
 conflict, memories are resources by id, bad input is an isError result in
 one sentence, and the server keeps answering after it. Then a second
 server with --scope agent:alice sees global memories and Alice's, never
-Bob's. Prints each check and exits 1 at the first mismatch.
+Bob's (over HTTP: a client with a token scoped to agent:alice). Prints
+each check and exits 1 at the first mismatch.
 """
 
 import asyncio
@@ -89,21 +92,31 @@ async def eventually(what, probe, tries=200):
     raise Mismatch(f"never: {what}")
 
 
-async def drive(binary, store, state):
-    params = StdioServerParameters(
-        command=binary, args=["mcp", "--store", store, "--state-dir", state]
-    )
-    await drive_all_tools(params)
-    scoped = StdioServerParameters(
-        command=binary,
-        args=["mcp", "--store", store, "--state-dir", state, "--scope", "agent:alice"],
-    )
-    await drive_scoped(scoped)
+def over_stdio(binary, *args):
+    """Connects to a `mnemofs mcp` started with these arguments."""
+    return lambda: stdio_client(StdioServerParameters(command=binary, args=["mcp", *args]))
+
+
+def over_http(url, token):
+    """Connects to a `mnemofs mcp --http` server with a bearer token."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    def connect():
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                    timeout=httpx2.Timeout(30.0, read=120.0))
+        return streamable_http_client(url, http_client=client)
+    return connect
+
+
+async def drive(connect, connect_alice):
+    await drive_all_tools(connect)
+    await drive_scoped(connect_alice)
     print("all checks passed")
 
 
-async def drive_all_tools(params):
-    async with stdio_client(params) as (read, write):
+async def drive_all_tools(connect):
+    async with connect() as (read, write, *_):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             version = field(init, "protocol_version", "protocolVersion")
@@ -326,8 +339,8 @@ async def drive_all_tools(params):
                   "a call's scope argument hides other agents' memories")
 
 
-async def drive_scoped(params):
-    async with stdio_client(params) as (read, write):
+async def drive_scoped(connect):
+    async with connect() as (read, write, *_):
         async with ClientSession(read, write) as session:
             await session.initialize()
             c = Client(session)
@@ -352,9 +365,15 @@ async def drive_scoped(params):
 
 
 def main():
-    binary, store, state = sys.argv[1:4]
+    if sys.argv[1] == "--http":
+        url, owner, alice = sys.argv[2:5]
+        run = drive(over_http(url, owner), over_http(url, alice))
+    else:
+        binary, store, state = sys.argv[1:4]
+        at = ["--store", store, "--state-dir", state]
+        run = drive(over_stdio(binary, *at), over_stdio(binary, *at, "--scope", "agent:alice"))
     try:
-        asyncio.run(drive(binary, store, state))
+        asyncio.run(run)
     except Mismatch as e:
         print(f"MISMATCH: {e}")
         sys.exit(1)
