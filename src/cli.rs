@@ -89,6 +89,11 @@ enum Command {
         /// Read every file through the daemon, never with FUSE passthrough.
         #[arg(long)]
         no_passthrough: bool,
+        /// Serve MCP over HTTP at ADDR too (`127.0.0.1:8765`), every call
+        /// with a token from `mnemofs token create` [default: config
+        /// `mcp.http`, else not].
+        #[arg(long, value_name = "ADDR")]
+        mcp_http: Option<std::net::SocketAddr>,
     },
     /// Serve the store without mounting it: the organizer, and the
     /// sockets that commands and agents use (JSON-RPC for agents; its path
@@ -108,6 +113,11 @@ enum Command {
         /// Serve the files only: no background normalizing or organizing.
         #[arg(long)]
         no_organizer: bool,
+        /// Serve MCP over HTTP at ADDR too (`127.0.0.1:8765`), every call
+        /// with a token from `mnemofs token create` [default: config
+        /// `mcp.http`, else not].
+        #[arg(long, value_name = "ADDR")]
+        mcp_http: Option<std::net::SocketAddr>,
     },
     /// Search the store's memories (works with or without a running daemon).
     Search {
@@ -1005,6 +1015,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             model,
             no_organizer,
             no_passthrough,
+            mcp_http,
         } => {
             if !(0.0..=3600.0).contains(&cache_ttl) {
                 bail!("--cache-ttl must be between 0 and 3600 seconds");
@@ -1015,6 +1026,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // Checked before anything is made on disk.
             let mut settings = load_config(config.as_deref())?;
             model.apply(&mut settings)?;
+            settings.mcp.http = mcp_http.or(settings.mcp.http);
             let (store, state_dir) = resolve_store_and_state(store, create, state_dir)?;
             let mountpoint = absolute(&mountpoint)?;
             if mountpoint.starts_with(&store) {
@@ -1057,9 +1069,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             config,
             model,
             no_organizer,
+            mcp_http,
         } => {
             let mut settings = load_config(config.as_deref())?;
             model.apply(&mut settings)?;
+            settings.mcp.http = mcp_http.or(settings.mcp.http);
             let guide = settings.mount.guide.is_on();
             let (store, state_dir) = resolve_store_and_state(at.store, create, at.state_dir)?;
             daemon::serve::serve(&daemon::serve::ServeConfig {
@@ -1321,7 +1335,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             match (http.http, tokens_at) {
                 (Some(addr), Some(state_dir)) => {
                     let server = crate::front::http::HttpServer::start(
-                        http.options(addr, &state_dir),
+                        http.options(addr, &state_dir, &config.mcp),
                         std::sync::Arc::new(call),
                     )?;
                     wait_for_stop(&format!("serving MCP on {}", server.url()))

@@ -107,6 +107,9 @@ pub struct Config {
     /// How search ranks.
     #[serde(deserialize_with = "null_as_default")]
     pub search: SearchSettings,
+    /// MCP over HTTP from a daemon (`serve`, `mount`).
+    #[serde(deserialize_with = "null_as_default")]
+    pub mcp: McpSettings,
     /// The Claude Code plugin's settings when the project's own
     /// `.claude/settings*.json` have no `mnemofs` block.
     pub claude: Option<ClaudeSettings>,
@@ -130,6 +133,7 @@ impl Default for Config {
             history: HistoryConfig::default(),
             mount: MountSettings::default(),
             search: SearchSettings::default(),
+            mcp: McpSettings::default(),
             claude: None,
             resolved_timezone: TimeZone::UTC,
         }
@@ -445,6 +449,22 @@ pub enum CaptureMode {
     /// The extractive note first, then enriched with a summary Claude Code
     /// writes (`claude -p`).
     Summarized,
+}
+
+/// `mcp:` settings: MCP over streamable HTTP, for agents that are not
+/// local processes. Every call needs a bearer token (`mnemofs token
+/// create`) and runs in its scope.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpSettings {
+    /// Where a daemon (`serve`, `mount`) serves MCP over HTTP
+    /// (`127.0.0.1:8765`); unset, it does not. `--mcp-http` wins.
+    pub http: Option<std::net::SocketAddr>,
+    /// Browser origins allowed to call (`https://app.example.com:443`);
+    /// a request with any other Origin header is refused.
+    pub allow_origins: Vec<String>,
+    /// Host names clients reach the server by, beyond the loopback ones.
+    pub allow_hosts: Vec<String>,
 }
 
 /// `mount:` settings: what the root of the mount shows.

@@ -214,3 +214,125 @@ fn without_tokens_a_loopback_server_answers_anyone() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("\"serverInfo\""), "{answer}");
 }
+
+/// Posts one JSON-RPC message to an MCP URL with a token; returns the
+/// status line and the body.
+fn post(url: &str, token: &str, message: &serde_json::Value) -> (String, serde_json::Value) {
+    use std::io::{Read, Write};
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .expect("an http URL");
+    let body = message.to_string();
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answer");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let status = head.lines().next().unwrap_or_default().to_string();
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+fn write_call(path: &str, content: &str) -> serde_json::Value {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "write", "arguments": {"content": content, "path": path}}
+    })
+}
+
+#[test]
+fn serve_answers_mcp_over_http_beside_its_sockets() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).expect("store");
+    let owner = token(&store, "owner", "all");
+    let mut child = store_command(&store, &["serve", "--mcp-http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn mnemofs serve");
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Kill(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let url = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("serve did not say it serves MCP");
+        if let Some(url) = line.strip_prefix("serving MCP on ") {
+            break url.to_string();
+        }
+    };
+    let (status, answer) = post(&url, &owner, &write_call("notes/over-http.md", "Plums.\n"));
+    assert!(status.contains("200"), "{status} {answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    // The same store the daemon's other clients see.
+    let out = run_with_timeout(
+        &mut store_command(&store, &["read", "notes/over-http.md"]),
+        Duration::from_secs(60),
+    )
+    .expect("cat timed out");
+    assert!(succeeded(&out).contains("Plums."));
+    let (status, _) = post(&url, "mnemofs_wrong", &write_call("notes/x.md", "x\n"));
+    assert!(status.contains("401"), "{status}");
+    drop(child);
+}
+
+/// Makes a token in a mount's state dir before it starts; it is written
+/// to `token` beside the store.
+fn token_before_mount(store: &Path, state: &Path) {
+    let out = Command::new(common::bin())
+        .args(["token", "create", "owner", "--scope", "all", "--store"])
+        .arg(store)
+        .arg("--state-dir")
+        .arg(state)
+        .output()
+        .expect("token create");
+    std::fs::write(store.with_file_name("token"), succeeded(&out).trim()).expect("keep the token");
+}
+
+#[test]
+fn a_mount_answers_mcp_over_http_and_its_readers_see_the_writes() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mount = common::Mount::with_options(common::MountOptions {
+        extra_args: vec!["--mcp-http".into(), format!("127.0.0.1:{port}")],
+        before_start: Some(token_before_mount),
+        ..Default::default()
+    });
+    let owner = std::fs::read_to_string(mount.store.with_file_name("token")).expect("token");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let (status, answer) = post(&url, &owner, &write_call("notes/remote.md", "From afar.\n"));
+    assert!(status.contains("200"), "{status} {answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let seen =
+        std::fs::read_to_string(mount.mnt.join("notes/remote.md")).expect("read on the mount");
+    assert!(seen.ends_with("From afar.\n"), "{seen}");
+}

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 
 use super::StoreArgs;
+use crate::config::McpSettings;
 use crate::front::http::{Access, HttpOptions};
 use crate::front::tokens::{Reach, TokenBook};
 
@@ -36,8 +37,19 @@ pub(super) struct HttpArgs {
 }
 
 impl HttpArgs {
-    /// The server's options; tokens come from `state_dir`.
-    pub(super) fn options(&self, addr: SocketAddr, state_dir: &Path) -> HttpOptions {
+    /// The server's options; tokens come from `state_dir`, and the
+    /// config's allowed origins and hosts join the ones given here.
+    pub(super) fn options(
+        &self,
+        addr: SocketAddr,
+        state_dir: &Path,
+        settings: &McpSettings,
+    ) -> HttpOptions {
+        let joined = |given: &[String], configured: &[String]| {
+            let mut all = given.to_vec();
+            all.extend(configured.iter().cloned());
+            all
+        };
         HttpOptions {
             addr,
             access: if self.no_auth {
@@ -45,8 +57,8 @@ impl HttpArgs {
             } else {
                 Access::Tokens(TokenBook::in_state_dir(state_dir))
             },
-            origins: self.origins.clone(),
-            hosts: self.hosts.clone(),
+            origins: joined(&self.origins, &settings.allow_origins),
+            hosts: joined(&self.hosts, &settings.allow_hosts),
         }
     }
 }

@@ -547,6 +547,7 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
             config.state_dir.display()
         );
     }
+    let http = serve::start_mcp_http(&config.config.mcp, &config.state_dir, &serving.ops)?;
     let signals =
         SignalListener::start(unmounter, config.mountpoint.clone(), mounted.index.clone())?;
     tracing::info!(
@@ -563,6 +564,7 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     } = mounted;
     let result = session.run();
     signals.stop();
+    drop(http);
     drop(registration);
     drop(rpc);
     drop(control);

@@ -66,6 +66,7 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
             config.store.display()
         );
     };
+    let http = start_mcp_http(&config.config.mcp, &config.state_dir, server.ops())?;
     tracing::info!(
         "serving {} on {}",
         config.store.display(),
@@ -77,11 +78,41 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
         config.store.display(),
         server.rpc_socket().display()
     );
+    if let Some(http) = &http {
+        println!("serving MCP on {}", http.url());
+    }
     let _ = std::io::Write::flush(&mut std::io::stdout());
     let signal = signals.forever().next();
     tracing::info!("stopping on signal {signal:?}");
+    drop(http);
     drop(server);
     Ok(())
+}
+
+/// MCP over HTTP for the daemon's operations, when the config's `mcp.http`
+/// names an address: every call with a token from `state_dir`.
+pub(super) fn start_mcp_http(
+    settings: &crate::config::McpSettings,
+    state_dir: &std::path::Path,
+    ops: &Arc<Operations>,
+) -> anyhow::Result<Option<crate::front::http::HttpServer>> {
+    use crate::front::http::{Access, HttpOptions, HttpServer};
+    let Some(addr) = settings.http else {
+        return Ok(None);
+    };
+    let ops = Arc::clone(ops);
+    let server = HttpServer::start(
+        HttpOptions {
+            addr,
+            access: Access::Tokens(crate::front::tokens::TokenBook::in_state_dir(state_dir)),
+            origins: settings.allow_origins.clone(),
+            hosts: settings.allow_hosts.clone(),
+        },
+        Arc::new(move |request| ops.handle(request)),
+    )
+    .context("cannot serve MCP over HTTP")?;
+    tracing::info!("serving MCP on {}", server.url());
+    Ok(Some(server))
 }
 
 /// A store served without a mount, for as long as the value lives: the
