@@ -1636,7 +1636,9 @@ fn reindex(at: StoreArgs) -> anyhow::Result<()> {
 
 /// The log filter: `MNEMOFS_LOG` if set, else by `-v`. A daemon logs its
 /// own INFO lines (to its log file, or the journal under systemd); a
-/// command run at a terminal shows only warnings unless asked.
+/// command run at a terminal shows only warnings unless asked. rmcp's own
+/// lines (an MCP client that hung up mid-call, a tool's error answer,
+/// which the client is told) show only with -vv.
 fn log_filter(daemon: bool, verbose: u8) -> tracing_subscriber::EnvFilter {
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("MNEMOFS_LOG") {
         return filter;
@@ -1646,7 +1648,8 @@ fn log_filter(daemon: bool, verbose: u8) -> tracing_subscriber::EnvFilter {
         (true, _) | (false, 1) => "info",
         (false, 0) => "warn",
     };
-    tracing_subscriber::EnvFilter::new(format!("warn,fuser=error,mnemofs={level}"))
+    let rmcp = if verbose >= 2 { "debug" } else { "off" };
+    tracing_subscriber::EnvFilter::new(format!("warn,fuser=error,rmcp={rmcp},mnemofs={level}"))
 }
 
 /// Sends logs to stderr: the terminal, the daemon's log file (its stderr

@@ -1,9 +1,10 @@
 //! The agents' front ends: the MCP server's `search` and `read` round
-//! trips, `mnemofs tool` as a one-shot process, and the public socket under
-//! 32 concurrent clients.
+//! trips (on stdio, and `search` over HTTP), `mnemofs tool` as a one-shot
+//! process, and the public socket under 32 concurrent clients.
 //!
 //! Baselines from the same run: `rg -l` (else `grep -rl`) over the store for
-//! a search, reading the file for a `read`, `cat` as a new process for the
+//! a search, the same searches over stdio for HTTP, reading the file for a
+//! `read`, `cat` as a new process for the
 //! one-shot tool, and one client alone on the socket for the 32 clients.
 //! Basic Memory's MCP search (140–754 ms warm, as published) cannot run
 //! here; the targets are the absolute ones of the issue.
@@ -105,6 +106,107 @@ impl Mcp {
 }
 
 impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `mnemofs mcp --http` with a token, driven over one kept-alive HTTP/1.1
+/// connection, as a remote agent's client does.
+struct HttpMcp {
+    child: Child,
+    stream: BufReader<std::net::TcpStream>,
+    authority: String,
+    token: String,
+    next_id: u64,
+}
+
+impl HttpMcp {
+    fn start(ws: &Workspace) -> Result<HttpMcp> {
+        let mnemofs = |args: &[&str]| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemofs"));
+            cmd.args(args)
+                .arg("--store")
+                .arg(&ws.store)
+                .arg("--state-dir")
+                .arg(&ws.state)
+                .env("MNEMOFS_LOG", "error");
+            cmd
+        };
+        let made = mnemofs(&["token", "create", "bench", "--scope", "all"]).output()?;
+        if !made.status.success() {
+            return Err(format!("token create: {}", String::from_utf8_lossy(&made.stderr)).into());
+        }
+        let token = String::from_utf8(made.stdout)?.trim().to_string();
+        let mut child = mnemofs(&["mcp", "--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().ok_or("no stdout")?).read_line(&mut line)?;
+        let authority = line
+            .trim()
+            .strip_prefix("serving MCP on http://")
+            .and_then(|u| u.strip_suffix("/mcp"))
+            .ok_or_else(|| format!("mnemofs mcp --http did not start: {line:?}"))?
+            .to_string();
+        let stream = std::net::TcpStream::connect(&authority)?;
+        stream.set_nodelay(true)?;
+        Ok(HttpMcp {
+            child,
+            stream: BufReader::new(stream),
+            authority,
+            token,
+            next_id: 1,
+        })
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": arguments}})
+        .to_string();
+        write!(
+            self.stream.get_mut(),
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n\r\n{body}",
+            self.authority,
+            self.token,
+            body.len()
+        )?;
+        let mut length = None;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stream.read_line(&mut line)? == 0 {
+                return Err("the HTTP server closed the connection".into());
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = Some(value.trim().parse::<usize>()?);
+            }
+        }
+        let mut body = vec![0; length.ok_or("an answer without Content-Length")?];
+        std::io::Read::read_exact(&mut self.stream, &mut body)?;
+        let answer: Value = serde_json::from_slice(&body)?;
+        let result = &answer["result"];
+        if answer.get("error").is_some() || result["isError"] == true {
+            return Err(format!("{tool} over HTTP: {answer}").into());
+        }
+        Ok(result["structuredContent"].clone())
+    }
+}
+
+impl Drop for HttpMcp {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -314,7 +416,48 @@ pub fn run(cfg: &Config) -> Result<()> {
         done?;
         write.native.push(t.as_secs_f64());
     }
+
+    // The same searches over HTTP, next to stdio's from the same run.
+    let rounds = if cfg.quick { 2 } else { 10 };
+    let mut stdio_searches = Vec::new();
+    for word in queries.iter().cycle().take(queries.len() * rounds) {
+        let (t, hits) = time(|| mcp.call("search", json!({"query": word, "limit": 10})));
+        hits?;
+        stdio_searches.push(t.as_secs_f64());
+    }
     drop(mcp);
+    let mut http = HttpMcp::start(&ws)?;
+    let (t, _) = time(|| http.call("status", json!({})));
+    notes.push(format!(
+        "MCP over HTTP: first call (opens the store) {:.1} s",
+        t.as_secs_f64()
+    ));
+    let mut http_searches = Vec::new();
+    for word in queries.iter().cycle().take(queries.len() * rounds) {
+        let (t, hits) = time(|| http.call("search", json!({"query": word, "limit": 10})));
+        if hits?["results"].as_array().is_none_or(Vec::is_empty) {
+            return Err(format!("MCP search over HTTP {word:?} found nothing").into());
+        }
+        http_searches.push(t.as_secs_f64());
+    }
+    drop(http);
+    let mut http_p50 = Row::new(
+        "MCP over HTTP search round trip, p50 (native: the same over stdio)",
+        Measure::Time,
+        Target::Info,
+    )
+    .with_percentile(50)
+    .with_limit(0.003);
+    http_p50.mount = http_searches.clone();
+    http_p50.native = stdio_searches.clone();
+    let mut http_p99 = Row::new(
+        "MCP over HTTP search round trip, p99 (native: the same over stdio)",
+        Measure::Time,
+        Target::Info,
+    )
+    .with_percentile(99);
+    http_p99.mount = http_searches;
+    http_p99.native = stdio_searches;
 
     // `mnemofs tool`: one process, one command, on the store itself.
     let one_shot = |rel: &str| -> Result<()> {
@@ -442,6 +585,8 @@ pub fn run(cfg: &Config) -> Result<()> {
             question,
             read,
             write,
+            http_p50,
+            http_p99,
             tool_local,
             tool_served,
             throughput,
