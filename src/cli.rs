@@ -20,6 +20,7 @@ mod memories;
 mod model;
 mod project;
 mod remote;
+mod sync;
 
 /// An agent's long-term memory, mounted as a directory.
 #[derive(Debug, Parser)]
@@ -214,6 +215,11 @@ enum Command {
         #[command(flatten)]
         at: StoreArgs,
     },
+    /// Keep the store in step with a git remote: `sync init REMOTE` once,
+    /// then `sync` runs a round (commit local changes, fetch and merge,
+    /// apply through the daemon when one serves the store, push).
+    /// Conflicts are kept as copies, never as markers.
+    Sync(sync::SyncArgs),
     /// List the memories deleted and not back, newest first.
     Trash {
         #[command(flatten)]
@@ -1434,6 +1440,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             at,
         } => project::share(reference, to, yes, at),
         Command::Reindex { at } => reindex(at),
+        Command::Sync(args) => sync::run(args),
         Command::Memories(command) => memories::run(command),
         Command::Model { command } => model::run(command),
         Command::Normalize {

@@ -110,6 +110,9 @@ pub struct Config {
     /// MCP over HTTP from a daemon (`serve`, `mount`).
     #[serde(deserialize_with = "null_as_default")]
     pub mcp: McpSettings,
+    /// A daemon's sync rounds with the store's git remote.
+    #[serde(deserialize_with = "null_as_default")]
+    pub sync: SyncSettings,
     /// The Claude Code plugin's settings when the project's own
     /// `.claude/settings*.json` have no `mnemofs` block.
     pub claude: Option<ClaudeSettings>,
@@ -134,6 +137,7 @@ impl Default for Config {
             mount: MountSettings::default(),
             search: SearchSettings::default(),
             mcp: McpSettings::default(),
+            sync: SyncSettings::default(),
             claude: None,
             resolved_timezone: TimeZone::UTC,
         }
@@ -465,6 +469,62 @@ pub struct McpSettings {
     pub allow_origins: Vec<String>,
     /// Host names clients reach the server by, beyond the loopback ones.
     pub allow_hosts: Vec<String>,
+}
+
+/// `sync:` settings: a daemon keeping its store in step with a git
+/// remote (`mnemofs sync`). The config is read by every daemon that uses
+/// it, so `remote` belongs in the config of the one store it is for.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SyncSettings {
+    /// The remote (a URL, a path or a remote's name) that a store not yet
+    /// set up for sync is set up with when its daemon starts, as `mnemofs
+    /// sync init` would. Set, the daemon syncs every `interval`.
+    pub remote: Option<String>,
+    /// How often the daemon runs a round (default 5m when `remote` is
+    /// set). Set alone, it syncs a store set up with `mnemofs sync init`.
+    #[serde(with = "optional_duration")]
+    pub interval: Option<Duration>,
+    /// Set up as a read-only clone (a team or secondary store): fetch and
+    /// merge, never push.
+    pub read_only: bool,
+}
+
+impl SyncSettings {
+    /// How often the daemon syncs, if it does.
+    pub fn schedule(&self) -> Option<Duration> {
+        const DEFAULT_INTERVAL: Duration = Duration::from_secs(5 * 60);
+        match (self.interval, &self.remote) {
+            (Some(every), _) => Some(every.max(Duration::from_secs(1))),
+            (None, Some(_)) => Some(DEFAULT_INTERVAL),
+            (None, None) => None,
+        }
+    }
+}
+
+/// An optional duration, as [`serde_duration`] writes one.
+mod optional_duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        d: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::serde_duration::serialize(d, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        #[derive(Deserialize)]
+        struct Wrapped(#[serde(with = "super::serde_duration")] Duration);
+        Ok(Option::<Wrapped>::deserialize(deserializer)?.map(|Wrapped(d)| d))
+    }
 }
 
 /// `mount:` settings: what the root of the mount shows.

@@ -454,6 +454,7 @@ fn open_local(
              does, and keeps the vectors for commands run without one)"
                 .to_owned()
         })
+        .with_syncer(Arc::new(crate::front::sync::GitSync::new()))
     };
     let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
         .with_organizer(Arc::new(organizer))

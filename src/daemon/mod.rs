@@ -453,6 +453,8 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
     let writer = Arc::new(MountWriter::new(
         config.mountpoint.clone(),
         Arc::clone(&mounted.fs),
+    /// Stopped first: a round writes through the mount.
+    sync: Option<crate::front::sync::Schedule>,
     ));
     let tasks = if config.organizer {
         let (events, events_rx) = crossbeam_channel::unbounded();
@@ -499,7 +501,8 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
         ServedBy::Daemon,
     )
     .with_max_file_size(config.fs.max_file_size)
-    .with_meaning_off(mounted.meaning_off.clone());
+    .with_meaning_off(mounted.meaning_off.clone())
+    .with_syncer(Arc::new(crate::front::sync::GitSync::new()));
     if let Some(history) = mounted.fs.history() {
         ops = ops.with_history(Arc::clone(history));
     }
@@ -522,13 +525,45 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
         watcher,
     })
 }
+    let sync = sync_schedule(&config.store, &config.config, &ops)?;
 
 fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
     let mut mounted = mount_store(config)?;
     let unmounter = mounted.session.unmount_callable();
+        sync,
     let serving = start_serving(config, &mounted)?;
     let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
     // The mount works without its public socket; agents are told why not.
+/// The daemon's sync rounds, when the config asks for them.
+pub(crate) fn sync_schedule(
+    store: &Path,
+    config: &crate::config::Config,
+    ops: &Arc<Operations>,
+) -> anyhow::Result<Option<crate::front::sync::Schedule>> {
+    let Some(interval) = config.sync.schedule() else {
+        return Ok(None);
+    };
+    let setup = config
+        .sync
+        .remote
+        .clone()
+        .map(|remote| crate::front::sync::InitOptions {
+            remote,
+            read_only: config.sync.read_only,
+            host: None,
+        });
+    let ops = Arc::clone(ops);
+    let schedule =
+        crate::front::sync::Schedule::start(store.to_path_buf(), setup, interval, move || {
+            match ops.handle(crate::ops::Request::Sync)? {
+                crate::ops::Response::Synced { report } => Ok(*report),
+                _ => Err(crate::ops::Error::Unavailable("unexpected answer to sync".into())),
+            }
+        })
+        .context("cannot start the sync thread")?;
+    Ok(Some(schedule))
+}
+
     let rpc = socket::RpcServer::start(&config.store, Arc::clone(&serving.ops))
         .inspect_err(|e| tracing::warn!("no public socket: {e:#}"))
         .ok();
@@ -578,7 +613,9 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     drop(tasks);
     index.shutdown();
     if let Some(Err(e)) = fs.counters().map(|c| c.flush()) {
+        sync,
         tracing::warn!("cannot save the access counters: {e}");
+    drop(sync);
     }
     tracing::info!("unmounted {}", config.mountpoint.display());
     result.context("the FUSE session ended with an error")

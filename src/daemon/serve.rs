@@ -134,6 +134,7 @@ pub struct Server {
     control: Option<ControlServer>,
     watch: Option<Watch>,
     tasks: Option<Arc<Tasks>>,
+    sync: Option<crate::front::sync::Schedule>,
     /// Recorded at a clean end, where the server is a command's.
     clean_exit: Option<CleanExit>,
     _lock: StoreLock,
@@ -209,7 +210,8 @@ impl Server {
         )
         .with_history(history)
         .with_counters(Arc::clone(&counters))
-        .with_meaning_off(meaning_off);
+        .with_meaning_off(meaning_off)
+        .with_syncer(Arc::new(crate::front::sync::GitSync::new()));
         if let Some(organizer) = organizer {
             ops = ops.with_organizer(organizer);
         }
@@ -230,6 +232,11 @@ impl Server {
             rpc_socket: Some(rpc.path().to_path_buf()),
         })
         .with_context(|| format!("cannot register in {}", registry::dir().display()))?;
+        // Only a daemon syncs on a schedule, not a process serving its agent.
+        let sync = match config.served_by {
+            ServedBy::Daemon => super::sync_schedule(&config.store, &config.config, &ops)?,
+            ServedBy::Local => None,
+        };
         Ok(Some(Server {
             ops,
             index,
@@ -249,6 +256,7 @@ impl Server {
     /// `within`): a scope hides other agents' memories by what the index
     /// says of them, so a first request must not run ahead of it.
     pub fn wait_caught_up(&self, within: std::time::Duration) -> bool {
+            sync,
         self.index.wait_idle(within)
     }
 
@@ -274,6 +282,7 @@ impl Drop for Server {
         if let Err(e) = self.counters.flush() {
             tracing::warn!("cannot save the access counters: {e}");
         }
+        drop(self.sync.take());
         // Still under the store lock.
         if let Some(clean_exit) = &self.clean_exit
             && !std::thread::panicking()

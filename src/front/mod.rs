@@ -15,6 +15,7 @@ pub mod http;
 pub mod ingest;
 pub mod jsonl;
 pub mod mcp;
+pub mod sync;
 pub mod tokens;
 pub mod tool;
 pub mod tools;

@@ -331,7 +331,14 @@ pub(crate) fn build(
     doc.add_date(f.created, date(created));
     doc.add_date(f.updated, date(updated));
     doc.add_i64(f.changed, updated.max(mtime));
-    if !memory.lint.is_empty() || !memory.schema_warnings.is_empty() {
+    let conflict = memory::conflict::parse(&path.to_string()).map(|c| {
+        format!(
+            "a sync conflict: the version of {} from {} ({}); keep what you want of it \
+             in {}, then delete this copy",
+            c.original, c.host, c.when, c.original
+        )
+    });
+    if !memory.lint.is_empty() || !memory.schema_warnings.is_empty() || conflict.is_some() {
         if !clipped {
             doc.add_text(f.flag, FLAG_LINT);
         }
@@ -340,6 +347,9 @@ pub(crate) fn build(
         }
         for warning in &memory.schema_warnings {
             doc.add_text(f.lint, warning);
+        }
+        if let Some(conflict) = conflict {
+            doc.add_text(f.lint, conflict);
         }
     }
     doc

@@ -689,7 +689,8 @@ impl Index {
     }
 
     /// The memory with frontmatter `id` (case-insensitive); if several
-    /// claim it, the first by path.
+    /// claim it, the first by path that is not a sync's conflict copy
+    /// (which keeps the id of the memory it is a version of).
     pub fn by_id(&self, id: &str) -> Option<StorePath> {
         let f = self.inner.core.fields;
         let id = id.trim().to_lowercase();
@@ -698,7 +699,7 @@ impl Index {
         }
         self.paths_matching(&self.term_query(f.id, &id))
             .into_iter()
-            .next()
+            .min_by_key(|p| crate::memory::conflict::is_conflict(&p.to_string()))
     }
 
     /// Every document whose `id` is `id` (more than one when a memory was

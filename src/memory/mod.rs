@@ -23,6 +23,7 @@
 
 mod category;
 pub mod classify;
+pub mod conflict;
 mod date;
 pub mod duration;
 mod edit;

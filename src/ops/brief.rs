@@ -116,6 +116,16 @@ impl Operations {
         let since = within.map_or(i64::MIN, |w| {
             now.saturating_sub(i64::try_from(w.as_secs()).unwrap_or(i64::MAX))
         });
+        let conflicts = self.conflicts();
+        if !conflicts.is_empty() {
+            brief.notices.push(format!(
+                "To resolve: {} sync conflict copies ({}), each another machine's version \
+                 of a memory changed on both; keep what you want in the memory, then delete \
+                 the copy.",
+                conflicts.len(),
+                conflicts.join(", ")
+            ));
+        }
         let mut shown: Vec<String> = Vec::new();
 
         let project = project.as_deref();

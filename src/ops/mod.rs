@@ -25,6 +25,7 @@ mod remember;
 mod report;
 mod request;
 mod scope;
+mod sync;
 mod versions;
 mod writer;
 mod written;
@@ -48,6 +49,7 @@ pub use request::{
     Restored, SearchHit, Status, VersionInfo, WireError,
 };
 pub use scope::{Scope, version_of};
+pub use sync::{SyncReport, Syncer};
 pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEvent, Writer};
 
 use std::ffi::OsStr;
@@ -98,6 +100,8 @@ pub struct Operations {
     counters: Option<Arc<crate::store::counters::CounterStore>>,
     /// Why search is by words only although the config names a model.
     meaning_off: Option<Arc<str>>,
+    /// Runs sync rounds with the store's git remote.
+    syncer: Option<Arc<dyn Syncer>>,
 }
 
 impl std::fmt::Debug for Operations {
@@ -144,7 +148,14 @@ impl Operations {
             history: None,
             counters: None,
             meaning_off: None,
+            syncer: None,
         }
+    }
+
+    /// Lets `sync` run rounds with `syncer`.
+    pub fn with_syncer(mut self, syncer: Arc<dyn Syncer>) -> Operations {
+        self.syncer = Some(syncer);
+        self
     }
 
     /// Says in `status` why search is by words only although the config
@@ -426,6 +437,9 @@ impl Operations {
                     .handle(*request)
                     .map(Box::new)
                     .map_err(|e| Failure::from(&e)),
+            },
+            Request::Sync => Response::Synced {
+                report: Box::new(self.sync()?),
             },
         })
     }
@@ -1426,7 +1440,36 @@ impl Operations {
                     deleted: self.trash(usize::MAX).map_or(0, |t| t.len()),
                 })
             }),
+            sync: self.syncer.as_ref().and_then(|s| s.last()).map(Box::new),
+            conflicts: self.conflicts(),
         }
+    }
+
+    /// Runs one sync round, through this session's writer.
+    pub fn sync(&self) -> Result<SyncReport> {
+        if let Some(scope) = &self.scope {
+            return Err(Error::InvalidInput(format!(
+                "a session in scope {scope} cannot sync the whole store"
+            )));
+        }
+        let Some(syncer) = &self.syncer else {
+            return Err(Error::Unavailable(
+                "sync does not run here (this process has no way to git)".into(),
+            ));
+        };
+        syncer.round(&self.store, self.writer.as_ref())
+    }
+
+    /// The conflict copies in the store, as the index knows them.
+    pub fn conflicts(&self) -> Vec<String> {
+        self.index
+            .lint()
+            .into_iter()
+            .map(|(path, _)| path.to_string())
+            .filter(|path| crate::memory::conflict::is_conflict(path))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
     }
 }
 

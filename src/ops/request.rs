@@ -371,6 +371,9 @@ pub enum Request {
         /// The request to run.
         request: Box<Request>,
     },
+    /// Runs one round of sync with the store's git remote (`mnemofs
+    /// sync`); answers `Synced`.
+    Sync,
 }
 
 /// How [`Request::Replace`] counts the occurrences of the text to replace.
@@ -565,6 +568,11 @@ pub enum Response {
         /// The request's answer, or why it failed.
         result: Result<Box<Response>, Failure>,
     },
+    /// What a sync round did.
+    Synced {
+        /// The round's report.
+        report: Box<super::SyncReport>,
+    },
 }
 
 /// One entry of a listing.
@@ -700,6 +708,14 @@ pub struct Status {
     /// (one that is not downloaded, or cannot be loaded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meaning_off: Option<String>,
+    /// The last sync round run here, when the store is kept in step with
+    /// a git remote; boxed, as `history`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<Box<super::SyncReport>>,
+    /// Conflict copies a sync made that are still in the store: the other
+    /// side's versions, waiting for someone to resolve them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
 }
 
 /// How search by meaning is doing.

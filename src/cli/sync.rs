@@ -1,0 +1,121 @@
+//! `mnemofs sync`: set a store up for sync with a git remote, and run a
+//! round, through the daemon when one serves the store.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+
+use super::StoreArgs;
+use crate::daemon;
+use crate::front::sync::{InitOptions, init};
+use crate::ops::{Request, Response, SyncReport};
+
+/// `mnemofs sync` and its subcommand.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct SyncArgs {
+    #[command(subcommand)]
+    command: Option<SyncCommand>,
+    #[command(flatten)]
+    at: StoreArgs,
+    /// Configuration file, used when no daemon serves the store
+    /// [default: ~/.config/mnemofs/config.yaml].
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print the round's report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum SyncCommand {
+    /// Keep the store in step with REMOTE (a URL, a path, or the name of
+    /// a remote its repository has), then run a first round. Makes the
+    /// store's repository (`.git` in the store) unless it has one.
+    Init {
+        /// The git remote.
+        remote: String,
+        /// A read-only clone (a team's or another machine's store): fetch
+        /// and merge, never push.
+        #[arg(long)]
+        read_only: bool,
+        /// This machine's name in commits and conflict copies [default:
+        /// the host name].
+        #[arg(long)]
+        host: Option<String>,
+        #[command(flatten)]
+        at: StoreArgs,
+        /// Configuration file, used when no daemon serves the store.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the first round's report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `mnemofs sync`.
+pub(super) fn run(args: SyncArgs) -> anyhow::Result<()> {
+    match args.command {
+        Some(SyncCommand::Init {
+            remote,
+            read_only,
+            host,
+            at,
+            config,
+            json,
+        }) => {
+            let target = at.target(None)?;
+            let found = daemon::find(&target)?;
+            let options = InitOptions {
+                remote: remote.clone(),
+                read_only,
+                host,
+            };
+            let name = init(&found.store, &options)?;
+            let kind = if read_only {
+                "a read-only clone of"
+            } else {
+                "kept in step with"
+            };
+            eprintln!(
+                "mnemofs: {} is {kind} {remote} (its git remote {name})",
+                found.store.display()
+            );
+            round(&target, config, json)
+        }
+        None => round(&args.at.target(None)?, args.config, args.json),
+    }
+}
+
+fn round(target: &daemon::Target, config: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let session = super::session(target, config.as_deref())?;
+    let Response::Synced { report } = session.call(Request::Sync)? else {
+        bail!("unexpected answer to sync");
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+fn print_report(report: &SyncReport) {
+    println!("{}", report.summary());
+    for copy in &report.conflicts {
+        println!("conflict: the other side's version is kept as {copy}");
+    }
+    for kept in &report.kept {
+        println!("kept: {kept}");
+    }
+    for waiting in &report.waiting {
+        println!("waiting: {waiting}");
+    }
+    if !report.conflicts.is_empty() {
+        eprintln!(
+            "mnemofs: keep what you want of each copy in its memory, then delete the copy \
+             (`.mnemofs/lint` and `mnemofs status` list the copies left)"
+        );
+    }
+}
