@@ -30,7 +30,7 @@ use crate::tasks::{OneShot, Setup};
 use crate::views::Views;
 
 /// How long a local command waits for the index to catch up with the store.
-const CATCH_UP: Duration = Duration::from_secs(600);
+pub(super) const CATCH_UP: Duration = Duration::from_secs(600);
 
 /// The writer of a read-only session: every change is refused.
 #[derive(Debug)]
@@ -274,11 +274,8 @@ impl Session {
                 guide,
             })?;
             if let Some(server) = served {
-                if !server.wait_caught_up(CATCH_UP) {
-                    tracing::warn!(
-                        "the index has not caught up with the store; answering with what it has"
-                    );
-                }
+                // The first query waits for the index to catch up, not
+                // the session: a `view` of a note answers at once.
                 return Ok(Session {
                     way: Way::Serving(server),
                 });
@@ -454,10 +451,10 @@ fn open_local(
              does, and keeps the vectors for commands run without one)"
                 .to_owned()
         })
-        .with_syncer(Arc::new(crate::front::sync::GitSync::new()))
     };
     let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
         .with_organizer(Arc::new(organizer))
+        .with_syncer(Arc::new(crate::front::sync::GitSync::new()))
         .with_history(history)
         .with_counters(counters)
         .with_meaning_off(meaning_off);

@@ -160,12 +160,15 @@ fn enable_semantic(
 
 /// Opens the store, swept of the temp files an interrupted write left (the
 /// store lock is held: no write of ours is in flight), and its index,
-/// counters and history.
+/// counters and history. With `deferred`, the index's first query waits
+/// (at most that long) for the start-up reconcile, and nothing else does;
+/// without, queries answer with what the index has meanwhile.
 fn open_daemon_state(
     store_dir: &Path,
     state_dir: &Path,
     config: &crate::config::Config,
     sweep: bool,
+    deferred: Option<Duration>,
 ) -> anyhow::Result<DaemonState> {
     let store = Arc::new(
         Store::open(store_dir)
@@ -179,8 +182,11 @@ fn open_daemon_state(
     if swept > 0 {
         tracing::info!("removed {swept} temp files left by an interrupted write");
     }
-    let index =
-        Index::open(state_dir, Arc::clone(&store)).context("cannot open the search index")?;
+    let index = match deferred {
+        Some(within) => Index::open_deferred(state_dir, Arc::clone(&store), within),
+        None => Index::open(state_dir, Arc::clone(&store)),
+    }
+    .context("cannot open the search index")?;
     let meaning_off = enable_semantic(&index, state_dir, config);
     let counters = Arc::new(CounterStore::open(&state_dir.join(COUNTERS_FILE)));
     let history = Arc::new(open_history(state_dir, config, &index)?);
@@ -386,7 +392,7 @@ fn mount_store(config: &MountConfig) -> anyhow::Result<Mounted> {
         counters,
         history,
         meaning_off,
-    } = open_daemon_state(&config.store, &config.state_dir, &config.config, true)?;
+    } = open_daemon_state(&config.store, &config.state_dir, &config.config, true, None)?;
     let views = Views::new(index.clone()).with_root_guide(config.guide);
     let kernel_checks = crate::fs::kernel_checks_permissions(config.allow_other);
     let fs_options = crate::fs::FsOptions {
@@ -447,14 +453,14 @@ struct Serving {
     ops: Arc<Operations>,
     tasks: Option<Arc<Tasks>>,
     watcher: ExternalChangeWatcher,
+    /// Stopped first: a round writes through the mount.
+    sync: Option<crate::front::sync::Schedule>,
 }
 
 fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serving> {
     let writer = Arc::new(MountWriter::new(
         config.mountpoint.clone(),
         Arc::clone(&mounted.fs),
-    /// Stopped first: a round writes through the mount.
-    sync: Option<crate::front::sync::Schedule>,
     ));
     let tasks = if config.organizer {
         let (events, events_rx) = crossbeam_channel::unbounded();
@@ -519,21 +525,15 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
         weak.upgrade()
             .map(|ops| ops.brief(None, None).to_markdown())
     }));
+    let sync = sync_schedule(&config.store, &config.config, &ops)?;
     Ok(Serving {
         ops,
         tasks,
         watcher,
+        sync,
     })
 }
-    let sync = sync_schedule(&config.store, &config.config, &ops)?;
 
-fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
-    let mut mounted = mount_store(config)?;
-    let unmounter = mounted.session.unmount_callable();
-        sync,
-    let serving = start_serving(config, &mounted)?;
-    let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
-    // The mount works without its public socket; agents are told why not.
 /// The daemon's sync rounds, when the config asks for them.
 pub(crate) fn sync_schedule(
     store: &Path,
@@ -564,6 +564,12 @@ pub(crate) fn sync_schedule(
     Ok(Some(schedule))
 }
 
+fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()> {
+    let mut mounted = mount_store(config)?;
+    let unmounter = mounted.session.unmount_callable();
+    let serving = start_serving(config, &mounted)?;
+    let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
+    // The mount works without its public socket; agents are told why not.
     let rpc = socket::RpcServer::start(&config.store, Arc::clone(&serving.ops))
         .inspect_err(|e| tracing::warn!("no public socket: {e:#}"))
         .ok();
@@ -607,15 +613,15 @@ pub(crate) fn sync_schedule(
         ops,
         tasks,
         watcher,
+        sync,
     } = serving;
+    drop(sync);
     drop(ops);
     drop(watcher);
     drop(tasks);
     index.shutdown();
     if let Some(Err(e)) = fs.counters().map(|c| c.flush()) {
-        sync,
         tracing::warn!("cannot save the access counters: {e}");
-    drop(sync);
     }
     tracing::info!("unmounted {}", config.mountpoint.display());
     result.context("the FUSE session ended with an error")

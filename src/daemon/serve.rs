@@ -168,7 +168,16 @@ impl Server {
             counters,
             history,
             meaning_off,
-        } = open_daemon_state(&config.store, &config.state_dir, &config.config, sweep)?;
+        } = open_daemon_state(
+            &config.store,
+            &config.state_dir,
+            &config.config,
+            sweep,
+            // A process serving for its agent answers as a command does:
+            // a search waits for the index to catch up with the store, a
+            // `view` of a note does not.
+            (config.served_by == ServedBy::Local).then_some(super::client::CATCH_UP),
+        )?;
         let views = Views::new(index.clone()).with_root_guide(config.guide);
         let writer: Arc<dyn Writer> = Arc::new(
             DirectWriter::new(Arc::clone(&store))
@@ -223,6 +232,11 @@ impl Server {
         }));
         let control = ControlServer::start(&config.state_dir, Arc::clone(&ops))?;
         let rpc = RpcServer::start(&config.store, Arc::clone(&ops))?;
+        // Only a daemon syncs on a schedule, not a process serving its agent.
+        let sync = match config.served_by {
+            ServedBy::Daemon => super::sync_schedule(&config.store, &config.config, &ops)?,
+            ServedBy::Local => None,
+        };
         let registration = registry::Registration::register(&registry::Entry {
             store: config.store.clone(),
             state_dir: config.state_dir.clone(),
@@ -232,11 +246,6 @@ impl Server {
             rpc_socket: Some(rpc.path().to_path_buf()),
         })
         .with_context(|| format!("cannot register in {}", registry::dir().display()))?;
-        // Only a daemon syncs on a schedule, not a process serving its agent.
-        let sync = match config.served_by {
-            ServedBy::Daemon => super::sync_schedule(&config.store, &config.config, &ops)?,
-            ServedBy::Local => None,
-        };
         Ok(Some(Server {
             ops,
             index,
@@ -247,6 +256,7 @@ impl Server {
             control: Some(control),
             watch: Some(watch),
             tasks,
+            sync,
             clean_exit,
             _lock: lock,
         }))
@@ -256,7 +266,6 @@ impl Server {
     /// `within`): a scope hides other agents' memories by what the index
     /// says of them, so a first request must not run ahead of it.
     pub fn wait_caught_up(&self, within: std::time::Duration) -> bool {
-            sync,
         self.index.wait_idle(within)
     }
 
@@ -273,6 +282,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        drop(self.sync.take());
         drop(self.registration.take());
         drop(self.rpc.take());
         drop(self.control.take());
@@ -282,7 +292,6 @@ impl Drop for Server {
         if let Err(e) = self.counters.flush() {
             tracing::warn!("cannot save the access counters: {e}");
         }
-        drop(self.sync.take());
         // Still under the store lock.
         if let Some(clean_exit) = &self.clean_exit
             && !std::thread::panicking()
@@ -296,6 +305,8 @@ impl Drop for Server {
 /// The thread that hands the store's changes to the index and organizer.
 struct Watch {
     stop: Arc<AtomicBool>,
+    /// Ends the thread's wait, so a stop does not wait out its timeout.
+    stopper: crate::store::watch::Stopper,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -307,6 +318,7 @@ impl Watch {
     ) -> anyhow::Result<Watch> {
         let mut watcher =
             StoreWatcher::start(Arc::clone(store)).context("cannot watch the store")?;
+        let stopper = watcher.stopper();
         let stop = Arc::new(AtomicBool::new(false));
         let (index, flag) = (index.clone(), Arc::clone(&stop));
         let thread = std::thread::Builder::new()
@@ -334,6 +346,7 @@ impl Watch {
             })?;
         Ok(Watch {
             stop,
+            stopper,
             thread: Some(thread),
         })
     }
@@ -342,6 +355,7 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.stopper.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

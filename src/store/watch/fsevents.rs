@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, Sender};
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use super::{BURST_INTERVAL, GATHER};
@@ -27,6 +27,8 @@ pub struct StoreWatcher {
     /// Stops the stream when dropped.
     _stream: notify::RecommendedWatcher,
     events: Receiver<notify::Result<notify::Event>>,
+    /// What a [`Stopper`] sends to end a wait at once.
+    wake: (Sender<()>, Receiver<()>),
     store: Arc<Store>,
     /// The store's root with symlinks resolved, as FSEvents names it.
     root: PathBuf,
@@ -42,7 +44,28 @@ impl std::fmt::Debug for StoreWatcher {
     }
 }
 
+/// Ends a [`StoreWatcher`]'s wait from another thread, so that the thread
+/// draining it stops without waiting out its idle timeout.
+#[derive(Debug, Clone)]
+pub struct Stopper {
+    wake: Sender<()>,
+}
+
+impl Stopper {
+    /// Ends the current wait.
+    pub fn stop(&self) {
+        let _ = self.wake.send(());
+    }
+}
+
 impl StoreWatcher {
+    /// What ends this watcher's wait, from another thread.
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            wake: self.wake.0.clone(),
+        }
+    }
+
     /// Watches every directory of `store`, now and later.
     pub fn start(store: Arc<Store>) -> io::Result<Self> {
         let root = std::fs::canonicalize(store.root_path())?;
@@ -58,6 +81,7 @@ impl StoreWatcher {
         Ok(StoreWatcher {
             _stream: stream,
             events,
+            wake: crossbeam_channel::unbounded(),
             store,
             root,
             busy: false,
@@ -71,12 +95,13 @@ impl StoreWatcher {
         if self.busy {
             std::thread::sleep(BURST_INTERVAL);
         } else {
-            match self.events.recv_timeout(idle_timeout) {
-                Ok(event) => self.take(event, &mut changed),
-                Err(RecvTimeoutError::Timeout) => return Ok(Vec::new()),
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(io::Error::other("the FSEvents stream stopped"));
-                }
+            crossbeam_channel::select! {
+                recv(self.events) -> event => match event {
+                    Ok(event) => self.take(event, &mut changed),
+                    Err(_) => return Err(io::Error::other("the FSEvents stream stopped")),
+                },
+                recv(self.wake.1) -> _ => return Ok(Vec::new()),
+                default(idle_timeout) => return Ok(Vec::new()),
             }
             std::thread::sleep(GATHER);
         }

@@ -29,6 +29,8 @@ const MASK: u32 = libc::IN_CREATE
 /// An inotify instance watching every directory of the store.
 pub struct StoreWatcher {
     fd: OwnedFd,
+    /// An eventfd a [`Stopper`] makes readable: a wait ends at once.
+    wake: Arc<OwnedFd>,
     store: Arc<Store>,
     /// Watch descriptor → the directory it watches.
     dirs: HashMap<i32, StorePath>,
@@ -47,6 +49,22 @@ impl std::fmt::Debug for StoreWatcher {
     }
 }
 
+/// Ends a [`StoreWatcher`]'s waits from another thread, so that the
+/// thread draining it stops without waiting out its idle timeout.
+#[derive(Debug, Clone)]
+pub struct Stopper {
+    wake: Arc<OwnedFd>,
+}
+
+impl Stopper {
+    /// Ends the current wait and every later one.
+    pub fn stop(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live buffer to an eventfd we own.
+        let _ = unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+}
+
 impl StoreWatcher {
     /// Watches every directory of `store` as it is now.
     pub fn start(store: Arc<Store>) -> io::Result<Self> {
@@ -55,9 +73,17 @@ impl StoreWatcher {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
+        // SAFETY: a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: eventfd has no preconditions; the result is checked.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if wake < 0 {
+            return Err(io::Error::last_os_error());
+        }
         let mut watcher = StoreWatcher {
+            fd,
             // SAFETY: a fresh descriptor that nothing else owns.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            wake: Arc::new(unsafe { OwnedFd::from_raw_fd(wake) }),
             store,
             dirs: HashMap::new(),
             buffer: vec![0; 64 * 1024],
@@ -66,6 +92,13 @@ impl StoreWatcher {
         };
         watcher.watch_tree(&StorePath::root(), None)?;
         Ok(watcher)
+    }
+
+    /// What ends this watcher's waits, from another thread.
+    pub fn stopper(&self) -> Stopper {
+        Stopper {
+            wake: Arc::clone(&self.wake),
+        }
     }
 
     /// Number of directories watched.
@@ -91,15 +124,16 @@ impl StoreWatcher {
         Ok(changed)
     }
 
+    /// Waits for events; false after `timeout`, or at once once stopped.
     fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
+        let mut pfds = [self.fd.as_raw_fd(), self.wake.as_raw_fd()].map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
-        };
+        });
         let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-        // SAFETY: one valid pollfd for the duration of the call.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        // SAFETY: two valid pollfds for the duration of the call.
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return if e.kind() == io::ErrorKind::Interrupted {
@@ -108,7 +142,8 @@ impl StoreWatcher {
                 Err(e)
             };
         }
-        Ok(n > 0)
+        // Stopped: the eventfd stays readable, so every later wait ends too.
+        Ok(n > 0 && pfds[1].revents == 0)
     }
 
     /// Reads every queued event; returns the changed paths.
@@ -316,6 +351,23 @@ mod tests {
     /// Collects batches until `want` has been reported or two seconds pass.
     fn collect_until(w: &mut StoreWatcher, want: &str) -> Vec<String> {
         crate::store::watch::testing::collect_until(w, want, Duration::from_secs(2))
+    }
+
+    #[test]
+    fn a_stopped_watcher_waits_no_more() {
+        let (_dir, mut w) = watcher();
+        let stopper = w.stopper();
+        let waiting = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let batch = w.next_batch(Duration::from_secs(600)).unwrap();
+            (batch, start.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        stopper.stop();
+        let (batch, waited) = waiting.join().unwrap();
+        assert!(batch.is_empty());
+        // Far below the timeout: the wait ended on the stop, not on time.
+        assert!(waited < Duration::from_secs(60), "{waited:?}");
     }
 
     #[test]

@@ -21,9 +21,9 @@ mod fsevents;
 mod inotify;
 
 #[cfg(target_os = "macos")]
-pub use fsevents::StoreWatcher;
+pub use fsevents::{Stopper, StoreWatcher};
 #[cfg(target_os = "linux")]
-pub use inotify::StoreWatcher;
+pub use inotify::{Stopper, StoreWatcher};
 
 /// How long the first change after a quiet spell waits for the rest of
 /// its burst (a `git checkout`) before the batch is handed out.
