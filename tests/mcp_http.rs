@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{python_with, run_with_timeout, store_command, succeeded};
+use common::{python_with, run_with_timeout, stdout_lines, store_command, succeeded};
 
 /// A server on a free loopback port, stopped when dropped.
 struct Server {
@@ -29,14 +28,9 @@ impl Server {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn mnemofs mcp --http");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+        let line = stdout_lines(&mut child)
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_default();
         let Some(url) = line.trim().strip_prefix("serving MCP on ") else {
             let _ = child.kill();
             panic!("the server did not say where it listens: {line:?}");
@@ -272,14 +266,8 @@ fn serve_answers_mcp_over_http_beside_its_sockets() {
             let _ = self.0.wait();
         }
     }
-    let stdout = child.stdout.take().expect("stdout");
+    let rx = stdout_lines(&mut child);
     let child = Kill(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
     let url = loop {
         let line = rx
             .recv_timeout(Duration::from_secs(60))

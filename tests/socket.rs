@@ -46,13 +46,7 @@ impl Served {
             .spawn()
             .expect("spawn mnemofs serve");
         // Its one line on stdout says it is ready.
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
+        let rx = common::stdout_lines(&mut child);
         let mut served = Served {
             child,
             store,

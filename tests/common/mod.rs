@@ -1386,6 +1386,23 @@ pub fn assert_first_hit(out: &[u8], path: &str, matched: &str) {
     assert_eq!(first["matched"], matched, "{text}");
 }
 
+/// The lines a child writes on its (piped) stdout, as they come, read on
+/// a thread of their own: wait for one with `recv_timeout`.
+#[allow(dead_code)]
+pub fn stdout_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("a piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// A command's stdout, once it succeeded; its output in the panic if not.
 pub fn succeeded(out: &Output) -> String {
     assert!(
