@@ -180,6 +180,24 @@ impl Overview {
                 ),
             ));
         }
+        if let Some(sync) = &s.sync {
+            let when = ago((now_ms - sync.finished_ms).max(0) / 1000);
+            let said = match &sync.error {
+                Some(e) => format!("last round {when} ago failed: {e}"),
+                None => format!("last round {when} ago: {}", sync.summary()),
+            };
+            lines.push(("sync", said));
+        }
+        if !s.conflicts.is_empty() {
+            lines.push((
+                "conflicts",
+                format!(
+                    "{} sync conflict copies to resolve: {}",
+                    s.conflicts.len(),
+                    s.conflicts.join(", ")
+                ),
+            ));
+        }
         lines.push((
             "stale mounts",
             if self.stale_mounts.is_empty() {

@@ -16,8 +16,11 @@ use crate::store::Store;
 /// Runs sync rounds for one store.
 pub trait Syncer: Send + Sync {
     /// Runs one round: commits local changes, fetches and merges, applies
-    /// what came in through `writer`, pushes.
-    fn round(&self, store: &Store, writer: &dyn Writer) -> Result<SyncReport>;
+    /// what came in through `writer`, pushes. `settle` brings the index up
+    /// to date with the store; a round calls it before it applies anything,
+    /// so that the index knows each file as it is and follows it through a
+    /// move.
+    fn round(&self, store: &Store, writer: &dyn Writer, settle: &dyn Fn()) -> Result<SyncReport>;
 
     /// The last round's report, if a round ran in this process.
     fn last(&self) -> Option<SyncReport>;

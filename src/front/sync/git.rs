@@ -156,6 +156,7 @@ impl Git {
         if !self.prompt {
             command.env("GIT_TERMINAL_PROMPT", "0");
         }
+        die_with_parent(&mut command);
         command
     }
 
@@ -302,6 +303,32 @@ impl Git {
         })
     }
 }
+
+/// Makes the git a command starts die with the process that started it:
+/// a round killed with SIGKILL must not leave a `git fetch` or a `git
+/// commit` running beside the round that finishes it.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: prctl, getppid and _exit are async-signal-safe, and nothing
+    // else runs between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // The parent died before the line above: go with it.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere git outlives a killed round, which the next one waits out
+/// or finds as lock files.
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
 
 /// A running `git cat-file --batch`.
 pub(crate) struct Blobs {

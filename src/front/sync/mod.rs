@@ -259,9 +259,14 @@ impl GitSync {
 }
 
 impl Syncer for GitSync {
-    fn round(&self, store: &Store, writer: &dyn Writer) -> ops::Result<SyncReport> {
+    fn round(
+        &self,
+        store: &Store,
+        writer: &dyn Writer,
+        settle: &dyn Fn(),
+    ) -> ops::Result<SyncReport> {
         let _one = self.running.lock();
-        let result = round(store, writer);
+        let result = round(store, writer, settle);
         let report = match &result {
             Ok(report) => report.clone(),
             Err(e) => SyncReport {
@@ -384,7 +389,7 @@ impl RoundLock {
 }
 
 /// One round.
-fn round(store: &Store, writer: &dyn Writer) -> Result<SyncReport, SyncError> {
+fn round(store: &Store, writer: &dyn Writer, settle: &dyn Fn()) -> Result<SyncReport, SyncError> {
     let root = store.root_path();
     let git = Git::open(root)?.ok_or_else(|| SyncError::NotSetUp(root.display().to_string()))?;
     let settings = settings(&git, root)?;
@@ -427,6 +432,7 @@ fn round(store: &Store, writer: &dyn Writer) -> Result<SyncReport, SyncError> {
         if merged != ours
             && let Some(merged) = &merged
         {
+            settle();
             apply(&git, store, writer, ours.as_deref(), merged, &mut report)?;
             if report.waiting.is_empty() {
                 move_branch(&git, &settings, ours.as_deref(), merged)?;
