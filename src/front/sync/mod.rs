@@ -402,12 +402,27 @@ fn round(store: &Store, writer: &dyn Writer, settle: &dyn Fn()) -> Result<SyncRe
     let resumed = clear_dead_round(&git, &own, &settings);
     std::fs::write(own.journal(), format!("{}\n", std::process::id()))
         .map_err(|e| SyncError::Io(format!("cannot write {}: {e}", own.journal().display())))?;
+    // Only a round that dies leaves its journal: one that fails says why.
+    let result = locked_round(store, writer, settle, git, &own, &settings, resumed);
+    let _ = std::fs::remove_file(own.journal());
+    result
+}
 
+/// The round, under the round lock, with its journal written.
+fn locked_round(
+    store: &Store,
+    writer: &dyn Writer,
+    settle: &dyn Fn(),
+    git: Git,
+    own: &Own,
+    settings: &Settings,
+    resumed: bool,
+) -> Result<SyncReport, SyncError> {
     let email = format!("mnemofs@{}", conflict::host_label(&settings.host));
     let git = git
         .with_index(own.index())
         .with_fallback_identity("mnemofs", &email);
-    seed_index(&git, &own)?;
+    seed_index(&git, own)?;
     let mut report = SyncReport {
         remote: settings.remote.clone(),
         branch: settings.branch.clone(),
@@ -416,15 +431,15 @@ fn round(store: &Store, writer: &dyn Writer, settle: &dyn Fn()) -> Result<SyncRe
         ..SyncReport::default()
     };
     let before = git.rev("HEAD");
-    report.committed = commit_local(&git, &settings, resumed)?;
+    report.committed = commit_local(&git, settings, resumed)?;
 
     for attempt in 1..=PUSH_ATTEMPTS {
-        fetch(&git, &settings)?;
+        fetch(&git, settings)?;
         let ours = git.rev("HEAD");
-        let theirs = git.rev(&tracking(&settings));
+        let theirs = git.rev(&tracking(settings));
         let merged = merge(
             &git,
-            &settings,
+            settings,
             ours.as_deref(),
             theirs.as_deref(),
             &mut report,
@@ -435,7 +450,7 @@ fn round(store: &Store, writer: &dyn Writer, settle: &dyn Fn()) -> Result<SyncRe
             settle();
             apply(&git, store, writer, ours.as_deref(), merged, &mut report)?;
             if report.waiting.is_empty() {
-                move_branch(&git, &settings, ours.as_deref(), merged)?;
+                move_branch(&git, settings, ours.as_deref(), merged)?;
             }
         }
         if settings.read_only {
@@ -446,7 +461,7 @@ fn round(store: &Store, writer: &dyn Writer, settle: &dyn Fn()) -> Result<SyncRe
             report.pushed = true;
             break;
         }
-        match push(&git, &settings, &merged)? {
+        match push(&git, settings, &merged)? {
             true => {
                 report.pushed = true;
                 break;
@@ -461,11 +476,10 @@ fn round(store: &Store, writer: &dyn Writer, settle: &dyn Fn()) -> Result<SyncRe
         }
     }
     if git.rev("HEAD") != before || !report.committed.is_empty() {
-        share_index(&git, &own);
+        share_index(&git, own);
     }
     report.head = git.rev("HEAD").unwrap_or_default();
     report.finished_ms = now_ms();
-    let _ = std::fs::remove_file(own.journal());
     Ok(report)
 }
 
