@@ -553,14 +553,18 @@ pub(crate) fn sync_schedule(
             host: None,
         });
     let ops = Arc::clone(ops);
-    let schedule =
-        crate::front::sync::Schedule::start(store.to_path_buf(), setup, interval, move || {
-            match ops.handle(crate::ops::Request::Sync)? {
-                crate::ops::Response::Synced { report } => Ok(*report),
-                _ => Err(crate::ops::Error::Unavailable("unexpected answer to sync".into())),
-            }
-        })
-        .context("cannot start the sync thread")?;
+    let schedule = crate::front::sync::Schedule::start(
+        store.to_path_buf(),
+        setup,
+        interval,
+        move || match ops.handle(crate::ops::Request::Sync)? {
+            crate::ops::Response::Synced { report } => Ok(*report),
+            _ => Err(crate::ops::Error::Unavailable(
+                "unexpected answer to sync".into(),
+            )),
+        },
+    )
+    .context("cannot start the sync thread")?;
     Ok(Some(schedule))
 }
 

@@ -1457,7 +1457,9 @@ impl Operations {
                 "sync does not run here (this process has no way to git)".into(),
             ));
         };
-        syncer.round(&self.store, self.writer.as_ref(), &|| self.index.caught_up())
+        syncer.round(&self.store, self.writer.as_ref(), &|| {
+            self.index.caught_up()
+        })
     }
 
     /// The conflict copies in the store, as the index knows them.
