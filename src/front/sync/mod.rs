@@ -666,6 +666,14 @@ fn merge(
         theirs,
     ])?;
     if code > 1 {
+        // Before git 2.38, merge-tree has no --write-tree.
+        let said = if said.contains("write-tree") {
+            format!(
+                "sync needs git 2.38 or newer, whose merge-tree merges in the repository ({said})"
+            )
+        } else {
+            said
+        };
         return Err(GitError {
             what: "merge-tree".into(),
             said,
