@@ -1335,6 +1335,8 @@ classification:
                 "history",
                 "mount",
                 "search",
+                "mcp",
+                "sync",
                 "claude"
             ]
         );
