@@ -114,6 +114,15 @@ fn sh(bench: &Bench, dir: &str, script: &str) -> Command {
     sh
 }
 
+/// Ten edits on `a`, pushed by a round there: the time `b`'s round takes
+/// to pull them.
+fn pull(bench: &Bench, round: &mut usize) -> Duration {
+    *round += 1;
+    bench.edit("a", *round);
+    run(&mut bench.mnemofs("a", &["sync"]));
+    run(&mut bench.mnemofs("b", &["sync"]))
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -237,12 +246,7 @@ fn bench(n: usize, runs: usize) {
         pushed,
         Some(("git add+commit+push", plain)),
     );
-    let pulled = times(&mut || {
-        round += 1;
-        bench.edit("a", round);
-        run(&mut bench.mnemofs("a", &["sync"]));
-        run(&mut bench.mnemofs("b", &["sync"]))
-    });
+    let pulled = times(&mut || pull(&bench, &mut round));
     row(
         "10 edits, pulled (command)",
         pulled,
@@ -257,12 +261,7 @@ fn bench(n: usize, runs: usize) {
         daemon,
         Some(("git status + fetch", baseline)),
     );
-    let pulled = times(&mut || {
-        round += 1;
-        bench.edit("a", round);
-        run(&mut bench.mnemofs("a", &["sync"]));
-        run(&mut bench.mnemofs("b", &["sync"]))
-    });
+    let pulled = times(&mut || pull(&bench, &mut round));
     row(
         "10 edits, pulled (through serve)",
         pulled,

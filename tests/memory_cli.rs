@@ -1124,43 +1124,6 @@ fn run_served(store: &Path, args: &[&str]) -> Output {
     run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung")
 }
 
-/// Watches a folder on the mount for creates, moves in and closes after
-/// writing.
-#[cfg(target_os = "linux")]
-struct Watcher(i32);
-
-#[cfg(target_os = "linux")]
-impl Watcher {
-    fn new(folder: &Path) -> Watcher {
-        // SAFETY: plain syscalls on a descriptor this test owns.
-        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
-        assert!(fd >= 0, "inotify_init1");
-        let path = common::cstr(folder);
-        let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_CLOSE_WRITE;
-        // SAFETY: a valid descriptor and a NUL-terminated path.
-        assert!(unsafe { libc::inotify_add_watch(fd, path.as_ptr(), mask) } >= 0);
-        Watcher(fd)
-    }
-
-    /// True once an event arrives (within a generous time).
-    fn saw_something(&self) -> bool {
-        let mut events = [0u8; 4096];
-        common::poll_until(Duration::from_secs(30), || {
-            // SAFETY: reads into a buffer of the length given.
-            let n = unsafe { libc::read(self.0, events.as_mut_ptr().cast(), events.len()) };
-            n > 0
-        })
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        // SAFETY: closes the descriptor this watcher opened.
-        unsafe { libc::close(self.0) };
-    }
-}
-
 #[test]
 #[cfg(target_os = "linux")]
 fn every_command_goes_through_a_running_daemon() {
@@ -1184,7 +1147,7 @@ fn every_command_goes_through_a_running_daemon() {
     });
     let served = |args: &[&str]| ok(&run_served(&m.store, args));
     fs::create_dir(m.m("project")).expect("a folder on the mount");
-    let watcher = Watcher::new(&m.m("project"));
+    let watcher = common::InotifyWatcher::new(&m.m("project"));
     let a: Value = serde_json::from_str(&served(&[
         "write",
         "Alpha note on gannets",

@@ -108,27 +108,7 @@ impl Machine {
 
 /// Every file below `root` but git's, by relative path.
 fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in fs::read_dir(dir).expect("read_dir") {
-            let entry = entry.expect("entry");
-            let path = entry.path();
-            if entry.file_name() == ".git" {
-                continue;
-            }
-            if entry.file_type().expect("type").is_dir() {
-                walk(root, &path, out);
-            } else {
-                let rel = path.strip_prefix(root).expect("below");
-                out.insert(
-                    rel.to_string_lossy().into_owned(),
-                    fs::read(&path).expect("read"),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
+    common::file_tree_without(root, &[".git"])
 }
 
 /// Every blob in the git repository at `git_dir`.
@@ -460,39 +440,6 @@ fn a_read_only_clone_follows_and_never_pushes() {
     assert!(!b.store.join("mine.md").exists());
 }
 
-/// An inotify watch on a folder of a mount.
-struct Watcher(i32);
-
-impl Watcher {
-    fn new(folder: &Path) -> Watcher {
-        // SAFETY: plain syscalls on a descriptor this test owns.
-        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
-        assert!(fd >= 0, "inotify_init1");
-        let path = common::cstr(folder);
-        let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_CLOSE_WRITE;
-        // SAFETY: a valid descriptor and a NUL-terminated path.
-        assert!(unsafe { libc::inotify_add_watch(fd, path.as_ptr(), mask) } >= 0);
-        Watcher(fd)
-    }
-
-    /// True once an event arrives (within a generous time).
-    fn saw_something(&self) -> bool {
-        let mut events = [0u8; 4096];
-        common::poll_until(Duration::from_secs(30), || {
-            // SAFETY: reads into a buffer of the length given.
-            let n = unsafe { libc::read(self.0, events.as_mut_ptr().cast(), events.len()) };
-            n > 0
-        })
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        // SAFETY: closes the descriptor this watcher opened.
-        unsafe { libc::close(self.0) };
-    }
-}
-
 #[test]
 fn through_mounts_pulled_changes_reach_watchers_the_index_and_ids() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -512,7 +459,7 @@ fn through_mounts_pulled_changes_reach_watchers_the_index_and_ids() {
 
     // A note written on a's mount reaches b's mount: watchers there see
     // it, and b's index finds it.
-    let watcher = Watcher::new(&mb.mnt);
+    let watcher = common::InotifyWatcher::new(&mb.mnt);
     fs::write(ma.m("otters.md"), "Otters\n\nThey hold hands asleep.\n").expect("write");
     a.sync();
     assert!(

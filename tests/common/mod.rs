@@ -1425,11 +1425,27 @@ pub fn seed_files(root: &Path, files: &[(&str, &[u8])]) {
 
 /// Every file below `root`, by relative path, with its bytes.
 pub fn file_tree(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+    file_tree_without(root, &[])
+}
+
+/// [`file_tree`] without the folders (anywhere) named in `skipped`.
+pub fn file_tree_without(
+    root: &Path,
+    skipped: &[&str],
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(
+        root: &Path,
+        dir: &Path,
+        skipped: &[&str],
+        out: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) {
         for entry in fs::read_dir(dir).expect("read_dir") {
             let path = entry.expect("entry").path();
             if path.is_dir() {
-                walk(root, &path, out);
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                if !name.is_some_and(|n| skipped.contains(&n.as_str())) {
+                    walk(root, &path, skipped, out);
+                }
             } else {
                 let rel = path.strip_prefix(root).expect("below");
                 out.insert(
@@ -1440,8 +1456,47 @@ pub fn file_tree(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
         }
     }
     let mut out = std::collections::BTreeMap::new();
-    walk(root, root, &mut out);
+    walk(root, root, skipped, &mut out);
     out
+}
+
+/// An inotify watch on one folder (of a mount, say) for creates, moves
+/// in and closes after writing.
+#[cfg(target_os = "linux")]
+#[allow(dead_code)]
+pub struct InotifyWatcher(i32);
+
+#[cfg(target_os = "linux")]
+#[allow(dead_code)]
+impl InotifyWatcher {
+    pub fn new(folder: &Path) -> InotifyWatcher {
+        // SAFETY: plain syscalls on a descriptor this watcher owns.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) };
+        assert!(fd >= 0, "inotify_init1");
+        let path = cstr(folder);
+        let mask = libc::IN_CREATE | libc::IN_MOVED_TO | libc::IN_CLOSE_WRITE;
+        // SAFETY: a valid descriptor and a NUL-terminated path.
+        assert!(unsafe { libc::inotify_add_watch(fd, path.as_ptr(), mask) } >= 0);
+        InotifyWatcher(fd)
+    }
+
+    /// True once an event arrives (within a generous time).
+    pub fn saw_something(&self) -> bool {
+        let mut events = [0u8; 4096];
+        poll_until(Duration::from_secs(30), || {
+            // SAFETY: reads into a buffer of the length given.
+            let n = unsafe { libc::read(self.0, events.as_mut_ptr().cast(), events.len()) };
+            n > 0
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for InotifyWatcher {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this watcher opened.
+        unsafe { libc::close(self.0) };
+    }
 }
 
 /// `mnemofs ARGS --store STORE` kept to the store's own neighbours: its
