@@ -192,8 +192,8 @@ impl Overview {
             lines.push((
                 "conflicts",
                 format!(
-                    "{} sync conflict copies to resolve: {}",
-                    s.conflicts.len(),
+                    "{} to resolve: {}",
+                    crate::ops::counted(s.conflicts.len(), "sync conflict copy"),
                     s.conflicts.join(", ")
                 ),
             ));

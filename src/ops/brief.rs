@@ -119,10 +119,10 @@ impl Operations {
         let conflicts = self.conflicts();
         if !conflicts.is_empty() {
             brief.notices.push(format!(
-                "To resolve: {} sync conflict copies ({}), each another machine's version \
+                "To resolve: {} ({}), each another machine's version \
                  of a memory changed on both; keep what you want in the memory, then delete \
                  the copy.",
-                conflicts.len(),
+                super::sync::counted(conflicts.len(), "sync conflict copy"),
                 conflicts.join(", ")
             ));
         }

@@ -49,7 +49,7 @@ pub use request::{
     Restored, SearchHit, Status, VersionInfo, WireError,
 };
 pub use scope::{Scope, version_of};
-pub use sync::{SyncReport, Syncer};
+pub use sync::{SyncReport, Syncer, counted};
 pub use writer::{DirectWriter, NEW_FILE_MODE, NEW_FOLDER_MODE, Outcome, WriteEvent, Writer};
 
 use std::ffi::OsStr;

@@ -61,29 +61,49 @@ pub struct SyncReport {
     pub error: Option<String>,
 }
 
+/// `1 copy`, `2 copies`: a count and its noun (`-s` added, or `y` made
+/// `ies`).
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    match noun.strip_suffix('y') {
+        Some(stem) => format!("{n} {stem}ies"),
+        None => format!("{n} {noun}s"),
+    }
+}
+
 impl SyncReport {
     /// One line: what the round did.
     pub fn summary(&self) -> String {
         let mut parts = Vec::new();
         if !self.committed.is_empty() {
-            parts.push(format!("{} local changes committed", self.committed.len()));
+            parts.push(format!(
+                "{} committed",
+                counted(self.committed.len(), "local change")
+            ));
         }
         if !self.pulled.is_empty() {
-            parts.push(format!("{} changes pulled", self.pulled.len()));
+            parts.push(format!("{} pulled", counted(self.pulled.len(), "change")));
         }
         if !self.conflicts.is_empty() {
-            parts.push(format!("{} conflicts kept as copies", self.conflicts.len()));
+            parts.push(format!(
+                "{} kept as copies",
+                counted(self.conflicts.len(), "conflict")
+            ));
         }
         if !self.kept.is_empty() {
             parts.push(format!(
-                "{} files edited here and deleted there kept",
-                self.kept.len()
+                "{} edited here and deleted there kept",
+                counted(self.kept.len(), "file")
             ));
         }
         if !self.waiting.is_empty() {
+            let n = self.waiting.len();
+            let verb = if n == 1 { "waits" } else { "wait" };
             parts.push(format!(
-                "{} changes wait for the next round",
-                self.waiting.len()
+                "{} {verb} for the next round",
+                counted(n, "change")
             ));
         }
         if parts.is_empty() {
@@ -102,5 +122,18 @@ impl SyncReport {
             self.branch,
             parts.join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn counts_read_as_words() {
+        assert_eq!(counted(1, "sync conflict copy"), "1 sync conflict copy");
+        assert_eq!(counted(2, "sync conflict copy"), "2 sync conflict copies");
+        assert_eq!(counted(0, "change"), "0 changes");
+        assert_eq!(counted(1, "local change"), "1 local change");
     }
 }
