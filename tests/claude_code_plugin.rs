@@ -854,3 +854,106 @@ fn plugin_finds_mnemofs_or_says_it_is_missing() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.starts_with("mnemofs "), "{stdout}");
 }
+
+/// Claude Code reaches `mnemofs mcp --http` as a remote MCP server, with
+/// the token as a header (`claude mcp add --transport http`), and fails to
+/// connect with a wrong one.
+#[test]
+fn claude_code_connects_over_http_with_a_token() {
+    let Some(claude) = claude_code() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, home, project) = (
+        tmp.path().join("store"),
+        tmp.path().join("home"),
+        tmp.path().join("project"),
+    );
+    for dir in [&store, &home, &project] {
+        fs::create_dir_all(dir).expect("mkdir");
+    }
+    let made = common::store_command(
+        &store,
+        &["token", "create", "claude", "--scope", "agent:claude"],
+    )
+    .output()
+    .expect("token create");
+    let token = common::succeeded(&made).trim().to_string();
+    let mut server = common::store_command(&store, &["mcp", "--http", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("mnemofs mcp --http");
+    let line = common::stdout_lines(&mut server)
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_default();
+    let url = line.strip_prefix("serving MCP on ").map(str::to_owned);
+    let claude_says = |args: &[&str], name: &str| {
+        let mut cmd = Command::new(&claude);
+        cmd.args(args)
+            .current_dir(&project)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        run(cmd, tmp.path(), name, Duration::from_secs(120))
+    };
+    let url = url.unwrap_or_else(|| {
+        kill_group(&mut server);
+        panic!("the server did not say where it listens: {line:?}");
+    });
+    let bearer = format!("Authorization: Bearer {token}");
+    let added = claude_says(
+        &[
+            "mcp",
+            "add",
+            "--transport",
+            "http",
+            "mnemofs",
+            &url,
+            "--header",
+            &bearer,
+        ],
+        "mcp-add",
+    );
+    let wrong = claude_says(
+        &[
+            "mcp",
+            "add",
+            "--transport",
+            "http",
+            "wrong",
+            &url,
+            "--header",
+            "Authorization: Bearer mnemofs_0000",
+        ],
+        "mcp-add-wrong",
+    );
+    let listed = claude_says(&["mcp", "list"], "mcp-list");
+    kill_group(&mut server);
+    assert_eq!(added.code, Some(0), "{}{}", added.stdout, added.stderr);
+    assert_eq!(wrong.code, Some(0), "{}{}", wrong.stdout, wrong.stderr);
+    let line_of = |name: &str| {
+        listed
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        line_of("mnemofs").contains("Connected"),
+        "{}{}",
+        listed.stdout,
+        listed.stderr
+    );
+    assert!(
+        !line_of("wrong").contains("Connected") && !line_of("wrong").is_empty(),
+        "{}",
+        listed.stdout
+    );
+}
