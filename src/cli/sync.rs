@@ -17,6 +17,13 @@ pub(super) struct SyncArgs {
     #[command(subcommand)]
     command: Option<SyncCommand>,
     #[command(flatten)]
+    round: RoundArgs,
+}
+
+/// Where a round runs and how it reports.
+#[derive(Debug, clap::Args)]
+struct RoundArgs {
+    #[command(flatten)]
     at: StoreArgs,
     /// Configuration file, used when no daemon serves the store
     /// [default: ~/.config/mnemofs/config.yaml].
@@ -44,13 +51,7 @@ enum SyncCommand {
         #[arg(long)]
         host: Option<String>,
         #[command(flatten)]
-        at: StoreArgs,
-        /// Configuration file, used when no daemon serves the store.
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// Print the first round's report as JSON.
-        #[arg(long)]
-        json: bool,
+        round: RoundArgs,
     },
 }
 
@@ -61,11 +62,9 @@ pub(super) fn run(args: SyncArgs) -> anyhow::Result<()> {
             remote,
             read_only,
             host,
-            at,
-            config,
-            json,
+            round: then,
         }) => {
-            let target = at.target(None)?;
+            let target = then.at.clone().target(None)?;
             let found = daemon::find(&target)?;
             let options = InitOptions {
                 remote: remote.clone(),
@@ -82,14 +81,15 @@ pub(super) fn run(args: SyncArgs) -> anyhow::Result<()> {
                 "mnemofs: {} is {kind} {remote} (its git remote {name})",
                 found.store.display()
             );
-            round(&target, config, json)
+            round(then)
         }
-        None => round(&args.at.target(None)?, args.config, args.json),
+        None => round(args.round),
     }
 }
 
-fn round(target: &daemon::Target, config: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
-    let session = super::session(target, config.as_deref())?;
+fn round(args: RoundArgs) -> anyhow::Result<()> {
+    let RoundArgs { at, config, json } = args;
+    let session = super::session(&at.target(None)?, config.as_deref())?;
     let Response::Synced { report } = session.call(Request::Sync)? else {
         bail!("unexpected answer to sync");
     };

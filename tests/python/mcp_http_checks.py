@@ -30,16 +30,7 @@ import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-
-class Mismatch(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Mismatch(what)
-    print(f"ok: {what}")
-
+from mcp_client import Mismatch, check
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
