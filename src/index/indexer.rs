@@ -138,12 +138,8 @@ pub(super) fn spawn(
             // answered first and made searchable a moment later. The
             // writer's own threads are created here, so they inherit this.
             crate::background::lower_priority();
-            let writer = match core
-                .index
-                .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY)
-            {
+            let writer = match open_writer(&core.index) {
                 Ok(w) => {
-                    w.set_merge_policy(Box::new(merge_policy()));
                     let _ = ready_tx.send(Ok(()));
                     w
                 }
@@ -187,6 +183,20 @@ pub(super) fn spawn(
         .map_err(|_| IndexError::Stopped)?;
     ready_rx.recv().map_err(|_| IndexError::Stopped)??;
     Ok(thread)
+}
+
+/// The index's only writer, with what a writer killed mid-commit left
+/// behind cleared away.
+///
+/// A commit writes its delete files, named after the commit's opstamp,
+/// before `meta.json`. Killed between the two, it leaves files that the
+/// next writer, counting on from the same last commit, would create again
+/// under the same names, so every commit of that writer would fail.
+fn open_writer(index: &tantivy::Index) -> tantivy::Result<IndexWriter> {
+    let writer = index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY)?;
+    writer.set_merge_policy(Box::new(merge_policy()));
+    writer.garbage_collect_files().wait()?;
+    Ok(writer)
 }
 
 /// Reads every indexed (path, size, mtime) from the fast fields of the
@@ -734,6 +744,10 @@ impl Indexer {
         if let Err(e) = self.writer.rollback() {
             tracing::error!("index rollback failed: {e}");
         }
+        // What the failed commit wrote would stand in the way of the next.
+        if let Err(e) = self.writer.garbage_collect_files().wait() {
+            tracing::error!("cannot clear the failed commit's files: {e}");
+        }
         // A full disk fails every commit until space is back: try again
         // at a walking pace, not in a tight loop.
         std::thread::sleep(COMMIT_RETRY);
@@ -1113,4 +1127,53 @@ fn list(store: &Store, dir: &StorePath) -> (Vec<(StorePath, FileState)>, Vec<Sto
         Err(e) => tracing::debug!("cannot list {dir}: {e}"),
     }
     (files, subdirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use tantivy::schema::{STRING, Schema};
+    use tantivy::{Term, doc};
+
+    fn copy_dir(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).expect("mkdir");
+        for entry in std::fs::read_dir(from).expect("read_dir") {
+            let entry = entry.expect("entry");
+            std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+        }
+    }
+
+    #[test]
+    fn a_writer_opens_past_a_commit_killed_before_its_meta() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (dir, left) = (tmp.path().join("index"), tmp.path().join("left"));
+        std::fs::create_dir(&dir).expect("mkdir");
+        let mut builder = Schema::builder();
+        let key = builder.add_text_field("key", STRING);
+        let index = tantivy::Index::create_in_dir(&dir, builder.build()).expect("create");
+        let mut writer = open_writer(&index).expect("writer");
+        writer.add_document(doc!(key => "a")).expect("add");
+        writer.add_document(doc!(key => "b")).expect("add");
+        writer.commit().expect("commit");
+        drop(writer);
+
+        // The next process's commit, as it left it when killed just
+        // before it wrote meta.json: its delete file written, its meta not.
+        let meta = std::fs::read(dir.join("meta.json")).expect("meta");
+        let mut writer = open_writer(&index).expect("writer");
+        writer.delete_term(Term::from_field_text(key, "a"));
+        writer.commit().expect("commit");
+        drop(writer);
+        copy_dir(&dir, &left);
+        std::fs::write(left.join("meta.json"), meta).expect("old meta");
+        let _ = std::fs::remove_file(left.join(".tantivy-writer.lock"));
+
+        let index = tantivy::Index::open_in_dir(&left).expect("open");
+        let mut writer = open_writer(&index).expect("writer");
+        writer.delete_term(Term::from_field_text(key, "a"));
+        writer.commit().expect("the same commit again");
+        let searcher = index.reader().expect("reader").searcher();
+        assert_eq!(searcher.num_docs(), 1);
+    }
 }

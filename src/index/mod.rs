@@ -582,7 +582,9 @@ impl Index {
             p.committed_seq >= target && !(with_bulk && (p.reconciling || p.bulk_pending > 0))
         };
         loop {
-            if done(&p) || p.stopped {
+            // Commits that fail (a full disk) may go on failing: waiting
+            // for one would hold the caller for the whole timeout.
+            if done(&p) || p.stopped || p.failing.is_some() {
                 return done(&p);
             }
             if core
