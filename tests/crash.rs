@@ -85,8 +85,31 @@ fn acknowledged_writes_survive_kill_9_and_in_flight_ones_are_old_or_new() {
             e.acked = Some(now).filter(|n| !n.is_empty()).or(e.acked.take());
             e.in_flight = None;
         }
+        index_commits_again(&m, round);
     }
     m.stop();
+}
+
+/// The index a kill left mid-commit takes new writes: a note written now
+/// becomes searchable, and `status` reports no failing commits.
+fn index_commits_again(m: &Mount, round: usize) {
+    let word = format!("kumquat{round}");
+    fs::write(m.m(format!("{word}.md")), format!("A note about {word}.\n")).expect("write");
+    let view = m.m(format!("search/{word}"));
+    let found = common::poll_until(Duration::from_secs(20), || {
+        fs::read_dir(&view).is_ok_and(|entries| entries.count() > 0)
+    });
+    let out = Command::new(common::bin())
+        .args(["status", "--json"])
+        .arg(&m.mnt)
+        .output()
+        .expect("status");
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status json");
+    assert!(
+        found && status["index_failing"].is_null(),
+        "round {round}: the index takes no new write after the kill: {}",
+        status["index_failing"]
+    );
 }
 
 /// A daemon killed while its organizer rewrites notes through its own mount
