@@ -34,10 +34,31 @@ use super::schema::Fields;
 /// by words goes on, then the one by meaning.
 pub(super) const DEPTH: usize = 8;
 
-/// The weight of meaning in the fusion, against 1 for words. Tuned on
+/// The weight of meaning in the fusion, against 1 for words, for a memory
+/// embedded whole (see [`Near::weight`] for one cut into chunks). Tuned on
 /// LoCoMo (see BENCHMARKS.md): the fused ranking beats words alone on
 /// every unit there, where meaning alone loses on two of three.
 const MEANING_WEIGHT: f32 = 0.5;
+
+/// A memory that meaning found: its cosine with the question (its best
+/// chunk's), and how many chunks it was embedded in.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Near {
+    pub(super) score: f32,
+    pub(super) address: DocAddress,
+    pub(super) chunks: usize,
+}
+
+impl Near {
+    /// How much meaning counts for this memory: [`MEANING_WEIGHT`] over
+    /// the square root of its chunks. A memory scores its best chunk, and
+    /// the more chunks it has, the likelier one of them lands near a
+    /// question by chance and the less that one says of the whole; words,
+    /// which see the whole memory, are then the better guide.
+    fn weight(&self) -> f32 {
+        MEANING_WEIGHT / (self.chunks.max(1) as f32).sqrt()
+    }
+}
 
 /// Below this share of a question's words held by its best word hit,
 /// the words count less (see [`words_weight`]).
@@ -121,16 +142,23 @@ fn holds(searcher: &Searcher, fields: &Fields, address: DocAddress, stem: &str) 
 
 /// The two rankings as one, at most `limit`: the head, each document
 /// scoring 1 plus its words' scaled score times `words_weight` and
-/// meaning's scaled score times [`MEANING_WEIGHT`]; then the rest of each
-/// ranking under 1 and falling.
+/// meaning's scaled score times its [`Near::weight`]; then the rest of
+/// each ranking under 1 and falling.
 /// A ranking may be empty: the other is then kept as it is, with its own
 /// scores.
 pub(super) fn fuse(
     words: &[(f32, DocAddress)],
     words_weight: f32,
-    meaning: &[(f32, DocAddress)],
+    meaning: &[Near],
     limit: usize,
 ) -> Vec<(f32, DocAddress, Side)> {
+    // Each ranking as (score, document, weight).
+    let words: Vec<(f32, DocAddress, f32)> =
+        words.iter().map(|(s, a)| (*s, *a, words_weight)).collect();
+    let meaning: Vec<(f32, DocAddress, f32)> = meaning
+        .iter()
+        .map(|n| (n.score, n.address, n.weight()))
+        .collect();
     if meaning.is_empty() || words.is_empty() {
         let (alone, side) = if meaning.is_empty() {
             (words, Side::Words)
@@ -140,15 +168,15 @@ pub(super) fn fuse(
         return alone
             .iter()
             .take(limit)
-            .map(|(s, a)| (*s, *a, side))
+            .map(|(s, a, _)| (*s, *a, side))
             .collect();
     }
     let mut fused: Vec<(f32, DocAddress, Side)> = Vec::new();
-    let mut add = |list: &[(f32, DocAddress)], weight: f32, side: Side| {
+    let mut add = |list: &[(f32, DocAddress, f32)], side: Side| {
         let head = &list[..list.len().min(DEPTH)];
         let top = head.iter().map(|h| h.0).fold(f32::MIN, f32::max);
         let bottom = head.iter().map(|h| h.0).fold(f32::MAX, f32::min);
-        for (score, address) in head {
+        for (score, address, weight) in head {
             let scaled = if top > bottom {
                 (score - bottom) / (top - bottom)
             } else {
@@ -164,8 +192,8 @@ pub(super) fn fuse(
             }
         }
     };
-    add(words, words_weight, Side::Words);
-    add(meaning, MEANING_WEIGHT, Side::Meaning);
+    add(&words, Side::Words);
+    add(&meaning, Side::Meaning);
     fused.sort_by(|a, b| {
         b.0.total_cmp(&a.0)
             .then(a.1.segment_ord.cmp(&b.1.segment_ord))
@@ -178,8 +206,8 @@ pub(super) fn fuse(
         f.0 += 1.0;
     }
     let mut below = 0u16;
-    for (list, side) in [(words, Side::Words), (meaning, Side::Meaning)] {
-        for (_, address) in list.iter().skip(DEPTH) {
+    for (list, side) in [(&words, Side::Words), (&meaning, Side::Meaning)] {
+        for (_, address, _) in list.iter().skip(DEPTH) {
             if fused.len() >= limit {
                 break;
             }
@@ -191,4 +219,36 @@ pub(super) fn fuse(
     }
     fused.truncate(limit);
     fused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(chunks: usize) -> Vec<u32> {
+        let (a, b, c) = (
+            DocAddress::new(0, 1),
+            DocAddress::new(0, 2),
+            DocAddress::new(0, 3),
+        );
+        let words = [(10.0, a), (9.0, b), (0.0, c)];
+        let near = |score, address| Near {
+            score,
+            address,
+            chunks,
+        };
+        let meaning = [near(0.9, c), near(0.5, b), near(0.1, a)];
+        fuse(&words, 1.0, &meaning, 3)
+            .into_iter()
+            .map(|(_, address, _)| address.doc_id)
+            .collect()
+    }
+
+    #[test]
+    fn meaning_counts_less_for_a_memory_seen_in_many_chunks() {
+        // Embedded whole, meaning lifts the words' second above their first.
+        assert_eq!(order(1), [2, 1, 3]);
+        // In sixteen chunks each, the words' order stands.
+        assert_eq!(order(16), [1, 2, 3]);
+    }
 }

@@ -441,19 +441,23 @@ impl Index {
             _ => Vec::new(),
         };
         let f = self.inner.core.fields;
-        let meaning: Vec<(f32, DocAddress)> = semantic
+        let meaning: Vec<fusion::Near> = semantic
             .embed_query(text)
             .map(|v| semantic.nearest(&v, depth, hidden_scopes))
             .unwrap_or_default()
             .into_iter()
-            .filter_map(|(path, score)| {
+            .filter_map(|(path, score, chunks)| {
                 let key = super::document::path_key(&path);
                 let query = TermQuery::new(
                     Term::from_field_bytes(f.path, key),
                     IndexRecordOption::Basic,
                 );
                 let top = searcher.search(&query, &TopDocs::with_limit(1)).ok()?;
-                top.first().map(|(_, address)| (score, *address))
+                top.first().map(|(_, address)| fusion::Near {
+                    score,
+                    address: *address,
+                    chunks,
+                })
             })
             .collect();
         let head: Vec<DocAddress> = words.iter().take(fusion::DEPTH).map(|w| w.1).collect();

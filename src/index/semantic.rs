@@ -269,13 +269,14 @@ impl Semantic {
     }
 
     /// The `limit` memories nearest to `query` (by their best chunk), with
-    /// their cosine; memories of `hidden_scopes` left out.
+    /// their cosine and how many chunks they have, best first; memories of
+    /// `hidden_scopes` left out.
     pub(crate) fn nearest(
         &self,
         query: &[f32],
         limit: usize,
         hidden_scopes: &[String],
-    ) -> Vec<(StorePath, f32)> {
+    ) -> Vec<(StorePath, f32, usize)> {
         let table = self.table.read();
         match query_pool() {
             Some(pool) => pool.install(|| table.nearest(query, limit, hidden_scopes)),

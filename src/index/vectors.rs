@@ -146,13 +146,14 @@ impl VectorTable {
     }
 
     /// The `limit` memories nearest to `query` (by their best chunk), with
-    /// their cosine, best first; memories of `hidden_scopes` left out.
+    /// their cosine and how many chunks they have, best first; memories of
+    /// `hidden_scopes` left out.
     pub(crate) fn nearest(
         &self,
         query: &[f32],
         limit: usize,
         hidden_scopes: &[String],
-    ) -> Vec<(StorePath, f32)> {
+    ) -> Vec<(StorePath, f32, usize)> {
         if query.len() != self.dims || self.dims == 0 {
             return Vec::new();
         }
@@ -189,7 +190,7 @@ impl VectorTable {
                 found.truncate(limit);
                 return found
                     .into_iter()
-                    .map(|(score, entry)| (entry.path.clone(), score))
+                    .map(|(score, entry)| (entry.path.clone(), score, entry.count))
                     .collect();
             }
             wanted = wanted.saturating_mul(4);
