@@ -23,22 +23,29 @@ impl Server {
     fn start(store: &Path, extra: &[&str]) -> Server {
         let mut args = vec!["mcp", "--http", "127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut child = store_command(store, &args)
+        Server::start_as(store, &args)
+    }
+
+    /// `mnemofs ARGS`, once it says where it serves MCP.
+    fn start_as(store: &Path, args: &[&str]) -> Server {
+        let mut child = store_command(store, args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("spawn mnemofs mcp --http");
-        let line = stdout_lines(&mut child)
-            .recv_timeout(Duration::from_secs(60))
-            .unwrap_or_default();
-        let Some(url) = line.trim().strip_prefix("serving MCP on ") else {
-            let _ = child.kill();
-            panic!("the server did not say where it listens: {line:?}");
+            .expect("spawn mnemofs");
+        let lines = stdout_lines(&mut child);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let url = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok(line) = lines.recv_timeout(left) else {
+                let _ = child.kill();
+                panic!("mnemofs {args:?} did not say where it serves MCP");
+            };
+            if let Some(url) = line.trim().strip_prefix("serving MCP on ") {
+                break url.to_string();
+            }
         };
-        Server {
-            url: url.to_string(),
-            child,
-        }
+        Server { url, child }
     }
 }
 
@@ -119,6 +126,46 @@ fn the_python_client_uses_every_tool_over_http_and_is_refused_what_it_may_not_do
             &alice,
         ],
     );
+}
+
+/// `mnemofs mcp --http` on a store a daemon serves: its calls go to the
+/// daemon, side by side, and every check holds as when it serves the
+/// store itself (32 clients at once among them).
+#[test]
+fn beside_a_daemon_the_server_answers_through_it() {
+    let python = python_with("mcp", "mcp");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = tmp.path().join("store");
+    std::fs::create_dir(&store).expect("store");
+    let owner = token(&store, "owner", "all");
+    let alice = token(&store, "alice", "agent:alice");
+    let daemon = Server::start_as(&store, &["serve", "--mcp-http", "127.0.0.1:0"]);
+    let server = Server::start(&store, &[]);
+    let out = run_with_timeout(
+        &mut store_command(&store, &["status", "--json"]),
+        Duration::from_secs(60),
+    )
+    .expect("status timed out");
+    let status: serde_json::Value = serde_json::from_str(&succeeded(&out)).expect("status json");
+    assert_eq!(status["served_by"], "daemon", "{status}");
+
+    let checks = script("mcp_http_checks.py");
+    let state = store.with_extension("state");
+    run_checks(
+        &python,
+        &store,
+        &[
+            checks.to_str().unwrap(),
+            common::bin(),
+            &server.url,
+            store.to_str().unwrap(),
+            state.to_str().unwrap(),
+            &owner,
+            &alice,
+        ],
+    );
+    drop(server);
+    drop(daemon);
 }
 
 /// Runs `mnemofs mcp ARGS` expecting a refusal; returns what it said.
@@ -243,28 +290,8 @@ fn serve_answers_mcp_over_http_beside_its_sockets() {
     let store = tmp.path().join("store");
     std::fs::create_dir(&store).expect("store");
     let owner = token(&store, "owner", "all");
-    let mut child = store_command(&store, &["serve", "--mcp-http", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn mnemofs serve");
-    struct Kill(Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let rx = stdout_lines(&mut child);
-    let child = Kill(child);
-    let url = loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("serve did not say it serves MCP");
-        if let Some(url) = line.strip_prefix("serving MCP on ") {
-            break url.to_string();
-        }
-    };
+    let daemon = Server::start_as(&store, &["serve", "--mcp-http", "127.0.0.1:0"]);
+    let url = daemon.url.clone();
     let (status, answer) = post(&url, &owner, &write_call("notes/over-http.md", "Plums.\n"));
     assert!(status.contains("200"), "{status} {answer}");
     assert_eq!(answer["result"]["isError"], false, "{answer}");
@@ -277,7 +304,7 @@ fn serve_answers_mcp_over_http_beside_its_sockets() {
     assert!(succeeded(&out).contains("Plums."));
     let (status, _) = post(&url, "mnemofs_wrong", &write_call("notes/x.md", "x\n"));
     assert!(status.contains("401"), "{status}");
-    drop(child);
+    drop(daemon);
 }
 
 /// Makes a token in a mount's state dir before it starts; it is written

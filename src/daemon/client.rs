@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use parking_lot::Mutex;
 
-use super::control::{ControlClient, SOCKET};
+use super::control::{ControlClient, ControlPool, SOCKET};
 use super::lock::{StoreLock, holder_pid};
 use super::registry;
 use crate::config::Config;
@@ -154,7 +153,7 @@ pub struct Session {
 
 enum Way {
     Daemon {
-        client: Mutex<ControlClient>,
+        daemon: ControlPool,
         pid: Option<u32>,
     },
     Local {
@@ -235,7 +234,7 @@ impl Session {
             .with_context(|| format!("cannot reach the daemon at {}", entry.socket.display()))?;
         Ok(client.map(|client| Session {
             way: Way::Daemon {
-                client: Mutex::new(client),
+                daemon: ControlPool::new(entry.socket.clone(), client),
                 pid: Some(entry.pid),
             },
         }))
@@ -300,10 +299,11 @@ impl Session {
         let Some(lock) = StoreLock::try_acquire(&found.store)? else {
             // Served, but not registered (an older daemon, or another
             // runtime dir): its socket may still be in the state dir.
-            if let Some(client) = ControlClient::connect(&state_dir.join(SOCKET))? {
+            let socket = state_dir.join(SOCKET);
+            if let Some(client) = ControlClient::connect(&socket)? {
                 return Ok(Session {
                     way: Way::Daemon {
-                        client: Mutex::new(client),
+                        daemon: ControlPool::new(socket, client),
                         pid: holder_pid(&found.store, &state_dir),
                     },
                 });
@@ -336,7 +336,7 @@ impl Session {
     /// Runs one request.
     pub fn call(&self, request: Request) -> ops::Result<Response> {
         match &self.way {
-            Way::Daemon { client, .. } => client.lock().call(&request),
+            Way::Daemon { daemon, .. } => daemon.call(&request),
             Way::Local { ops, .. } | Way::ReadOnly { ops, .. } => ops.handle(request),
             Way::Serving(server) => server.ops().handle(request),
         }

@@ -11,8 +11,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use super::socket::{Listener, WhenFull};
 use crate::ops::{self, Operations, Reply, Request, Response, WireError};
@@ -109,6 +111,9 @@ fn write_reply(writer: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
 pub(crate) struct ControlClient {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// False once a call lost its way (the connection broke, or a reply
+    /// was not understood): the next call must not read what is left.
+    sound: bool,
 }
 
 impl ControlClient {
@@ -129,16 +134,33 @@ impl ControlClient {
         Ok(Some(ControlClient {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
+            sound: true,
         }))
     }
 
     /// Sends one request and waits for its reply.
     pub(crate) fn call(&mut self, request: &Request) -> ops::Result<Response> {
+        let line =
+            serde_json::to_vec(request).map_err(|e| ops::Error::InvalidInput(e.to_string()))?;
+        let reply = self.exchange(line);
+        self.sound &= reply.is_ok();
+        match serde_json::from_str::<Reply>(&reply?) {
+            Ok(Reply::Ok(response)) => Ok(response),
+            Ok(Reply::Error(e)) => Err(ops::Error::Remote(e)),
+            Err(e) => {
+                self.sound = false;
+                Err(ops::Error::Unavailable(format!(
+                    "the daemon's reply is not understood: {e}"
+                )))
+            }
+        }
+    }
+
+    /// Writes a request's line and reads its reply's.
+    fn exchange(&mut self, mut line: Vec<u8>) -> ops::Result<String> {
         let lost = |e: std::io::Error| {
             ops::Error::Unavailable(format!("lost the connection to the daemon: {e}"))
         };
-        let mut line =
-            serde_json::to_vec(request).map_err(|e| ops::Error::InvalidInput(e.to_string()))?;
         line.push(b'\n');
         self.writer.write_all(&line).map_err(lost)?;
         let mut reply = String::new();
@@ -147,13 +169,59 @@ impl ControlClient {
                 "the daemon closed the connection without answering".into(),
             ));
         }
-        match serde_json::from_str::<Reply>(&reply) {
-            Ok(Reply::Ok(response)) => Ok(response),
-            Ok(Reply::Error(e)) => Err(ops::Error::Remote(e)),
-            Err(e) => Err(ops::Error::Unavailable(format!(
-                "the daemon's reply is not understood: {e}"
-            ))),
+        Ok(reply)
+    }
+}
+
+/// Idle connections kept for the next calls; more are opened while calls
+/// overlap, and closed after. Each idle one holds one of the daemon's
+/// [`MAX_CONNECTIONS`] threads, so a process keeps only a few.
+const KEPT_IDLE: usize = 4;
+
+/// A process's connections to a daemon: a call takes an idle one, or opens
+/// another while the others are busy, so calls made from several threads
+/// at once (`mcp --http`'s clients) are answered side by side, each on a
+/// daemon thread of its own.
+pub(crate) struct ControlPool {
+    socket: PathBuf,
+    idle: Mutex<Vec<ControlClient>>,
+}
+
+impl ControlPool {
+    /// A pool on `socket`, starting with `first`, already connected.
+    pub(crate) fn new(socket: PathBuf, first: ControlClient) -> ControlPool {
+        ControlPool {
+            socket,
+            idle: Mutex::new(vec![first]),
         }
+    }
+
+    /// Sends one request on a free connection and waits for its reply.
+    pub(crate) fn call(&self, request: &Request) -> ops::Result<Response> {
+        let taken = self.idle.lock().pop();
+        let mut client = match taken {
+            Some(client) => client,
+            None => match ControlClient::connect(&self.socket) {
+                Ok(Some(client)) => client,
+                Ok(None) => {
+                    return Err(ops::Error::Unavailable(
+                        "the daemon no longer answers".into(),
+                    ));
+                }
+                Err(e) => {
+                    return Err(ops::Error::Unavailable(format!(
+                        "cannot reach the daemon at {}: {e}",
+                        self.socket.display()
+                    )));
+                }
+            },
+        };
+        let result = client.call(request);
+        let mut idle = self.idle.lock();
+        if client.sound && idle.len() < KEPT_IDLE {
+            idle.push(client);
+        }
+        result
     }
 }
 
@@ -238,6 +306,33 @@ mod tests {
             panic!("not a report");
         };
         assert_eq!(report.level, 2);
+    }
+
+    #[test]
+    fn a_pool_answers_a_status_while_its_other_call_dreams() {
+        let (_dir, server, (started, release)) = server();
+        let first = ControlClient::connect(server.path()).unwrap().unwrap();
+        let pool = Arc::new(ControlPool::new(server.path().to_path_buf(), first));
+        let dreamer = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || pool.call(&Request::Dream { level: 2 }))
+        };
+        started.recv_timeout(Duration::from_secs(30)).unwrap();
+        // The pool's one connection is busy with the dream: a second call
+        // gets a connection of its own, and kept afterwards.
+        for _ in 0..3 {
+            assert!(matches!(
+                pool.call(&Request::Status).unwrap(),
+                Response::Status { .. }
+            ));
+        }
+        assert!(!dreamer.is_finished());
+        release.send(()).unwrap();
+        assert!(matches!(
+            dreamer.join().unwrap().unwrap(),
+            Response::Report { .. }
+        ));
+        assert_eq!(pool.idle.lock().len(), 2);
     }
 
     #[test]
