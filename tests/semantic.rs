@@ -181,6 +181,28 @@ fn a_weak_word_match_does_not_outrank_the_answer_by_meaning() {
             "notes/meeting.md",
             "Meeting notes: the team agreed to ship the beta on Friday.",
         ),
+        (
+            "notes/allergy.md",
+            "Allergic to peanuts; carries an epipen.",
+        ),
+        ("notes/car.md", "Drives a 2019 Subaru Outback, dark green."),
+        (
+            "notes/languages.md",
+            "Speaks Portuguese at home with family in Lisbon.",
+        ),
+        (
+            "notes/music.md",
+            "Plays the cello in a community orchestra on Thursdays.",
+        ),
+        (
+            "notes/work.md",
+            "Works as a nurse on night shifts at the county hospital.",
+        ),
+        (
+            "notes/diet.md",
+            "Vegetarian since 2015, eats fish occasionally.",
+        ),
+        ("notes/editor.md", "Uses Neovim with the LazyVim setup."),
     ];
     for (rel, text) in notes {
         let path = dir.path().join(rel);
@@ -197,6 +219,13 @@ fn a_weak_word_match_does_not_outrank_the_answer_by_meaning() {
         ),
         ("where does the user deploy?", "notes/deploy.md"),
         ("when will the beta ship?", "notes/meeting.md"),
+        ("does the user have any allergies?", "notes/allergy.md"),
+        ("what vehicle does the user have?", "notes/car.md"),
+        ("which languages does the user know?", "notes/languages.md"),
+        ("what instrument does the user play?", "notes/music.md"),
+        ("what is the user's job?", "notes/work.md"),
+        ("does the user eat meat?", "notes/diet.md"),
+        ("what editor does the user prefer?", "notes/editor.md"),
     ] {
         let hits = index.search(question, 5).expect("search");
         assert_eq!(hits[0].path.to_string(), answer, "{question}: {hits:?}");

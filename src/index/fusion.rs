@@ -7,19 +7,22 @@
 //! forgets how good the best match is: in a small store, a memory that
 //! shares only the word "user" with "what does the user like to drink?"
 //! would be the words' best and count fully, above the one that says
-//! "prefers coffee over tea". So the words count in proportion to their
-//! [`words_weight`]: fully once some hit holds half of the question's
-//! words (by rarity), less below.
+//! "prefers coffee over tea". So each word hit counts in proportion to
+//! its [`words_weights`]: fully once it holds half of the question's
+//! words (by rarity) and two of them at least, less below.
 //!
 //! Subtleties:
 //! - Words are counted as stems without stop words, as the stemmed fields
 //!   index them; a stem no memory has counts as rarest, so a question
 //!   whose words the store lacks leans on meaning.
+//! - "user" is not counted: nearly every question to an agent's memory
+//!   names the user, and a memory that shares only that word shares
+//!   nothing of what is asked. The words' ranking still finds it.
 //! - A question of stop words only has no stems: its words then count
 //!   fully, as they did before any weighing.
-//! - Weighing each hit by its own coverage instead ranked LoCoMo's whole
-//!   sessions worse (0.853 against 0.871 recall@5): a long session holds
-//!   most words of any question about it, and BM25 already orders them.
+//! - Each hit is weighed by what it holds, not by what the best one
+//!   holds: the words' first may be a memory that holds only "user" while
+//!   their third holds the question.
 
 use std::collections::BTreeSet;
 
@@ -60,19 +63,20 @@ impl Near {
     }
 }
 
-/// Below this share of a question's words held by its best word hit,
-/// the words count less (see [`words_weight`]).
+/// Below this share of a question's words held by a word hit, the hit
+/// counts less (see [`words_weights`]).
 const HELD_IN_FULL: f32 = 0.5;
 
-/// How much the words count in the fusion, 0..1: the largest share of
-/// `text`'s word stems one of `docs` holds, each stem weighed by its
-/// rarity in the index (BM25's idf), over [`HELD_IN_FULL`], at most 1.
-pub(super) fn words_weight(
+/// How much each of `docs` counts by its words, 0..1: the share of
+/// `text`'s word stems it holds, each stem weighed by its rarity in the
+/// index (BM25's idf), over [`HELD_IN_FULL`], at most 1; a document that
+/// holds only one stem of several counts for its share alone.
+pub(super) fn words_weights(
     searcher: &Searcher,
     fields: &Fields,
     text: &str,
     docs: &[DocAddress],
-) -> f32 {
+) -> Vec<f32> {
     let stems = stems(searcher, fields, text);
     let all = searcher.num_docs() as f32;
     let mut weights = Vec::with_capacity(stems.len());
@@ -90,21 +94,26 @@ pub(super) fn words_weight(
     }
     let total: f32 = weights.iter().sum();
     if total <= 0.0 {
-        return 1.0;
+        return vec![1.0; docs.len()];
     }
-    let best = docs
-        .iter()
+    docs.iter()
         .map(|address| {
-            stems
+            let held: Vec<f32> = stems
                 .iter()
                 .zip(&weights)
                 .filter(|(stem, _)| holds(searcher, fields, *address, stem))
-                .map(|(_, w)| w)
-                .sum::<f32>()
-                / total
+                .map(|(_, w)| *w)
+                .collect();
+            let share = held.iter().sum::<f32>() / total;
+            // One word in common with a question of several is as likely
+            // chance as a match: it counts for its share only.
+            if held.len() >= 2 || stems.len() == 1 {
+                (share / HELD_IN_FULL).min(1.0)
+            } else {
+                share
+            }
         })
-        .fold(0.0f32, f32::max);
-    (best / HELD_IN_FULL).min(1.0)
+        .collect()
 }
 
 /// The distinct stems of `text`, as the stemmed fields index them.
@@ -115,10 +124,18 @@ fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSet<String> {
     };
     let mut stream = analyzer.token_stream(text);
     while stream.advance() {
-        stems.insert(stream.token().text.clone());
+        let stem = &stream.token().text;
+        if !SUBJECT_STEMS.contains(&stem.as_str()) {
+            stems.insert(stem.clone());
+        }
     }
     stems
 }
+
+/// Stems that name whom an agent's memories are about: nearly every
+/// question has one, and a memory that shares only it with a question
+/// shares nothing of what is asked.
+const SUBJECT_STEMS: &[&str] = &["user"];
 
 /// Whether the document at `address` has `stem` in its title or body.
 fn holds(searcher: &Searcher, fields: &Fields, address: DocAddress, stem: &str) -> bool {
@@ -141,20 +158,23 @@ fn holds(searcher: &Searcher, fields: &Fields, address: DocAddress, stem: &str) 
 }
 
 /// The two rankings as one, at most `limit`: the head, each document
-/// scoring 1 plus its words' scaled score times `words_weight` and
-/// meaning's scaled score times its [`Near::weight`]; then the rest of
-/// each ranking under 1 and falling.
+/// scoring 1 plus its words' scaled score times its `words_weights`
+/// (in the words' order) and meaning's scaled score times its
+/// [`Near::weight`]; then the rest of each ranking under 1 and falling.
 /// A ranking may be empty: the other is then kept as it is, with its own
 /// scores.
 pub(super) fn fuse(
     words: &[(f32, DocAddress)],
-    words_weight: f32,
+    words_weights: &[f32],
     meaning: &[Near],
     limit: usize,
 ) -> Vec<(f32, DocAddress, Side)> {
     // Each ranking as (score, document, weight).
-    let words: Vec<(f32, DocAddress, f32)> =
-        words.iter().map(|(s, a)| (*s, *a, words_weight)).collect();
+    let words: Vec<(f32, DocAddress, f32)> = words
+        .iter()
+        .enumerate()
+        .map(|(i, (s, a))| (*s, *a, words_weights.get(i).copied().unwrap_or(1.0)))
+        .collect();
     let meaning: Vec<(f32, DocAddress, f32)> = meaning
         .iter()
         .map(|n| (n.score, n.address, n.weight()))
@@ -238,7 +258,7 @@ mod tests {
             chunks,
         };
         let meaning = [near(0.9, c), near(0.5, b), near(0.1, a)];
-        fuse(&words, 1.0, &meaning, 3)
+        fuse(&words, &[1.0; 3], &meaning, 3)
             .into_iter()
             .map(|(_, address, _)| address.doc_id)
             .collect()

@@ -461,8 +461,8 @@ impl Index {
             })
             .collect();
         let head: Vec<DocAddress> = words.iter().take(fusion::DEPTH).map(|w| w.1).collect();
-        let weight = fusion::words_weight(&searcher, &f, text, &head);
-        let top = fusion::fuse(&words, weight, &meaning, limit);
+        let weights = fusion::words_weights(&searcher, &f, text, &head);
+        let top = fusion::fuse(&words, &weights, &meaning, limit);
         let query = query.unwrap_or_else(|| Box::new(tantivy::query::AllQuery));
         Ok(Some((searcher, query, top)))
     }
