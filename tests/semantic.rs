@@ -158,6 +158,64 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
     index.shutdown();
 }
 
+/// What an agent has just written it can ask about at once in other
+/// words: the search embeds the few memories still waiting for their
+/// vectors instead of ranking them by their words alone. None of these
+/// questions shares a word with its answer but "user".
+#[test]
+fn a_memory_just_written_is_found_by_its_meaning_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("format.md"),
+        "The user wants code formatted with black.\n",
+    )
+    .expect("write");
+    let index = embedded_index(dir.path());
+    // A busy machine (an agent's build, say): the embedding worker, at
+    // background priority, falls behind.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    for (rel, text, question) in [
+        (
+            "pet.md",
+            "Has a golden retriever named Biscuit.",
+            "what kind of dog does the user own?",
+        ),
+        (
+            "car.md",
+            "Drives a 2019 Subaru Outback, dark green.",
+            "what vehicle does the user have?",
+        ),
+        (
+            "job.md",
+            "Works as a nurse on night shifts at the county hospital.",
+            "what is the user's occupation?",
+        ),
+    ] {
+        std::fs::write(dir.path().join(rel), format!("{text}\n")).expect("write");
+        index.notify_path(&StorePath::new(rel).expect("path"));
+        // Searchable by its words: the vectors need not be there yet.
+        assert!(index.wait_committed(WAIT));
+        let hits = index.search(question, 5).expect("search");
+        assert_eq!(hits[0].path.to_string(), rel, "{question}: {hits:?}");
+        assert_eq!(hits[0].matched, Side::Meaning, "{question}: {hits:?}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for thread in busy {
+        thread.join().expect("busy thread");
+    }
+    index.shutdown();
+}
+
 /// A memory that shares only a common word with a question ("user") is
 /// the words' best hit; it must not outrank the one that answers it.
 #[test]

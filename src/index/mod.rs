@@ -151,7 +151,8 @@ pub struct IndexStatus {
     pub model: Option<String>,
     /// Memories with vectors.
     pub embedded: u64,
-    /// Memories waiting for their vectors (a search never waits for them).
+    /// Memories waiting for their vectors (a search never waits for a
+    /// backlog; the few just written it embeds itself).
     pub embed_backlog: u64,
 }
 

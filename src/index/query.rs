@@ -441,6 +441,7 @@ impl Index {
             _ => Vec::new(),
         };
         let f = self.inner.core.fields;
+        semantic.embed_waiting();
         let meaning: Vec<fusion::Near> = semantic
             .embed_query(text)
             .map(|v| semantic.nearest(&v, depth, hidden_scopes))

@@ -6,8 +6,9 @@
 //! drops; the worker reads the file, cuts it into chunks led by its title,
 //! embeds them, and stores them under the memory's path. A memory's score
 //! is its best chunk's. Vectors lag the text index (the backlog is in
-//! `status`); a search never waits for them: a memory not embedded yet is
-//! found by its words alone.
+//! `status`); a search never waits for a backlog: a memory not embedded
+//! yet is found by its words alone. When only a few short memories wait
+//! (what an agent has just written), the search embeds them itself.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -31,8 +32,12 @@ struct Queue {
     /// The memories the index held when semantic search was turned on
     /// are queued.
     seeded: bool,
-    /// A batch taken from `paths` is being embedded.
+    /// A batch taken from `paths` is being embedded: the worker's, as
+    /// `working`, and a search's (see [`Semantic::embed_waiting`]),
+    /// counted in `inline`.
     busy: bool,
+    working: Vec<StorePath>,
+    inline: usize,
     stop: bool,
     /// Memories embedded or removed since the vectors were last saved.
     unsaved: usize,
@@ -66,6 +71,13 @@ pub(crate) struct Semantic {
 
 /// Query vectors kept.
 const RECENT_QUERIES: usize = 32;
+
+/// A search embeds the memories waiting for their vectors itself when
+/// there are at most this many, of at most [`INLINE_BYTES`] in all (a few
+/// chunks, some tens of milliseconds on the CPU).
+const INLINE_MEMORIES: usize = 4;
+/// See [`INLINE_MEMORIES`].
+const INLINE_BYTES: u64 = 8 << 10;
 
 /// Chunks embedded of one memory at most (about 10,000 words): a huge
 /// file never holds the worker up for long.
@@ -213,7 +225,50 @@ impl Semantic {
     /// one is embedded.
     pub(crate) fn caught_up(&self) -> bool {
         let queue = self.queue.lock();
-        queue.seeded && queue.paths.is_empty() && !queue.busy
+        queue.seeded && queue.paths.is_empty() && !queue.busy && queue.inline == 0
+    }
+
+    /// Embeds here, at the caller's priority, the memories still waiting
+    /// for their vectors when they are few and short: what an agent has
+    /// just written and asks about at once, by other words, is then found
+    /// by its meaning too. A backlog is left to the worker, so a search
+    /// never waits for one. Those the worker is embedding now are embedded
+    /// here as well: the search does not wait for the worker either.
+    pub(crate) fn embed_waiting(&self) {
+        if self.frozen {
+            return;
+        }
+        let paths: Vec<StorePath> = {
+            let mut queue = self.queue.lock();
+            let waiting = queue.paths.len() + queue.working.len();
+            if waiting == 0 || waiting > INLINE_MEMORIES {
+                return;
+            }
+            let bytes: u64 = queue
+                .paths
+                .iter()
+                .chain(&queue.working)
+                .filter_map(|p| self.store.stat(p).ok())
+                .map(|st| st.size)
+                .sum();
+            if bytes > INLINE_BYTES {
+                return;
+            }
+            let mut paths: Vec<StorePath> = queue.paths.drain(..).collect();
+            for path in &paths {
+                queue.queued.remove(path);
+            }
+            paths.extend(queue.working.iter().cloned());
+            queue.inline += 1;
+            paths
+        };
+        let embedded = match query_pool() {
+            Some(pool) => pool.install(|| self.embed_batch(paths)),
+            None => self.embed_batch(paths),
+        };
+        let mut queue = self.queue.lock();
+        queue.inline -= 1;
+        queue.unsaved += embedded;
     }
 
     /// Memories with vectors.
@@ -372,11 +427,13 @@ fn work(semantic: &Weak<Semantic>) {
             for path in &batch {
                 queue.queued.remove(path);
             }
+            queue.working.clone_from(&batch);
             batch
         };
         let embedded = this.embed_batch(batch);
         let mut queue = this.queue.lock();
         queue.busy = false;
+        queue.working.clear();
         queue.unsaved += embedded;
         if this.save_due(&queue) {
             queue.unsaved = 0;
