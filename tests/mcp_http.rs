@@ -89,14 +89,41 @@ fn run_checks(python: &Path, store: &Path, args: &[&str]) {
     );
 }
 
-#[test]
-fn the_python_client_uses_every_tool_over_http_and_is_refused_what_it_may_not_do() {
-    let python = python_with("mcp", "mcp");
+/// A new store (in a temp dir, kept while the first value lives), with
+/// a token for its owner and one scoped to `agent:alice`.
+fn store_with_tokens() -> (tempfile::TempDir, PathBuf, String, String) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let store = tmp.path().join("store");
     std::fs::create_dir(&store).expect("store");
     let owner = token(&store, "owner", "all");
     let alice = token(&store, "alice", "agent:alice");
+    (tmp, store, owner, alice)
+}
+
+/// `tests/python/mcp_http_checks.py` against the server at `url`, with
+/// an owner's token and one scoped to `agent:alice`.
+fn http_checks(python: &Path, store: &Path, url: &str, owner: &str, alice: &str) {
+    let checks = script("mcp_http_checks.py");
+    let state = store.with_extension("state");
+    run_checks(
+        python,
+        store,
+        &[
+            checks.to_str().unwrap(),
+            common::bin(),
+            url,
+            store.to_str().unwrap(),
+            state.to_str().unwrap(),
+            owner,
+            alice,
+        ],
+    );
+}
+
+#[test]
+fn the_python_client_uses_every_tool_over_http_and_is_refused_what_it_may_not_do() {
+    let python = python_with("mcp", "mcp");
+    let (_tmp, store, owner, alice) = store_with_tokens();
     let server = Server::start(&store, &[]);
 
     let client = script("mcp_client.py");
@@ -111,21 +138,7 @@ fn the_python_client_uses_every_tool_over_http_and_is_refused_what_it_may_not_do
             &alice,
         ],
     );
-    let checks = script("mcp_http_checks.py");
-    let state = store.with_extension("state");
-    run_checks(
-        &python,
-        &store,
-        &[
-            checks.to_str().unwrap(),
-            common::bin(),
-            &server.url,
-            store.to_str().unwrap(),
-            state.to_str().unwrap(),
-            &owner,
-            &alice,
-        ],
-    );
+    http_checks(&python, &store, &server.url, &owner, &alice);
 }
 
 /// `mnemofs mcp --http` on a store a daemon serves: its calls go to the
@@ -134,11 +147,7 @@ fn the_python_client_uses_every_tool_over_http_and_is_refused_what_it_may_not_do
 #[test]
 fn beside_a_daemon_the_server_answers_through_it() {
     let python = python_with("mcp", "mcp");
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let store = tmp.path().join("store");
-    std::fs::create_dir(&store).expect("store");
-    let owner = token(&store, "owner", "all");
-    let alice = token(&store, "alice", "agent:alice");
+    let (_tmp, store, owner, alice) = store_with_tokens();
     let daemon = Server::start_as(&store, &["serve", "--mcp-http", "127.0.0.1:0"]);
     let server = Server::start(&store, &[]);
     let out = run_with_timeout(
@@ -149,21 +158,7 @@ fn beside_a_daemon_the_server_answers_through_it() {
     let status: serde_json::Value = serde_json::from_str(&succeeded(&out)).expect("status json");
     assert_eq!(status["served_by"], "daemon", "{status}");
 
-    let checks = script("mcp_http_checks.py");
-    let state = store.with_extension("state");
-    run_checks(
-        &python,
-        &store,
-        &[
-            checks.to_str().unwrap(),
-            common::bin(),
-            &server.url,
-            store.to_str().unwrap(),
-            state.to_str().unwrap(),
-            &owner,
-            &alice,
-        ],
-    );
+    http_checks(&python, &store, &server.url, &owner, &alice);
     drop(server);
     drop(daemon);
 }
