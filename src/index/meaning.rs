@@ -665,6 +665,7 @@ fn shape_clause(
 pub fn nothing_found(query: &str) -> String {
     let none = |_: Option<&'static str>, p: &str| (vec![p.to_owned()], false);
     let (text, _) = take_limit(query);
+    let (text, _) = take_mode(&text);
     let rewritten = rewrite_query(&text, &none).text;
     let mut words = Vec::new();
     let mut filters = Vec::new();
@@ -857,6 +858,12 @@ mod tests {
         assert!(note.contains("with `type:decision`"), "{note}");
         assert!(note.contains("without its filters"), "{note}");
         assert!(nothing_found("  ").contains("no words"));
+        // `mode:` chooses a ranking; it is not a word searched for.
+        let note = nothing_found("mode:words zebra");
+        assert!(
+            note.contains("matched \"zebra\"") && !note.contains("mode"),
+            "{note}"
+        );
     }
 
     #[test]

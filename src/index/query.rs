@@ -338,7 +338,8 @@ impl Index {
     /// What [`Index::search`] would say about how it read `query`: fields
     /// it does not know, values that are not dates, prefixes cut short.
     pub fn query_warnings(&self, query: &str) -> Vec<String> {
-        let text = query.trim();
+        let (text, _) = take_mode(query.trim());
+        let text = text.trim();
         if text.is_empty() {
             return Vec::new();
         }

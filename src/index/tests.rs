@@ -1077,6 +1077,8 @@ fn bad_field_values_are_reported_not_searched_as_words() {
             .query_warnings("cherry created:>2026-01-01")
             .is_empty()
     );
+    // `mode:` is an option of the search, not a field.
+    assert!(fx.index.query_warnings("mode:words cherry").is_empty());
 }
 
 #[test]
