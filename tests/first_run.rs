@@ -262,3 +262,35 @@ fn a_mount_refused_by_a_command_holding_the_store_names_that_command() {
     assert!(said.contains("in use by `mnemofs tool"), "{said}");
     assert!(said.contains(&format!("(pid {})", tool.id())), "{said}");
 }
+
+/// A process that serves a store holds its lock a moment before it answers
+/// (while it starts) and after (while it stops). A command that comes then
+/// waits for it, briefly, instead of giving up at once.
+#[test]
+fn a_command_waits_out_a_store_lock_held_a_moment() {
+    use std::os::fd::AsRawFd;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = tmp.path().join("store");
+    fs::create_dir(&store).expect("store");
+    fs::write(store.join("note.md"), "Plums in the icebox.\n").expect("note");
+    let held = fs::File::open(&store).expect("open the store");
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let reader = common::store_command(&store, &["read", "note.md"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mnemofs read");
+    std::thread::sleep(Duration::from_millis(700));
+    drop(held);
+    let out = reader.wait_with_output().expect("mnemofs read");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Plums in the icebox."));
+}

@@ -146,6 +146,10 @@ pub fn find(target: &Target) -> anyhow::Result<Found> {
     Ok(Found { store, daemon })
 }
 
+/// How long a command waits for a process that holds the store's lock
+/// but does not answer yet (it is starting or stopping).
+const SERVER_SETTLING: Duration = Duration::from_secs(5);
+
 /// A command's way to the operations: a daemon, or the store itself.
 pub struct Session {
     way: Way,
@@ -284,7 +288,7 @@ impl Session {
     }
 
     fn open_with(target: &Target, config: &Config, catch_up: CatchUp) -> anyhow::Result<Session> {
-        let found = find(target)?;
+        let mut found = find(target)?;
         if let Some(session) = Session::registered_daemon(&found)? {
             return Ok(session);
         }
@@ -296,7 +300,17 @@ impl Session {
             meaning_on_demand(&index, &state_dir, config);
             return Ok(Session::read_only(store, index));
         }
-        let Some(lock) = StoreLock::try_acquire(&found.store)? else {
+        // A process that serves the store holds its lock a moment before
+        // it answers (while it starts) and after (while it stops): a
+        // command that comes then waits for it, briefly.
+        let deadline = std::time::Instant::now() + SERVER_SETTLING;
+        let lock = loop {
+            if let Some(lock) = StoreLock::try_acquire(&found.store)? {
+                break lock;
+            }
+            if let Some(session) = Session::registered_daemon(&found)? {
+                return Ok(session);
+            }
             // Served, but not registered (an older daemon, or another
             // runtime dir): its socket may still be in the state dir.
             let socket = state_dir.join(SOCKET);
@@ -308,13 +322,17 @@ impl Session {
                     },
                 });
             }
-            let pid = holder_pid(&found.store, &state_dir)
-                .map(|p| format!(" (pid {p})"))
-                .unwrap_or_default();
-            bail!(
-                "a daemon{pid} serves {} but cannot be reached; pass its --state-dir",
-                found.store.display()
-            );
+            if std::time::Instant::now() >= deadline {
+                let pid = holder_pid(&found.store, &state_dir)
+                    .map(|p| format!(" (pid {p})"))
+                    .unwrap_or_default();
+                bail!(
+                    "a daemon{pid} serves {} but cannot be reached; pass its --state-dir",
+                    found.store.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            found = find(target)?;
         };
         let (ops, index, sweep) = open_local(&found.store, &state_dir, config, catch_up)?;
         Ok(Session {
