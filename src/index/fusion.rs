@@ -107,16 +107,15 @@ pub(super) fn words_weights(
     }
     docs.iter()
         .map(|address| {
-            let held: Vec<f32> = stems
+            let (held, weight) = stems
                 .iter()
                 .zip(&weights)
                 .filter(|(stem, _)| holds(searcher, fields, *address, stem))
-                .map(|(_, w)| *w)
-                .collect();
-            let share = held.iter().sum::<f32>() / total;
+                .fold((0, 0.0f32), |(n, sum), (_, w)| (n + 1, sum + w));
+            let share = weight / total;
             // One word in common with a question of several is as likely
             // chance as a match: it counts for its share only.
-            if held.len() >= 2 || stems.len() == 1 {
+            if held >= 2 || stems.len() == 1 {
                 (share / HELD_IN_FULL).min(1.0)
             } else {
                 share
@@ -188,11 +187,8 @@ pub(super) fn fuse(
         .iter()
         .map(|n| (n.score, n.address, n.weight()))
         .collect();
-    let unlike = |address: &DocAddress| {
-        meaning
-            .iter()
-            .any(|(score, a, _)| a == address && *score < MEANING_FLOOR)
-    };
+    // What only meaning finds must be like the question.
+    let kept = |side: Side, score: f32| side == Side::Words || score >= MEANING_FLOOR;
     if meaning.is_empty() || words.is_empty() {
         let (alone, side) = if meaning.is_empty() {
             (&words, Side::Words)
@@ -201,7 +197,7 @@ pub(super) fn fuse(
         };
         return alone
             .iter()
-            .filter(|(_, a, _)| side == Side::Words || !unlike(a))
+            .filter(|(s, _, _)| kept(side, *s))
             .take(limit)
             .map(|(s, a, _)| (*s, *a, side))
             .collect();
@@ -223,13 +219,13 @@ pub(super) fn fuse(
                     f.0 += value;
                     f.2 = Side::Both;
                 }
-                None => fused.push((value, *address, side)),
+                None if kept(side, *score) => fused.push((value, *address, side)),
+                None => {}
             }
         }
     };
     add(&words, Side::Words);
     add(&meaning, Side::Meaning);
-    fused.retain(|f| f.2 != Side::Meaning || !unlike(&f.1));
     fused.sort_by(|a, b| {
         b.0.total_cmp(&a.0)
             .then(a.1.segment_ord.cmp(&b.1.segment_ord))
@@ -243,14 +239,11 @@ pub(super) fn fuse(
     }
     let mut below = 0u16;
     for (list, side) in [(&words, Side::Words), (&meaning, Side::Meaning)] {
-        for (_, address, _) in list.iter().skip(DEPTH) {
+        for (score, address, _) in list.iter().skip(DEPTH) {
             if fused.len() >= limit {
                 break;
             }
-            if side == Side::Meaning && unlike(address) {
-                continue;
-            }
-            if !fused.iter().any(|f| f.1 == *address) {
+            if kept(side, *score) && !fused.iter().any(|f| f.1 == *address) {
                 below = below.saturating_add(1);
                 fused.push((1.0 / f32::from(below + 1), *address, side));
             }

@@ -32,11 +32,10 @@ struct Queue {
     /// The memories the index held when semantic search was turned on
     /// are queued.
     seeded: bool,
-    /// A batch taken from `paths` is being embedded: the worker's, as
-    /// `working`, and a search's (see [`Semantic::embed_waiting`]),
-    /// counted in `inline`.
-    busy: bool,
+    /// The batch the worker took from `paths` and is embedding.
     working: Vec<StorePath>,
+    /// Searches embedding what they took from `paths` (see
+    /// [`Semantic::embed_waiting`]).
     inline: usize,
     stop: bool,
     /// Memories embedded or removed since the vectors were last saved.
@@ -225,7 +224,7 @@ impl Semantic {
     /// one is embedded.
     pub(crate) fn caught_up(&self) -> bool {
         let queue = self.queue.lock();
-        queue.seeded && queue.paths.is_empty() && !queue.busy && queue.inline == 0
+        queue.seeded && queue.paths.is_empty() && queue.working.is_empty() && queue.inline == 0
     }
 
     /// Embeds here, at the caller's priority, the memories still waiting
@@ -262,10 +261,7 @@ impl Semantic {
             queue.inline += 1;
             paths
         };
-        let embedded = match query_pool() {
-            Some(pool) => pool.install(|| self.embed_batch(paths)),
-            None => self.embed_batch(paths),
-        };
+        let embedded = on_query_pool(|| self.embed_batch(paths));
         let mut queue = self.queue.lock();
         queue.inline -= 1;
         queue.unsaved += embedded;
@@ -302,10 +298,7 @@ impl Semantic {
         if let Some((_, v)) = self.recent_queries.lock().iter().find(|(q, _)| q == query) {
             return Some(Arc::clone(v));
         }
-        let embedded = match query_pool() {
-            Some(pool) => pool.install(|| self.embedder.embed_query(query)),
-            None => self.embedder.embed_query(query),
-        };
+        let embedded = on_query_pool(|| self.embedder.embed_query(query));
         match embedded {
             Ok(v) => {
                 let v = Arc::new(v);
@@ -333,10 +326,7 @@ impl Semantic {
         hidden_scopes: &[String],
     ) -> Vec<(StorePath, f32, usize)> {
         let table = self.table.read();
-        match query_pool() {
-            Some(pool) => pool.install(|| table.nearest(query, limit, hidden_scopes)),
-            None => table.nearest(query, limit, hidden_scopes),
-        }
+        on_query_pool(|| table.nearest(query, limit, hidden_scopes))
     }
 
     /// The texts to embed for the memory at `path`, and its scope; `None`
@@ -393,6 +383,14 @@ fn query_pool() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
+/// Runs `work` on [`query_pool`], or on this thread without one.
+fn on_query_pool<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    match query_pool() {
+        Some(pool) => pool.install(work),
+        None => work(),
+    }
+}
+
 /// The worker: embeds queued memories until stopped or dropped.
 fn work(semantic: &Weak<Semantic>) {
     crate::background::lower_priority();
@@ -422,7 +420,6 @@ fn work(semantic: &Weak<Semantic>) {
                 return;
             }
             let n = queue.paths.len().min(BATCH_TEXTS);
-            queue.busy = true;
             let batch: Vec<StorePath> = queue.paths.drain(..n).collect();
             for path in &batch {
                 queue.queued.remove(path);
@@ -432,7 +429,6 @@ fn work(semantic: &Weak<Semantic>) {
         };
         let embedded = this.embed_batch(batch);
         let mut queue = this.queue.lock();
-        queue.busy = false;
         queue.working.clear();
         queue.unsaved += embedded;
         if this.save_due(&queue) {
