@@ -1,14 +1,18 @@
-//! Placing an inbox note by meaning: its embedding against each
-//! category's prototype sentences (`memory::prototypes`), with the model
-//! semantic search already holds.
+//! Placing an inbox note by meaning, with the model semantic search
+//! already holds: a head learned from labeled notes ([`head`]), then the
+//! note's embedding against each category's prototype sentences
+//! (`memory::prototypes`).
 //!
 //! The organizer asks this only for a note that says nothing about itself
 //! (no category, type, tag, folder, person's name or hub shape: see
-//! [`classify::said_by_note`]); those decisions always win. The nearest
-//! category is taken only when it is near enough ([`FLOOR`]) and clearly
-//! nearer than the next ([`MARGIN`]); otherwise the note's words decide
-//! as they do without a model. Nearest to the inbox's own prototypes (a
-//! bare link, a fragment) means meaning cannot place it either.
+//! [`classify::said_by_note`]); those decisions always win. The learned
+//! head speaks first, when its likeliest category is likely enough
+//! ([`head::FLOOR`]) and the model is the one it was trained for. Else
+//! the nearest prototypes' category is taken when it is near enough
+//! ([`FLOOR`]) and clearly nearer than the next ([`MARGIN`]); otherwise
+//! the note's words decide as they do without a model. Either one
+//! choosing the inbox (a bare link, a fragment) means meaning cannot
+//! place the note.
 //!
 //! Subtleties:
 //! - The prototypes are embedded once per organizer, when the first
@@ -21,6 +25,9 @@
 //!   (or [`NOTE_CHARS`] characters, for Chinese, which has no spaces):
 //!   one window of the encoder, so each unsure note costs one short pass.
 
+pub mod head;
+
+use self::head::Head;
 use crate::embed::cosine;
 use crate::memory::Category;
 use crate::memory::classify::{self, Note};
@@ -48,10 +55,12 @@ pub const MARGIN: f32 = 0.05;
 /// Prototype sentences embedded at once.
 const PROTOTYPE_BATCH: usize = 16;
 
-/// The categories' prototype sentences, embedded.
+/// The categories' prototype sentences, embedded, and the learned head
+/// when it was trained for the model that embedded them.
 #[derive(Debug, Clone)]
 pub struct CategoryPrototypes {
     rows: Vec<(Category, Vec<f32>)>,
+    head: Option<Head>,
 }
 
 impl CategoryPrototypes {
@@ -82,8 +91,22 @@ impl CategoryPrototypes {
         if vectors.len() != sentences.len() {
             return None;
         }
+        // The first sentence's vector is the model's fingerprint.
+        let head = Head::shipped().filter(|h| h.fits(&vectors[0]));
         let rows = sentences.into_iter().map(|(c, _)| c).zip(vectors).collect();
-        Some(CategoryPrototypes { rows })
+        Some(CategoryPrototypes { rows, head })
+    }
+
+    /// The same prototypes without the learned head: for measuring what
+    /// the head adds.
+    pub fn without_head(self) -> Self {
+        CategoryPrototypes { head: None, ..self }
+    }
+
+    /// Whether the learned head is used (the model is the one it was
+    /// trained for).
+    pub fn has_head(&self) -> bool {
+        self.head.is_some()
     }
 
     /// Each category's similarity to `note` (a unit vector), nearest
@@ -110,9 +133,13 @@ impl CategoryPrototypes {
         out
     }
 
-    /// The category nearest to `note`, if it passes [`FLOOR`] and beats
-    /// the next by [`MARGIN`]. `Some(Inbox)`: it is nearest to a fragment.
+    /// The learned head's category for `note` if it is sure enough, else
+    /// the category nearest to it if that passes [`FLOOR`] and beats the
+    /// next by [`MARGIN`]. `Some(Inbox)`: it is most like a fragment.
     pub fn nearest(&self, note: &[f32]) -> Option<Category> {
+        if let Some(category) = self.head.as_ref().and_then(|h| h.decide(note)) {
+            return Some(category);
+        }
         let sims = self.similarities(note);
         let (best, score) = *sims.first()?;
         let second = sims.get(1).map_or(f32::MIN, |s| s.1);
