@@ -322,6 +322,18 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
         let body = text.rsplit("---\n").next().unwrap_or(text);
         assert!(kept.ends_with(body), "{rel}: the body changed:\n{kept}");
         assert!(!kept.contains("content_hash"), "{rel}:\n{kept}");
+        // The note's own frontmatter as written (key order, flow lists),
+        // what ingest adds after it.
+        if let Some(own) = text
+            .strip_prefix("---\n")
+            .and_then(|rest| rest.split_once("---\n"))
+            .map(|(own, _)| own)
+        {
+            assert!(
+                kept.starts_with(&format!("---\n{own}")),
+                "{rel}: its frontmatter was rewritten:\n{kept}"
+            );
+        }
     }
     for (rel, bytes) in ATTACHMENTS {
         assert_eq!(

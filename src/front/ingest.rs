@@ -23,9 +23,11 @@
 //! - `car-agent` (`~/.car-agent`: every `.md`) and `fingersaver`
 //!   (`~/.fingersaver/chat.md`): plain markdown, cut at 5,000 characters.
 //!
-//! Each note keeps its own frontmatter, and gains `source`, `source_path`
-//! and `created_at` (see `vault`: the note's own date, a date in its name,
-//! else the file's time). Nothing volatile is written: no `content_hash`,
+//! Each note keeps its own frontmatter as written (key order, flow lists,
+//! comments), and gains `source`, `source_path` and `created_at` after it
+//! (see `vault`: the note's own date, a date in its name, else the file's
+//! time); a note whose fields ingest had to change (Logseq properties, an
+//! alias added) is written from its fields instead. Nothing volatile is written: no `content_hash`,
 //! no counters (those live in the state dir). A vault note's id is its
 //! frontmatter's, else one derived from where it was read, so two notes
 //! with the same text stay two; any other note's is derived from its
@@ -49,7 +51,7 @@ use serde_json::Value;
 
 use super::batch::{Batcher, Summary};
 use super::vault::{self, Templates};
-use crate::ops::{self, Incoming, Placed, Request, Response};
+use crate::ops::{self, Incoming, Placed, Request, Response, Verbatim};
 
 /// The most of a car-agent or fingersaver file kept, in characters.
 const CUT_AT: usize = 5_000;
@@ -217,7 +219,7 @@ pub fn ingest(
             batcher.read();
             let shown = item.file.display().to_string();
             match note(source, item, layout, &held.templates) {
-                Ok(incoming) => batcher.push(shown, incoming)?,
+                Ok(verbatim) => batcher.push_verbatim(shown, verbatim)?,
                 Err(why) => batcher.skip(shown, why),
             }
             if done.is_multiple_of(256) {
@@ -470,7 +472,7 @@ fn note(
     item: &Found,
     layout: Layout,
     templates: &Templates,
-) -> Result<Incoming, String> {
+) -> Result<Verbatim, String> {
     let meta = std::fs::metadata(&item.file).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > MAX_FILE {
         return Err(format!("larger than {} MiB", MAX_FILE >> 20));
@@ -495,6 +497,7 @@ fn note(
         Ok(Value::Object(map)) => map.into_iter().collect(),
         _ => Vec::new(),
     };
+    let own = fields.clone();
     let mut content = parsed.body(&text).to_string();
     let mut title = parsed.frontmatter.title.clone();
     let journal = source == Source::Logseq && item.rel.starts_with("journals/");
@@ -580,12 +583,47 @@ fn note(
             format!("inbox/{}.md", if slug.is_empty() { "note" } else { &slug })
         }
     };
-    Ok(Incoming {
-        id,
-        path,
-        fields,
-        content,
+    let frontmatter_text = kept_frontmatter(&text, parsed.body(&text), &own, &fields);
+    Ok(Verbatim {
+        memory: Incoming {
+            id,
+            path,
+            fields,
+            content,
+        },
+        frontmatter_text,
     })
+}
+
+/// The note's own frontmatter block as the user wrote it (key order,
+/// flow lists, comments, quoting), with the fields ingest adds after its
+/// last key: `None` when ingest changed a field the note had, or adds
+/// one that is not a plain string (the note is then written from its
+/// fields). The import checks again that the block says what the fields
+/// say before it writes the block as it is.
+fn kept_frontmatter(
+    text: &str,
+    body: &str,
+    own: &[(String, Value)],
+    fields: &[(String, Value)],
+) -> Option<String> {
+    let head = text.strip_suffix(body)?;
+    let mut added = Vec::new();
+    for (key, value) in fields {
+        match own.iter().find(|(k, _)| k == key) {
+            Some((_, was)) if was == value => {}
+            Some(_) => return None,
+            None => added.push((key.as_str(), value.as_str()?.to_string())),
+        }
+    }
+    if own.iter().any(|(k, _)| !fields.iter().any(|(f, _)| f == k)) {
+        return None;
+    }
+    match crate::memory::add_missing_fields(head, &added) {
+        Ok(Some(with)) => Some(with),
+        Ok(None) => Some(head.to_string()),
+        Err(_) => None,
+    }
 }
 
 /// Sets `key` in `fields`, replacing what was there.
