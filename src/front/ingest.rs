@@ -24,7 +24,7 @@
 //!   (`~/.fingersaver/chat.md`): plain markdown, cut at 5,000 characters.
 //!
 //! Each note keeps its own frontmatter as written (key order, flow lists,
-//! comments), and gains `source`, `source_path` and `created_at` after it
+//! comments), and gains `title`, `source`, `source_path` and `created_at` after it
 //! (see `vault`: the note's own date, a date in its name, else the file's
 //! time); a note whose fields ingest had to change (Logseq properties, an
 //! alias added) is written from its fields instead. Nothing volatile is written: no `content_hash`,
