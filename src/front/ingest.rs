@@ -24,11 +24,12 @@
 //!   (`~/.fingersaver/chat.md`): plain markdown, cut at 5,000 characters.
 //!
 //! Each note keeps its own frontmatter as written (key order, flow lists,
-//! comments), and gains `title`, `source`, `source_path` and `created_at` after it
-//! (see `vault`: the note's own date, a date in its name, else the file's
-//! time); a note whose fields ingest had to change (Logseq properties, an
-//! alias added) is written from its fields instead. Nothing volatile is written: no `content_hash`,
-//! no counters (those live in the state dir). A vault note's id is its
+//! comments), and gains `title`, `source`, `source_path` and `created_at`
+//! after it (see `vault`: the note's own date, a date in its name, else
+//! the file's time); a note whose fields ingest had to change (Logseq
+//! properties, an alias added) is written from its fields instead.
+//! Nothing volatile is written: no `content_hash`, no counters (those
+//! live in the state dir). A vault note's id is its
 //! frontmatter's, else one derived from where it was read, so two notes
 //! with the same text stay two; any other note's is derived from its
 //! content, so the same content ingested twice, from anywhere, is one
