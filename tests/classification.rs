@@ -61,13 +61,18 @@ fn labeled() -> Vec<Labeled> {
         .collect()
 }
 
-/// What the classifier makes of one note; nothing placed is the inbox.
-fn classified(item: &Labeled) -> Category {
+/// A labeled note parsed as the store would parse its file.
+fn parsed(item: &Labeled) -> memory::Memory {
     let stem = Path::new(&item.path)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let parsed = memory::parse(&stem, &item.text);
+    memory::parse(&stem, &item.text)
+}
+
+/// What the classifier makes of one note; nothing placed is the inbox.
+fn classified(item: &Labeled) -> Category {
+    let parsed = parsed(item);
     let note = Note::of(&parsed, &item.text, &item.path, item.linked_from);
     classify_note(&note, &[]).unwrap_or(Category::Inbox)
 }
@@ -276,13 +281,7 @@ fn classified_by_meaning(
 ) -> (Vec<Category>, String) {
     let parsed: Vec<(String, memory::Memory)> = items
         .iter()
-        .map(|item| {
-            let stem = Path::new(&item.path)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (item.path.clone(), memory::parse(&stem, &item.text))
-        })
+        .map(|item| (item.path.clone(), parsed(item)))
         .collect();
     let notes: Vec<Note<'_>> = items
         .iter()
@@ -339,11 +338,7 @@ fn train_the_head() {
     let trained: Vec<&Labeled> = items.iter().filter(|i| i.split != "unseen").collect();
     let mut notes = Vec::with_capacity(trained.len());
     for item in &trained {
-        let stem = Path::new(&item.path)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let parsed = memory::parse(&stem, &item.text);
+        let parsed = parsed(item);
         let note = Note::of(&parsed, &item.text, &item.path, item.linked_from);
         let vector = model
             .embed(&[meaning::note_text(&note).as_str()])

@@ -223,17 +223,8 @@ fn softmax(logits: &[f32]) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::axis;
     use super::*;
-
-    /// A unit vector along axis `i` of a space with one axis per
-    /// category, leaning towards `j` by `tilt`.
-    fn axis(i: usize, j: usize, tilt: f32) -> Vec<f32> {
-        let mut v = vec![0.0; Category::ALL.len()];
-        v[i] = 1.0;
-        v[j] += tilt;
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.iter().map(|x| x / norm).collect()
-    }
 
     fn trained() -> Head {
         let notes: Vec<(Category, Vec<f32>)> = Category::ALL
