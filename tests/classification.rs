@@ -225,25 +225,29 @@ fn figures() {
     let got: Vec<Category> = items.iter().map(classified).collect();
     let (total, untuned) = print_tables(&items, &got);
 
-    println!("\n## rules, then the prototypes (all-MiniLM-L6-v2), then words");
     let model = Embedder::load(&common::minilm()).expect("the model loads");
-    let prototypes = CategoryPrototypes::new(|texts| model.embed(texts).ok())
-        .expect("prototypes embedded")
-        .without_head();
-    let (got, _) = classified_by_meaning(&items, &model, &prototypes);
-    print_tables(&items, &got);
-
-    println!(
-        "\n## rules, then the learned head, then the prototypes, then words \
-         (the head was trained on every part but `unseen`)"
-    );
     let started = Instant::now();
     let prototypes =
         CategoryPrototypes::new(|texts| model.embed(texts).ok()).expect("prototypes embedded");
     let prototypes_took = started.elapsed();
     assert!(prototypes.has_head(), "the shipped head fits the model");
-    let (got, cost) = classified_by_meaning(&items, &model, &prototypes);
-    print_tables(&items, &got);
+    let (vectors, cost) = unsure_vectors(&items, &model);
+
+    println!("\n## rules, then the prototypes (all-MiniLM-L6-v2), then words");
+    let without_head = prototypes.clone().without_head();
+    print_tables(
+        &items,
+        &classified_by_meaning(&items, &vectors, &without_head),
+    );
+
+    println!(
+        "\n## rules, then the learned head, then the prototypes, then words \
+         (the head was trained on every part but `unseen`)"
+    );
+    print_tables(
+        &items,
+        &classified_by_meaning(&items, &vectors, &prototypes),
+    );
     println!(
         "\nprototypes embedded in {} ms; {cost}",
         prototypes_took.as_millis()
@@ -270,26 +274,21 @@ fn figures() {
     assert!(untuned * 5 >= total, "{untuned} not tuned on");
 }
 
-/// Every labeled note through the organizer's order with a model: what
-/// the note says about itself, then its meaning (`prototypes`, with the
-/// learned head if they hold it), then its words. Also what embedding the
-/// unsure notes cost.
-fn classified_by_meaning(
-    items: &[Labeled],
-    model: &Embedder,
-    prototypes: &CategoryPrototypes,
-) -> (Vec<Category>, String) {
-    let parsed: Vec<(String, memory::Memory)> = items
+/// The labeled notes parsed, and as the organizer sees them.
+fn notes_of<'a>(items: &'a [Labeled], parsed: &'a [memory::Memory]) -> Vec<Note<'a>> {
+    items
         .iter()
-        .map(|item| (item.path.clone(), parsed(item)))
-        .collect();
-    let notes: Vec<Note<'_>> = items
-        .iter()
-        .zip(&parsed)
-        .map(|(item, (path, m))| Note::of(m, &item.text, path, item.linked_from))
-        .collect();
-    // The unsure notes, embedded one at a time as the organizer does.
-    let unsure: Vec<String> = notes
+        .zip(parsed)
+        .map(|(item, m)| Note::of(m, &item.text, &item.path, item.linked_from))
+        .collect()
+}
+
+/// The vectors of the notes that say nothing about themselves, by the
+/// text the organizer embeds, each embedded on its own as the organizer
+/// does; and what that cost.
+fn unsure_vectors(items: &[Labeled], model: &Embedder) -> (HashMap<String, Vec<f32>>, String) {
+    let parsed: Vec<memory::Memory> = items.iter().map(parsed).collect();
+    let unsure: Vec<String> = notes_of(items, &parsed)
         .iter()
         .filter(|n| said_by_note(n).is_none())
         .map(meaning::note_text)
@@ -301,8 +300,27 @@ fn classified_by_meaning(
         vectors.insert(text.clone(), v.into_iter().next().expect("a vector"));
     }
     let per_note = started.elapsed() / unsure.len().max(1) as u32;
+    let cost = format!(
+        "{} unsure notes of {}, {:.1} ms each (one at a time)",
+        unsure.len(),
+        items.len(),
+        per_note.as_secs_f64() * 1000.0,
+    );
+    (vectors, cost)
+}
+
+/// Every labeled note through the organizer's order with a model: what
+/// the note says about itself, then its meaning (`prototypes`, with the
+/// learned head if they hold it; `vectors` from [`unsure_vectors`]), then
+/// its words.
+fn classified_by_meaning(
+    items: &[Labeled],
+    vectors: &HashMap<String, Vec<f32>>,
+    prototypes: &CategoryPrototypes,
+) -> Vec<Category> {
+    let parsed: Vec<memory::Memory> = items.iter().map(parsed).collect();
     let embed = |text: &str| vectors.get(text).cloned();
-    let got = notes
+    notes_of(items, &parsed)
         .iter()
         .map(|note| {
             meaning::classify_note(
@@ -315,14 +333,7 @@ fn classified_by_meaning(
             )
             .unwrap_or(Category::Inbox)
         })
-        .collect();
-    let cost = format!(
-        "{} unsure notes of {}, {:.1} ms each (one at a time)",
-        unsure.len(),
-        items.len(),
-        per_note.as_secs_f64() * 1000.0,
-    );
-    (got, cost)
+        .collect()
 }
 
 /// Makes the learned head the organizer ships
