@@ -1226,6 +1226,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 println!("dreamed (level {level}): {}", report.summary());
+                for filed in &report.filed {
+                    println!("filed {} -> {}: {}", filed.from, filed.to, filed.by);
+                }
                 for error in &report.errors {
                     eprintln!("mnemofs: {error}");
                 }

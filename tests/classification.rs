@@ -416,9 +416,20 @@ fn store_with(config: &str, files: &[(&str, &str)]) -> Store_ {
 }
 
 impl Store_ {
-    fn dream(&self) {
+    /// A requested dream; what it filed and what placed each, by the
+    /// file's name.
+    fn dream(&self) -> BTreeMap<String, String> {
         let report = self.organizer.dream(1).expect("dream");
         assert!(report.errors.is_empty(), "{report:#?}");
+        assert_eq!(report.filed.len(), report.organized, "{report:#?}");
+        report
+            .filed
+            .into_iter()
+            .map(|f| {
+                let name = f.to.rsplit('/').next().unwrap_or_default().to_string();
+                (name, f.by)
+            })
+            .collect()
     }
 
     /// The folder a note named `name` sits in after the dream.
@@ -509,8 +520,9 @@ fn alice_nguyen_tagged_people_colleague_with_aliases_is_filed_under_people() {
 fn a_memory_cli_record_with_category_lessons_and_no_phase_is_filed_under_lessons() {
     let record = "---\nid: 7b1c1d2e-0000-4000-8000-00000000a001\ncategory: lessons\ncreated_at: 2025-06-02T10:00:00Z\n---\nWhen the deploy hangs, check the readiness probe first.\n";
     let s = store_with("", &[("inbox/deploy-hangs.md", record)]);
-    s.dream();
+    let by = s.dream();
     assert_eq!(s.folder_of("deploy-hangs.md"), "lessons");
+    assert_eq!(by["deploy-hangs.md"], "its category field");
 }
 
 #[test]
@@ -531,16 +543,21 @@ fn a_note_nothing_places_stays_in_the_inbox_unless_the_config_names_a_default() 
         "classification:\n  default_category: knowledge\n",
         &[("inbox/zxqv.md", odd)],
     );
-    s.dream();
+    let by = s.dream();
     assert_eq!(s.folder_of("zxqv.md"), "knowledge");
+    assert_eq!(by["zxqv.md"], "classification.default_category");
 }
 
 #[test]
 fn the_folder_a_note_was_imported_from_places_it() {
     let note = "---\nsource: obsidian\nsource_path: People/Ines Duarte.md\n---\nPhotographer, did our team portraits.\n";
     let s = store_with("", &[("inbox/ines-duarte.md", note)]);
-    s.dream();
+    let by = s.dream();
     assert_eq!(s.folder_of("ines-duarte.md"), "people");
+    assert!(
+        by["ines-duarte.md"].starts_with("what it says about itself"),
+        "{by:?}"
+    );
 }
 
 #[test]
@@ -554,6 +571,7 @@ fn with_a_model_a_note_that_says_nothing_about_itself_is_placed_by_meaning() {
     s.index
         .enable_semantic(model, None)
         .expect("semantic search on");
-    s.dream();
+    let by = s.dream();
     assert_eq!(s.folder_of("truth.md"), "soul");
+    assert!(by["truth.md"].starts_with("its meaning"), "{by:?}");
 }

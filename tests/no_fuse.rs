@@ -226,6 +226,19 @@ fn without_fuse_dream_search_status_and_reindex_work_and_match_a_daemon() {
     ]);
     let report = json(&without_fuse(&args), "dream --level 3 without FUSE");
     assert_eq!(report["organized"], 2, "{report:#}");
+    // Each filed note with what placed it.
+    let filed = report["filed"].as_array().expect("filed");
+    assert_eq!(filed.len(), 2, "{report:#}");
+    assert!(
+        filed.iter().all(
+            |f| f["from"].as_str().is_some_and(|p| p.starts_with("inbox/"))
+                && f["to"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("preferences/"))
+                && f["by"].as_str().is_some_and(|b| !b.is_empty())
+        ),
+        "{report:#}"
+    );
     assert_eq!(report["merged"], 1, "{report:#}");
     assert!(report["reminders"].as_u64() >= Some(1), "{report:#}");
     let local = outcome(&store);

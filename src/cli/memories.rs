@@ -702,6 +702,9 @@ fn print_step(answer: Response, json: bool) -> anyhow::Result<()> {
     for due in &report.due {
         println!("due {}  {}  ({})", due.due_at, due.title, due.path);
     }
+    for filed in &report.report.filed {
+        println!("filed {} -> {}: {}", filed.from, filed.to, filed.by);
+    }
     for skipped in &report.report.skipped {
         println!("skipped {}: {}", skipped.path, skipped.reason);
     }

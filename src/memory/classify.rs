@@ -1000,18 +1000,61 @@ fn file_name_title<'a>(stem: &'a str, body: &str) -> Cow<'a, str> {
 /// files it under the configured default category, or leaves it in the
 /// inbox.
 pub fn classify_note(note: &Note<'_>, rules: &[Rule]) -> Option<Category> {
-    said_by_note(note).or_else(|| voted_by_words(note, rules))
+    filing(note, rules).map(|(category, _)| category)
+}
+
+/// [`classify_note`], with what decided it.
+pub fn filing(note: &Note<'_>, rules: &[Rule]) -> Option<(Category, FiledBy)> {
+    said_by_note_why(note).or_else(|| voted_by_words(note, rules).map(|c| (c, FiledBy::Words)))
+}
+
+/// What placed a note in its category, for the organizer's report.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FiledBy {
+    /// Its frontmatter `category`.
+    Named,
+    /// Its `type`, tags, folders, a person's name as title, a hub's shape.
+    SaidByNote,
+    /// Its meaning, by the learned head, this sure (0..1).
+    Learned(f32),
+    /// Its meaning, nearest to the category's example sentences.
+    Examples,
+    /// Its words.
+    Words,
+}
+
+impl std::fmt::Display for FiledBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FiledBy::Named => f.write_str("its category field"),
+            FiledBy::SaidByNote => {
+                f.write_str("what it says about itself (type, tags, folder, a name)")
+            }
+            FiledBy::Learned(p) => write!(
+                f,
+                "its meaning, by the classifier learned from labeled notes ({:.0}% sure)",
+                p * 100.0
+            ),
+            FiledBy::Examples => f.write_str("its meaning, nearest to the category's examples"),
+            FiledBy::Words => f.write_str("its words"),
+        }
+    }
 }
 
 /// The category the note gives itself: the one it names, else what its
 /// type, tags, folder, title or links say. These are the confident
 /// decisions; `None` leaves only guesses from its words or its meaning.
 pub fn said_by_note(note: &Note<'_>) -> Option<Category> {
+    said_by_note_why(note).map(|(category, _)| category)
+}
+
+/// [`said_by_note`], with what decided it.
+pub fn said_by_note_why(note: &Note<'_>) -> Option<(Category, FiledBy)> {
     let named = note.frontmatter().and_then(|f| f.category);
     if let Some(category) = named.filter(|c| *c != Category::Inbox) {
-        return Some(category);
+        return Some((category, FiledBy::Named));
     }
-    best(&self_description(note)).map(|c| as_filed(note, c))
+    best(&self_description(note)).map(|c| (as_filed(note, c), FiledBy::SaidByNote))
 }
 
 /// The category the note's words vote for (see [`scores`]), `None` when

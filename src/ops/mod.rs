@@ -43,7 +43,7 @@ pub use records::{
     MemoryRecord, RecordFilter, RecordPage, SearchFilter, content_sha256, phase_of_path,
 };
 pub use remember::{MANUAL_CAPTURE, REMEMBER_FOLDER};
-pub use report::{Organizer, Report, Skipped};
+pub use report::{Filed, Organizer, Report, Skipped};
 pub use request::{
     Counting, Detail, Entry, EntryKind, Failure, HistoryUsage, NewMemory, Reply, Request, Response,
     Restored, SearchHit, Status, VersionInfo, WireError,

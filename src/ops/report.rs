@@ -41,11 +41,26 @@ pub struct Report {
     pub malformed: usize,
     /// Changes put off because the file was busy; retried later.
     pub retried: usize,
+    /// Inbox items moved to their category, and what placed each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filed: Vec<Filed>,
     /// Items left where they are on purpose, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
     /// Errors, one line each.
     pub errors: Vec<String>,
+}
+
+/// An inbox item a run filed, and what placed it there.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Filed {
+    /// Where it was.
+    pub from: String,
+    /// Where it is now.
+    pub to: String,
+    /// What placed it: its category field, what it says about itself,
+    /// its meaning, its words, the default category, or the caller.
+    pub by: String,
 }
 
 /// An item a run left alone, and why.
@@ -101,6 +116,7 @@ impl Report {
         self.reminders += other.reminders;
         self.malformed += other.malformed;
         self.retried += other.retried;
+        self.filed.extend(other.filed);
         self.skipped.extend(other.skipped);
         self.errors.extend(other.errors);
     }

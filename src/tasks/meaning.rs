@@ -30,7 +30,7 @@ pub mod head;
 use self::head::Head;
 use crate::embed::cosine;
 use crate::memory::Category;
-use crate::memory::classify::{self, Note};
+use crate::memory::classify::{self, FiledBy, Note};
 use crate::memory::prototypes::PROTOTYPES;
 
 /// How much of a note is embedded: its title and this many words...
@@ -136,14 +136,14 @@ impl CategoryPrototypes {
     /// The learned head's category for `note` if it is sure enough, else
     /// the category nearest to it if that passes [`FLOOR`] and beats the
     /// next by [`MARGIN`]. `Some(Inbox)`: it is most like a fragment.
-    pub fn nearest(&self, note: &[f32]) -> Option<Category> {
-        if let Some(category) = self.head.as_ref().and_then(|h| h.decide(note)) {
-            return Some(category);
+    pub fn nearest(&self, note: &[f32]) -> Option<(Category, FiledBy)> {
+        if let Some((category, p)) = self.head.as_ref().and_then(|h| h.decide(note)) {
+            return Some((category, FiledBy::Learned(p)));
         }
         let sims = self.similarities(note);
         let (best, score) = *sims.first()?;
         let second = sims.get(1).map_or(f32::MIN, |s| s.1);
-        (score >= FLOOR && score - second >= MARGIN).then_some(best)
+        (score >= FLOOR && score - second >= MARGIN).then_some((best, FiledBy::Examples))
     }
 }
 
@@ -186,16 +186,25 @@ pub fn classify_note(
     rules: &[classify::Rule],
     meaning: Option<Meaning<'_>>,
 ) -> Option<Category> {
-    if let Some(category) = classify::said_by_note(note) {
-        return Some(category);
+    filing(note, rules, meaning).map(|(category, _)| category)
+}
+
+/// [`classify_note`], with what decided it.
+pub fn filing(
+    note: &Note<'_>,
+    rules: &[classify::Rule],
+    meaning: Option<Meaning<'_>>,
+) -> Option<(Category, FiledBy)> {
+    if let Some(filed) = classify::said_by_note_why(note) {
+        return Some(filed);
     }
     if let Some(meaning) = meaning
         && let Some(vector) = (meaning.embed)(&note_text(note))
-        && let Some(category) = meaning.prototypes.nearest(&vector)
+        && let Some((category, by)) = meaning.prototypes.nearest(&vector)
     {
-        return (category != Category::Inbox).then(|| classify::as_filed(note, category));
+        return (category != Category::Inbox).then(|| (classify::as_filed(note, category), by));
     }
-    classify::voted_by_words(note, rules)
+    classify::voted_by_words(note, rules).map(|c| (c, FiledBy::Words))
 }
 
 #[cfg(test)]
@@ -240,7 +249,7 @@ mod tests {
         let (lessons, skills) = (9, 11);
         assert_eq!(
             prototypes.nearest(&axis(lessons, skills, 0.2)),
-            Some(Category::Lessons)
+            Some((Category::Lessons, FiledBy::Examples))
         );
         // Almost as near to skills: too close to call.
         assert_eq!(prototypes.nearest(&axis(lessons, skills, 0.97)), None);

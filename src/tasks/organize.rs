@@ -19,10 +19,10 @@ use super::normalize::{self, Plan, in_inbox, is_memory_path};
 use super::{Report, Skipped, TaskSettings, now_unix};
 use crate::config::Config;
 use crate::index::Index;
-use crate::memory::classify::{self, Note};
+use crate::memory::classify::{self, FiledBy, Note};
 use crate::memory::reminders;
 use crate::memory::{self, Category, Memory};
-use crate::ops::{self, Outcome, Writer};
+use crate::ops::{self, Filed, Outcome, Writer};
 use crate::store::counters::CounterStore;
 use crate::store::{FileKind, Stat, Store, StorePath};
 
@@ -230,7 +230,7 @@ impl Organizing {
             };
         }
         let parsed = memory::parse(&stem(path), &text);
-        let classify = |_: &str, _: &str| self.category_of(path, &parsed, &text);
+        let classify = |_: &str, _: &str| self.category_of(path, &parsed, &text).map(|f| f.0);
         let id = || self.id_for(path);
         let mut plan = normalize::plan(path, &text, st.mtime.sec, &classify, &id);
         if self.config.frontmatter.write_counters {
@@ -274,10 +274,15 @@ impl Organizing {
     }
 
     /// The category a memory names or the classifier finds for it, from
-    /// its frontmatter, tags, folders, the notes linking to it and its
-    /// words (see [`classify::classify_note`]). `None` when nothing
-    /// places it.
-    fn category_of(&self, path: &StorePath, parsed: &Memory, text: &str) -> Option<Category> {
+    /// its frontmatter, tags, folders, the notes linking to it, its
+    /// meaning and its words (see [`meaning::filing`]), and what decided
+    /// it. `None` when nothing places it.
+    fn category_of(
+        &self,
+        path: &StorePath,
+        parsed: &Memory,
+        text: &str,
+    ) -> Option<(Category, FiledBy)> {
         let linked_from = self
             .index
             .backlinks(&stem(path))
@@ -288,13 +293,13 @@ impl Organizing {
         let note = Note::of(parsed, text, &shown, linked_from);
         let rules = &self.config.classification.rules;
         if classify::said_by_note(&note).is_some() {
-            return classify::classify_note(&note, rules);
+            return classify::filing(&note, rules);
         }
         let Some(prototypes) = self.prototypes() else {
-            return classify::classify_note(&note, rules);
+            return classify::filing(&note, rules);
         };
         let embed = |text: &str| self.index.embed_texts(&[text])?.pop();
-        meaning::classify_note(
+        meaning::filing(
             &note,
             rules,
             Some(Meaning {
@@ -541,13 +546,19 @@ impl Organizing {
         }
         let category = self
             .category_of(path, &parsed, &text)
-            .or(self.config.classification.default_category);
+            .map(|(c, by)| (c, by.to_string()))
+            .or_else(|| self.by_default());
         match category {
-            Some(c) if c != Category::Inbox => {
+            Some((c, by)) if c != Category::Inbox => {
                 if let Some(to) = self.move_into(path, c.as_str(), report) {
                     self.writer.redirect(path, &to, self.settings.grace_period);
                     self.file_as_organized(&to, &bytes, &text, c, st.mtime.sec, report);
                     report.organized += 1;
+                    report.filed.push(Filed {
+                        from: path.to_string(),
+                        to: to.to_string(),
+                        by,
+                    });
                 }
             }
             _ if age >= self.settings.inbox_ttl && !super::is_ingested(&parsed.frontmatter) => {
@@ -590,11 +601,15 @@ impl Organizing {
                 "{path} has malformed frontmatter (see .mnemofs/lint); fix it first"
             )));
         }
-        let category = category
+        let (category, by) = category
             .filter(|c| *c != Category::Inbox)
-            .or_else(|| self.category_of(path, &parsed, &text))
-            .or(self.config.classification.default_category)
-            .filter(|c| *c != Category::Inbox)
+            .map(|c| (c, "the category asked for".to_string()))
+            .or_else(|| {
+                self.category_of(path, &parsed, &text)
+                    .map(|(c, by)| (c, by.to_string()))
+            })
+            .or_else(|| self.by_default())
+            .filter(|(c, _)| *c != Category::Inbox)
             .ok_or_else(|| {
                 ops::Error::InvalidInput(format!(
                     "no category matched {path}; name one with --category"
@@ -609,7 +624,20 @@ impl Organizing {
         self.writer.redirect(path, &to, self.settings.grace_period);
         self.file_as_organized(&to, &bytes, &text, category, st.mtime.sec, report);
         report.organized += 1;
+        report.filed.push(Filed {
+            from: path.to_string(),
+            to: to.to_string(),
+            by,
+        });
         Ok(to)
+    }
+
+    /// `classification.default_category`, for a note nothing placed.
+    fn by_default(&self) -> Option<(Category, String)> {
+        self.config
+            .classification
+            .default_category
+            .map(|c| (c, "classification.default_category".to_string()))
     }
 
     /// Records a moved inbox item as organized in one rewrite: its phase

@@ -128,11 +128,12 @@ impl Head {
         out
     }
 
-    /// The likeliest category, if its probability reaches [`FLOOR`].
-    /// `Some(Inbox)`: the note is most like the fragments nothing places.
-    pub fn decide(&self, note: &[f32]) -> Option<Category> {
+    /// The likeliest category and its probability, if that reaches
+    /// [`FLOOR`]. `Inbox`: the note is most like the fragments nothing
+    /// places.
+    pub fn decide(&self, note: &[f32]) -> Option<(Category, f32)> {
         let (category, p) = *self.probabilities(note).first()?;
-        (p >= FLOOR).then_some(category)
+        (p >= FLOOR).then_some((category, p))
     }
 
     fn logits(&self, note: &[f32]) -> Vec<f32> {
@@ -242,7 +243,7 @@ mod tests {
     fn a_head_learns_its_notes_and_speaks_only_when_sure() {
         let head = trained();
         for (i, &c) in Category::ALL.iter().enumerate() {
-            assert_eq!(head.decide(&axis(i, i, 0.1)), Some(c), "{c}");
+            assert_eq!(head.decide(&axis(i, i, 0.1)).map(|d| d.0), Some(c), "{c}");
         }
         // Like every category at once: no category is likely enough.
         let flat = vec![1.0 / (Category::ALL.len() as f32).sqrt(); Category::ALL.len()];
