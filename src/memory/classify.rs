@@ -1005,7 +1005,9 @@ pub fn classify_note(note: &Note<'_>, rules: &[Rule]) -> Option<Category> {
 
 /// [`classify_note`], with what decided it.
 pub fn filing(note: &Note<'_>, rules: &[Rule]) -> Option<(Category, FiledBy)> {
-    said_by_note_why(note).or_else(|| voted_by_words(note, rules).map(|c| (c, FiledBy::Words)))
+    said_by_note_why(note)
+        .or_else(|| voted_by_rules(note, rules).map(|c| (c, FiledBy::Rules)))
+        .or_else(|| voted_by_words(note, rules).map(|c| (c, FiledBy::Words)))
 }
 
 /// What placed a note in its category, for the organizer's report.
@@ -1015,6 +1017,8 @@ pub enum FiledBy {
     Named,
     /// Its `type`, tags, folders, a person's name as title, a hub's shape.
     SaidByNote,
+    /// The user's own rules (`classification.rules`).
+    Rules,
     /// Its meaning, by the learned head, this sure (0..1).
     Learned(f32),
     /// Its meaning, nearest to the category's example sentences.
@@ -1030,6 +1034,7 @@ impl std::fmt::Display for FiledBy {
             FiledBy::SaidByNote => {
                 f.write_str("what it says about itself (type, tags, folder, a name)")
             }
+            FiledBy::Rules => f.write_str("your classification rules"),
             FiledBy::Learned(p) => write!(
                 f,
                 "its meaning, by the classifier learned from labeled notes ({:.0}% sure)",
@@ -1055,6 +1060,18 @@ pub fn said_by_note_why(note: &Note<'_>) -> Option<(Category, FiledBy)> {
         return Some((category, FiledBy::Named));
     }
     best(&self_description(note)).map(|c| (as_filed(note, c), FiledBy::SaidByNote))
+}
+
+/// The category the user's own rules (`classification.rules`) vote for,
+/// without the built-in keywords: the user said what these words mean,
+/// so they speak before any guess from meaning. `None` when none scored
+/// or there are none.
+pub fn voted_by_rules(note: &Note<'_>, rules: &[Rule]) -> Option<Category> {
+    if rules.is_empty() {
+        return None;
+    }
+    let scores = scores_by(&note.title, note.body, &[], rules);
+    best(&scores).map(|c| as_filed(note, c))
 }
 
 /// The category the note's words vote for (see [`scores`]), `None` when
@@ -1159,6 +1176,16 @@ fn named_category(name: &str) -> Option<Category> {
 /// Every category's score for this text, for diagnostics (`dream`
 /// summaries, tests). Categories that scored nothing are left out.
 pub fn scores(title: &str, body: &str, rules: &[Rule]) -> BTreeMap<Category, u32> {
+    scores_by(title, body, &builtin_rules(), rules)
+}
+
+/// [`scores`] by `builtins` and `rules` together.
+fn scores_by(
+    title: &str,
+    body: &str,
+    builtins: &[Rule],
+    rules: &[Rule],
+) -> BTreeMap<Category, u32> {
     let (title_raw, body_raw) = (title, truncate_at_char(body, MAX_SCANNED_BYTES));
     let title = normalize(title);
     let body = normalize(body_raw);
@@ -1167,7 +1194,6 @@ pub fn scores(title: &str, body: &str, rules: &[Rule]) -> BTreeMap<Category, u32
     // count it twice.
     let mut keywords: BTreeMap<(Category, String), ()> = BTreeMap::new();
     let mut patterns: BTreeMap<(Category, String), ()> = BTreeMap::new();
-    let builtins = builtin_rules();
     for rule in builtins.iter().chain(rules) {
         // A rule cannot move memories into the inbox they are leaving.
         if rule.category == Category::Inbox {

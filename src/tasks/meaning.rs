@@ -5,7 +5,9 @@
 //!
 //! The organizer asks this only for a note that says nothing about itself
 //! (no category, type, tag, folder, person's name or hub shape: see
-//! [`classify::said_by_note`]); those decisions always win. The learned
+//! [`classify::said_by_note`]); those decisions always win, and then the
+//! user's own `classification.rules` (they said what those words mean).
+//! The learned
 //! head speaks first, when its likeliest category is likely enough
 //! ([`head::FLOOR`]) and the model is the one it was trained for. Else
 //! the nearest prototypes' category is taken when it is near enough
@@ -198,6 +200,9 @@ pub fn filing(
     if let Some(filed) = classify::said_by_note_why(note) {
         return Some(filed);
     }
+    if let Some(category) = classify::voted_by_rules(note, rules) {
+        return Some((category, FiledBy::Rules));
+    }
     if let Some(meaning) = meaning
         && let Some(vector) = (meaning.embed)(&note_text(note))
         && let Some((category, by)) = meaning.prototypes.nearest(&vector)
@@ -278,6 +283,27 @@ mod tests {
                 })
             ),
             Some(Category::Decisions)
+        );
+    }
+
+    #[test]
+    fn the_users_own_rules_speak_before_meaning() {
+        let prototypes = on_axes();
+        let note = Note::text("", "Draft the roadmap for the next quarter.");
+        let soul = 0;
+        let embed = |_: &str| Some(axis(soul, soul, 0.0));
+        let meaning = Some(Meaning {
+            prototypes: &prototypes,
+            embed: &embed,
+        });
+        assert_eq!(
+            filing(&note, &[], meaning).map(|f| f.0),
+            Some(Category::Soul)
+        );
+        let rules = [classify::Rule::new(Category::Project, &["roadmap"])];
+        assert_eq!(
+            filing(&note, &rules, meaning),
+            Some((Category::Project, FiledBy::Rules))
         );
     }
 
