@@ -96,6 +96,9 @@ impl Fail {
     }
 }
 
+/// How many filed and how many skipped notes a `dream` answer lists.
+const LISTED: usize = 50;
+
 /// The tools.
 pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
@@ -1058,11 +1061,16 @@ impl Tools<'_> {
             Some(_) => u8::try_from(self.integer("level")?)
                 .map_err(|_| Fail::invalid("dream level must be 1, 2 or 3"))?,
         };
-        let Response::Report { report } = self.ask(Request::Dream { level })? else {
+        let Response::Report { mut report } = self.ask(Request::Dream { level })? else {
             return Err(unexpected());
         };
-        let value = serde_json::to_value(&report).map_err(|e| Fail::internal(e.to_string()))?;
-        let text = format!(
+        // An agent's context is no place for a whole inbox's moves.
+        let unlisted =
+            report.filed.len().saturating_sub(LISTED) + report.skipped.len().saturating_sub(LISTED);
+        report.filed.truncate(LISTED);
+        report.skipped.truncate(LISTED);
+        let mut value = serde_json::to_value(&report).map_err(|e| Fail::internal(e.to_string()))?;
+        let mut text = format!(
             "dream level {}: {} organized, {} expired, {} decayed, {} merged, {} links resolved, {} reminders",
             report.level,
             report.organized,
@@ -1072,6 +1080,12 @@ impl Tools<'_> {
             report.links_resolved,
             report.reminders
         );
+        if unlisted > 0 {
+            value["unlisted"] = Value::from(unlisted);
+            text.push_str(&format!(
+                " (the first {LISTED} filed and {LISTED} skipped notes are listed, {unlisted} more are not)"
+            ));
+        }
         Ok((value, text))
     }
 
@@ -1413,6 +1427,26 @@ mod tests {
                         version: version.unwrap_or(7),
                     }],
                 },
+                Request::Dream { level } => Response::Report {
+                    report: ops::Report {
+                        level: *level,
+                        organized: 120,
+                        filed: (0..120)
+                            .map(|i| ops::Filed {
+                                from: format!("inbox/{i}.md"),
+                                to: format!("knowledge/{i}.md"),
+                                by: "its words".into(),
+                            })
+                            .collect(),
+                        skipped: (0..3)
+                            .map(|i| ops::Skipped {
+                                path: format!("inbox/odd-{i}.md"),
+                                reason: "no category matched".into(),
+                            })
+                            .collect(),
+                        ..ops::Report::default()
+                    },
+                },
                 Request::Stat { path } => Response::Entry {
                     entry: ops::Entry {
                         path: path.clone(),
@@ -1431,6 +1465,23 @@ mod tests {
         };
         let answer = call(&runner, name, &args);
         (answer, seen.into_inner().expect("lock"))
+    }
+
+    #[test]
+    fn dream_lists_the_first_filed_and_skipped_notes_and_counts_the_rest() {
+        let (answer, _) = requests("dream", json!({"level": 1}));
+        let answer = answer.expect("dream answers");
+        assert_eq!(answer.structured["organized"], 120);
+        assert_eq!(
+            answer.structured["filed"].as_array().map(Vec::len),
+            Some(LISTED)
+        );
+        assert_eq!(
+            answer.structured["skipped"].as_array().map(Vec::len),
+            Some(3)
+        );
+        assert_eq!(answer.structured["unlisted"], 70);
+        assert!(answer.text.contains("70 more are not"), "{}", answer.text);
     }
 
     #[test]
