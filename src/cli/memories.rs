@@ -697,13 +697,15 @@ fn print_step(answer: Response, json: bool) -> anyhow::Result<()> {
     }
     match &report.path {
         Some(path) => println!("{}: moved to {path}", report.step),
-        None => println!("{}: {}", report.step, report.report.summary()),
+        None => {
+            println!("{}: {}", report.step, report.report.summary());
+            for filed in &report.report.filed {
+                println!("filed {} -> {}: {}", filed.from, filed.to, filed.by);
+            }
+        }
     }
     for due in &report.due {
         println!("due {}  {}  ({})", due.due_at, due.title, due.path);
-    }
-    for filed in &report.report.filed {
-        println!("filed {} -> {}: {}", filed.from, filed.to, filed.by);
     }
     for skipped in &report.report.skipped {
         println!("skipped {}: {}", skipped.path, skipped.reason);
