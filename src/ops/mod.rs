@@ -1426,11 +1426,19 @@ impl Operations {
                 .map(|(done, total)| request::Rebuilding { done, total }),
             organizer: self.organizer.is_some(),
             organizer_queue: self.organizer.as_ref().map_or(0, |o| o.queue()),
+            // Counts and troubles; which notes moved is the run's answer,
+            // not the status's.
             tasks: self
                 .organizer
                 .as_ref()
                 .map(|o| o.last_reports())
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(step, mut report)| {
+                    report.filed = Vec::new();
+                    (step, report)
+                })
+                .collect(),
             history: self.history.as_ref().map(|h| {
                 let (versions, bytes) = h.usage();
                 Box::new(request::HistoryUsage {
