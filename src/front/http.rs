@@ -333,14 +333,23 @@ fn normalize_origin(origin: &str) -> String {
     origin.trim().trim_end_matches('/').to_ascii_lowercase()
 }
 
-/// A refusal: its status, and one sentence as JSON.
+/// A refusal: its status, and one sentence as JSON. It closes the
+/// connection, and says so: the request's body is never read, and hyper
+/// does not keep a connection whose request was not read to its end, so a
+/// client that pooled it would send its next request into a closing
+/// socket ("server disconnected without sending a response").
 fn refusal(status: StatusCode, why: &str) -> HttpResponse<Body> {
     let body = serde_json::json!({ "error": why }).to_string();
     let mut response = HttpResponse::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() = status;
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
     );
     response
 }

@@ -65,6 +65,8 @@ async def refusals(url, owner):
         check(r.status_code == 401 and r.headers.get("www-authenticate", "").startswith("Bearer"),
               f"no token: 401 with WWW-Authenticate ({r.status_code})")
         check("bearer token is required" in r.json()["error"], f"it says why ({r.text})")
+        check(r.headers.get("connection", "").lower() == "close",
+              f"a refusal closes its connection, so no client reuses it ({r.headers.get('connection')})")
         wrong = "mnemofs_" + "0" * 64
         r = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {wrong}"})
         check(r.status_code == 401 and "not valid" in r.json()["error"], f"a wrong token: 401 ({r.text})")
