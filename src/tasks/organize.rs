@@ -292,8 +292,10 @@ impl Organizing {
         let shown = path.to_string();
         let note = Note::of(parsed, text, &shown, linked_from);
         let rules = &self.config.classification.rules;
-        if classify::said_by_note(&note).is_some() {
-            return classify::filing(&note, rules);
+        // What a note says about itself needs no model (nor the
+        // prototypes embedded).
+        if let Some(filed) = classify::said_by_note_why(&note) {
+            return Some(filed);
         }
         let Some(prototypes) = self.prototypes() else {
             return classify::filing(&note, rules);
