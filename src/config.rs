@@ -170,12 +170,19 @@ impl Default for OrganizerConfig {
     }
 }
 
+/// How long an agent's capture waits in the inbox unless
+/// `lifecycle.inbox_ttl` says otherwise: a week.
+pub const DEFAULT_INBOX_TTL: Duration = Duration::from_secs(7 * 86_400);
+
 /// `lifecycle:` settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LifecycleConfig {
-    /// Inbox items untouched this long go to `archive/expired/`; `0`
-    /// never expires them.
+    /// How long an agent's capture waits in the inbox: `write` dates its
+    /// `expires_at` this far ahead, and once that date has passed and
+    /// nobody touched it this long, it goes to `archive/expired/`. What a
+    /// person wrote into the inbox carries no such date. `0` never
+    /// expires anything.
     #[serde(with = "serde_duration")]
     pub inbox_ttl: Duration,
     /// Moving unused organized memories to `archive/decayed/`.
@@ -189,7 +196,7 @@ pub struct LifecycleConfig {
 impl Default for LifecycleConfig {
     fn default() -> Self {
         LifecycleConfig {
-            inbox_ttl: Duration::from_secs(7 * 86_400),
+            inbox_ttl: DEFAULT_INBOX_TTL,
             decay: DecayConfig::default(),
             upgrade_access_count: 3,
         }

@@ -821,12 +821,14 @@ fn expired_inbox_items_and_decayed_memories_go_to_the_archive_and_nothing_is_del
         "decay: { enabled: false }",
         "decay: { enabled: true, after: 30d }",
     );
+    // Two agents' captures, each with the date `write` gave it to expire.
     let old_inbox = complete(
         "00000000-0000-4000-8000-000000000001",
         "inbox",
         "inbox",
         "zxqv old unsortable thought\n",
-    );
+    )
+    .replacen("---\nid:", "---\nexpires_at: 2020-01-08T00:00:00Z\nid:", 1);
     let stale = complete(
         "00000000-0000-4000-8000-000000000002",
         "organized",
@@ -847,7 +849,11 @@ fn expired_inbox_items_and_decayed_memories_go_to_the_archive_and_nothing_is_del
             ("notes/fresh.md", &fresh, 0),
             ("inbox/young.md", "zhrk young unsortable thought\n", 0),
             // Aged after its normalization, below.
-            ("inbox/late.md", "wxyv late unsortable thought\n", 0),
+            (
+                "inbox/late.md",
+                "---\nexpires_at: 2020-01-08T00:00:00Z\n---\nwxyv late unsortable thought\n",
+                0,
+            ),
         ],
     );
     let bodies = [

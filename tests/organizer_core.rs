@@ -600,10 +600,36 @@ fn an_expired_inbox_item_goes_to_archive_expired_with_a_reason() {
     let f = Fixture::new(
         "lifecycle: { inbox_ttl: 7d }\n",
         &[
-            ("inbox/old.md", b"zxqv old unsortable thought\n", 8 * DAY),
-            ("inbox/young.md", b"zhrk young unsortable thought\n", 0),
-            // Classifiable items are organized, however old.
-            ("inbox/old-tea.md", b"I prefer tea\n", 8 * DAY),
+            // An agent's capture: `write` gave it a date to expire.
+            (
+                "inbox/old.md",
+                b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzxqv old unsortable thought\n",
+                8 * DAY,
+            ),
+            (
+                "inbox/young.md",
+                b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzhrk young unsortable thought\n",
+                0,
+            ),
+            // Its date not yet come, although nobody touched it for a week.
+            (
+                "inbox/not-yet.md",
+                b"---\nexpires_at: 2999-01-01T00:00:00Z\n---\nvbnm later unsortable thought\n",
+                8 * DAY,
+            ),
+            // What a person wrote into the inbox never expires.
+            (
+                "inbox/by-hand.md",
+                b"qzpx hand-written thought\n",
+                400 * DAY,
+            ),
+            // Classifiable items are organized, however old, and what
+            // was the inbox's date to expire goes with the inbox.
+            (
+                "inbox/old-tea.md",
+                b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nI prefer tea\n",
+                8 * DAY,
+            ),
         ],
     );
     let before = f.files().len();
@@ -611,6 +637,12 @@ fn an_expired_inbox_item_goes_to_archive_expired_with_a_reason() {
     assert_eq!((report.expired, report.organized), (1, 1), "{report:#?}");
     let bytes = f.bytes("archive/expired/old.md");
     assert_eq!(split(&bytes).1, b"zxqv old unsortable thought\n");
+    for kept in ["inbox/not-yet.md", "inbox/by-hand.md"] {
+        assert!(f.p(kept).exists(), "{kept} expired: {report:#?}");
+    }
+    let tea = fields(&f.bytes("preferences/old-tea.md"));
+    assert_eq!(tea.get("phase").map(String::as_str), Some("organized"));
+    assert!(!tea.contains_key("expires_at"), "{tea:?}");
     let fm = fields(&bytes);
     assert_eq!(fm.get("phase").map(String::as_str), Some("archived"));
     let reason = fm.get("archived_reason").cloned().unwrap_or_default();
@@ -629,9 +661,8 @@ fn an_expired_inbox_item_goes_to_archive_expired_with_a_reason() {
     assert!(!f.p("inbox/old.md").exists());
     assert_eq!(
         f.bytes("inbox/young.md"),
-        b"zhrk young unsortable thought\n"
+        b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzhrk young unsortable thought\n"
     );
-    assert!(f.p("preferences/old-tea.md").exists());
     assert_eq!(f.files().len(), before, "a file was lost: {:?}", f.files());
     assert!(f.writer.removed.lock().expect("lock").is_empty());
     // Archived stays archived.
@@ -644,11 +675,15 @@ fn an_expired_inbox_item_goes_to_archive_expired_with_a_reason() {
 fn an_inbox_ttl_of_zero_never_expires_anything() {
     let f = Fixture::new(
         "lifecycle: { inbox_ttl: 0s }\n",
-        &[("inbox/old.md", b"zxqv old unsortable thought\n", 400 * DAY)],
+        &[(
+            "inbox/old.md",
+            b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzxqv old unsortable thought\n",
+            400 * DAY,
+        )],
     );
     let report = f.dream(1);
     assert_eq!(report.expired, 0, "{report:#?}");
-    assert_eq!(f.bytes("inbox/old.md"), b"zxqv old unsortable thought\n");
+    assert!(f.p("inbox/old.md").exists(), "{report:#?}");
 }
 
 #[test]

@@ -469,13 +469,23 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
 
     succeeded(&run(&store, &["dream", "--level", "3"]));
     assert_all_searchable(&store, "after dream --level 3");
-    // An agent's capture with no origin, next to them, does expire.
-    fs::write(
-        store.join("inbox/scratch.md"),
-        "zxqv fleeting unsortable thought\n",
-    )
-    .expect("capture");
+    // An agent's capture, written next to them, does expire; a note a
+    // person dropped there by hand does not.
     configure(&store, "lifecycle: { inbox_ttl: 1s }\n");
+    succeeded(&run(
+        &store,
+        &[
+            "write",
+            "zxqv fleeting unsortable thought",
+            "--title",
+            "scratch",
+        ],
+    ));
+    fs::write(
+        store.join("inbox/by-hand.md"),
+        "qzpx hand-written thought\n",
+    )
+    .expect("by hand");
     std::thread::sleep(Duration::from_millis(1500));
     let report = succeeded(&run(&store, &["dream", "--level", "3", "--json"]));
     let report: Value = serde_json::from_str(&report).expect("json");
@@ -487,6 +497,7 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
         })
         .unwrap_or_default();
     assert_eq!(expired, ["scratch.md"], "{report}");
+    assert!(store.join("inbox/by-hand.md").is_file(), "{report}");
     assert!(!store.join("archive/merged").exists(), "{report}");
 }
 

@@ -475,6 +475,7 @@ fn open_local(
         .with_syncer(Arc::new(crate::front::sync::GitSync::new()))
         .with_history(history)
         .with_counters(counters)
+        .with_inbox_ttl(config.lifecycle.inbox_ttl)
         .with_meaning_off(meaning_off);
     Ok((ops, index, sweep))
 }

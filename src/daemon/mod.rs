@@ -507,6 +507,7 @@ fn start_serving(config: &MountConfig, mounted: &Mounted) -> anyhow::Result<Serv
         ServedBy::Daemon,
     )
     .with_max_file_size(config.fs.max_file_size)
+    .with_inbox_ttl(config.config.lifecycle.inbox_ttl)
     .with_meaning_off(mounted.meaning_off.clone())
     .with_syncer(Arc::new(crate::front::sync::GitSync::new()));
     if let Some(history) = mounted.fs.history() {

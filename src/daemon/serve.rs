@@ -219,6 +219,7 @@ impl Server {
         )
         .with_history(history)
         .with_counters(Arc::clone(&counters))
+        .with_inbox_ttl(config.config.lifecycle.inbox_ttl)
         .with_meaning_off(meaning_off)
         .with_syncer(Arc::new(crate::front::sync::GitSync::new()));
         if let Some(organizer) = organizer {

@@ -133,7 +133,8 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "write",
         description: "Writes a new memory with frontmatter. Without a path it goes to <category>/<slug>.md, \
-                      or inbox/ without a category. With a path and expected_version it replaces the memory there.",
+                      or inbox/ without a category, where the organizer files it; one nothing files is archived \
+                      after its expires_at. With a path and expected_version it replaces the memory there.",
         schema: || {
             object(
                 json!({
@@ -405,7 +406,7 @@ impl Alias {
 pub const ALIASES: &[Alias] = &[
     Alias {
         name: "memory_write",
-        description: "Writes a new memory: into <category>/ with a category, else into the inbox; tags, scope and source go into its frontmatter. Answers its id and path.",
+        description: "Writes a new memory: into <category>/ with a category, else into the inbox (archived after its expires_at if nothing files it); tags, scope and source go into its frontmatter. Answers its id and path.",
         schema: || {
             object(
                 json!({

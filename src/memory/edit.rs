@@ -165,6 +165,49 @@ pub fn set_fields(text: &str, fields: &[(&str, String)]) -> Result<Option<String
     ))
 }
 
+/// Removes the one-line top-level field `key`, every other byte staying
+/// as it was. `Ok(None)`: the frontmatter has no such key. A key whose
+/// value spans several lines (a block list) is refused with
+/// [`EditError::WouldChangeMeaning`], as [`set_fields`] refuses it.
+///
+/// Used when the organizer files an agent's capture: its `expires_at`
+/// was the inbox's, and an organized memory does not expire.
+pub fn remove_field(text: &str, key: &str) -> Result<Option<String>, EditError> {
+    if !is_plain_key(key) {
+        return Err(EditError::InvalidKey(key.to_owned()));
+    }
+    let Located::Found(block) = locate(text) else {
+        return Ok(None);
+    };
+    let mut existing = parse_yaml(block.yaml)?;
+    if existing.remove(Value::String(key.to_owned())).is_none() {
+        return Ok(None);
+    }
+    let mut kept = String::with_capacity(block.yaml.len());
+    let mut removed = false;
+    for line in block.yaml.split_inclusive('\n') {
+        let is_key_line = !removed
+            && line
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start_matches([' ', '\t']).starts_with(':'));
+        if is_key_line {
+            removed = true;
+        } else {
+            kept.push_str(line);
+        }
+    }
+    let reread = parse_yaml(&kept).map_err(|_| EditError::WouldChangeMeaning)?;
+    if !removed || reread != existing {
+        return Err(EditError::WouldChangeMeaning);
+    }
+    let yaml_start = block.close_line_start - block.yaml.len();
+    Ok(Some(format!(
+        "{}{kept}{}",
+        &text[..yaml_start],
+        &text[block.close_line_start..]
+    )))
+}
+
 /// Adds `values` to the list field `key` (creating it), keeping the
 /// entries it has. A new or flow-style field is written as one line
 /// (`links: [a, b]`); a block list stays one, its new entries added below
@@ -489,6 +532,26 @@ fn double_quoted(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_removed_field_takes_its_line_and_nothing_else() {
+        let text = "---\r\nid: a\r\n# kept\r\nexpires_at: 2026-12-04T10:00:00Z\r\ntags: [x, y]\r\n---\r\nbody\r\n";
+        assert_eq!(
+            remove_field(text, "expires_at").unwrap().as_deref(),
+            Some("---\r\nid: a\r\n# kept\r\ntags: [x, y]\r\n---\r\nbody\r\n")
+        );
+        assert_eq!(remove_field(text, "phase").unwrap(), None);
+        assert_eq!(remove_field("no frontmatter\n", "id").unwrap(), None);
+        let block = "---\ntags:\n  - a\n  - b\nid: x\n---\n";
+        assert_eq!(
+            remove_field(block, "tags"),
+            Err(EditError::WouldChangeMeaning)
+        );
+        assert_eq!(
+            remove_field(block, "a: b"),
+            Err(EditError::InvalidKey("a: b".into()))
+        );
+    }
 
     #[test]
     fn list_fields_grow_in_place() {

@@ -45,8 +45,8 @@ use std::ops::Range;
 pub use category::{Category, Phase, UnknownName};
 pub use date::{format_timestamp, parse_timestamp};
 pub use edit::{
-    EditError, add_missing_fields, add_to_list_field, remove_from_list_field, set_fields,
-    yaml_scalar,
+    EditError, add_missing_fields, add_to_list_field, remove_field, remove_from_list_field,
+    set_fields, yaml_scalar,
 };
 pub use frontmatter::Frontmatter;
 pub use links::{Link, LinkKind};

@@ -102,6 +102,9 @@ pub struct Operations {
     meaning_off: Option<Arc<str>>,
     /// Runs sync rounds with the store's git remote.
     syncer: Option<Arc<dyn Syncer>>,
+    /// How long an agent's capture waits in the inbox before it may
+    /// expire (`None`: captures never do).
+    inbox_ttl: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for Operations {
@@ -149,7 +152,15 @@ impl Operations {
             counters: None,
             meaning_off: None,
             syncer: None,
+            inbox_ttl: Some(crate::config::DEFAULT_INBOX_TTL),
         }
+    }
+
+    /// Gives each capture written into the inbox an `expires_at` this far
+    /// ahead (`lifecycle.inbox_ttl`; zero: none).
+    pub fn with_inbox_ttl(mut self, ttl: std::time::Duration) -> Operations {
+        self.inbox_ttl = Some(ttl).filter(|t| !t.is_zero());
+        self
     }
 
     /// Lets `sync` run rounds with `syncer`.
@@ -1086,7 +1097,18 @@ impl Operations {
         if let Some(source) = &new.source {
             field("source", source);
         }
-        field("created_at", &memory::format_timestamp(now_unix()));
+        let now = now_unix();
+        field("created_at", &memory::format_timestamp(now));
+        // A capture the inbox holds for the organizer (no place and no
+        // category asked for) says when it expires, as memory-cli's do.
+        // What a caller put somewhere on purpose never expires.
+        if let Some(ttl) = self
+            .inbox_ttl
+            .filter(|_| new.path.is_none() && phase == "inbox")
+        {
+            let until = now.saturating_add(i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX));
+            field("expires_at", &memory::format_timestamp(until));
+        }
         let tags: Vec<String> = new
             .tags
             .iter()

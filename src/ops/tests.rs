@@ -807,3 +807,54 @@ fn lists_filter_by_phase_and_source_and_recent_by_time_and_type() {
         Err(Error::InvalidInput(_))
     ));
 }
+
+#[test]
+fn a_capture_dropped_in_the_inbox_says_when_it_expires_and_nothing_else_does() {
+    let f = Fixture::new();
+    let ops = f.ops.clone().with_inbox_ttl(Duration::from_secs(86_400));
+    let written = |new: NewMemory| {
+        let (path, _) = ops.write_memory(&new).expect("write");
+        let text = f.text(&path.to_string());
+        let fm = crate::memory::parse("", &text).frontmatter;
+        (path.to_string(), fm)
+    };
+    let (path, fm) = written(NewMemory {
+        content: "zxqv a fleeting thought\n".into(),
+        ..NewMemory::default()
+    });
+    assert!(path.starts_with("inbox/"), "{path}");
+    let created = fm
+        .created_at
+        .as_deref()
+        .and_then(crate::memory::parse_timestamp);
+    let expires = fm
+        .expires_at
+        .as_deref()
+        .and_then(crate::memory::parse_timestamp);
+    assert_eq!(expires, created.map(|c| c + 86_400), "{fm:?}");
+    // Filed, or put somewhere on purpose: no date to expire.
+    for new in [
+        NewMemory {
+            content: "likes tea\n".into(),
+            category: Some("preferences".into()),
+            ..NewMemory::default()
+        },
+        NewMemory {
+            content: "kept where asked\n".into(),
+            path: Some("inbox/asked.md".into()),
+            ..NewMemory::default()
+        },
+    ] {
+        let (path, fm) = written(new);
+        assert_eq!(fm.expires_at, None, "{path}");
+    }
+    // With expiry off, not even a capture.
+    let off = f.ops.clone().with_inbox_ttl(Duration::ZERO);
+    let (path, _) = off
+        .write_memory(&NewMemory {
+            content: "another thought\n".into(),
+            ..NewMemory::default()
+        })
+        .expect("write");
+    assert!(!f.text(&path.to_string()).contains("expires_at"));
+}

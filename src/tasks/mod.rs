@@ -51,14 +51,27 @@ pub const REPORTS_FILE: &str = "tasks.json";
 /// out of search on its own: it does not expire (in the inbox or
 /// anywhere) and is never merged into another copy, since a person wrote
 /// it and two notes of a vault with the same text are still two notes.
-/// Only what was dropped in the inbox without an origin (an agent's
-/// capture) expires after `lifecycle.inbox_ttl`. Decay, off unless a
-/// person turns it on, is the one way such a note is archived.
+/// Decay, off unless a person turns it on, is the one way such a note is
+/// archived.
 pub(crate) fn is_ingested(frontmatter: &crate::memory::Frontmatter) -> bool {
     frontmatter
         .extra
         .get("source_path")
         .is_some_and(|v| v.as_str().is_some_and(|s| !s.trim().is_empty()))
+}
+
+/// Whether an inbox note is a capture whose time is up: it says when it
+/// expires (`expires_at`, which the agents' `write` gives what it drops
+/// in the inbox, as memory-cli does), that time has passed, and it was
+/// not ingested. A note a person wrote into the inbox, by hand or through
+/// the mount, carries no such date and never expires.
+pub(crate) fn has_expired(frontmatter: &crate::memory::Frontmatter) -> bool {
+    !is_ingested(frontmatter)
+        && frontmatter
+            .expires_at
+            .as_deref()
+            .and_then(crate::memory::parse_timestamp)
+            .is_some_and(|at| at <= crate::ops::now_unix())
 }
 
 /// Everything the organizer works with, wired by whoever starts it.
@@ -141,7 +154,7 @@ impl Default for TaskSettings {
             idle_after: Some(Duration::from_secs(600)),
             idle_level: 3,
             upgrade_access_count: Some(3),
-            inbox_ttl: Duration::from_secs(7 * 86_400),
+            inbox_ttl: crate::config::DEFAULT_INBOX_TTL,
             decay_after: None,
         }
     }

@@ -563,9 +563,9 @@ impl Organizing {
                     });
                 }
             }
-            _ if age >= self.settings.inbox_ttl && !super::is_ingested(&parsed.frontmatter) => {
+            _ if age >= self.settings.inbox_ttl && super::has_expired(&parsed.frontmatter) => {
                 let reason = format!(
-                    "expired: untouched in the inbox for {} days",
+                    "expired: a capture untouched in the inbox for {} days",
                     self.settings.inbox_ttl.as_secs() / 86_400
                 );
                 if self.archive(path, "expired", &reason, &[], report) {
@@ -657,8 +657,13 @@ impl Organizing {
             ("phase", "organized".to_string()),
             ("category", category.as_str().to_string()),
         ];
-        let with_fields = match memory::set_fields(text, &fields) {
-            Ok(new) => new.unwrap_or_else(|| text.to_string()),
+        // A capture's `expires_at` was the inbox's: filed, it stays.
+        let with_fields = memory::set_fields(text, &fields).and_then(|set| {
+            let set = set.unwrap_or_else(|| text.to_string());
+            Ok(memory::remove_field(&set, "expires_at")?.unwrap_or(set))
+        });
+        let with_fields = match with_fields {
+            Ok(new) => new,
             Err(e) => {
                 report.errors.push(format!("update {path}: {e}"));
                 return;
