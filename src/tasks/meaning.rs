@@ -105,6 +105,13 @@ impl CategoryPrototypes {
         CategoryPrototypes { head: None, ..self }
     }
 
+    /// The same prototypes with `head` instead of the shipped one, if it
+    /// fits their model: for measuring a head trained without some notes.
+    pub fn with_head(self, head: Head) -> Self {
+        let head = Some(head).filter(|h| self.rows.first().is_some_and(|(_, v)| h.fits(v)));
+        CategoryPrototypes { head, ..self }
+    }
+
     /// Whether the learned head is used (the model is the one it was
     /// trained for).
     pub fn has_head(&self) -> bool {

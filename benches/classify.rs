@@ -1,0 +1,258 @@
+//! How well the organizer files notes by authors it never learned from.
+//!
+//! `cargo bench --bench classify` runs the labeled set
+//! (`tests/data/classify/labeled.jsonl`) through the organizer's order
+//! with all-MiniLM-L6-v2 (`MNEMOFS_MODEL`, else the copy the tests unpack
+//! under `target/tmp/`). The shipped head is trained on every labeled
+//! note, so it cannot be measured on them; instead each outside author's
+//! part (`unseen`, `unseen-2`, ...: notes written from the categories'
+//! one-line definitions by someone who never saw the classifier) is filed
+//! with a head trained on every other note, as a new user's notes would
+//! be. Beside it, from the same run: the rules alone, and the rules with
+//! the categories' example sentences (no head). Heads are trained at
+//! several penalties, the shipped one's marked; the bar a head must clear
+//! is the shipped one's (`head::FLOOR`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use mnemofs::embed::Embedder;
+use mnemofs::memory::classify::{self, Note};
+use mnemofs::memory::{self, Category};
+use mnemofs::tasks::meaning::head::{Head, INVERSE_PENALTY};
+use mnemofs::tasks::meaning::{self, CategoryPrototypes, Meaning};
+
+const LABELED: &str = include_str!("../tests/data/classify/labeled.jsonl");
+
+/// The inverse penalties a head is trained with.
+const PENALTIES: [f32; 4] = [2.0, 4.0, 8.0, 16.0];
+
+#[derive(serde::Deserialize)]
+struct Labeled {
+    expected: String,
+    split: String,
+    path: String,
+    text: String,
+    #[serde(default)]
+    linked_from: usize,
+}
+
+/// Hits and notes per category.
+#[derive(Default, Clone)]
+struct Tally(BTreeMap<Category, (usize, usize)>);
+
+impl Tally {
+    fn add(&mut self, expected: Category, got: Category) {
+        let e = self.0.entry(expected).or_default();
+        e.0 += usize::from(expected == got);
+        e.1 += 1;
+    }
+
+    fn total(&self) -> (usize, usize) {
+        self.0
+            .values()
+            .fold((0, 0), |(h, n), (hh, nn)| (h + hh, n + nn))
+    }
+
+    fn merge(&mut self, other: &Tally) {
+        for (c, (h, n)) in &other.0 {
+            let e = self.0.entry(*c).or_default();
+            e.0 += h;
+            e.1 += n;
+        }
+    }
+}
+
+fn percent((hits, total): (usize, usize)) -> String {
+    if total == 0 {
+        return "-".into();
+    }
+    format!("{:.1}%", 100.0 * hits as f64 / total as f64)
+}
+
+fn main() {
+    let dir = std::env::var_os("MNEMOFS_MODEL")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/all-MiniLM-L6-v2")
+        });
+    let model = match Embedder::load(&dir) {
+        Ok(model) => model,
+        Err(e) => {
+            println!("classify bench skipped: {e} (set MNEMOFS_MODEL, or run the tests once)");
+            return;
+        }
+    };
+    let items: Vec<Labeled> = LABELED
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1))
+        })
+        .collect();
+    let expected: Vec<Category> = items
+        .iter()
+        .map(|i| {
+            i.expected
+                .parse()
+                .unwrap_or_else(|e| panic!("{}: {e}", i.path))
+        })
+        .collect();
+    let parsed: Vec<memory::Memory> = items
+        .iter()
+        .map(|i| {
+            let stem = Path::new(&i.path)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            memory::parse(&stem, &i.text)
+        })
+        .collect();
+    let notes: Vec<Note<'_>> = items
+        .iter()
+        .zip(&parsed)
+        .map(|(i, m)| Note::of(m, &i.text, &i.path, i.linked_from))
+        .collect();
+
+    // Every note embedded on its own, as the organizer embeds one.
+    let started = Instant::now();
+    let texts: Vec<String> = notes.iter().map(meaning::note_text).collect();
+    let vectors: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| model.embed(&[t.as_str()]).expect("embedded").remove(0))
+        .collect();
+    let by_text: std::collections::HashMap<&str, &Vec<f32>> =
+        texts.iter().map(String::as_str).zip(&vectors).collect();
+    let embed = |text: &str| by_text.get(text).map(|v| (*v).clone());
+    let prototypes = CategoryPrototypes::new(|texts| model.embed(texts).ok())
+        .expect("prototypes embedded")
+        .without_head();
+    let fingerprint = model
+        .embed(&[CategoryPrototypes::sentences()[0].1])
+        .expect("embedded")
+        .remove(0);
+    println!(
+        "classify bench: {} labeled notes embedded in {:.1} s with {}",
+        items.len(),
+        started.elapsed().as_secs_f64(),
+        model.name()
+    );
+
+    let mut authors: Vec<&str> = items
+        .iter()
+        .map(|i| i.split.as_str())
+        .filter(|s| s.starts_with("unseen"))
+        .collect();
+    authors.sort_unstable();
+    authors.dedup();
+    let file = |prototypes: Option<&CategoryPrototypes>, i: usize| {
+        let got = match prototypes {
+            None => classify::classify_note(&notes[i], &[]),
+            Some(prototypes) => meaning::classify_note(
+                &notes[i],
+                &[],
+                Some(Meaning {
+                    prototypes,
+                    embed: &embed,
+                }),
+            ),
+        };
+        got.unwrap_or(Category::Inbox)
+    };
+
+    // Columns: rules, rules with examples, then a head per penalty.
+    let columns = 2 + PENALTIES.len();
+    let mut rows: Vec<(&str, Vec<Tally>)> = Vec::new();
+    let mut training = Vec::new();
+    for author in &authors {
+        let theirs: Vec<usize> = (0..items.len())
+            .filter(|&i| items[i].split == *author)
+            .collect();
+        let mut tallies = vec![Tally::default(); columns];
+        for &i in &theirs {
+            tallies[0].add(expected[i], file(None, i));
+            tallies[1].add(expected[i], file(Some(&prototypes), i));
+        }
+        let others: Vec<(Category, Vec<f32>)> = (0..items.len())
+            .filter(|&i| items[i].split != *author)
+            .map(|i| (expected[i], vectors[i].clone()))
+            .collect();
+        for (column, penalty) in PENALTIES.iter().enumerate() {
+            let started = Instant::now();
+            let head =
+                Head::train_penalized(&others, fingerprint.clone(), *penalty).expect("trained");
+            training.push(started.elapsed().as_secs_f64());
+            let with_head = prototypes.clone().with_head(head);
+            assert!(with_head.has_head(), "the head fits its model");
+            for &i in &theirs {
+                tallies[2 + column].add(expected[i], file(Some(&with_head), i));
+            }
+        }
+        rows.push((author, tallies));
+    }
+
+    let mut pooled = vec![Tally::default(); columns];
+    for (_, tallies) in &rows {
+        for (p, t) in pooled.iter_mut().zip(tallies) {
+            p.merge(t);
+        }
+    }
+    let heads: Vec<String> = PENALTIES
+        .iter()
+        .map(|c| {
+            let shipped = if *c == INVERSE_PENALTY {
+                ", shipped"
+            } else {
+                ""
+            };
+            format!("head, C = {c}{shipped}")
+        })
+        .collect();
+    println!(
+        "\nEach outside author's notes, filed with a head trained on every other note:\n\n\
+         | author | notes | rules only (baseline) | rules, examples, words (baseline) | {} |\n\
+         |---|---|---|---|{}",
+        heads.join(" | "),
+        "---|".repeat(heads.len())
+    );
+    for (author, tallies) in rows
+        .iter()
+        .chain([("all outside authors", pooled.clone())].iter())
+    {
+        let cells: Vec<String> = tallies.iter().map(|t| percent(t.total())).collect();
+        println!(
+            "| {author} | {} | {} |",
+            tallies[0].total().1,
+            cells.join(" | ")
+        );
+    }
+    let shipped = 2 + PENALTIES
+        .iter()
+        .position(|c| *c == INVERSE_PENALTY)
+        .expect("the shipped penalty is measured");
+    println!(
+        "\nPer category, every outside author together (rules only / examples / shipped head's C):\n"
+    );
+    println!(
+        "| category | notes | rules only | rules, examples, words | head |\n|---|---|---|---|---|"
+    );
+    for c in Category::ALL {
+        let cell = |t: &Tally| percent(t.0.get(&c).copied().unwrap_or_default());
+        let n = pooled[0].0.get(&c).map_or(0, |(_, n)| *n);
+        println!(
+            "| {c} | {n} | {} | {} | {} |",
+            cell(&pooled[0]),
+            cell(&pooled[1]),
+            cell(&pooled[shipped])
+        );
+    }
+    training.sort_by(f64::total_cmp);
+    println!(
+        "\na head trained on about {} notes in {:.1} s (median of {})",
+        items.len() - items.len() / authors.len().max(1),
+        training[training.len() / 2],
+        training.len()
+    );
+}
