@@ -469,3 +469,50 @@ fn an_inbox_item_whose_reminder_was_made_is_filed_and_a_task_is_never_a_date() {
     assert_eq!(again["reminders"].as_u64(), Some(0), "{again:#}");
     assert_eq!(file_tree(&s).len(), before.len());
 }
+
+#[test]
+fn two_reminders_of_one_sentence_stay_two_and_a_dismissed_one_stays_dismissed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (talk, rehearsal) = (day(20), day(17));
+    let sentence =
+        format!("Conference talk on {talk} at 15:00, rehearsal on {rehearsal} at 10:00.");
+    let s = store(
+        tmp.path(),
+        "s",
+        &[("notes/talk.md", format!("{sentence}\n").as_bytes())],
+    );
+    let first = dream3(&s);
+    assert_eq!(first["reminders"].as_u64(), Some(2), "{first:#}");
+    let made = reminders(&s);
+    assert_eq!(made.len(), 2, "{made:#?}");
+    for (r, when) in made.iter().zip([&rehearsal, &talk]) {
+        let body = r.get("body").cloned().unwrap_or_default();
+        assert!(
+            body.contains(&sentence) && body.contains(&format!("Due ")),
+            "{body}"
+        );
+        assert!(
+            r.get("due_at")
+                .is_some_and(|d| d.starts_with(when.as_str())),
+            "{r:?}"
+        );
+    }
+    // Again and again: nothing merged, nothing made, nothing archived.
+    for _ in 0..2 {
+        let again = dream3(&s);
+        assert_eq!(again["reminders"].as_u64(), Some(0), "{again:#}");
+        assert_eq!(again["merged"].as_u64(), Some(0), "{again:#}");
+    }
+    assert!(!s.join("archive").exists(), "{:?}", file_tree(&s).keys());
+    assert_eq!(reminders(&s), made);
+
+    // One deleted, the other moved out of reminders/ (done with): neither
+    // is made again, and the moved one is no new note to remind of.
+    let [early, late] = [&made[0]["file"], &made[1]["file"]];
+    succeeded(&run(&s, &["delete", &format!("reminders/{early}")], None));
+    fs::create_dir_all(s.join("done")).expect("mkdir");
+    fs::rename(s.join("reminders").join(late), s.join("done").join(late)).expect("move");
+    let after = dream3(&s);
+    assert_eq!(after["reminders"].as_u64(), Some(0), "{after:#}");
+    assert!(reminders(&s).is_empty(), "{:?}", file_tree(&s).keys());
+}

@@ -197,6 +197,19 @@ pub fn format_rfc3339(unix: i64, tz: &TimeZone) -> String {
     format!("{:.0}", instant.display_with_offset(tz.to_offset(instant)))
 }
 
+/// A due time as a person reads it, in `tz`: `Sat 2026-12-12 10:00`.
+pub fn format_due(unix: i64, tz: &TimeZone) -> String {
+    let instant = Timestamp::from_second(unix).unwrap_or(if unix < 0 {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    });
+    instant
+        .to_zoned(tz.clone())
+        .strftime("%a %Y-%m-%d %H:%M")
+        .to_string()
+}
+
 /// The date, if it exists and lies in the years 1 to 9999 that reminders
 /// are written in.
 fn civil_date(year: i64, month: u32, day: u32) -> Option<Date> {

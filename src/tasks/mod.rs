@@ -235,6 +235,7 @@ impl Runner {
                 settings,
                 config: setup.config,
                 prototypes: Default::default(),
+                history: setup.history.clone(),
             },
             last: Arc::new(Mutex::new(last)),
             reports_file: setup.state_dir.map(|d| d.join(REPORTS_FILE)),

@@ -54,6 +54,9 @@ pub(crate) struct Organizing {
     /// The categories' prototypes, embedded once a note needs them and
     /// the index has a model (see [`meaning`]).
     pub(crate) prototypes: Mutex<Option<Arc<CategoryPrototypes>>>,
+    /// The earlier versions kept, where they are: a reminder deleted
+    /// since it was made is not made again.
+    pub(crate) history: Option<Arc<crate::store::history::History>>,
 }
 
 /// A file-name-safe version of a stem.
@@ -934,6 +937,16 @@ impl Organizing {
                     .into_iter()
                     .filter(|r| r.due >= late)
                     .collect();
+            let a_reminder = parsed
+                .frontmatter
+                .kind
+                .as_deref()
+                .is_some_and(|k| k.trim().eq_ignore_ascii_case("reminder"));
+            if a_reminder && !path.as_path().starts_with("reminders") {
+                // One this task made, moved away (done, say): its words are
+                // its source's, not a new note's.
+                continue;
+            }
             if path.as_path().starts_with("reminders") {
                 // A memory filed as a reminder gets its due time from its own text.
                 let has_due = parsed.frontmatter.extra.contains_key("due_at")
@@ -984,7 +997,7 @@ impl Organizing {
                 ) else {
                     continue;
                 };
-                if self.store.stat(&target).is_ok() || self.store.stat(&by_path).is_ok() {
+                if self.made_before(&target) || self.made_before(&by_path) {
                     continue;
                 }
                 let about = [found.about.as_str(), subject.as_str()]
@@ -992,13 +1005,17 @@ impl Organizing {
                     .find(|s| !s.is_empty())
                     .unwrap_or(found.phrase.as_str());
                 let title = format!("Reminder: {about}");
+                // The body says when: two reminders from one sentence
+                // ("the talk on the 15th, the rehearsal on the 12th") are
+                // two memories, never duplicates of each other.
                 let body = format!(
-                    "---\nid: {}\ntitle: {}\ntype: reminder\ncategory: reminders\nphase: organized\ncreated_at: {}\ndue_at: {due}\nexpires_at: {due}\nsource: {}\n---\n{}\n\nFrom [[{}]].\n",
+                    "---\nid: {}\ntitle: {}\ntype: reminder\ncategory: reminders\nphase: organized\ncreated_at: {}\ndue_at: {due}\nexpires_at: {due}\nsource: {}\n---\n{}\n\nDue {}. From [[{}]].\n",
                     uuid::Uuid::new_v4(),
                     memory::yaml_scalar(&title),
                     memory::format_timestamp(now),
                     memory::yaml_scalar(&source.to_string()),
                     found.context,
+                    reminders::format_due(found.due, &tz),
                     stem(&source),
                 );
                 match self.writer.create(&target, body.as_bytes()) {
@@ -1009,6 +1026,19 @@ impl Organizing {
             }
         }
         report
+    }
+
+    /// Whether the reminder `target` was made before: it is there, or
+    /// a memory of its name is anywhere in the store (moved, archived),
+    /// or the history kept it (deleted). A reminder someone dismissed
+    /// stays dismissed.
+    fn made_before(&self, target: &StorePath) -> bool {
+        self.store.stat(target).is_ok()
+            || !self.index.resolve(&stem(target)).is_empty()
+            || self
+                .history
+                .as_ref()
+                .is_some_and(|h| !h.versions_of(Some(target), None).is_empty())
     }
 
     /// Files an inbox item whose time became a reminder: as the
