@@ -487,10 +487,7 @@ fn two_reminders_of_one_sentence_stay_two_and_a_dismissed_one_stays_dismissed() 
     assert_eq!(made.len(), 2, "{made:#?}");
     for (r, when) in made.iter().zip([&rehearsal, &talk]) {
         let body = r.get("body").cloned().unwrap_or_default();
-        assert!(
-            body.contains(&sentence) && body.contains(&format!("Due ")),
-            "{body}"
-        );
+        assert!(body.contains(&sentence) && body.contains("Due "), "{body}");
         assert!(
             r.get("due_at")
                 .is_some_and(|d| d.starts_with(when.as_str())),
