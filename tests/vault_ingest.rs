@@ -615,3 +615,53 @@ fn an_attachment_that_differs_from_the_one_in_the_store_is_left_alone() {
         b"the user's own picture"
     );
 }
+
+#[test]
+fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_note() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let vault = tmp.path().join("V");
+    let graph = tmp.path().join("L");
+    seed_files(
+        &vault,
+        &[
+            (
+                "Kindle.md",
+                b"---\nsource: kindle\nsource_path: books/x.pdf\n---\nhighlight\n",
+            ),
+            ("Props.md", b"---\ntitle: Props\ncreated: 2021-01-01\n---\n"),
+        ],
+    );
+    seed_files(
+        &graph,
+        &[(
+            "pages/p.md",
+            b"id:: 11111111-2222-4333-8444-555555555555\nfoo:: bar\n\n- x\n",
+        )],
+    );
+    let store = tmp.path().join("s");
+    fs::create_dir(&store).expect("mkdir");
+    let first = ingest(&store, "obsidian", &vault, &[]);
+    assert!(
+        first.starts_with("read 2, written 2, duplicates 0, skipped 0"),
+        "{first}"
+    );
+    let kindle = frontmatter(&store, "obsidian/Kindle.md");
+    assert_eq!(kindle.source.as_deref(), Some("kindle"));
+    let path = kindle.extra.get("source_path").and_then(|v| v.as_str());
+    assert_eq!(path, Some("books/x.pdf"));
+    let props = frontmatter(&store, "obsidian/Props.md");
+    assert_eq!(props.created_at.as_deref(), Some("2021-01-01"));
+    assert_eq!(props.source.as_deref(), Some("obsidian"));
+    let again = ingest(&store, "obsidian", &vault, &[]);
+    assert!(
+        again.starts_with("read 2, written 0, duplicates 2"),
+        "{again}"
+    );
+
+    ingest(&store, "logseq", &graph, &[]);
+    let page = frontmatter(&store, "logseq/pages/p.md");
+    assert_eq!(
+        page.id.as_deref(),
+        Some("11111111-2222-4333-8444-555555555555")
+    );
+}

@@ -26,11 +26,13 @@
 //! Each note keeps its own frontmatter as written (key order, flow lists,
 //! comments), and gains `title`, `source`, `source_path` and `created_at`
 //! after it (see `vault`: the note's own date, a date in its name, else
-//! the file's time); a note whose fields ingest had to change (Logseq
-//! properties, an alias added) is written from its fields instead.
-//! Nothing volatile is written: no `content_hash`, no counters (those
-//! live in the state dir). A vault note's id is its
-//! frontmatter's, else one derived from where it was read, so two notes
+//! the file's time); a `source` or `source_path` the note gives itself is
+//! kept. A note whose fields ingest had to change (Logseq properties, an
+//! alias added) is written from its fields instead. A note of properties
+//! alone, with no body, is a note. Nothing volatile is written: no
+//! `content_hash`, no counters (those live in the state dir). A vault
+//! note's id is its own (frontmatter, or a Logseq page's `id::`, which
+//! block references name), else one derived from where it was read, so two notes
 //! with the same text stay two; any other note's is derived from its
 //! content, so the same content ingested twice, from anywhere, is one
 //! memory. A rerun therefore adds nothing and changes nothing.
@@ -538,7 +540,8 @@ fn note(
         }
         Source::Obsidian => {}
     }
-    if content.trim().is_empty() {
+    // A note of properties alone (frontmatter, no body) is a note.
+    if content.trim().is_empty() && fields.is_empty() {
         return Err("empty".into());
     }
     // Links name notes by their names in the source: keep them findable.
@@ -558,7 +561,16 @@ fn note(
         }
     }
     let source_path = item.file.display().to_string();
-    let id = parsed.frontmatter.id.clone().unwrap_or_else(|| {
+    // The note's own id (frontmatter, or a Logseq page's `id::`, which
+    // `((block refs))` name) is kept.
+    let own_id = fields
+        .iter()
+        .find(|(k, _)| k == "id")
+        .and_then(|(_, v)| v.as_str())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let id = own_id.unwrap_or_else(|| {
         if source.is_vault() {
             super::jsonl::content_id(&format!("{}:{source_path}", source.name()))
         } else {
@@ -566,8 +578,10 @@ fn note(
         }
     });
     set(&mut fields, "title", Value::from(title.clone()));
-    set(&mut fields, "source", Value::from(source.name()));
-    set(&mut fields, "source_path", Value::from(source_path));
+    // What the note says of its own origin stays; ingest's goes where
+    // the note says nothing.
+    set_missing(&mut fields, "source", Value::from(source.name()));
+    set_missing(&mut fields, "source_path", Value::from(source_path));
     let modified = meta
         .modified()
         .ok()
@@ -632,6 +646,16 @@ fn set(fields: &mut Vec<(String, Value)>, key: &str, value: Value) {
     match fields.iter_mut().find(|(k, _)| k == key) {
         Some((_, v)) => *v = value,
         None => fields.push((key.to_string(), value)),
+    }
+}
+
+/// Sets `key` in `fields` unless it holds a value there already.
+fn set_missing(fields: &mut Vec<(String, Value)>, key: &str, value: Value) {
+    let present = fields
+        .iter()
+        .any(|(k, v)| k == key && v.as_str().is_none_or(|s| !s.trim().is_empty()) && !v.is_null());
+    if !present {
+        set(fields, key, value);
     }
 }
 
