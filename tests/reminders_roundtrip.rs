@@ -513,3 +513,40 @@ fn two_reminders_of_one_sentence_stay_two_and_a_dismissed_one_stays_dismissed() 
     assert_eq!(after["reminders"].as_u64(), Some(0), "{after:#}");
     assert!(reminders(&s).is_empty(), "{:?}", file_tree(&s).keys());
 }
+
+#[test]
+fn a_capture_whose_time_became_a_reminder_is_filed_and_a_task_stays_without_expiring() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let s = store(tmp.path(), "s", &[]);
+    for (text, kind) in [
+        ("Send the invoice in two weeks", None),
+        ("Send the contract in two weeks", Some("task")),
+    ] {
+        let mut args = vec!["write", text];
+        if let Some(kind) = kind {
+            args.extend(["--type", kind]);
+        }
+        succeeded(&run(&s, &args, None));
+    }
+    let report = dream3(&s);
+    assert_eq!(report["reminders"].as_u64(), Some(2), "{report:#}");
+    let filed = report["filed"].as_array().expect("filed");
+    assert_eq!(filed.len(), 1, "{report:#}");
+    assert_eq!(filed[0]["to"], "date/send-the-invoice-in-two-weeks.md");
+    let why = filed[0]["by"].as_str().unwrap_or_default();
+    assert!(why.contains("reminder"), "{why}");
+    // Filed, so not also skipped; the task alone stays.
+    let skipped: Vec<&str> = report["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .filter_map(|s| s["path"].as_str())
+        .collect();
+    assert_eq!(skipped, ["inbox/send-the-contract-in-two-weeks.md"]);
+    let task = fs::read_to_string(s.join("inbox/send-the-contract-in-two-weeks.md"))
+        .expect("the task stays in the inbox");
+    assert!(!task.contains("expires_at"), "{task}");
+    let invoice =
+        fs::read_to_string(s.join("date/send-the-invoice-in-two-weeks.md")).expect("filed");
+    assert!(!invoice.contains("expires_at"), "{invoice}");
+}

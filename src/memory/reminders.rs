@@ -42,6 +42,14 @@
 //! - A reminder says what it is about ([`Reminder::about`]): its sentence
 //!   without the time phrases, list markers and labels such as "TODO:", so
 //!   "Dentist appointment, tomorrow 3pm" is about "Dentist appointment".
+//! - A range of times is due at its start: "from 3 to 5pm on Thursday" at
+//!   15:00 (a start without am or pm takes the end's half of the day when
+//!   it fits before it), "18:00-19:30" at 18:00. Chinese "下下周一" is the
+//!   Monday of the week after next.
+//! - A zone named after the time is that zone's clock: "3pm EST" is 20:00
+//!   UTC, "09:00 UTC+8" is 01:00 UTC. Only abbreviations that name one
+//!   offset count (EST, PDT, CET, JST, ...); "CST" (China or America) and
+//!   "IST" (India, Ireland or Israel) are read as the user's own zone.
 
 use std::cmp::Reverse;
 
@@ -259,6 +267,8 @@ enum WeekMode {
     ThisWeek,
     /// That day of next week.
     NextWeek,
+    /// That day of the week after next ("下下周一").
+    WeekAfterNext,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,6 +277,9 @@ enum When {
     On(DateSpec, Option<Time>),
     /// A number of seconds from now.
     After(i64),
+    /// A day, at a time of day in a zone the text names ("3pm EST"), as
+    /// seconds east of UTC.
+    OnAt(DateSpec, Time, i32),
 }
 
 /// What a date phrase implies when no time follows it.
@@ -357,6 +370,15 @@ impl Today<'_> {
                     .ok()?;
                 Some((due.as_second(), false))
             }
+            When::OnAt(spec, time, offset) => {
+                let day = self.day_of(spec)?;
+                if day.duration_since(self.date) > FARTHEST_AHEAD {
+                    return None;
+                }
+                let zone = TimeZone::fixed(jiff::tz::Offset::from_seconds(offset).ok()?);
+                let due = day.to_datetime(time).to_zoned(zone).ok()?.timestamp();
+                (due >= self.now).then_some((due.as_second(), false))
+            }
             When::On(spec, time) => {
                 let day = self.day_of(spec)?;
                 if day.duration_since(self.date) > FARTHEST_AHEAD {
@@ -397,6 +419,7 @@ impl Today<'_> {
                 match mode {
                     WeekMode::ThisWeek => days_later(this_week),
                     WeekMode::NextWeek => days_later(this_week + 7),
+                    WeekMode::WeekAfterNext => days_later(this_week + 14),
                     // Strictly after today: "on Friday" said on a Friday
                     // is next week's.
                     WeekMode::Upcoming => self.date.nth_weekday(1, target).ok(),
@@ -664,6 +687,27 @@ const WEEKDAYS_EN: [(&str, u32); 18] = [
     ("weds", 2),
 ];
 
+/// Zone abbreviations that name one offset, in hours east of UTC; `0`
+/// for UTC and GMT, which may carry an offset of their own.
+const ZONES_EN: [(&str, i32); 16] = [
+    ("utc", 0),
+    ("gmt", 0),
+    ("est", -5),
+    ("edt", -4),
+    ("cdt", -5),
+    ("mst", -7),
+    ("mdt", -6),
+    ("pst", -8),
+    ("pdt", -7),
+    ("akst", -9),
+    ("cet", 1),
+    ("cest", 2),
+    ("eet", 2),
+    ("eest", 3),
+    ("jst", 9),
+    ("kst", 9),
+];
+
 const MONTHS_EN: [(&str, u32); 24] = [
     ("january", 1),
     ("february", 2),
@@ -784,14 +828,97 @@ impl Scan<'_> {
                 None => offer(self.untimed(end, spec, default)),
             }
         }
-        // Time, then a date: "3pm tomorrow", "at 15:00 on Friday".
-        offer(self.time_en(pos).and_then(|(end, time)| {
-            let p = self.ws1(end)?;
-            let (end, spec, _) = self.date_en(p)?;
-            Some((end, When::On(spec, Some(time))))
-        }));
+        // Time, then a date: "3pm tomorrow", "at 15:00 on Friday",
+        // "from 3 to 5pm on Thursday".
+        for time in [self.time_range_en(pos), self.time_en(pos)] {
+            offer(time.and_then(|(end, time)| {
+                let p = self.ws1(end)?;
+                let (end, spec, _) = self.date_en(p)?;
+                Some((end, When::On(spec, Some(time))))
+            }));
+        }
         offer(self.in_en(pos));
-        best
+        // A zone after the time: "3pm EST", "09:00 UTC".
+        match best {
+            Some((end, When::On(spec, Some(time)))) => match self.zone_en(end) {
+                Some((end, offset)) => Some((end, When::OnAt(spec, time, offset))),
+                None => best,
+            },
+            _ => best,
+        }
+    }
+
+    /// A time zone named after a time, as seconds east of UTC: `UTC`,
+    /// `GMT`, either with `+8` or `-05:00`, or an abbreviation that names
+    /// one offset (`EST`, `PDT`, `CET`, `JST`; not `CST` or `IST`, which
+    /// name several).
+    fn zone_en(&self, pos: usize) -> Option<(usize, i32)> {
+        let p = self.ws1(pos)?;
+        for (name, hours) in ZONES_EN {
+            let Some(end) = self.word(p, name) else {
+                continue;
+            };
+            if hours != 0 {
+                return Some((end, hours * 3600));
+            }
+            // UTC or GMT, perhaps with an offset.
+            let sign = match self.rest(end).bytes().next() {
+                Some(b'+') => 1,
+                Some(b'-') => -1,
+                _ => return Some((end, 0)),
+            };
+            let Some((q, h)) = self.digits(end + 1, 1, 2) else {
+                return Some((end, 0));
+            };
+            let (q, m) = match self.lit(q, ":").and_then(|r| self.digits(r, 2, 2)) {
+                Some((r, m)) => (r, m),
+                None => (q, 0),
+            };
+            if h > 14 || m > 59 {
+                return Some((end, 0));
+            }
+            return Some((q, sign * i32::try_from(h * 3600 + m * 60).ok()?));
+        }
+        None
+    }
+
+    /// A range of times as its start: `3-5pm`, `3 to 5pm`, `from 18:00 to
+    /// 19:30`, `10am-noon`. A start without am or pm is in the end's half
+    /// of the day when it fits before the end ("3 to 5pm" starts at 15:00).
+    fn time_range_en(&self, pos: usize) -> Option<(usize, Time)> {
+        let p = self
+            .word(pos, "from")
+            .and_then(|p| self.ws1(p))
+            .unwrap_or(pos);
+        let (q, start) = match self.time_en(p) {
+            Some(m) => m,
+            None => {
+                let (q, hour) = self.digits(p, 1, 2)?;
+                (q, clock(hour, 0)?)
+            }
+        };
+        let said_half = self.s[p..q].contains('m');
+        let r = self.ws(q);
+        let r = ["-", "–", "—"]
+            .into_iter()
+            .find_map(|w| self.lit(r, w))
+            .or_else(|| {
+                ["to", "until", "till"]
+                    .into_iter()
+                    .find_map(|w| self.word(r, w))
+            })?;
+        let r = self.ws(r);
+        let (end, finish) = self.time_en(r)?;
+        let (h, f) = (start.hour(), finish.hour());
+        let start = if !said_half && h < 12 && f >= 12 && h + 12 <= f {
+            clock(
+                u32::try_from(h + 12).ok()?,
+                u32::try_from(start.minute()).ok()?,
+            )?
+        } else {
+            start
+        };
+        Some((end, start))
     }
 
     fn untimed(&self, end: usize, spec: DateSpec, default: Untimed) -> Option<(usize, When)> {
@@ -913,7 +1040,7 @@ impl Scan<'_> {
             // how anyone writes, and guards against digit runs).
             return self.chinese_time(pos, None);
         }
-        if let Some(m) = self.time_en(p) {
+        if let Some(m) = self.time_range_en(p).or_else(|| self.time_en(p)) {
             return Some(m);
         }
         for (w, hour) in [
@@ -1063,6 +1190,11 @@ impl Scan<'_> {
         }
         let prev = self.s[..pos].chars().next_back();
         for (prefix, mode) in [
+            ("下下个星期", WeekMode::WeekAfterNext),
+            ("下下个礼拜", WeekMode::WeekAfterNext),
+            ("下下星期", WeekMode::WeekAfterNext),
+            ("下下礼拜", WeekMode::WeekAfterNext),
+            ("下下周", WeekMode::WeekAfterNext),
             ("下个星期", WeekMode::NextWeek),
             ("下个礼拜", WeekMode::NextWeek),
             ("下星期", WeekMode::NextWeek),
@@ -1458,6 +1590,48 @@ mod tests {
     }
 
     #[test]
+    fn a_range_of_times_is_due_at_its_start() {
+        assert_eq!(
+            due("Design review from 3 to 5pm on Thursday"),
+            (at(2026, 11, 26, 15, 0), false)
+        );
+        assert_eq!(
+            due("Yoga on Friday from 18:00 to 19:30"),
+            (at(2026, 11, 27, 18, 0), false)
+        );
+        assert_eq!(due("tomorrow 3-5pm"), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(due("tomorrow 10am-noon"), (at(2026, 11, 23, 10, 0), false));
+        assert_eq!(due("tomorrow 11 to 1pm"), (at(2026, 11, 23, 11, 0), false));
+        assert_eq!(due("tomorrow 9:30-11am"), (at(2026, 11, 23, 9, 30), false));
+    }
+
+    #[test]
+    fn a_zone_after_the_time_is_the_time_there() {
+        // 3pm in New York in winter is 20:00 UTC, 04:00 the next day here.
+        assert_eq!(
+            due("Webinar tomorrow at 3pm EST"),
+            (instant("2026-11-23T20:00:00Z"), false)
+        );
+        assert_eq!(
+            due("Call with Tokyo tomorrow 9am JST"),
+            (instant("2026-11-23T00:00:00Z"), false)
+        );
+        assert_eq!(
+            due("Deploy tomorrow 14:00 UTC"),
+            (instant("2026-11-23T14:00:00Z"), false)
+        );
+        assert_eq!(
+            due("Standup tomorrow 9am GMT+2"),
+            (instant("2026-11-23T07:00:00Z"), false)
+        );
+        // CST names China's zone and America's: read as the user's own.
+        assert_eq!(due("tomorrow 3pm CST"), (at(2026, 11, 23, 15, 0), false));
+        let r = one("Webinar tomorrow at 3pm EST");
+        assert_eq!(r.phrase, "tomorrow at 3pm EST");
+        assert_eq!(r.about, "Webinar");
+    }
+
+    #[test]
     fn english_durations() {
         assert_eq!(due("in 3 days"), (at(2026, 11, 25, 9, 0), true));
         assert_eq!(due("in 2 hours"), (now() + 7200, false));
@@ -1506,6 +1680,8 @@ mod tests {
         assert_eq!(due("周五"), (at(2026, 11, 27, 9, 0), true));
         assert_eq!(due("星期天"), (at(2026, 11, 29, 9, 0), true));
         assert_eq!(due("下周日"), (at(2026, 11, 29, 9, 0), true));
+        assert_eq!(due("下下周一"), (at(2026, 11, 30, 9, 0), true));
+        assert_eq!(due("下下个星期五"), (at(2026, 12, 4, 9, 0), true));
         none("本周五"); // 20 Nov, past
         none("每周五健身");
         none("上周五");

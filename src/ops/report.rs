@@ -118,6 +118,11 @@ impl Report {
         self.retried += other.retried;
         self.filed.extend(other.filed);
         self.skipped.extend(other.skipped);
+        // A note one level left in the inbox and a later one filed (its
+        // reminder made) was filed, not skipped.
+        let filed: std::collections::HashSet<&str> =
+            self.filed.iter().map(|f| f.from.as_str()).collect();
+        self.skipped.retain(|s| !filed.contains(s.path.as_str()));
         self.errors.extend(other.errors);
     }
 }

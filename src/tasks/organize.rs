@@ -368,10 +368,25 @@ impl Organizing {
 
     /// Sets frontmatter fields on a file the organizer just moved.
     fn set_fields(&self, path: &StorePath, fields: &[(&str, String)], report: &mut Report) {
+        self.edit(path, report, |text| memory::set_fields(text, fields));
+    }
+
+    /// Takes the one-line field `key` out of the memory at `path`.
+    fn remove_field(&self, path: &StorePath, key: &str, report: &mut Report) {
+        self.edit(path, report, |text| memory::remove_field(text, key));
+    }
+
+    /// Rewrites the memory at `path` as `change` says (`None`: as it is).
+    fn edit(
+        &self,
+        path: &StorePath,
+        report: &mut Report,
+        change: impl FnOnce(&str) -> Result<Option<String>, memory::EditError>,
+    ) {
         let Some((bytes, text)) = self.read_text(path) else {
             return;
         };
-        match memory::set_fields(&text, fields) {
+        match change(&text) {
             Ok(Some(new)) => match self.writer.replace(path, &bytes, new.as_bytes()) {
                 Ok(Outcome::Done) => {}
                 Ok(Outcome::Busy) => report.retried += 1,
@@ -589,6 +604,17 @@ impl Organizing {
         category: Option<Category>,
         report: &mut Report,
     ) -> Result<StorePath, ops::Error> {
+        let asked = category.map(|c| (c, "the category asked for".to_string()));
+        self.file_now(path, asked, report)
+    }
+
+    /// [`Organizing::upgrade`], with the reason a category was given.
+    fn file_now(
+        &self,
+        path: &StorePath,
+        category: Option<(Category, String)>,
+        report: &mut Report,
+    ) -> Result<StorePath, ops::Error> {
         let shown = || path.to_string();
         if self.writer.is_busy(path) {
             return Err(ops::Error::Conflict { path: shown() });
@@ -607,8 +633,7 @@ impl Organizing {
             )));
         }
         let (category, by) = category
-            .filter(|c| *c != Category::Inbox)
-            .map(|c| (c, "the category asked for".to_string()))
+            .filter(|(c, _)| *c != Category::Inbox)
             .or_else(|| {
                 self.category_of(path, &parsed, &text)
                     .map(|(c, by)| (c, by.to_string()))
@@ -1056,7 +1081,15 @@ impl Organizing {
         match self.upgrade(path, None, report) {
             Ok(to) => Some(to),
             Err(ops::Error::InvalidInput(_)) if !task => {
-                self.upgrade(path, Some(Category::Date), report).ok()
+                let why = "a time it holds became a reminder, and nothing else placed it";
+                self.file_now(path, Some((Category::Date, why.into())), report)
+                    .ok()
+            }
+            Err(ops::Error::InvalidInput(_)) => {
+                // A task nothing places stays in the inbox, and no longer
+                // expires: its reminder leads to it.
+                self.remove_field(path, "expires_at", report);
+                None
             }
             Err(_) => None,
         }
