@@ -416,6 +416,18 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
         "the rerun changed the store"
     );
 
+    // Embeds name the attachments that came along: none is unresolved.
+    let links = run(&store, &["resolve-links"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&links.stdout),
+        String::from_utf8_lossy(&links.stderr)
+    );
+    for (rel, _) in ATTACHMENTS {
+        let name = rel.rsplit('/').next().expect("name");
+        assert!(!said.contains(&format!("[[{name}]]")), "{said}");
+    }
+
     // The organizer at its deepest, then an inbox TTL run out: every note
     // stays where search finds it.
     succeeded(&run(&store, &["dream", "--level", "3"]));

@@ -7,7 +7,7 @@
 //! tree, and anything else that leaves its place goes to `archive/`, with
 //! `archived_reason` and `archived_at` saying why and when.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -107,6 +107,22 @@ fn normalized_body(text: &str) -> String {
 impl Organizing {
     /// Every memory below `dir` (not in dot-folders or `archive/`).
     fn memories_under(&self, dir: &StorePath) -> Vec<(StorePath, Stat)> {
+        self.files_under(dir, is_memory_path)
+    }
+
+    /// The names of the files under the store that are not memories
+    /// (images, PDFs: what notes embed), in lowercase, outside `archive/`
+    /// and dot-folders.
+    fn attachment_names(&self) -> HashSet<String> {
+        self.files_under(&StorePath::root(), |p| !is_memory_path(p))
+            .into_iter()
+            .filter_map(|(p, _)| Some(p.file_name()?.to_string_lossy().to_lowercase()))
+            .collect()
+    }
+
+    /// The files under `dir` that `keep` takes, outside `archive/` and
+    /// dot-folders, by path.
+    fn files_under(&self, dir: &StorePath, keep: fn(&StorePath) -> bool) -> Vec<(StorePath, Stat)> {
         let mut out = Vec::new();
         let mut stack = vec![dir.clone()];
         while let Some(dir) = stack.pop() {
@@ -124,7 +140,7 @@ impl Organizing {
                     {
                         stack.push(path)
                     }
-                    FileKind::File if is_memory_path(&path) => {
+                    FileKind::File if keep(&path) => {
                         if let Ok(st) = self.store.stat(&path) {
                             out.push((path, st));
                         }
@@ -815,6 +831,17 @@ impl Organizing {
     pub(crate) fn resolve_links(&self, lint: &mut Vec<(StorePath, String)>) -> Report {
         let mut report = Report::default();
         let mut ids: HashMap<StorePath, Option<String>> = HashMap::new();
+        let attachments = std::cell::OnceCell::new();
+        // `![[atlas.png]]` names a file that came along, not a memory.
+        let an_attachment = |target: &str| {
+            let name = target.rsplit('/').next().unwrap_or(target).to_lowercase();
+            Path::new(&name)
+                .extension()
+                .is_some_and(|e| !e.eq_ignore_ascii_case("md"))
+                && attachments
+                    .get_or_init(|| self.attachment_names())
+                    .contains(&name)
+        };
         for (path, _) in self.memories_under(&StorePath::root()) {
             let Some((bytes, text)) = self.read_text(&path) else {
                 continue;
@@ -830,6 +857,7 @@ impl Organizing {
                 }
                 let targets = self.index.resolve(&link.target);
                 match targets.as_slice() {
+                    [] if an_attachment(&link.target) => {}
                     [] => lint.push((path.clone(), format!("unresolved link [[{}]]", link.target))),
                     [one] if *one != path => {
                         let id = ids
