@@ -530,7 +530,10 @@ fn a_logseq_graph_keeps_its_folders_properties_journal_days_and_assets() {
                 "pages/Project Alpha.md",
                 b"tags:: work, [[rust lang]]\nalias:: PA\ntype:: project\n\n- Alpha depends on [[Beta]]\n- ![diagram](../assets/diagram_1700.png)\n",
             ),
-            ("pages/project___beta.md", b"- Beta is the storage layer of [[Project Alpha]]\n"),
+            (
+                "pages/project___beta.md",
+                b"- Beta is the storage layer of [[Project Alpha]], since [[Nov 20th, 2025]]\n",
+            ),
             (
                 "pages/Templates.md",
                 b"- Daily\n  template:: daily\n  template-including-parent:: false\n\t- ## Morning\n\t- ## Evening\n",
@@ -588,6 +591,7 @@ fn a_logseq_graph_keeps_its_folders_properties_journal_days_and_assets() {
     assert_eq!(beta.title.as_deref(), Some("project/beta"));
     let day = frontmatter(&store, "logseq/journals/2025_11_20.md");
     assert_eq!(day.title.as_deref(), Some("2025-11-20"));
+    assert_eq!(day.aliases, ["Nov 20th, 2025"]);
     assert_eq!(day.created_at.as_deref(), Some("2025-11-20"));
     let other = frontmatter(&store, "logseq/journals/2025_11_21.md");
     assert_eq!(other.created_at.as_deref(), Some("2025-11-01"));
@@ -603,6 +607,12 @@ fn a_logseq_graph_keeps_its_folders_properties_journal_days_and_assets() {
         backlinks.contains("logseq/journals/2025_11_20.md")
             && backlinks.contains("logseq/pages/project___beta.md"),
         "{backlinks}"
+    );
+    // Logseq links a journal by its page title.
+    let to_the_day = succeeded(&run(&store, &["backlinks", "Nov 20th, 2025", "--json"]));
+    assert!(
+        to_the_day.contains("logseq/pages/project___beta.md"),
+        "{to_the_day}"
     );
 }
 

@@ -527,6 +527,18 @@ fn note(
             if title.is_none() {
                 title = Some(logseq_page_name(&stem, journal));
             }
+            // Logseq links a journal by its page title ("Nov 20th, 2025").
+            if let Some(name) = journal.then(|| logseq_journal_title(&stem)).flatten() {
+                let mut aliases: Vec<Value> = fields
+                    .iter()
+                    .find(|(k, _)| k == "aliases")
+                    .and_then(|(_, v)| v.as_array().cloned())
+                    .unwrap_or_default();
+                if !aliases.iter().any(|a| a.as_str() == Some(name.as_str())) {
+                    aliases.push(Value::from(name));
+                    set(&mut fields, "aliases", Value::Array(aliases));
+                }
+            }
         }
         Source::CarAgent | Source::Fingersaver => {
             if let Some((cut, _)) = content.char_indices().nth(CUT_AT) {
@@ -725,6 +737,30 @@ fn logseq_page_name(stem: &str, journal: bool) -> String {
     String::from_utf8(out).unwrap_or(stem)
 }
 
+/// A journal's page title in Logseq's default format (`MMM do, yyyy`:
+/// "Nov 20th, 2025"), from its file name (`2025_11_20`).
+fn logseq_journal_title(stem: &str) -> Option<String> {
+    let mut parts = stem.split(['_', '-']);
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || y.len() != 4 {
+        return None;
+    }
+    let date = jiff::civil::Date::new(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?).ok()?;
+    let day = date.day();
+    let suffix = match (day % 10, day % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    Some(format!(
+        "{} {day}{suffix}, {}",
+        date.strftime("%b"),
+        date.year()
+    ))
+}
+
 /// A title for a Claude file that has none: `CLAUDE.md` files are named
 /// after their project, auto-memory files by their `name:`.
 fn claude_title(rel: &str, parsed: &crate::memory::Memory) -> Option<String> {
@@ -771,6 +807,23 @@ mod tests {
         );
         assert_eq!(body, "- first block\n- x:: not a page property\n");
         assert_eq!(logseq_list("a, [[b c]], #d"), vec!["a", "b c", "d"]);
+    }
+
+    #[test]
+    fn a_journal_is_titled_in_logseq_as_its_links_name_it() {
+        for (stem, title) in [
+            ("2025_11_20", "Nov 20th, 2025"),
+            ("2025_01_01", "Jan 1st, 2025"),
+            ("2025_03_02", "Mar 2nd, 2025"),
+            ("2025_03_23", "Mar 23rd, 2025"),
+            ("2025_03_11", "Mar 11th, 2025"),
+            ("2025-12-31", "Dec 31st, 2025"),
+        ] {
+            assert_eq!(logseq_journal_title(stem).as_deref(), Some(title), "{stem}");
+        }
+        for stem in ["2025_02_30", "notes", "25_11_20", "2025_11_20_x"] {
+            assert_eq!(logseq_journal_title(stem), None, "{stem}");
+        }
     }
 
     #[test]
