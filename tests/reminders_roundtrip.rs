@@ -550,3 +550,36 @@ fn a_capture_whose_time_became_a_reminder_is_filed_and_a_task_stays_without_expi
         fs::read_to_string(s.join("date/send-the-invoice-in-two-weeks.md")).expect("filed");
     assert!(!invoice.contains("expires_at"), "{invoice}");
 }
+
+#[test]
+fn a_note_filed_as_a_reminder_keeps_its_first_time_and_its_others_become_reminders() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (first, second) = (day(3), day(9));
+    let text =
+        format!("Remind me: dentist on {first} at 15:00, and the haircut on {second} at 10:00.\n");
+    let s = store(
+        tmp.path(),
+        "s",
+        &[("reminders/errands.md", text.as_bytes())],
+    );
+    let report = dream3(&s);
+    assert_eq!(report["reminders"].as_u64(), Some(2), "{report:#}");
+    let all = reminders(&s);
+    let note = all
+        .iter()
+        .find(|r| r["file"] == "errands.md")
+        .expect("the note stays");
+    assert!(
+        note["due_at"].starts_with(&format!("{first}T15:00")),
+        "{note:?}"
+    );
+    let other: Vec<_> = all.iter().filter(|r| r["file"] != "errands.md").collect();
+    assert_eq!(other.len(), 1, "{all:#?}");
+    assert!(
+        other[0]["due_at"].starts_with(&format!("{second}T10:00")),
+        "{other:?}"
+    );
+    let again = dream3(&s);
+    assert_eq!(again["reminders"].as_u64(), Some(0), "{again:#}");
+    assert_eq!(reminders(&s).len(), 2);
+}

@@ -507,8 +507,9 @@ const AFTER_TIME_ZH: [&str; 8] = ["之前", "以前", "之后", "以后", "前",
 
 /// Labels and asks at the start of a sentence that say nothing about
 /// what is to be done, lowercased.
-const LABELS: [&str; 19] = [
+const LABELS: [&str; 20] = [
     "remind me to ",
+    "remind me:",
     "remind me ",
     "don't forget to ",
     "dont forget to ",
@@ -1883,6 +1884,7 @@ mod tests {
             "Submit the tax forms"
         );
         assert_eq!(about("Remind me to call mom next Tuesday!"), "Call mom");
+        assert_eq!(about("Remind me: dentist tomorrow at 3pm"), "Dentist");
         assert_eq!(
             about("Ship the beta on Dec 10 with QA sign-off"),
             "Ship the beta with QA sign-off"

@@ -995,22 +995,35 @@ impl Organizing {
                 .kind
                 .as_deref()
                 .is_some_and(|k| k.trim().eq_ignore_ascii_case("reminder"));
-            if a_reminder && !path.as_path().starts_with("reminders") {
-                // One this task made, moved away (done, say): its words are
-                // its source's, not a new note's.
+            if a_reminder {
+                // One this task made, wherever it is now (done with, say):
+                // its words are its source's, not a new note's.
                 continue;
             }
+            let mut found = found;
             if path.as_path().starts_with("reminders") {
-                // A memory filed as a reminder gets its due time from its own text.
-                let has_due = parsed.frontmatter.extra.contains_key("due_at")
-                    || parsed.frontmatter.expires_at.is_some();
-                if let (false, Some(first)) = (has_due, found.first()) {
-                    let due = reminders::format_rfc3339(first.due, &tz);
-                    let fields = [("due_at", due.clone()), ("expires_at", due)];
+                // A memory filed as a reminder gets its due time from its
+                // own text, its first; when its due time is one of its own,
+                // its other times are reminders of their own, as any note's
+                // are (a due time set by hand is left to speak alone).
+                let mut due = parsed
+                    .frontmatter
+                    .extra
+                    .get("due_at")
+                    .and_then(|v| v.as_str())
+                    .or(parsed.frontmatter.expires_at.as_deref())
+                    .map(|d| memory::parse_timestamp(d).unwrap_or(i64::MIN));
+                if let (None, Some(first)) = (due, found.first()) {
+                    let at = reminders::format_rfc3339(first.due, &tz);
+                    let fields = [("due_at", at.clone()), ("expires_at", at)];
                     self.set_fields(&path, &fields, &mut report);
                     report.reminders += 1;
+                    due = Some(first.due);
                 }
-                continue;
+                if !found.iter().any(|r| Some(r.due) == due) {
+                    continue;
+                }
+                found.retain(|r| Some(r.due) != due);
             }
             if found.is_empty() {
                 continue;
