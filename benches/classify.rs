@@ -14,7 +14,7 @@
 //! is the shipped one's (`head::FLOOR`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use mnemofs::embed::Embedder;
@@ -22,6 +22,9 @@ use mnemofs::memory::classify::{self, Note};
 use mnemofs::memory::{self, Category};
 use mnemofs::tasks::meaning::head::{Head, INVERSE_PENALTY};
 use mnemofs::tasks::meaning::{self, CategoryPrototypes, Meaning};
+
+#[path = "common/model.rs"]
+mod model;
 
 const LABELED: &str = include_str!("../tests/data/classify/labeled.jsonl");
 
@@ -72,13 +75,7 @@ fn percent((hits, total): (usize, usize)) -> String {
 }
 
 fn main() {
-    let dir = std::env::var_os("MNEMOFS_MODEL")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/all-MiniLM-L6-v2")
-        });
-    let model = match Embedder::load(&dir) {
+    let model = match Embedder::load(&model::dir()) {
         Ok(model) => model,
         Err(e) => {
             println!("classify bench skipped: {e} (set MNEMOFS_MODEL, or run the tests once)");

@@ -31,13 +31,16 @@
 
 use std::fmt::Write as _;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mnemofs::embed::{Embedder, Kernel};
 use mnemofs::index::Index;
 use mnemofs::store::Store;
+
+#[path = "common/model.rs"]
+mod model;
 
 /// A question as an agent asks it: 20 words.
 const QUESTION: &str = "What did the user say about how they prefer their code to be \
@@ -48,12 +51,7 @@ const QUESTION: &str = "What did the user say about how they prefer their code t
 const WAIT: Duration = Duration::from_secs(3600);
 
 fn main() {
-    let dir = std::env::var_os("MNEMOFS_MODEL")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/all-MiniLM-L6-v2")
-        });
+    let dir = model::dir();
     let load = || match Embedder::load(&dir) {
         Ok(e) => Some(e),
         Err(e) => {
