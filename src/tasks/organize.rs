@@ -701,10 +701,14 @@ impl Organizing {
             ("phase", "organized".to_string()),
             ("category", category.as_str().to_string()),
         ];
-        // A capture's `expires_at` was the inbox's: filed, it stays.
-        let with_fields = memory::set_fields(text, &fields).and_then(|set| {
+        // A capture's `expires_at` was the inbox's: filed, it stays. (One
+        // that cannot be taken out alone, a multi-line value, stays too.)
+        let with_fields = memory::set_fields(text, &fields).map(|set| {
             let set = set.unwrap_or_else(|| text.to_string());
-            Ok(memory::remove_field(&set, "expires_at")?.unwrap_or(set))
+            memory::remove_field(&set, "expires_at")
+                .ok()
+                .flatten()
+                .unwrap_or(set)
         });
         let with_fields = match with_fields {
             Ok(new) => new,
