@@ -1029,10 +1029,14 @@ fn malformed_frontmatter_is_left_byte_for_byte_and_never_archived() {
         "{first:#?}"
     );
     assert!(first.malformed >= 3, "{first:#?}");
-    for inbox in ["inbox/bad.md", "inbox/unclosed.md"] {
+    // The reason says what is wrong, and where.
+    for (inbox, said) in [
+        ("inbox/bad.md", "malformed frontmatter, line "),
+        ("inbox/unclosed.md", "never closed"),
+    ] {
         let why = skipped(&first, inbox);
         assert!(
-            why.len() == 1 && why[0].contains("malformed"),
+            why.len() == 1 && why[0].contains("malformed") && why[0].contains(said),
             "{inbox}: {why:?}"
         );
     }

@@ -94,7 +94,12 @@ impl Memory {
     /// Whether the frontmatter is unreadable, so the file must not be
     /// rewritten by background tasks.
     pub fn has_malformed_frontmatter(&self) -> bool {
-        self.lint.iter().any(|l| {
+        self.frontmatter_problem().is_some()
+    }
+
+    /// What makes the frontmatter unreadable, if anything does.
+    pub fn frontmatter_problem(&self) -> Option<&LintIssue> {
+        self.lint.iter().find(|l| {
             matches!(
                 l.kind,
                 LintKind::MalformedFrontmatter | LintKind::UnclosedFrontmatter

@@ -80,6 +80,18 @@ fn age(st: &Stat) -> Duration {
     SystemTime::now().duration_since(mtime).unwrap_or_default()
 }
 
+/// Why a note's frontmatter cannot be read, in one phrase.
+fn unreadable(problem: &memory::LintIssue) -> String {
+    let message = problem
+        .message
+        .strip_prefix("malformed frontmatter: ")
+        .unwrap_or(&problem.message);
+    match problem.line {
+        Some(line) => format!("malformed frontmatter, line {line}: {message}"),
+        None => format!("malformed frontmatter: {message}"),
+    }
+}
+
 fn stem(path: &StorePath) -> String {
     Path::new(path.as_path())
         .file_stem()
@@ -575,9 +587,9 @@ impl Organizing {
             return None;
         };
         let parsed = memory::parse(&stem(path), &text);
-        if parsed.has_malformed_frontmatter() {
+        if let Some(problem) = parsed.frontmatter_problem() {
             report.malformed += 1;
-            skip(report, "malformed frontmatter (see .mnemofs/lint)".into());
+            skip(report, format!("{}; left as it is", unreadable(problem)));
             return None;
         }
         let category = self
@@ -643,9 +655,10 @@ impl Organizing {
             .read_text(path)
             .ok_or_else(|| ops::Error::NotText { path: shown() })?;
         let parsed = memory::parse(&stem(path), &text);
-        if parsed.has_malformed_frontmatter() {
+        if let Some(problem) = parsed.frontmatter_problem() {
             return Err(ops::Error::InvalidInput(format!(
-                "{path} has malformed frontmatter (see .mnemofs/lint); fix it first"
+                "{path}: {}; fix it first",
+                unreadable(problem)
             )));
         }
         let (category, by) = category
