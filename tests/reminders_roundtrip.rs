@@ -583,3 +583,33 @@ fn a_note_filed_as_a_reminder_keeps_its_first_time_and_its_others_become_reminde
     assert_eq!(again["reminders"].as_u64(), Some(0), "{again:#}");
     assert_eq!(reminders(&s).len(), 2);
 }
+
+#[test]
+fn a_due_note_with_neither_title_nor_heading_is_shown_by_what_it_is_about() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let s = store(
+        tmp.path(),
+        "s",
+        &[
+            (
+                "reminders/e01.md",
+                b"---\ndue_at: 2020-01-01T00:00:00Z\n---\nRemind me: call the dentist about the crown\n",
+            ),
+            (
+                "reminders/w1.md",
+                b"---\ndue_at: 2020-01-02T00:00:00Z\n---\n# Pay the gas bill\nfrom the app\n",
+            ),
+        ],
+    );
+    let out = succeeded(&run(&s, &["notify", "--json"], None));
+    let titles: Vec<String> = serde_json::from_str::<Value>(&out).expect("json")["due"]
+        .as_array()
+        .expect("due")
+        .iter()
+        .filter_map(|d| d["title"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        titles,
+        ["Call the dentist about the crown", "Pay the gas bill"]
+    );
+}

@@ -80,6 +80,25 @@ fn age(st: &Stat) -> Duration {
     SystemTime::now().duration_since(mtime).unwrap_or_default()
 }
 
+/// A reminder's title as `notify` shows it: its own, else, for a note
+/// filed under `reminders/` with neither a title nor a heading (its file
+/// name would say nothing), what its first line is about ("Dentist" for
+/// "Remind me: dentist tomorrow at 3pm").
+fn shown_title(path: &StorePath, parsed: &memory::Memory, text: &str) -> String {
+    if parsed.frontmatter.title.is_some() || parsed.title != stem(path) {
+        return parsed.title.clone();
+    }
+    let first = parsed
+        .body(text)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    Some(reminders::subject(first))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| parsed.title.clone())
+}
+
 /// Why a note's frontmatter cannot be read, in one phrase.
 fn unreadable(problem: &memory::LintIssue) -> String {
     let message = problem
@@ -1171,7 +1190,7 @@ impl Organizing {
                 .or(parsed.frontmatter.expires_at.as_deref())
                 .and_then(memory::parse_timestamp);
             if let Some(when) = when.filter(|w| *w <= now) {
-                due.push((when, parsed.title.clone(), path));
+                due.push((when, shown_title(&path, &parsed, &text), path));
             }
         }
         due.sort();
