@@ -123,8 +123,10 @@ enum Command {
     /// Search the store's memories (works with or without a running daemon).
     Search {
         /// The query: words, "phrases", tag:x, category:x, type:x, scope:x,
-        /// created:>2026-01-01.
-        query: String,
+        /// created:>2026-01-01. Several arguments are one query, as if
+        /// quoted together (`mnemofs search what does the user drink`).
+        #[arg(required = true, num_args = 1..)]
+        query: Vec<String>,
         /// Only memories with every one of these tags (comma-separated).
         #[arg(long, value_delimiter = ',')]
         tags: Vec<String>,
@@ -1154,7 +1156,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 from,
                 to,
             }
-            .apply(&query)?;
+            .apply(&query.join(" "))?;
             let scope = memories::parse_scope(scope.as_deref())?;
             let session = session(&at.target(None)?, None)?;
             let Response::Hits {

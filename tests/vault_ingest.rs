@@ -679,6 +679,12 @@ fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_
         again.starts_with("read 2, written 0, duplicates 2"),
         "{again}"
     );
+    // Words given as several arguments are one query.
+    let found = succeeded(&run(
+        &store,
+        &["search", "the", "kindle", "highlight", "--json"],
+    ));
+    assert!(found.contains("obsidian/Kindle.md"), "{found}");
 
     ingest(&store, "logseq", &graph, &[]);
     let page = frontmatter(&store, "logseq/pages/p.md");
