@@ -613,3 +613,23 @@ fn a_due_note_with_neither_title_nor_heading_is_shown_by_what_it_is_about() {
         ["Call the dentist about the crown", "Pay the gas bill"]
     );
 }
+
+#[test]
+fn a_reminder_a_person_wrote_without_a_time_gets_it_from_its_text() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let when = day(4);
+    let text = format!("---\ntype: reminder\n---\nDentist on {when} at 15:00\n");
+    let s = store(
+        tmp.path(),
+        "s",
+        &[("reminders/dentist.md", text.as_bytes())],
+    );
+    let report = dream3(&s);
+    assert_eq!(report["reminders"].as_u64(), Some(1), "{report:#}");
+    let all = reminders(&s);
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert!(
+        all[0]["due_at"].starts_with(&format!("{when}T15:00")),
+        "{all:?}"
+    );
+}

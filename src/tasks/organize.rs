@@ -1031,9 +1031,10 @@ impl Organizing {
                 .kind
                 .as_deref()
                 .is_some_and(|k| k.trim().eq_ignore_ascii_case("reminder"));
-            if a_reminder {
-                // One this task made, wherever it is now (done with, say):
-                // its words are its source's, not a new note's.
+            if a_reminder && parsed.frontmatter.extra.contains_key("due_at") {
+                // A reminder with its time (as this task makes them),
+                // wherever it is now (done with, say): its words are its
+                // source's, not a new note's.
                 continue;
             }
             let mut found = found;
