@@ -655,10 +655,17 @@ fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_
     );
     seed_files(
         &graph,
-        &[(
-            "pages/p.md",
-            b"id:: 11111111-2222-4333-8444-555555555555\nfoo:: bar\n\n- x\n",
-        )],
+        &[
+            (
+                "pages/p.md",
+                b"id:: 11111111-2222-4333-8444-555555555555\nfoo:: bar\n\n- x\n",
+            ),
+            // A day as Logseq links it.
+            (
+                "pages/kickoff.md",
+                b"date:: [[Nov 1st, 2023]]\n\n- kicked off\n",
+            ),
+        ],
     );
     let store = tmp.path().join("s");
     fs::create_dir(&store).expect("mkdir");
@@ -692,4 +699,6 @@ fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_
         page.id.as_deref(),
         Some("11111111-2222-4333-8444-555555555555")
     );
+    let kickoff = frontmatter(&store, "logseq/pages/kickoff.md");
+    assert_eq!(kickoff.created_at.as_deref(), Some("2023-11-01"));
 }

@@ -17,7 +17,8 @@
 //!   `template::`, or every top-level block of it is one.
 //!
 //! A note's day comes from its own frontmatter (`created_at`, `created`,
-//! `date`), else from a date in its name (`2025-11-20`, Logseq's
+//! `date`, a day written out as Logseq links journals: `[[Nov 1st,
+//! 2023]]`), else from a date in its name (`2025-11-20`, Logseq's
 //! `2025_11_20`, `20251120`), else from the file's time. A bare date is
 //! kept bare: the store reads `YYYY-MM-DD` as that day, and no zone is
 //! guessed for it.
@@ -249,6 +250,63 @@ pub(super) fn date_in_name(stem: &str) -> Option<String> {
     None
 }
 
+/// A date as a note's `created` or `date` holds it: a timestamp or day
+/// the store reads (kept as written), else a day written out in English,
+/// as Logseq links its journals (`[[Nov 1st, 2023]]`, `November 1, 2023`,
+/// `1 Nov 2023`), as `YYYY-MM-DD`.
+fn date_written(value: &str) -> Option<String> {
+    let text = value.trim();
+    if crate::memory::parse_timestamp(text).is_some() {
+        return Some(text.to_string());
+    }
+    let text = text
+        .strip_prefix("[[")
+        .and_then(|t| t.strip_suffix("]]"))
+        .unwrap_or(text);
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let [a, b, year] = words.as_slice() else {
+        return None;
+    };
+    let month = |w: &str| {
+        let w = w.trim_end_matches('.').to_ascii_lowercase();
+        MONTHS
+            .iter()
+            .position(|m| w.len() >= 3 && m.starts_with(&w))
+            .map(|i| i + 1)
+    };
+    let day = |w: &str| {
+        w.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+            .parse::<u8>()
+            .ok()
+    };
+    let (m, d) = match (month(a), month(b)) {
+        (Some(m), None) => (m, day(b)?),
+        (None, Some(m)) => (m, day(a)?),
+        _ => return None,
+    };
+    let year: u16 = year.parse().ok().filter(|_| year.len() == 4)?;
+    let date = format!("{year:04}-{m:02}-{d:02}");
+    crate::memory::parse_timestamp(&date).map(|_| date)
+}
+
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
 /// The `created_at` a note gets, unless its frontmatter has one: its
 /// `created` or `date` field when that reads as a date, else the date in
 /// its name, else `modified` (unix seconds).
@@ -262,8 +320,7 @@ pub(super) fn created_at(
     }
     let written = ["created", "date"].iter().find_map(|key| {
         let (_, value) = fields.iter().find(|(k, _)| k == key)?;
-        let text = value.as_str()?.trim();
-        crate::memory::parse_timestamp(text).map(|_| text.to_string())
+        date_written(value.as_str()?)
     });
     written
         .or_else(|| date_in_name(stem))
@@ -289,6 +346,30 @@ mod tests {
         assert_eq!(date_in_name("2025-11-201"), None);
         assert_eq!(date_in_name("Kubernetes"), None);
         assert_eq!(date_in_name("2025-11_20"), None);
+    }
+
+    #[test]
+    fn a_day_written_out_as_logseq_links_journals_is_a_date() {
+        for (written, day) in [
+            ("[[Nov 1st, 2023]]", "2023-11-01"),
+            ("Nov 1st, 2023", "2023-11-01"),
+            ("November 21, 2025", "2025-11-21"),
+            ("1 Nov 2023", "2023-11-01"),
+            ("Sept 3rd, 2024", "2024-09-03"),
+            ("2024-03-01", "2024-03-01"),
+            ("2024-03-01 10:00", "2024-03-01 10:00"),
+        ] {
+            assert_eq!(date_written(written).as_deref(), Some(day), "{written}");
+        }
+        for odd in [
+            "Feb 30th, 2024",
+            "[[Kubernetes]]",
+            "ma 1, 2023",
+            "Nov 1st",
+            "1 2 2023",
+        ] {
+            assert_eq!(date_written(odd), None, "{odd}");
+        }
     }
 
     #[test]
