@@ -651,6 +651,12 @@ fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_
                 b"---\nsource: kindle\nsource_path: books/x.pdf\n---\nhighlight\n",
             ),
             ("Props.md", b"---\ntitle: Props\ncreated: 2021-01-01\n---\n"),
+            // A daily note named as the vault's settings say.
+            (
+                ".obsidian/daily-notes.json",
+                b"{\"format\": \"DD-MM-YYYY\"}",
+            ),
+            ("Daily/05-03-2024.md", b"- standup\n"),
         ],
     );
     seed_files(
@@ -671,7 +677,7 @@ fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_
     fs::create_dir(&store).expect("mkdir");
     let first = ingest(&store, "obsidian", &vault, &[]);
     assert!(
-        first.starts_with("read 2, written 2, duplicates 0, skipped 0"),
+        first.starts_with("read 3, written 3, duplicates 0, skipped 1"),
         "{first}"
     );
     let kindle = frontmatter(&store, "obsidian/Kindle.md");
@@ -681,9 +687,11 @@ fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_
     let props = frontmatter(&store, "obsidian/Props.md");
     assert_eq!(props.created_at.as_deref(), Some("2021-01-01"));
     assert_eq!(props.source.as_deref(), Some("obsidian"));
+    let daily = frontmatter(&store, "obsidian/Daily/05-03-2024.md");
+    assert_eq!(daily.created_at.as_deref(), Some("2024-03-05"));
     let again = ingest(&store, "obsidian", &vault, &[]);
     assert!(
-        again.starts_with("read 2, written 0, duplicates 2"),
+        again.starts_with("read 3, written 0, duplicates 3"),
         "{again}"
     );
     // Words given as several arguments are one query.

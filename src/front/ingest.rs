@@ -599,7 +599,8 @@ fn note(
         .ok()
         .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|age| age.as_secs() as i64);
-    if let Some(created) = vault::created_at(&fields, &stem, modified) {
+    let named_day = templates.day_in_name(&stem);
+    if let Some(created) = vault::created_at(&fields, &stem, named_day, modified) {
         set(&mut fields, "created_at", Value::from(created));
     }
     let path = match layout {

@@ -18,7 +18,9 @@
 //!
 //! A note's day comes from its own frontmatter (`created_at`, `created`,
 //! `date`, a day written out as Logseq links journals: `[[Nov 1st,
-//! 2023]]`), else from a date in its name (`2025-11-20`, Logseq's
+//! 2023]]`), else from its name read with the vault's daily-note format
+//! (`.obsidian/daily-notes.json`'s `format`: `DD-MM-YYYY`), else from a
+//! date in its name (`2025-11-20`, Logseq's
 //! `2025_11_20`, `20251120`), else from the file's time. A bare date is
 //! kept bare: the store reads `YYYY-MM-DD` as that day, and no zone is
 //! guessed for it.
@@ -37,6 +39,11 @@ pub(super) struct Templates {
     files: Vec<(String, &'static str)>,
     /// Logseq template names `config.edn` names.
     names: Vec<String>,
+    /// How Obsidian names a daily note (`.obsidian/daily-notes.json`'s
+    /// `format`, moment.js tokens such as `DD-MM-YYYY`): it tells a daily
+    /// note's day. Kept here because the same settings file names the
+    /// daily note's template.
+    daily_format: Option<String>,
 }
 
 impl Templates {
@@ -63,6 +70,8 @@ impl Templates {
                 }
             }
         }
+        templates.daily_format = json_string(&settings.join("daily-notes.json"), "format")
+            .filter(|f| !f.trim().is_empty());
         if let Some(file) = json_string(&settings.join("daily-notes.json"), "template") {
             let mut file = clean(&file);
             if !file.is_empty() {
@@ -85,6 +94,12 @@ impl Templates {
             names: edn_strings(&config, ":default-templates", '{', '}'),
             ..Templates::default()
         }
+    }
+
+    /// The day a note's name says, read with the vault's daily-note
+    /// format, as `YYYY-MM-DD`.
+    pub(super) fn day_in_name(&self, stem: &str) -> Option<String> {
+        day_by_format(stem, self.daily_format.as_deref()?)
     }
 
     /// Why the note at `rel` is a template, if the settings say it is.
@@ -250,6 +265,94 @@ pub(super) fn date_in_name(stem: &str) -> Option<String> {
     None
 }
 
+/// The day `stem` names when read with `format`, a moment.js date format
+/// as Obsidian's daily notes use it (`YYYY-MM-DD`, `DD-MM-YYYY`, `MMMM Do,
+/// YYYY`, `YYYY-MM-DD dddd`, `[Journal] YYYY.MM.DD`; folders in the format
+/// are left out). The whole name must match and the day must exist.
+fn day_by_format(stem: &str, format: &str) -> Option<String> {
+    let format = format.rsplit('/').next().unwrap_or(format);
+    let (mut year, mut month, mut day) = (None, None, None);
+    let mut rest = stem;
+    let mut f = format;
+    let take_digits = |rest: &mut &str, min: usize, max: usize| -> Option<u32> {
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if n < min || n > max {
+            return None;
+        }
+        let value = rest[..n].parse().ok()?;
+        *rest = &rest[n..];
+        Some(value)
+    };
+    let take_word = |rest: &mut &str| -> String {
+        let n = rest
+            .char_indices()
+            .find(|(_, c)| !c.is_alphabetic())
+            .map_or(rest.len(), |(i, _)| i);
+        let word = rest[..n].to_lowercase();
+        *rest = &rest[n..];
+        word
+    };
+    while !f.is_empty() {
+        if let Some(inner) = f.strip_prefix('[') {
+            let end = inner.find(']')?;
+            rest = strip_prefix_ignoring_case(rest, &inner[..end])?;
+            f = &inner[end + 1..];
+            continue;
+        }
+        let token = [
+            "YYYY", "YY", "MMMM", "MMM", "MM", "M", "Do", "DD", "D", "dddd", "ddd", "dd", "d",
+        ]
+        .into_iter()
+        .find(|t| f.starts_with(t));
+        match token {
+            Some("YYYY") => year = Some(take_digits(&mut rest, 4, 4)?),
+            Some("YY") => year = Some(2000 + take_digits(&mut rest, 2, 2)?),
+            Some("MMMM" | "MMM") => {
+                let word = take_word(&mut rest);
+                let at = MONTHS
+                    .iter()
+                    .position(|m| word.len() >= 3 && m.starts_with(&word))?;
+                month = Some(u32::try_from(at).ok()? + 1);
+            }
+            Some("MM") => month = Some(take_digits(&mut rest, 2, 2)?),
+            Some("M") => month = Some(take_digits(&mut rest, 1, 2)?),
+            Some("DD") => day = Some(take_digits(&mut rest, 2, 2)?),
+            Some("D") => day = Some(take_digits(&mut rest, 1, 2)?),
+            Some("Do") => {
+                day = Some(take_digits(&mut rest, 1, 2)?);
+                let suffix = take_word(&mut rest);
+                if !["st", "nd", "rd", "th"].contains(&suffix.as_str()) {
+                    return None;
+                }
+            }
+            // A weekday's name says nothing the date does not.
+            Some(_) => {
+                if take_word(&mut rest).is_empty() {
+                    return None;
+                }
+            }
+            None => {
+                let c = f.chars().next()?;
+                rest = strip_prefix_ignoring_case(rest, &c.to_string())?;
+                f = &f[c.len_utf8()..];
+                continue;
+            }
+        }
+        f = &f[token.map_or(0, str::len)..];
+    }
+    if !rest.is_empty() {
+        return None;
+    }
+    let date = format!("{:04}-{:02}-{:02}", year?, month?, day?);
+    crate::memory::parse_timestamp(&date).map(|_| date)
+}
+
+fn strip_prefix_ignoring_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
 /// A date as a note's `created` or `date` holds it: a timestamp or day
 /// the store reads (kept as written), else a day written out in English,
 /// as Logseq links its journals (`[[Nov 1st, 2023]]`, `November 1, 2023`,
@@ -313,6 +416,7 @@ const MONTHS: [&str; 12] = [
 pub(super) fn created_at(
     fields: &[(String, Value)],
     stem: &str,
+    named_day: Option<String>,
     modified: Option<i64>,
 ) -> Option<String> {
     if fields.iter().any(|(k, _)| k == "created_at") {
@@ -323,6 +427,7 @@ pub(super) fn created_at(
         date_written(value.as_str()?)
     });
     written
+        .or(named_day)
         .or_else(|| date_in_name(stem))
         .or_else(|| modified.map(crate::memory::format_timestamp))
 }
@@ -385,6 +490,7 @@ mod tests {
             created_at(
                 &fields(&[("created_at", json!("2020-01-01"))]),
                 "2025-11-20",
+                None,
                 Some(0)
             ),
             None
@@ -393,6 +499,7 @@ mod tests {
             created_at(
                 &fields(&[("created", json!("2024-03-04 09:15"))]),
                 "2025-11-20",
+                None,
                 Some(0)
             )
             .as_deref(),
@@ -402,15 +509,49 @@ mod tests {
             created_at(
                 &fields(&[("date", json!("last spring"))]),
                 "2025-11-20",
+                None,
                 Some(0)
             )
             .as_deref(),
             Some("2025-11-20")
         );
         assert_eq!(
-            created_at(&none, "Alice", Some(86_400)).as_deref(),
+            created_at(&none, "Alice", None, Some(86_400)).as_deref(),
             Some(crate::memory::format_timestamp(86_400).as_str())
         );
+        // The day the vault's daily-note format reads in the name comes
+        // before a date merely found in it.
+        assert_eq!(
+            created_at(&none, "05-03-2024", Some("2024-03-05".into()), Some(0)).as_deref(),
+            Some("2024-03-05")
+        );
+    }
+
+    #[test]
+    fn a_daily_notes_name_is_read_with_the_vaults_format() {
+        for (stem, format, day) in [
+            ("05-03-2024", "DD-MM-YYYY", "2024-03-05"),
+            ("2024-03-05", "YYYY-MM-DD", "2024-03-05"),
+            ("2024-03-05 Tuesday", "YYYY-MM-DD dddd", "2024-03-05"),
+            ("March 5th, 2024", "MMMM Do, YYYY", "2024-03-05"),
+            ("Tue, Mar 5 24", "ddd, MMM D YY", "2024-03-05"),
+            ("Journal 2024.03.05", "[Journal] YYYY.MM.DD", "2024-03-05"),
+            ("2024-03-05", "YYYY/MM/YYYY-MM-DD", "2024-03-05"),
+        ] {
+            assert_eq!(
+                day_by_format(stem, format).as_deref(),
+                Some(day),
+                "{stem} as {format}"
+            );
+        }
+        for (stem, format) in [
+            ("30-02-2024", "DD-MM-YYYY"),
+            ("05-03-2024 notes", "DD-MM-YYYY"),
+            ("Kubernetes", "YYYY-MM-DD"),
+            ("5-3-2024", "DD-MM-YYYY"),
+        ] {
+            assert_eq!(day_by_format(stem, format), None, "{stem} as {format}");
+        }
     }
 
     #[test]
