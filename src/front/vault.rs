@@ -29,6 +29,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::memory::reminders::month_named;
+
 /// The template folders and files a vault's settings name, each with
 /// where it was named.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -70,9 +72,10 @@ impl Templates {
                 }
             }
         }
-        templates.daily_format = json_string(&settings.join("daily-notes.json"), "format")
-            .filter(|f| !f.trim().is_empty());
-        if let Some(file) = json_string(&settings.join("daily-notes.json"), "template") {
+        let daily = json_file(&settings.join("daily-notes.json"));
+        let daily = |key: &str| daily.as_ref()?.get(key)?.as_str().map(str::to_owned);
+        templates.daily_format = daily("format").filter(|f| !f.trim().is_empty());
+        if let Some(file) = daily("template") {
             let mut file = clean(&file);
             if !file.is_empty() {
                 if !file.ends_with(".md") {
@@ -178,11 +181,12 @@ fn clean(path: &str) -> String {
 
 /// The string value of `key` in the JSON object in `file`.
 fn json_string(file: &Path, key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
-    match serde_json::from_str::<Value>(&text).ok()?.get(key)? {
-        Value::String(s) => Some(s.clone()),
-        _ => None,
-    }
+    json_file(file)?.get(key)?.as_str().map(str::to_owned)
+}
+
+/// A settings file's JSON, if it reads.
+fn json_file(file: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
 }
 
 /// The string literals inside the `open`..`close` form that follows `key`
@@ -308,11 +312,7 @@ fn day_by_format(stem: &str, format: &str) -> Option<String> {
             Some("YYYY") => year = Some(take_digits(&mut rest, 4, 4)?),
             Some("YY") => year = Some(2000 + take_digits(&mut rest, 2, 2)?),
             Some("MMMM" | "MMM") => {
-                let word = take_word(&mut rest);
-                let at = MONTHS
-                    .iter()
-                    .position(|m| word.len() >= 3 && m.starts_with(&word))?;
-                month = Some(u32::try_from(at).ok()? + 1);
+                month = Some(month_named(&take_word(&mut rest))?);
             }
             Some("MM") => month = Some(take_digits(&mut rest, 2, 2)?),
             Some("M") => month = Some(take_digits(&mut rest, 1, 2)?),
@@ -373,19 +373,12 @@ fn date_written(value: &str) -> Option<String> {
     let [a, b, year] = words.as_slice() else {
         return None;
     };
-    let month = |w: &str| {
-        let w = w.trim_end_matches('.').to_ascii_lowercase();
-        MONTHS
-            .iter()
-            .position(|m| w.len() >= 3 && m.starts_with(&w))
-            .map(|i| i + 1)
-    };
     let day = |w: &str| {
         w.trim_end_matches(|c: char| c.is_ascii_alphabetic())
             .parse::<u8>()
             .ok()
     };
-    let (m, d) = match (month(a), month(b)) {
+    let (m, d) = match (month_named(a), month_named(b)) {
         (Some(m), None) => (m, day(b)?),
         (None, Some(m)) => (m, day(a)?),
         _ => return None,
@@ -394,21 +387,6 @@ fn date_written(value: &str) -> Option<String> {
     let date = format!("{year:04}-{m:02}-{d:02}");
     crate::memory::parse_timestamp(&date).map(|_| date)
 }
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
 
 /// The `created_at` a note gets, unless its frontmatter has one: its
 /// `created` or `date` field when that reads as a date, else the date in

@@ -709,6 +709,16 @@ const ZONES_EN: [(&str, i32); 16] = [
     ("kst", 9),
 ];
 
+/// The month an English name or its usual abbreviation names (`Nov`,
+/// `november`, `Sept.`), any case.
+pub fn month_named(word: &str) -> Option<u32> {
+    let word = word.trim_end_matches('.').to_ascii_lowercase();
+    MONTHS_EN
+        .iter()
+        .find(|(name, _)| *name == word)
+        .map(|(_, m)| *m)
+}
+
 const MONTHS_EN: [(&str, u32); 24] = [
     ("january", 1),
     ("february", 2),
