@@ -158,6 +158,58 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
     index.shutdown();
 }
 
+/// A question that names a day asks first about what was written that
+/// day, by words and by meaning, and scopes still hold there.
+#[test]
+fn a_question_that_names_a_day_ranks_what_was_written_then_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |rel: &str, created: &str, body: &str| {
+        std::fs::write(
+            dir.path().join(rel),
+            format!("---\ncreated_at: {created}\n---\n{body}\n"),
+        )
+        .expect("write");
+    };
+    write(
+        "a.md",
+        "2023-05-01T09:00:00Z",
+        "The user loves coffee, black, two cups a day.",
+    );
+    write(
+        "b.md",
+        "2023-06-03T19:00:00Z",
+        "Tried a matcha latte at the new cafe and liked it.",
+    );
+    write(
+        "c.md",
+        "2023-06-03T20:00:00+00:00",
+        "Ordered green tea with Alice.",
+    );
+    write("d.md", "2023-07-09", "Fixed the flaky CI job in the build.");
+    std::fs::write(
+        dir.path().join("e.md"),
+        "---\ncreated_at: 2023-06-03T08:00:00Z\nscope: agent:alice\n---\nAlice drank hot chocolate.\n",
+    )
+    .expect("write");
+    let index = embedded_index(dir.path());
+    let paths = |q: &str| -> Vec<String> {
+        index
+            .search_hiding(q, 5, &["agent:alice".to_string()])
+            .expect("search")
+            .into_iter()
+            .map(|h| h.path.to_string())
+            .collect()
+    };
+    let plain = paths("what did the user like to drink?");
+    assert_eq!(plain[0], "a.md", "{plain:?}");
+    let dated = paths("what did the user like to drink on 3 June 2023?");
+    assert_eq!(dated[0], "b.md", "{dated:?}");
+    assert!(dated[..2].contains(&"c.md".to_string()), "{dated:?}");
+    assert!(!dated.contains(&"e.md".to_string()), "{dated:?}");
+    assert!(dated.contains(&"a.md".to_string()), "{dated:?}");
+    index.shutdown();
+}
+
 /// What an agent has just written it can ask about at once in other
 /// words: the search embeds the few memories still waiting for their
 /// vectors instead of ranking them by their words alone. None of these

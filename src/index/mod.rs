@@ -39,6 +39,7 @@ mod ids;
 mod indexer;
 mod mapped;
 mod meaning;
+mod period;
 mod query;
 mod ranking;
 mod schema;

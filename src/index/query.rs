@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use tantivy::collector::{Count, DocSetCollector, TopDocs};
 use tantivy::query::{
-    BooleanQuery, BoostQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query, QueryParser,
-    QueryParserError, TermQuery,
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query,
+    QueryParser, QueryParserError, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption, Term, Value};
 use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
@@ -39,6 +39,34 @@ use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
 use super::snippet::SnippetWords;
 use super::{Hit, Index, IndexError, Side};
 use crate::store::StorePath;
+
+/// The memories written within a period a question names: the range
+/// query that finds them, and their paths' keys, for the side of meaning.
+struct Within {
+    range: Box<dyn Query>,
+    paths: HashSet<Vec<u8>>,
+}
+
+/// The ranking of what was written within a question's period, `first`,
+/// then the rest of `all`, at most `limit`; `first` scores above the rest.
+fn first_then(
+    first: Vec<(f32, DocAddress, Side)>,
+    all: Vec<(f32, DocAddress, Side)>,
+    limit: usize,
+) -> Vec<(f32, DocAddress, Side)> {
+    let above = all.iter().map(|a| a.0).fold(0.0f32, f32::max);
+    let mut out: Vec<(f32, DocAddress, Side)> = first
+        .into_iter()
+        .map(|(s, a, side)| (s + above, a, side))
+        .collect();
+    for hit in all {
+        if !out.iter().any(|o| o.1 == hit.1) {
+            out.push(hit);
+        }
+    }
+    out.truncate(limit);
+    out
+}
 
 /// Longest snippet, in characters.
 const SNIPPET_CHARS: usize = 200;
@@ -421,6 +449,54 @@ impl Index {
         if limit == 0 {
             return Ok(None);
         }
+        let mut top = self.rank(
+            &searcher,
+            text,
+            query.as_deref(),
+            mode,
+            limit,
+            hidden_scopes,
+            None,
+        )?;
+        // A question that names a day, a month or a year asks first of all
+        // about what was written then.
+        if is_plain_words(text)
+            && let Some(period) = super::period::named_period_now(text)
+            && let Some(within) = self.written_within(&searcher, &period, hidden_scopes)
+        {
+            let (rest, _) = self.prepare(&searcher, &period.rest);
+            let first = self.rank(
+                &searcher,
+                &period.rest,
+                rest.as_deref(),
+                mode,
+                limit,
+                hidden_scopes,
+                Some(&within),
+            )?;
+            top = first_then(first, top, limit);
+        }
+        if top.is_empty() && query.is_none() {
+            return Ok(None);
+        }
+        let query = query.unwrap_or_else(|| Box::new(tantivy::query::AllQuery));
+        Ok(Some((searcher, query, top)))
+    }
+
+    /// The top `limit` documents for the plain or parsed `text` (`query`),
+    /// by its words, and by its meaning too when a model is at hand and
+    /// `mode` asks for it; only those `within` a period, if given.
+    #[allow(clippy::too_many_arguments)]
+    fn rank(
+        &self,
+        searcher: &Searcher,
+        text: &str,
+        query: Option<&dyn Query>,
+        mode: Mode,
+        limit: usize,
+        hidden_scopes: &[String],
+        within: Option<&Within>,
+    ) -> Result<Vec<(f32, DocAddress, Side)>, IndexError> {
         // Asked first: a model loaded on demand is loaded only for a search
         // that ranks by meaning.
         let semantic = (mode != Mode::Words && is_plain_words(text))
@@ -428,24 +504,26 @@ impl Index {
             .flatten();
         let Some(semantic) = semantic else {
             let Some(query) = query else {
-                return Ok(None);
+                return Ok(Vec::new());
             };
-            let top = self.lexical(&searcher, &*query, limit, hidden_scopes)?;
-            let top = top.into_iter().map(|(s, a)| (s, a, Side::Words)).collect();
-            return Ok(Some((searcher, query, top)));
+            let top = self.lexical(searcher, query, limit, hidden_scopes, within)?;
+            return Ok(top.into_iter().map(|(s, a)| (s, a, Side::Words)).collect());
         };
         let depth = limit.max(fusion::DEPTH);
-        let words = match (&query, mode) {
+        let words = match (query, mode) {
             (Some(query), Mode::Fused) => {
-                self.lexical(&searcher, &**query, depth, hidden_scopes)?
+                self.lexical(searcher, query, depth, hidden_scopes, within)?
             }
             _ => Vec::new(),
         };
         let f = self.inner.core.fields;
         semantic.embed_waiting();
+        let keep = |path: &StorePath| {
+            within.is_none_or(|w| w.paths.contains(super::document::path_key(path)))
+        };
         let meaning: Vec<fusion::Near> = semantic
             .embed_query(text)
-            .map(|v| semantic.nearest(&v, depth, hidden_scopes))
+            .map(|v| semantic.nearest(&v, depth, hidden_scopes, &keep))
             .unwrap_or_default()
             .into_iter()
             .filter_map(|(path, score, chunks)| {
@@ -463,10 +541,48 @@ impl Index {
             })
             .collect();
         let head: Vec<DocAddress> = words.iter().take(fusion::DEPTH).map(|w| w.1).collect();
-        let weights = fusion::words_weights(&searcher, &f, text, &head);
-        let top = fusion::fuse(&words, &weights, &meaning, limit);
-        let query = query.unwrap_or_else(|| Box::new(tantivy::query::AllQuery));
-        Ok(Some((searcher, query, top)))
+        let weights = fusion::words_weights(searcher, &f, text, &head);
+        Ok(fusion::fuse(&words, &weights, &meaning, limit))
+    }
+
+    /// The memories written within `period` (by `created`), when there are
+    /// some and they are at most half of those searched: a period that
+    /// holds nearly everything narrows nothing.
+    fn written_within(
+        &self,
+        searcher: &Searcher,
+        period: &super::period::Period,
+        hidden_scopes: &[String],
+    ) -> Option<Within> {
+        let f = self.inner.core.fields;
+        let date = |secs: i64| {
+            Term::from_field_date(f.created, tantivy::DateTime::from_timestamp_secs(secs))
+        };
+        let range: Box<dyn Query> = Box::new(tantivy::query::RangeQuery::new(
+            std::ops::Bound::Included(date(period.start)),
+            std::ops::Bound::Excluded(date(period.end)),
+        ));
+        let docs = searcher
+            .search(
+                &*self.visible(searcher, range.box_clone(), hidden_scopes),
+                &DocSetCollector,
+            )
+            .ok()?;
+        if docs.is_empty() || docs.len() * 2 > searcher.num_docs() as usize {
+            return None;
+        }
+        let mut paths = HashSet::with_capacity(docs.len());
+        for address in &docs {
+            let segment = searcher.segment_reader(address.segment_ord);
+            let column = segment.fast_fields().bytes(names::PATH).ok()??;
+            let mut key = Vec::new();
+            if let Some(ord) = column.term_ords(address.doc_id).next()
+                && column.ord_to_bytes(ord, &mut key).ok()?
+            {
+                paths.insert(key);
+            }
+        }
+        Some(Within { range, paths })
     }
 
     /// The top `limit` documents `query` matches by its words, without the
@@ -477,10 +593,33 @@ impl Index {
         query: &dyn Query,
         limit: usize,
         hidden_scopes: &[String],
+        within: Option<&Within>,
     ) -> Result<Vec<(f32, DocAddress)>, IndexError> {
+        let query = match within {
+            // The period restricts and scores nothing.
+            Some(within) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, query.box_clone()),
+                (
+                    Occur::Must,
+                    Box::new(ConstScoreQuery::new(within.range.box_clone(), 0.0)),
+                ),
+            ])),
+            None => prunable(query.box_clone(), searcher.schema()),
+        };
+        let collector = TopHits::with_limit(limit);
+        Ok(searcher.search(&*self.visible(searcher, query, hidden_scopes), &collector)?)
+    }
+
+    /// `query` without the skipped files and the memories of
+    /// `hidden_scopes`. The exclusions are only for terms some document
+    /// has, left out inside tantivy's pruning (see `ranking.rs`).
+    fn visible(
+        &self,
+        searcher: &Searcher,
+        query: Box<dyn Query>,
+        hidden_scopes: &[String],
+    ) -> Box<dyn Query> {
         let f = self.inner.core.fields;
-        // Exclusions only for terms some document has, left out inside
-        // tantivy's pruning (see `ranking.rs`).
         let excluded: Vec<Term> = std::iter::once(Term::from_field_text(f.kind, KIND_SKIPPED))
             .chain(
                 hidden_scopes
@@ -489,13 +628,11 @@ impl Index {
             )
             .filter(|term| some_document_has(searcher, term))
             .collect();
-        let collector = TopHits::with_limit(limit);
-        let pruned = prunable(query.box_clone(), searcher.schema());
-        Ok(if excluded.is_empty() {
-            searcher.search(&*pruned, &collector)?
+        if excluded.is_empty() {
+            query
         } else {
-            searcher.search(&Excluding::new(pruned, excluded), &collector)?
-        })
+            Box::new(Excluding::new(query, excluded))
+        }
     }
 
     /// The paths [`Index::search`] would return, in rank order, without

@@ -318,15 +318,16 @@ impl Semantic {
 
     /// The `limit` memories nearest to `query` (by their best chunk), with
     /// their cosine and how many chunks they have, best first; memories of
-    /// `hidden_scopes` left out.
+    /// `hidden_scopes` and those `keep` does not keep left out.
     pub(crate) fn nearest(
         &self,
         query: &[f32],
         limit: usize,
         hidden_scopes: &[String],
+        keep: &(dyn Fn(&StorePath) -> bool + Sync),
     ) -> Vec<(StorePath, f32, usize)> {
         let table = self.table.read();
-        on_query_pool(|| table.nearest(query, limit, hidden_scopes))
+        on_query_pool(|| table.nearest_kept(query, limit, hidden_scopes, keep))
     }
 
     /// The texts to embed for the memory at `path`, and its scope; `None`

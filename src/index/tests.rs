@@ -1570,3 +1570,44 @@ proptest! {
         let _ = fx.index.query_warnings(&query);
     }
 }
+
+#[test]
+fn a_question_that_names_a_day_asks_first_about_what_was_written_then() {
+    let fx = Fixture::new();
+    fx.write(
+        "a.md",
+        "---\ncreated_at: 2023-06-03T18:00:00Z\n---\nMaria started volunteering at a dog shelter once a month.\n",
+    );
+    fx.write(
+        "b.md",
+        "---\ncreated_at: 2023-05-01T10:00:00Z\n---\nMaria started a new activity she loves: aerial yoga, her new activity of the year.\n",
+    );
+    fx.write(
+        "c.md",
+        "---\ncreated_at: 2023-06-20\n---\nJohn started a new job at the city council.\n",
+    );
+    fx.write(
+        "d.md",
+        "---\ncreated_at: 2023-01-01\n---\nJohn likes kickboxing.\n",
+    );
+    fx.sync();
+    let asked = "What new activity did Maria start, as mentioned on 3 June, 2023?";
+    assert_eq!(fx.search(asked)[0], sp("a.md"));
+    // The rest still follow, by their words.
+    assert!(fx.search(asked).contains(&sp("b.md")));
+    // Without the day, the words decide.
+    assert_eq!(
+        fx.search("What new activity did Maria start?")[0],
+        sp("b.md")
+    );
+    // A date without its zone is on its own day.
+    assert_eq!(
+        fx.search("who started a job on 20 June 2023")[0],
+        sp("c.md")
+    );
+    // A day nothing was written on changes nothing.
+    assert_eq!(
+        fx.search("What new activity did Maria start on 9 June 2023?")[0],
+        sp("b.md")
+    );
+}

@@ -148,11 +148,23 @@ impl VectorTable {
     /// The `limit` memories nearest to `query` (by their best chunk), with
     /// their cosine and how many chunks they have, best first; memories of
     /// `hidden_scopes` left out.
+    #[cfg(test)]
     pub(crate) fn nearest(
         &self,
         query: &[f32],
         limit: usize,
         hidden_scopes: &[String],
+    ) -> Vec<(StorePath, f32, usize)> {
+        self.nearest_kept(query, limit, hidden_scopes, &|_| true)
+    }
+
+    /// [`nearest`](Self::nearest) among the memories `keep` keeps.
+    pub(crate) fn nearest_kept(
+        &self,
+        query: &[f32],
+        limit: usize,
+        hidden_scopes: &[String],
+        keep: &dyn Fn(&StorePath) -> bool,
     ) -> Vec<(StorePath, f32, usize)> {
         if query.len() != self.dims || self.dims == 0 {
             return Vec::new();
@@ -170,7 +182,7 @@ impl VectorTable {
                 .scope
                 .as_ref()
                 .is_some_and(|s| hidden_scopes.iter().any(|h| h == s));
-            (!hidden).then_some(entry)
+            (!hidden && keep(&entry.path)).then_some(entry)
         };
         // Only the best are put in order: a few more than asked for, and
         // more again while hidden memories leave too few.

@@ -1,0 +1,613 @@
+//! The stretch of time a question names: "on 3 June, 2023", "in August
+//! 2023", "yesterday", "上个月".
+//!
+//! A memory is written when what it tells happens, or soon after, so a
+//! question that names a day, a month or a year asks first of all about
+//! the memories written then (see `Index::ranked`). This module only
+//! finds the period and where the question says it.
+//!
+//! Subtleties:
+//! - A month is read only beside a number ("June 3", "3 June", "June
+//!   2023"): "may" and "march" are words too.
+//! - A day without its year is its latest one not after today: a
+//!   question about what was written looks back.
+//! - "before" a day reaches a week back, "after" it a week on: "the
+//!   weekend before April 10" is in neither April 10 nor a month.
+//! - Days are the local calendar's, and UTC's too: a frontmatter date
+//!   written without its zone is read as UTC, so `created_at: 2023-06-03`
+//!   is in "3 June" wherever the question is asked.
+//! - Several periods in one question make one, from the first's start to
+//!   the last's end.
+
+use jiff::civil::Date;
+use jiff::tz::TimeZone;
+use jiff::{Timestamp, ToSpan, Zoned};
+
+use crate::memory::reminders::month_named;
+
+/// A stretch of time a question names, and where it says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Period {
+    /// The first second in it, as Unix seconds.
+    pub(crate) start: i64,
+    /// The first second after it.
+    pub(crate) end: i64,
+    /// The question without the words that name it.
+    pub(crate) rest: String,
+}
+
+/// One word of a question: its text, lowercase, and its byte range.
+struct Word {
+    text: String,
+    start: usize,
+    end: usize,
+}
+
+/// The words of `text`: runs of letters and digits, a CJK character
+/// alone, and `YYYY-MM-DD` or `YYYY/MM/DD` whole.
+fn words(text: &str) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((start, c)) = chars.next() {
+        if is_cjk(c) {
+            let end = start + c.len_utf8();
+            out.push(Word {
+                text: c.to_string(),
+                start,
+                end,
+            });
+            continue;
+        }
+        if !c.is_alphanumeric() {
+            continue;
+        }
+        let mut end = start + c.len_utf8();
+        while let Some(&(i, n)) = chars.peek() {
+            let joins = (n == '-' || n == '/')
+                && text[start..i].len() >= 4
+                && text[start..i]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b == b'-' || b == b'/')
+                && text[i + 1..].starts_with(|d: char| d.is_ascii_digit());
+            if (n.is_alphanumeric() && !is_cjk(n)) || joins {
+                end = i + n.len_utf8();
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        out.push(Word {
+            text: text[start..end].to_lowercase(),
+            start,
+            end,
+        });
+    }
+    out
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}')
+}
+
+/// How much of time a found date covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Span {
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+/// A date found in a question: its first day and how far it reaches,
+/// and which words said it.
+struct Found {
+    first: Date,
+    span: Span,
+    words: std::ops::Range<usize>,
+}
+
+/// A day of the month as written: `3`, `3rd`, `03`.
+fn day_number(word: &str) -> Option<i8> {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    if !matches!(suffix, "" | "st" | "nd" | "rd" | "th") || digits.is_empty() || digits.len() > 2 {
+        return None;
+    }
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+fn year_number(word: &str) -> Option<i16> {
+    (word.len() == 4 && word.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| word.parse().ok())
+        .flatten()
+        .filter(|y| (1900..=2200).contains(y))
+}
+
+fn month_number(word: &str) -> Option<i8> {
+    month_named(word).map(|m| m as i8)
+}
+
+/// `YYYY-MM-DD`, `YYYY/MM/DD` or `YYYY-MM`.
+fn numeric_date(word: &str) -> Option<(Date, Span)> {
+    let parts: Vec<&str> = word.split(['-', '/']).collect();
+    let year = year_number(parts.first()?)?;
+    let month: i8 = parts.get(1)?.parse().ok()?;
+    match parts.get(2) {
+        Some(day) => Some((Date::new(year, month, day.parse().ok()?).ok()?, Span::Day)),
+        None if parts.len() == 2 => Some((Date::new(year, month, 1).ok()?, Span::Month)),
+        None => None,
+    }
+}
+
+/// The latest `month`/`day` not after `today`.
+fn latest(month: i8, day: i8, today: Date) -> Option<Date> {
+    let this_year = Date::new(today.year(), month, day).ok();
+    match this_year {
+        Some(d) if d <= today => Some(d),
+        _ => Date::new(today.year() - 1, month, day).ok(),
+    }
+}
+
+/// The dates written out in `words` with month names or digits.
+fn written_dates(words: &[Word], today: Date) -> Vec<Found> {
+    let mut found = Vec::new();
+    let mut i = 0;
+    let text = |i: usize| words.get(i).map(|w| w.text.as_str());
+    let skip_of = |i: usize| if text(i) == Some("of") { i + 1 } else { i };
+    while i < words.len() {
+        let w = words[i].text.as_str();
+        if let Some((first, span)) = numeric_date(w) {
+            found.push(Found {
+                first,
+                span,
+                words: i..i + 1,
+            });
+            i += 1;
+            continue;
+        }
+        // 3 June [2023], 3rd of June [2023]
+        if let Some(day) = day_number(w) {
+            let m = skip_of(i + 1);
+            if let Some(month) = text(m).and_then(month_number) {
+                let year = text(m + 1).and_then(year_number);
+                let date = match year {
+                    Some(y) => Date::new(y, month, day).ok(),
+                    None => latest(month, day, today),
+                };
+                if let Some(first) = date {
+                    let end = m + 1 + usize::from(year.is_some());
+                    found.push(Found {
+                        first,
+                        span: Span::Day,
+                        words: i..end,
+                    });
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        // June 3[rd] [2023], June 2023
+        if let Some(month) = month_number(w) {
+            if let Some(day) = text(i + 1).and_then(day_number) {
+                let year = text(i + 2).and_then(year_number);
+                let date = match year {
+                    Some(y) => Date::new(y, month, day).ok(),
+                    None => latest(month, day, today),
+                };
+                if let Some(first) = date {
+                    let end = i + 2 + usize::from(year.is_some());
+                    found.push(Found {
+                        first,
+                        span: Span::Day,
+                        words: i..end,
+                    });
+                    i = end;
+                    continue;
+                }
+            }
+            if let Some(year) = text(i + 1).and_then(year_number)
+                && let Ok(first) = Date::new(year, month, 1)
+            {
+                found.push(Found {
+                    first,
+                    span: Span::Month,
+                    words: i..i + 2,
+                });
+                i += 2;
+                continue;
+            }
+        }
+        // in 2023
+        if let Some(year) = year_number(w)
+            && i > 0
+            && matches!(text(i - 1), Some("in" | "during" | "of" | "throughout"))
+            && let Ok(first) = Date::new(year, 1, 1)
+        {
+            found.push(Found {
+                first,
+                span: Span::Year,
+                words: i..i + 1,
+            });
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The periods named relative to today: "yesterday", "last week", 上个月.
+fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
+    let mut found = Vec::new();
+    let monday = today
+        .checked_sub((today.weekday().to_monday_zero_offset() as i64).days())
+        .ok();
+    let month_start = today.first_of_month();
+    let year_start = Date::new(today.year(), 1, 1).ok();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].text.as_str();
+        let next = words.get(i + 1).map(|w| w.text.as_str());
+        let one = |first: Option<Date>, span: Span| first.map(|first| (first, span, 1));
+        let two = |first: Option<Date>, span: Span| first.map(|first| (first, span, 2));
+        let hit = match (w, next) {
+            ("today", _) => one(Some(today), Span::Day),
+            ("今", Some("天")) => two(Some(today), Span::Day),
+            ("yesterday", _) => one(today.yesterday().ok(), Span::Day),
+            ("昨", Some("天")) => two(today.yesterday().ok(), Span::Day),
+            ("前", Some("天")) => two(today.checked_sub(2.days()).ok(), Span::Day),
+            ("this", Some("week")) | ("本", Some("周")) | ("这", Some("周")) => {
+                two(monday, Span::Week)
+            }
+            ("last", Some("week")) | ("上", Some("周")) => two(
+                monday.and_then(|m| m.checked_sub(7.days()).ok()),
+                Span::Week,
+            ),
+            ("this", Some("month")) | ("本", Some("月")) => two(Some(month_start), Span::Month),
+            ("last", Some("month")) => two(month_start.checked_sub(1.month()).ok(), Span::Month),
+            ("this", Some("year")) | ("今", Some("年")) => two(year_start, Span::Year),
+            ("last", Some("year")) | ("去", Some("年")) => two(
+                year_start.and_then(|y| y.checked_sub(1.year()).ok()),
+                Span::Year,
+            ),
+            _ => None,
+        };
+        // 上个月, 这个月
+        let hit = hit.or_else(|| {
+            let three = words.get(i + 2).map(|w| w.text.as_str());
+            match (w, next, three) {
+                ("上", Some("个"), Some("月")) => month_start
+                    .checked_sub(1.month())
+                    .ok()
+                    .map(|d| (d, Span::Month, 3)),
+                ("这" | "本", Some("个"), Some("月")) => Some((month_start, Span::Month, 3)),
+                _ => None,
+            }
+        });
+        match hit {
+            Some((first, span, n)) => {
+                found.push(Found {
+                    first,
+                    span,
+                    words: i..i + n,
+                });
+                i += n;
+            }
+            None => i += 1,
+        }
+    }
+    found
+}
+
+/// Dates written the Chinese way: 2023年6月3日, 6月3号, 2023年6月.
+fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<usize>)> {
+    let mut found = Vec::new();
+    let bytes = text.as_bytes();
+    let number_at = |at: usize| -> Option<(u32, usize)> {
+        let digits = text[at..].bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0).then(|| Some((text[at..at + digits].parse().ok()?, at + digits)))?
+    };
+    let mut at = 0;
+    while at < bytes.len() {
+        if !bytes[at].is_ascii_digit() || (at > 0 && bytes[at - 1].is_ascii_digit()) {
+            at += 1;
+            continue;
+        }
+        let Some((first, after)) = number_at(at) else {
+            at += 1;
+            continue;
+        };
+        let mut year = None;
+        let mut p = after;
+        let mut month = None;
+        if text[p..].starts_with('年') {
+            year = i16::try_from(first).ok();
+            p += '年'.len_utf8();
+            if let Some((m, q)) = number_at(p)
+                && text[q..].starts_with('月')
+            {
+                month = Some(m);
+                p = q + '月'.len_utf8();
+            }
+        } else if text[p..].starts_with('月') {
+            month = Some(first);
+            p += '月'.len_utf8();
+        }
+        let Some(month) = month.and_then(|m| i8::try_from(m).ok()) else {
+            at = after;
+            continue;
+        };
+        let day = number_at(p).and_then(|(d, q)| {
+            let unit = ['日', '号']
+                .into_iter()
+                .find(|u| text[q..].starts_with(*u))?;
+            Some((i8::try_from(d).ok()?, q + unit.len_utf8()))
+        });
+        let hit = match (year, day) {
+            (Some(y), Some((d, q))) => Date::new(y, month, d).ok().map(|x| (x, Span::Day, q)),
+            (None, Some((d, q))) => latest(month, d, today).map(|x| (x, Span::Day, q)),
+            (Some(y), None) => Date::new(y, month, 1).ok().map(|x| (x, Span::Month, p)),
+            (None, None) => None,
+        };
+        match hit {
+            Some((date, span, end)) => {
+                found.push((date, span, at..end));
+                at = end;
+            }
+            None => at = after,
+        }
+    }
+    found
+}
+
+/// Words that say the period reaches before or after the date.
+const BEFORE: &[&str] = &["before", "prior"];
+const AFTER: &[&str] = &["after", "since"];
+/// Words that only lead into a date, dropped with it.
+const LEADING: &[&str] = &[
+    "on",
+    "in",
+    "during",
+    "of",
+    "at",
+    "around",
+    "throughout",
+    "from",
+    "before",
+    "after",
+    "since",
+    "prior",
+    "to",
+];
+
+/// The period `text` names, as of `now`; `None` if it names none.
+pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
+    let today = now.date();
+    let tz = now.time_zone();
+    let words = words(text);
+    let mut spans: Vec<(Date, Date, std::ops::Range<usize>)> = Vec::new();
+    let mut found = written_dates(&words, today);
+    found.extend(relative_dates(&words, today));
+    for f in found {
+        let mut lead = f.words.start;
+        while lead > 0 && LEADING.contains(&words[lead - 1].text.as_str()) {
+            lead -= 1;
+        }
+        let said = |set: &[&str]| {
+            words[lead..f.words.start]
+                .iter()
+                .any(|w| set.contains(&w.text.as_str()))
+        };
+        let (mut first, mut last) = (f.first, end_of(f.first, f.span)?);
+        if said(BEFORE) {
+            first = first.checked_sub(7.days()).ok()?;
+        } else if said(AFTER) {
+            last = last.checked_add(7.days()).ok()?;
+        }
+        let bytes = words[lead].start..words[f.words.end - 1].end;
+        spans.push((first, last, bytes));
+    }
+    for (date, span, bytes) in chinese_dates(text, today) {
+        if spans
+            .iter()
+            .any(|s| s.2.start < bytes.end && bytes.start < s.2.end)
+        {
+            continue;
+        }
+        spans.push((date, end_of(date, span)?, bytes));
+    }
+    let first = spans.iter().map(|s| s.0).min()?;
+    let last = spans.iter().map(|s| s.1).max()?;
+    // A date written without its zone is read as UTC (`memory::date`):
+    // the UTC days count too.
+    let start = at_midnight(first, tz)?.min(at_midnight(first, &TimeZone::UTC)?);
+    let end = at_midnight(last, tz)?.max(at_midnight(last, &TimeZone::UTC)?);
+    if end <= start {
+        return None;
+    }
+    spans.sort_by_key(|s| s.2.start);
+    let mut rest = String::with_capacity(text.len());
+    let mut from = 0;
+    for (_, _, bytes) in &spans {
+        if bytes.start >= from {
+            rest.push_str(&text[from..bytes.start]);
+            from = bytes.end;
+        }
+    }
+    rest.push_str(&text[from..]);
+    Some(Period {
+        start,
+        end,
+        rest: rest.split_whitespace().collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// The day after the last day of the period from `first` over `span`.
+fn end_of(first: Date, span: Span) -> Option<Date> {
+    match span {
+        Span::Day => first.tomorrow().ok(),
+        Span::Week => first.checked_add(7.days()).ok(),
+        Span::Month => first.first_of_month().checked_add(1.month()).ok(),
+        Span::Year => first.checked_add(1.year()).ok(),
+    }
+}
+
+fn at_midnight(day: Date, tz: &TimeZone) -> Option<i64> {
+    let zoned = day.to_zoned(tz.clone()).ok()?;
+    Some(zoned.timestamp().as_second())
+}
+
+/// The period `text` names, as of now in the local time zone.
+pub(crate) fn named_period_now(text: &str) -> Option<Period> {
+    let now = Timestamp::now().to_zoned(TimeZone::system());
+    named_period(text, &now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Zoned {
+        "2026-11-27T10:00:00+00:00[UTC]".parse().unwrap()
+    }
+
+    fn days(text: &str) -> Option<(String, String, String)> {
+        let p = named_period(text, &now())?;
+        let day = |s: i64| {
+            Timestamp::from_second(s)
+                .unwrap()
+                .to_zoned(TimeZone::UTC)
+                .date()
+                .to_string()
+        };
+        Some((day(p.start), day(p.end), p.rest))
+    }
+
+    fn span(text: &str) -> (String, String) {
+        let (a, b, _) = days(text).unwrap_or_else(|| panic!("no period in {text:?}"));
+        (a, b)
+    }
+
+    fn pair(a: &str, b: &str) -> (String, String) {
+        (a.to_owned(), b.to_owned())
+    }
+
+    #[test]
+    fn a_day_written_out_is_that_day() {
+        assert_eq!(
+            days("What new activity did Maria start recently, as mentioned on 3 June, 2023?"),
+            Some((
+                "2023-06-03".into(),
+                "2023-06-04".into(),
+                "What new activity did Maria start recently, as mentioned ?".into()
+            ))
+        );
+        assert_eq!(
+            span("Which book did Tim recommend on 8th December, 2023?"),
+            pair("2023-12-08", "2023-12-09")
+        );
+        assert_eq!(
+            span("What event is on May 25, 2023?"),
+            pair("2023-05-25", "2023-05-26")
+        );
+        assert_eq!(
+            span("the 3rd of June 2023"),
+            pair("2023-06-03", "2023-06-04")
+        );
+        assert_eq!(
+            span("notes from 2024-02-29"),
+            pair("2024-02-29", "2024-03-01")
+        );
+        assert_eq!(span("2023年6月3日的会议"), pair("2023-06-03", "2023-06-04"));
+    }
+
+    #[test]
+    fn a_month_or_a_year_is_all_of_it() {
+        assert_eq!(
+            span("What happened to John's job in August 2023?"),
+            pair("2023-08-01", "2023-09-01")
+        );
+        assert_eq!(
+            span("beach trips in 2023"),
+            pair("2023-01-01", "2024-01-01")
+        );
+        assert_eq!(span("2023年12月的计划"), pair("2023-12-01", "2024-01-01"));
+        assert_eq!(span("plans for 2025-03"), pair("2025-03-01", "2025-04-01"));
+    }
+
+    #[test]
+    fn a_day_without_its_year_is_the_latest_not_after_today() {
+        assert_eq!(
+            span("what did I do on June 3?"),
+            pair("2026-06-03", "2026-06-04")
+        );
+        assert_eq!(
+            span("what did I do on December 24th?"),
+            pair("2025-12-24", "2025-12-25")
+        );
+        assert_eq!(span("6月3号聊了什么"), pair("2026-06-03", "2026-06-04"));
+    }
+
+    #[test]
+    fn before_and_after_reach_a_week() {
+        assert_eq!(
+            span("What did Maria do last weekend before April 10, 2023?"),
+            pair("2023-04-03", "2023-04-11")
+        );
+        assert_eq!(
+            span("what changed after 1 March 2024"),
+            pair("2024-03-01", "2024-03-09")
+        );
+    }
+
+    #[test]
+    fn days_relative_to_today() {
+        assert_eq!(
+            span("what did we decide yesterday?"),
+            pair("2026-11-26", "2026-11-27")
+        );
+        assert_eq!(
+            span("what did I note last week"),
+            pair("2026-11-16", "2026-11-23")
+        );
+        assert_eq!(
+            span("last month's invoices"),
+            pair("2026-10-01", "2026-11-01")
+        );
+        assert_eq!(span("上个月的会议"), pair("2026-10-01", "2026-11-01"));
+        assert_eq!(span("昨天说了什么"), pair("2026-11-26", "2026-11-27"));
+    }
+
+    #[test]
+    fn words_that_are_months_alone_name_no_period() {
+        for text in [
+            "what may the user prefer?",
+            "the march on Washington",
+            "what did John do in August?",
+            "version 2023 of the parser",
+            "port 8080",
+            "1984 by Orwell",
+        ] {
+            assert_eq!(named_period(text, &now()), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_day_reaches_over_the_utc_day_too() {
+        let west: Zoned = "2026-11-27T10:00:00-05:00[America/New_York]"
+            .parse()
+            .unwrap();
+        let p = named_period("on 3 June 2023", &west).unwrap();
+        let at = |s: &str| s.parse::<Timestamp>().unwrap().as_second();
+        assert_eq!(
+            (p.start, p.end),
+            (at("2023-06-03T00:00:00Z"), at("2023-06-04T04:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn several_dates_make_one_period() {
+        assert_eq!(
+            span("between 3 June 2023 and 5 July 2023"),
+            pair("2023-06-03", "2023-07-06")
+        );
+    }
+}
