@@ -449,25 +449,29 @@ impl Index {
         if limit == 0 {
             return Ok(None);
         }
+        // A question that names a day, a month or a year asks first of all
+        // about what was written then. Its meaning is its words without
+        // the date, on both sides: one embedding serves both.
+        let period = is_plain_words(text)
+            .then(|| super::period::named_period_now(text))
+            .flatten();
+        let meant = period.as_ref().map_or(text, |p| p.rest.as_str());
         let mut top = self.rank(
             &searcher,
-            text,
+            (text, meant),
             query.as_deref(),
             mode,
             limit,
             hidden_scopes,
             None,
         )?;
-        // A question that names a day, a month or a year asks first of all
-        // about what was written then.
-        if is_plain_words(text)
-            && let Some(period) = super::period::named_period_now(text)
-            && let Some(within) = self.written_within(&searcher, &period, hidden_scopes)
+        if let Some(period) = &period
+            && let Some(within) = self.written_within(&searcher, period, hidden_scopes)
         {
             let (rest, _) = self.prepare(&searcher, &period.rest);
             let first = self.rank(
                 &searcher,
-                &period.rest,
+                (&period.rest, &period.rest),
                 rest.as_deref(),
                 mode,
                 limit,
@@ -484,13 +488,13 @@ impl Index {
     }
 
     /// The top `limit` documents for the plain or parsed `text` (`query`),
-    /// by its words, and by its meaning too when a model is at hand and
-    /// `mode` asks for it; only those `within` a period, if given.
+    /// by its words, and by the meaning of `meant` too when a model is at
+    /// hand and `mode` asks for it; only those `within` a period, if given.
     #[allow(clippy::too_many_arguments)]
     fn rank(
         &self,
         searcher: &Searcher,
-        text: &str,
+        (text, meant): (&str, &str),
         query: Option<&dyn Query>,
         mode: Mode,
         limit: usize,
@@ -522,7 +526,7 @@ impl Index {
             within.is_none_or(|w| w.paths.contains(super::document::path_key(path)))
         };
         let meaning: Vec<fusion::Near> = semantic
-            .embed_query(text)
+            .embed_query(meant)
             .map(|v| semantic.nearest(&v, depth, hidden_scopes, &keep))
             .unwrap_or_default()
             .into_iter()
