@@ -62,14 +62,15 @@ fn words(text: &str) -> Vec<Word> {
             continue;
         }
         let mut end = start + c.len_utf8();
+        // Whether the word so far is digits, dashes and slashes only.
+        let mut numeric = c.is_ascii_digit();
         while let Some(&(i, n)) = chars.peek() {
             let joins = (n == '-' || n == '/')
-                && text[start..i].len() >= 4
-                && text[start..i]
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || b == b'-' || b == b'/')
+                && numeric
+                && i - start >= 4
                 && text[i + 1..].starts_with(|d: char| d.is_ascii_digit());
             if (n.is_alphanumeric() && !is_cjk(n)) || joins {
+                numeric &= n.is_ascii_digit() || joins;
                 end = i + n.len_utf8();
                 chars.next();
             } else {
@@ -601,6 +602,20 @@ mod tests {
             (p.start, p.end),
             (at("2023-06-03T00:00:00Z"), at("2023-06-04T04:00:00Z"))
         );
+    }
+
+    #[test]
+    fn long_and_odd_text_is_read_in_one_pass() {
+        let long = "2023-".repeat(200_000);
+        // A word is looked at once: read again at each character, these
+        // would not finish.
+        let _ = named_period(&long, &now());
+        let _ = named_period(&"9".repeat(1_000_000), &now());
+        let _ = named_period(&"3 June ".repeat(100_000), &now());
+        assert_eq!(named_period("", &now()), None);
+        // A day that does not exist leaves its month.
+        assert_eq!(span("31 February 2023"), pair("2023-02-01", "2023-03-01"));
+        assert_eq!(named_period("2023-13-45", &now()), None);
     }
 
     #[test]

@@ -41,11 +41,16 @@ use super::{Hit, Index, IndexError, Side};
 use crate::store::StorePath;
 
 /// The memories written within a period a question names: the range
-/// query that finds them, and their paths' keys, for the side of meaning.
+/// query that finds them, and their paths' keys, for the side of meaning,
+/// unless there are more than [`MAX_PERIOD_PATHS`].
 struct Within {
     range: Box<dyn Query>,
-    paths: HashSet<Vec<u8>>,
+    paths: Option<HashSet<Vec<u8>>>,
 }
+
+/// The most memories of a period whose paths are listed so that meaning
+/// can be searched among them: a longer period is searched by its words.
+const MAX_PERIOD_PATHS: usize = 20_000;
 
 /// The ranking of what was written within a question's period, `first`,
 /// then the rest of `all`, at most `limit`; `first` scores above the rest.
@@ -478,6 +483,14 @@ impl Index {
                 hidden_scopes,
                 Some(&within),
             )?;
+            // Nothing else it asks finds anything then ("what did we do
+            // yesterday?"): what was written then is the answer, the
+            // latest first.
+            let first = if first.is_empty() {
+                self.latest(&searcher, &within, limit, hidden_scopes)
+            } else {
+                first
+            };
             top = first_then(first, top, limit);
         }
         if top.is_empty() && query.is_none() {
@@ -522,11 +535,18 @@ impl Index {
         };
         let f = self.inner.core.fields;
         semantic.embed_waiting();
-        let keep = |path: &StorePath| {
-            within.is_none_or(|w| w.paths.contains(super::document::path_key(path)))
+        let keep = |path: &StorePath| match within {
+            None => true,
+            Some(Within {
+                paths: Some(paths), ..
+            }) => paths.contains(super::document::path_key(path)),
+            Some(_) => false,
         };
-        let meaning: Vec<fusion::Near> = semantic
-            .embed_query(meant)
+        // A period too long to list is searched by its words alone.
+        let by_meaning = within.is_none_or(|w| w.paths.is_some());
+        let meaning: Vec<fusion::Near> = by_meaning
+            .then(|| semantic.embed_query(meant))
+            .flatten()
             .map(|v| semantic.nearest(&v, depth, hidden_scopes, &keep))
             .unwrap_or_default()
             .into_iter()
@@ -550,8 +570,8 @@ impl Index {
     }
 
     /// The memories written within `period` (by `created`), when there are
-    /// some and they are at most half of those searched: a period that
-    /// holds nearly everything narrows nothing.
+    /// some and they are not all of those searched (a period that holds
+    /// everything narrows nothing).
     fn written_within(
         &self,
         searcher: &Searcher,
@@ -566,15 +586,24 @@ impl Index {
             std::ops::Bound::Included(date(period.start)),
             std::ops::Bound::Excluded(date(period.end)),
         ));
+        let count = |query: Box<dyn Query>| {
+            searcher
+                .search(&*self.visible(searcher, query, hidden_scopes), &Count)
+                .unwrap_or(0)
+        };
+        let within = count(range.box_clone());
+        if within == 0 || within >= count(Box::new(tantivy::query::AllQuery)) {
+            return None;
+        }
+        if within > MAX_PERIOD_PATHS {
+            return Some(Within { range, paths: None });
+        }
         let docs = searcher
             .search(
                 &*self.visible(searcher, range.box_clone(), hidden_scopes),
                 &DocSetCollector,
             )
             .ok()?;
-        if docs.is_empty() || docs.len() * 2 > searcher.num_docs() as usize {
-            return None;
-        }
         let mut paths = HashSet::with_capacity(docs.len());
         for address in &docs {
             let segment = searcher.segment_reader(address.segment_ord);
@@ -586,7 +615,35 @@ impl Index {
                 paths.insert(key);
             }
         }
-        Some(Within { range, paths })
+        Some(Within {
+            range,
+            paths: Some(paths),
+        })
+    }
+
+    /// The latest `limit` memories `within` a period, by `created`, scored
+    /// from 1 down.
+    fn latest(
+        &self,
+        searcher: &Searcher,
+        within: &Within,
+        limit: usize,
+        hidden_scopes: &[String],
+    ) -> Vec<(f32, DocAddress, Side)> {
+        let collector = TopDocs::with_limit(limit)
+            .order_by_fast_field::<tantivy::DateTime>(names::CREATED, Order::Desc);
+        let query = self.visible(searcher, within.range.box_clone(), hidden_scopes);
+        match searcher.search(&*query, &collector) {
+            Ok(top) => top
+                .into_iter()
+                .enumerate()
+                .map(|(i, (_, address))| (1.0 / (i + 1) as f32, address, Side::Words))
+                .collect(),
+            Err(e) => {
+                tracing::warn!("the memories of a period: {e}");
+                Vec::new()
+            }
+        }
     }
 
     /// The top `limit` documents `query` matches by its words, without the

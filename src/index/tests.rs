@@ -1610,4 +1610,27 @@ fn a_question_that_names_a_day_asks_first_about_what_was_written_then() {
         fx.search("What new activity did Maria start on 9 June 2023?")[0],
         sp("b.md")
     );
+    // Asked of a period alone, what was written then is the answer, the
+    // latest first.
+    assert_eq!(fx.search("what happened on 3 June 2023?"), [sp("a.md")]);
+    assert_eq!(
+        fx.search("what happened in June 2023?"),
+        [sp("c.md"), sp("a.md")]
+    );
+    let yesterday = jiff::Zoned::now()
+        .yesterday()
+        .unwrap()
+        .with()
+        .time(jiff::civil::time(12, 0, 0, 0))
+        .build()
+        .unwrap();
+    fx.write(
+        "e.md",
+        format!(
+            "---\ncreated_at: {}\n---\nPaired on the flaky login test.\n",
+            yesterday.timestamp()
+        ),
+    );
+    fx.sync();
+    assert_eq!(fx.search("what did we do yesterday?")[0], sp("e.md"));
 }
