@@ -111,7 +111,8 @@ pub struct Hit {
     /// The memory's id: its `id:`, or the one the index keeps for a memory
     /// without one; `None` for files that are not memories.
     pub id: Option<String>,
-    /// The ranking that found it: by its words, by its meaning, or both.
+    /// The ranking that found it: by its words, by its meaning, or both;
+    /// or only that it was written in the period the question names.
     pub matched: Side,
 }
 
@@ -125,6 +126,10 @@ pub enum Side {
     Meaning,
     /// Both.
     Both,
+    /// Neither: it was written in the period the question names, which
+    /// the rest of the question finds nothing of ("what did we do
+    /// yesterday?").
+    Period,
 }
 
 /// A snapshot of the indexer's state, for `.mnemofs/status.json`.

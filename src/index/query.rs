@@ -637,7 +637,7 @@ impl Index {
             Ok(top) => top
                 .into_iter()
                 .enumerate()
-                .map(|(i, (_, address))| (1.0 / (i + 1) as f32, address, Side::Words))
+                .map(|(i, (_, address))| (1.0 / (i + 1) as f32, address, Side::Period))
                 .collect(),
             Err(e) => {
                 tracing::warn!("the memories of a period: {e}");

@@ -1613,6 +1613,8 @@ fn a_question_that_names_a_day_asks_first_about_what_was_written_then() {
     // Asked of a period alone, what was written then is the answer, the
     // latest first.
     assert_eq!(fx.search("what happened on 3 June 2023?"), [sp("a.md")]);
+    let hits = fx.index.search("what happened on 3 June 2023?", 5).unwrap();
+    assert_eq!(hits[0].matched, crate::index::Side::Period);
     assert_eq!(
         fx.search("what happened in June 2023?"),
         [sp("c.md"), sp("a.md")]

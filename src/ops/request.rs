@@ -648,7 +648,8 @@ pub struct SearchHit {
     pub snippet: String,
     /// The memory's id, if it has one.
     pub id: Option<String>,
-    /// What found it: `words`, `meaning` or `both`.
+    /// What found it: `words`, `meaning`, `both`, or `period` (only
+    /// written when the question asks about).
     #[serde(default = "by_words")]
     pub matched: crate::index::Side,
 }
