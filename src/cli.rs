@@ -1182,6 +1182,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         "score": hit.score,
                         "id": hit.id,
                         "snippet": hit.snippet,
+                        "created": hit.created,
                         "matched": hit.matched,
                     });
                     if let Some(bytes) = &hit.path_bytes {
@@ -1190,11 +1191,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     }
                     println!("{line}");
                 } else {
+                    let day = hit.created.as_deref().and_then(|c| c.get(..10));
                     println!(
-                        "{:>3}. {}  ({})  {:.2}",
+                        "{:>3}. {}  ({})  {}{:.2}",
                         rank + 1,
                         hit.title,
                         hit.path,
+                        day.map(|d| format!("{d}  ")).unwrap_or_default(),
                         hit.score
                     );
                     if !hit.snippet.is_empty() {

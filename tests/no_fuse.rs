@@ -260,6 +260,8 @@ fn without_fuse_dream_search_status_and_reindex_work_and_match_a_daemon() {
     args.extend::<[&OsStr; 2]>(["dark".as_ref(), "--json".as_ref()]);
     let hits = ok_stdout(&without_fuse(&args), "search without FUSE");
     assert!(hits.contains("preferences/dark.md"), "{hits}");
+    // Each hit says when its memory was written.
+    assert!(hits.contains("\"created\":\""), "{hits}");
     let mut args = at("search");
     args.extend::<[&OsStr; 2]>(["深色".as_ref(), "--json".as_ref()]);
     let hits = ok_stdout(&without_fuse(&args), "Chinese search without FUSE");

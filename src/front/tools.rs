@@ -809,10 +809,11 @@ impl Tools<'_> {
                     .enumerate()
                     .map(|(i, h)| {
                         format!(
-                            "{}. {} ({}, score {:.2})\n   {}\n",
+                            "{}. {} ({}{}, score {:.2})\n   {}\n",
                             i + 1,
                             h.title,
                             h.path,
+                            written_on(h.created.as_deref()),
                             h.score,
                             h.snippet
                         )
@@ -1298,6 +1299,15 @@ fn frontmatter_lines(fields: &Value) -> String {
     }
     out.push_str("---\n");
     out
+}
+
+/// ", written DAY" for a hit written at the RFC 3339 `created`: the day
+/// is what a question about when needs.
+fn written_on(created: Option<&str>) -> String {
+    created
+        .and_then(|c| c.get(..10))
+        .map(|day| format!(", written {day}"))
+        .unwrap_or_default()
 }
 
 fn unexpected() -> Fail {

@@ -111,6 +111,9 @@ pub struct Hit {
     /// The memory's id: its `id:`, or the one the index keeps for a memory
     /// without one; `None` for files that are not memories.
     pub id: Option<String>,
+    /// When it was written (its `created_at`, else its file's time), as
+    /// Unix seconds.
+    pub created: Option<i64>,
     /// The ranking that found it: by its words, by its meaning, or both;
     /// or only that it was written in the period the question names.
     pub matched: Side,

@@ -283,12 +283,20 @@ impl Index {
             } else {
                 one_line(fragment, SNIPPET_CHARS)
             };
+            let created = searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields()
+                .date(names::CREATED)
+                .ok()
+                .and_then(|column| column.first(address.doc_id))
+                .map(|d| d.into_timestamp_secs());
             hits.push(Hit {
                 path,
                 title,
                 score,
                 snippet,
                 id,
+                created,
                 matched,
             });
         }

@@ -786,6 +786,7 @@ impl Operations {
                 score: h.score,
                 snippet: h.snippet,
                 id: h.id,
+                created: h.created.map(crate::memory::format_timestamp),
                 matched: h.matched,
             })
             .collect();

@@ -648,6 +648,10 @@ pub struct SearchHit {
     pub snippet: String,
     /// The memory's id, if it has one.
     pub id: Option<String>,
+    /// When it was written (its `created_at`, else its file's time), RFC
+    /// 3339 in UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
     /// What found it: `words`, `meaning`, `both`, or `period` (only
     /// written when the question asks about).
     #[serde(default = "by_words")]
