@@ -9,8 +9,11 @@
 //! Subtleties:
 //! - A month is read only beside a number ("June 3", "3 June", "June
 //!   2023"): "may" and "march" are words too.
-//! - A day without its year is its latest one not after today: a
-//!   question about what was written looks back.
+//! - A day without its year is in the year the question names elsewhere
+//!   ("between August 11 and August 15 2023"), else its latest one not
+//!   after today: a question about what was written looks back.
+//! - Spring, summer and autumn are the northern ones; winter, which
+//!   straddles two years, names no period.
 //! - "before" a day reaches a week back, "after" it a week on: "the
 //!   weekend before April 10" is in neither April 10 nor a month.
 //! - Days are the local calendar's, and UTC's too: a frontmatter date
@@ -96,7 +99,18 @@ enum Span {
     Day,
     Week,
     Month,
+    Season,
     Year,
+}
+
+/// The first month of a season named in English.
+fn season_start(word: &str) -> Option<i8> {
+    match word {
+        "spring" => Some(3),
+        "summer" => Some(6),
+        "autumn" | "fall" => Some(9),
+        _ => None,
+    }
 }
 
 /// A date found in a question: its first day and how far it reaches,
@@ -155,6 +169,13 @@ fn written_dates(words: &[Word], today: Date) -> Vec<Found> {
     let mut i = 0;
     let text = |i: usize| words.get(i).map(|w| w.text.as_str());
     let skip_of = |i: usize| if text(i) == Some("of") { i + 1 } else { i };
+    // "between August 11 and August 15 2023": a day without its year is
+    // in the year the question names.
+    let named_year = words.iter().find_map(|w| year_number(&w.text));
+    let day_in = |month: i8, day: i8, year: Option<i16>| match year.or(named_year) {
+        Some(y) => Date::new(y, month, day).ok(),
+        None => latest(month, day, today),
+    };
     while i < words.len() {
         let w = words[i].text.as_str();
         if let Some((first, span)) = numeric_date(w) {
@@ -171,10 +192,7 @@ fn written_dates(words: &[Word], today: Date) -> Vec<Found> {
             let m = skip_of(i + 1);
             if let Some(month) = text(m).and_then(month_number) {
                 let year = text(m + 1).and_then(year_number);
-                let date = match year {
-                    Some(y) => Date::new(y, month, day).ok(),
-                    None => latest(month, day, today),
-                };
+                let date = day_in(month, day, year);
                 if let Some(first) = date {
                     let end = m + 1 + usize::from(year.is_some());
                     found.push(Found {
@@ -191,10 +209,7 @@ fn written_dates(words: &[Word], today: Date) -> Vec<Found> {
         if let Some(month) = month_number(w) {
             if let Some(day) = text(i + 1).and_then(day_number) {
                 let year = text(i + 2).and_then(year_number);
-                let date = match year {
-                    Some(y) => Date::new(y, month, day).ok(),
-                    None => latest(month, day, today),
-                };
+                let date = day_in(month, day, year);
                 if let Some(first) = date {
                     let end = i + 2 + usize::from(year.is_some());
                     found.push(Found {
@@ -215,6 +230,22 @@ fn written_dates(words: &[Word], today: Date) -> Vec<Found> {
                     words: i..i + 2,
                 });
                 i += 2;
+                continue;
+            }
+        }
+        // summer 2023, the spring of 2024 (the northern seasons; winter
+        // straddles two years and is left alone)
+        if let Some(month) = season_start(w) {
+            let y = skip_of(i + 1);
+            if let Some(year) = text(y).and_then(year_number)
+                && let Ok(first) = Date::new(year, month, 1)
+            {
+                found.push(Found {
+                    first,
+                    span: Span::Season,
+                    words: i..y + 1,
+                });
+                i = y + 1;
                 continue;
             }
         }
@@ -447,6 +478,7 @@ fn end_of(first: Date, span: Span) -> Option<Date> {
         Span::Day => first.tomorrow().ok(),
         Span::Week => first.checked_add(7.days()).ok(),
         Span::Month => first.first_of_month().checked_add(1.month()).ok(),
+        Span::Season => first.first_of_month().checked_add(3.months()).ok(),
         Span::Year => first.checked_add(1.year()).ok(),
     }
 }
@@ -532,6 +564,14 @@ mod tests {
         );
         assert_eq!(span("2023年12月的计划"), pair("2023-12-01", "2024-01-01"));
         assert_eq!(span("plans for 2025-03"), pair("2025-03-01", "2025-04-01"));
+        assert_eq!(
+            span("What happened towards the end of summer 2023?"),
+            pair("2023-06-01", "2023-09-01")
+        );
+        assert_eq!(
+            span("in the fall of 2024"),
+            pair("2024-09-01", "2024-12-01")
+        );
     }
 
     #[test]
@@ -545,6 +585,14 @@ mod tests {
             pair("2025-12-24", "2025-12-25")
         );
         assert_eq!(span("6月3号聊了什么"), pair("2026-06-03", "2026-06-04"));
+    }
+
+    #[test]
+    fn a_day_without_its_year_takes_the_year_the_question_names() {
+        assert_eq!(
+            span("Where was John between August 11 and August 15 2023?"),
+            pair("2023-08-11", "2023-08-16")
+        );
     }
 
     #[test]
