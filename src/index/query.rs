@@ -10,6 +10,9 @@
 //! and `snippet.rs` picks each hit's excerpt.
 //!
 //! Subtleties:
+//! - A plain question that names a day, a month or a year (`period.rs`)
+//!   is searched twice: among the memories written then, which come
+//!   first, and among all of them, which follow.
 //! - A query with boosts of its own (`word^2`) is run as the parser builds
 //!   it, boosts included: the tuning cannot see inside a boosted clause.
 //! - Deleted documents stay in term dictionaries until segments merge, so
