@@ -89,6 +89,24 @@ fn words(text: &str) -> Vec<Word> {
     out
 }
 
+/// Whether `word` is written apart from its neighbours: `2025-03` is a
+/// month, `report-2025-03.md` a name.
+fn stands_alone(text: &str, word: &Word) -> bool {
+    let before = text[..word.start].chars().next_back();
+    let after = text[word.end..].chars().next();
+    let joined = |c: Option<char>| {
+        c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '/' | '.' | '\\'))
+    };
+    // A full stop ends a sentence when what follows it is not a word.
+    let after_joins = joined(after)
+        && !(after == Some('.')
+            && text[word.end + 1..]
+                .chars()
+                .next()
+                .is_none_or(char::is_whitespace));
+    !joined(before) && !after_joins
+}
+
 fn is_cjk(c: char) -> bool {
     matches!(c, '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}')
 }
@@ -164,7 +182,7 @@ fn latest(month: i8, day: i8, today: Date) -> Option<Date> {
 }
 
 /// The dates written out in `words` with month names or digits.
-fn written_dates(words: &[Word], today: Date) -> Vec<Found> {
+fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
     let mut found = Vec::new();
     let mut i = 0;
     let text = |i: usize| words.get(i).map(|w| w.text.as_str());
@@ -178,7 +196,7 @@ fn written_dates(words: &[Word], today: Date) -> Vec<Found> {
     };
     while i < words.len() {
         let w = words[i].text.as_str();
-        if let Some((first, span)) = numeric_date(w) {
+        if let Some((first, span)) = numeric_date(w).filter(|_| stands_alone(text_of, &words[i])) {
             found.push(Found {
                 first,
                 span,
@@ -416,7 +434,7 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     let tz = now.time_zone();
     let words = words(text);
     let mut spans: Vec<(Date, Date, std::ops::Range<usize>)> = Vec::new();
-    let mut found = written_dates(&words, today);
+    let mut found = written_dates(text, &words, today);
     found.extend(relative_dates(&words, today));
     for f in found {
         let mut lead = f.words.start;
@@ -593,6 +611,22 @@ mod tests {
             span("Where was John between August 11 and August 15 2023?"),
             pair("2023-08-11", "2023-08-16")
         );
+    }
+
+    #[test]
+    fn a_date_inside_a_name_is_no_period() {
+        for text in [
+            "fix report-2025-03.md",
+            "see logs/2024-02-29/run.txt",
+            "build v2023-06-03b",
+        ] {
+            assert_eq!(named_period(text, &now()), None, "{text}");
+        }
+        assert_eq!(
+            span("what did we ship on 2025-03-04."),
+            pair("2025-03-04", "2025-03-05")
+        );
+        assert_eq!(span("notes (2025-03-04)"), pair("2025-03-04", "2025-03-05"));
     }
 
     #[test]
