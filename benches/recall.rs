@@ -21,6 +21,8 @@
 //!   unit, question, category, answer, evidence and its text, each
 //!   returned memory with its score, turns and, but for sessions, text;
 //!   recall, hit@5 and the rank of the first hit), for reading the misses.
+//! - `MNEMOFS_RECALL_QUESTIONS=fast`: questions embedded in 8 bits, as
+//!   `search: {questions: fast}` asks.
 //!
 //! Modules live under `benches/recall/` (a `.rs` file directly in
 //! `benches/` would become a bench target of its own).

@@ -105,7 +105,12 @@ impl Mnemofs {
             return Err(format!("indexed {indexed} of {} memories", memories.len()).into());
         }
         if let Some(model) = model {
-            index.enable_semantic(Embedder::load(model)?, None)?;
+            let mut embedder = Embedder::load(model)?;
+            // As `search: {questions: fast}` in the config asks.
+            if std::env::var("MNEMOFS_RECALL_QUESTIONS").as_deref() == Ok("fast") {
+                embedder.use_questions(mnemofs::embed::Questions::Fast);
+            }
+            index.enable_semantic(embedder, None)?;
             if !index.wait_embedded(INDEX_WAIT) {
                 return Err("the memories were not embedded in time".into());
             }
