@@ -111,7 +111,10 @@ pub const TOOLS: &[ToolSpec] = &[
         name: "search",
         description: "Searches memories, best first. Ask in plain words or as a question \
                       (\"what does the user prefer for formatting?\"): every word is optional and ranks, \
-                      common words are left out, other forms of a word match. Also \"exact phrases\", \
+                      common words are left out, other forms of a word match. A question that names a \
+                      day, month or year (\"what did we decide last week?\", \"on 3 June 2023\") ranks \
+                      the memories written then first; each result says the day it was written. \
+                      Also \"exact phrases\", \
                       +required, -excluded, prefix*, and filters that restrict without ranking: \
                       tag:x, category:x, type:x, status:x, scope:x, created:>2026-01-01.",
         schema: || {

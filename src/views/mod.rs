@@ -761,9 +761,12 @@ Ask in plain words or as a question. Every word is optional and ranks:
 a memory with more of the words, rarer ones, or them in its title comes
 first. Common words (what, did, the, ...) are left out, and other forms
 of a word match too ("prefer" finds "prefers" and "preference"), the
-form as written ranking higher.
+form as written ranking higher. A question that names a day, a month
+or a year ranks the memories written then first, and `summary.md` says
+the day each hit was written.
 
     search/what does the user prefer for formatting?/   a question
+    search/what did we decide last week?/  what was written then first
     search/dark mode/              words, each optional
     search/"dark mode"/            an exact phrase
     search/+freeze deploy/         `+word` is required
