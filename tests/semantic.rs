@@ -207,6 +207,13 @@ fn a_question_that_names_a_day_ranks_what_was_written_then_first() {
     assert!(dated[..2].contains(&"c.md".to_string()), "{dated:?}");
     assert!(!dated.contains(&"e.md".to_string()), "{dated:?}");
     assert!(dated.contains(&"a.md".to_string()), "{dated:?}");
+    // Asked of the day alone: what was written then, the latest first.
+    assert_eq!(
+        paths("what did we do on 3 June 2023?")[..2],
+        ["c.md", "b.md"]
+    );
+    let hits = index.search("3 June 2023", 5).expect("search");
+    assert_eq!(hits[0].matched, Side::Period, "{hits:?}");
     index.shutdown();
 }
 

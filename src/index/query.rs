@@ -485,18 +485,21 @@ impl Index {
             && let Some(within) = self.written_within(&searcher, period, hidden_scopes)
         {
             let (rest, _) = self.prepare(&searcher, &period.rest);
-            let first = self.rank(
-                &searcher,
-                (&period.rest, &period.rest),
-                rest.as_deref(),
-                mode,
-                limit,
-                hidden_scopes,
-                Some(&within),
-            )?;
-            // Nothing else it asks finds anything then ("what did we do
-            // yesterday?"): what was written then is the answer, the
-            // latest first.
+            // The question asks of the period alone ("what did we do
+            // yesterday?"), or nothing else it asks is found then: what was
+            // written then is the answer, the latest first.
+            let first = match rest {
+                Some(rest) => self.rank(
+                    &searcher,
+                    (&period.rest, &period.rest),
+                    Some(&*rest),
+                    mode,
+                    limit,
+                    hidden_scopes,
+                    Some(&within),
+                )?,
+                None => Vec::new(),
+            };
             let first = if first.is_empty() {
                 self.latest(&searcher, &within, limit, hidden_scopes)
             } else {
