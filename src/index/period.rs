@@ -194,6 +194,12 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
         Some(y) => Date::new(y, month, day).ok(),
         None => latest(month, day, today),
     };
+    // A day whose year, if written, is the word at `y`: the date and the
+    // word after it.
+    let dated = |month: i8, day: i8, y: usize| {
+        let year = text(y).and_then(year_number);
+        Some((day_in(month, day, year)?, y + usize::from(year.is_some())))
+    };
     while i < words.len() {
         let w = words[i].text.as_str();
         if let Some((first, span)) = numeric_date(w).filter(|_| stands_alone(text_of, &words[i])) {
@@ -205,51 +211,33 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
             i += 1;
             continue;
         }
-        // 3 June [2023], 3rd of June [2023]
-        if let Some(day) = day_number(w) {
+        // 3 June [2023], 3rd of June [2023], June 3[rd] [2023]
+        let day_first = day_number(w).and_then(|day| {
             let m = skip_of(i + 1);
-            if let Some(month) = text(m).and_then(month_number) {
-                let year = text(m + 1).and_then(year_number);
-                let date = day_in(month, day, year);
-                if let Some(first) = date {
-                    let end = m + 1 + usize::from(year.is_some());
-                    found.push(Found {
-                        first,
-                        span: Span::Day,
-                        words: i..end,
-                    });
-                    i = end;
-                    continue;
-                }
-            }
+            dated(text(m).and_then(month_number)?, day, m + 1)
+        });
+        let month_first = || dated(month_number(w)?, text(i + 1).and_then(day_number)?, i + 2);
+        if let Some((first, end)) = day_first.or_else(month_first) {
+            found.push(Found {
+                first,
+                span: Span::Day,
+                words: i..end,
+            });
+            i = end;
+            continue;
         }
-        // June 3[rd] [2023], June 2023
-        if let Some(month) = month_number(w) {
-            if let Some(day) = text(i + 1).and_then(day_number) {
-                let year = text(i + 2).and_then(year_number);
-                let date = day_in(month, day, year);
-                if let Some(first) = date {
-                    let end = i + 2 + usize::from(year.is_some());
-                    found.push(Found {
-                        first,
-                        span: Span::Day,
-                        words: i..end,
-                    });
-                    i = end;
-                    continue;
-                }
-            }
-            if let Some(year) = text(i + 1).and_then(year_number)
-                && let Ok(first) = Date::new(year, month, 1)
-            {
-                found.push(Found {
-                    first,
-                    span: Span::Month,
-                    words: i..i + 2,
-                });
-                i += 2;
-                continue;
-            }
+        // June 2023
+        if let Some(month) = month_number(w)
+            && let Some(year) = text(i + 1).and_then(year_number)
+            && let Ok(first) = Date::new(year, month, 1)
+        {
+            found.push(Found {
+                first,
+                span: Span::Month,
+                words: i..i + 2,
+            });
+            i += 2;
+            continue;
         }
         // summer 2023, the spring of 2024 (the northern seasons; winter
         // straddles two years and is left alone)
