@@ -1183,6 +1183,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         "id": hit.id,
                         "snippet": hit.snippet,
                         "created": hit.created,
+                        "day": hit.day,
                         "matched": hit.matched,
                     });
                     if let Some(bytes) = &hit.path_bytes {
@@ -1191,7 +1192,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     }
                     println!("{line}");
                 } else {
-                    let day = hit.created.as_deref().and_then(|c| c.get(..10));
+                    let day = hit.day.as_deref();
                     println!(
                         "{:>3}. {}  ({})  {}{:.2}",
                         rank + 1,

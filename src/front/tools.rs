@@ -816,7 +816,7 @@ impl Tools<'_> {
                             i + 1,
                             h.title,
                             h.path,
-                            written_on(h.created.as_deref()),
+                            written_on(h.day.as_deref()),
                             h.score,
                             h.snippet
                         )
@@ -1304,12 +1304,10 @@ fn frontmatter_lines(fields: &Value) -> String {
     out
 }
 
-/// ", written DAY" for a hit written at the RFC 3339 `created`: the day
-/// is what a question about when needs.
-fn written_on(created: Option<&str>) -> String {
-    created
-        .and_then(|c| c.get(..10))
-        .map(|day| format!(", written {day}"))
+/// ", written DAY" for a hit written on `day`: the day is what a question
+/// about when needs.
+fn written_on(day: Option<&str>) -> String {
+    day.map(|day| format!(", written {day}"))
         .unwrap_or_default()
 }
 

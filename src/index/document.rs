@@ -207,6 +207,46 @@ fn add_title(f: &Fields, doc: &mut TantivyDocument, title: &str) {
     doc.add_text(f.title_stem, title);
 }
 
+/// How much of a memory's body is read for the times it names.
+const MENTIONS_READ: usize = 16 * 1024;
+/// The most times of one memory kept.
+const MAX_MENTIONED: usize = 32;
+
+/// The days `body` names that were still ahead when it was written
+/// (`written`), as the reminders read them in `tz` ("the dentist on
+/// Friday", "下周三"): a question about that day finds the memory too.
+fn mentioned(body: &str, written: i64, tz: &jiff::tz::TimeZone) -> Vec<jiff::civil::Date> {
+    let mut end = body.len().min(MENTIONS_READ);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut days: Vec<jiff::civil::Date> =
+        memory::reminders::extract_reminders(&body[..end], written, tz)
+            .into_iter()
+            .filter_map(|r| local_day(r.due, tz))
+            .collect();
+    days.sort_unstable();
+    days.dedup();
+    days.truncate(MAX_MENTIONED);
+    days
+}
+
+/// The day of the instant `secs` in `tz`.
+fn local_day(secs: i64, tz: &jiff::tz::TimeZone) -> Option<jiff::civil::Date> {
+    Some(
+        jiff::Timestamp::from_second(secs)
+            .ok()?
+            .to_zoned(tz.clone())
+            .date(),
+    )
+}
+
+/// A day as the index keeps it: its first second in UTC.
+pub(crate) fn day_start(day: jiff::civil::Date) -> i64 {
+    day.to_zoned(jiff::tz::TimeZone::UTC)
+        .map_or(0, |z| z.timestamp().as_second())
+}
+
 /// A body, as written and stemmed.
 fn add_body(f: &Fields, doc: &mut TantivyDocument, body: &str) {
     doc.add_text(f.body, body);
@@ -330,6 +370,18 @@ pub(crate) fn build(
         .unwrap_or(mtime);
     doc.add_date(f.created, date(created));
     doc.add_date(f.updated, date(updated));
+    let tz = jiff::tz::TimeZone::system();
+    let day = fm
+        .created_at
+        .as_deref()
+        .and_then(memory::written_day)
+        .or_else(|| local_day(created, &tz));
+    if let Some(day) = day {
+        doc.add_date(f.day, date(day_start(day)));
+    }
+    for day in mentioned(memory.body(&text), created, &tz) {
+        doc.add_date(f.mentioned, date(day_start(day)));
+    }
     doc.add_i64(f.changed, updated.max(mtime));
     let conflict = memory::conflict::parse(&path.to_string()).map(|c| {
         format!(

@@ -114,6 +114,9 @@ pub struct Hit {
     /// When it was written (its `created_at`, else its file's time), as
     /// Unix seconds.
     pub created: Option<i64>,
+    /// The day it was written, `YYYY-MM-DD`, as its `created_at` says it
+    /// in its own zone (else its file's day, local).
+    pub day: Option<String>,
     /// The ranking that found it: by its words, by its meaning, or both;
     /// or only that it was written in the period the question names.
     pub matched: Side,

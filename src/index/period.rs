@@ -1,9 +1,10 @@
 //! The stretch of time a question names: "on 3 June, 2023", "in August
-//! 2023", "yesterday", "上个月".
+//! 2023", "yesterday", "next week", "上个月".
 //!
-//! A memory is written when what it tells happens, or soon after, so a
-//! question that names a day, a month or a year asks first of all about
-//! the memories written then (see `Index::ranked`). This module only
+//! A memory is written when what it tells happens, or soon after, or it
+//! names the time ahead ("the dentist on Friday"), so a question that
+//! names a day, a month or a year asks first of all about the memories
+//! written then or naming it (see `Index::ranked`). This module only
 //! finds the period and where the question says it.
 //!
 //! Subtleties:
@@ -16,11 +17,14 @@
 //!   straddles two years, names no period.
 //! - "before" a day reaches a week back, "after" it a week on: "the
 //!   weekend before April 10" is in neither April 10 nor a month.
-//! - Days are the local calendar's, and UTC's too: a frontmatter date
-//!   written without its zone is read as UTC, so `created_at: 2023-06-03`
-//!   is in "3 June" wherever the question is asked.
-//! - Several periods in one question make one, from the first's start to
-//!   the last's end.
+//! - Days are calendar days, compared with the day each memory says it
+//!   was written in its own zone (`created_at: 2026-02-28T23:00:00-05:00`
+//!   was written on 28 February), so no zone enters; "today" is the local
+//!   one.
+//! - Two dates joined by "to", "until", "-" or "between … and" make one
+//!   stretch from the first to the second; otherwise each date is its own.
+
+use std::ops::Range;
 
 use jiff::civil::Date;
 use jiff::tz::TimeZone;
@@ -28,13 +32,13 @@ use jiff::{Timestamp, ToSpan, Zoned};
 
 use crate::memory::reminders::month_named;
 
-/// A stretch of time a question names, and where it says it.
+/// The stretches of time a question names, and where it says them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Period {
-    /// The first second in it, as Unix seconds.
-    pub(crate) start: i64,
-    /// The first second after it.
-    pub(crate) end: i64,
+    /// Each stretch: its first day and the day after its last, as the
+    /// index keeps days (their first second in UTC, see
+    /// `document::day_start`).
+    pub(crate) ranges: Vec<(i64, i64)>,
     /// The question without the words that name it.
     pub(crate) rest: String,
 }
@@ -292,6 +296,18 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
             ("yesterday", _) => one(today.yesterday().ok(), Span::Day),
             ("昨", Some("天")) => two(today.yesterday().ok(), Span::Day),
             ("前", Some("天")) => two(today.checked_sub(2.days()).ok(), Span::Day),
+            ("tomorrow", _) => one(today.tomorrow().ok(), Span::Day),
+            ("明", Some("天")) => two(today.tomorrow().ok(), Span::Day),
+            ("后", Some("天")) => two(today.checked_add(2.days()).ok(), Span::Day),
+            ("next", Some("week")) | ("下", Some("周")) => two(
+                monday.and_then(|m| m.checked_add(7.days()).ok()),
+                Span::Week,
+            ),
+            ("next", Some("month")) => two(month_start.checked_add(1.month()).ok(), Span::Month),
+            ("next", Some("year")) | ("明", Some("年")) => two(
+                year_start.and_then(|y| y.checked_add(1.year()).ok()),
+                Span::Year,
+            ),
             ("this", Some("week")) | ("本", Some("周")) | ("这", Some("周")) => {
                 two(monday, Span::Week)
             }
@@ -317,6 +333,10 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
                     .ok()
                     .map(|d| (d, Span::Month, 3)),
                 ("这" | "本", Some("个"), Some("月")) => Some((month_start, Span::Month, 3)),
+                ("下", Some("个"), Some("月")) => month_start
+                    .checked_add(1.month())
+                    .ok()
+                    .map(|d| (d, Span::Month, 3)),
                 _ => None,
             }
         });
@@ -419,9 +439,10 @@ const LEADING: &[&str] = &[
 /// The period `text` names, as of `now`; `None` if it names none.
 pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     let today = now.date();
-    let tz = now.time_zone();
     let words = words(text);
-    let mut spans: Vec<(Date, Date, std::ops::Range<usize>)> = Vec::new();
+    // Each date: its days, the bytes that say it with the words leading
+    // into it, and the bytes of the date alone.
+    let mut spans: Vec<(Date, Date, Range<usize>, Range<usize>)> = Vec::new();
     let mut found = written_dates(text, &words, today);
     found.extend(relative_dates(&words, today));
     for f in found {
@@ -440,8 +461,13 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
         } else if said(AFTER) {
             last = last.checked_add(7.days()).ok()?;
         }
-        let bytes = words[lead].start..words[f.words.end - 1].end;
-        spans.push((first, last, bytes));
+        let end = words[f.words.end - 1].end;
+        spans.push((
+            first,
+            last,
+            words[lead].start..end,
+            words[f.words.start].start..end,
+        ));
     }
     for (date, span, bytes) in chinese_dates(text, today) {
         if spans
@@ -450,21 +476,37 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
         {
             continue;
         }
-        spans.push((date, end_of(date, span)?, bytes));
+        spans.push((date, end_of(date, span)?, bytes.clone(), bytes));
     }
-    let first = spans.iter().map(|s| s.0).min()?;
-    let last = spans.iter().map(|s| s.1).max()?;
-    // A date written without its zone is read as UTC (`memory::date`):
-    // the UTC days count too.
-    let start = at_midnight(first, tz)?.min(at_midnight(first, &TimeZone::UTC)?);
-    let end = at_midnight(last, tz)?.max(at_midnight(last, &TimeZone::UTC)?);
-    if end <= start {
+    spans.sort_by_key(|s| s.3.start);
+    // "between March 3 and March 9", "from June to August 2023": one
+    // stretch; "on 2023-06-03 and 2026-11-26": two days.
+    let mut ranges: Vec<(Date, Date)> = Vec::new();
+    for (i, (first, last, _, date)) in spans.iter().enumerate() {
+        let joined = i > 0 && {
+            let between = text[spans[i - 1].3.end..date.start].trim().to_lowercase();
+            let opened = text[..spans[0].3.start].to_lowercase().contains("between");
+            RANGE_JOINS.contains(&between.as_str()) && (between != "and" || opened)
+        };
+        match ranges.last_mut() {
+            Some(range) if joined => {
+                range.0 = range.0.min(*first);
+                range.1 = range.1.max(*last);
+            }
+            _ => ranges.push((*first, *last)),
+        }
+    }
+    let ranges: Vec<(i64, i64)> = ranges
+        .into_iter()
+        .map(|(a, b)| (super::document::day_start(a), super::document::day_start(b)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    if ranges.is_empty() {
         return None;
     }
-    spans.sort_by_key(|s| s.2.start);
     let mut rest = String::with_capacity(text.len());
     let mut from = 0;
-    for (_, _, bytes) in &spans {
+    for (_, _, bytes, _) in &spans {
         if bytes.start >= from {
             rest.push_str(&text[from..bytes.start]);
             from = bytes.end;
@@ -472,11 +514,15 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     }
     rest.push_str(&text[from..]);
     Some(Period {
-        start,
-        end,
+        ranges,
         rest: rest.split_whitespace().collect::<Vec<_>>().join(" "),
     })
 }
+
+/// What joins two dates into one stretch from the first to the second.
+const RANGE_JOINS: &[&str] = &[
+    "and", "to", "until", "till", "through", "thru", "-", "–", "—", "~", "至", "到",
+];
 
 /// The day after the last day of the period from `first` over `span`.
 fn end_of(first: Date, span: Span) -> Option<Date> {
@@ -487,11 +533,6 @@ fn end_of(first: Date, span: Span) -> Option<Date> {
         Span::Season => first.first_of_month().checked_add(3.months()).ok(),
         Span::Year => first.checked_add(1.year()).ok(),
     }
-}
-
-fn at_midnight(day: Date, tz: &TimeZone) -> Option<i64> {
-    let zoned = day.to_zoned(tz.clone()).ok()?;
-    Some(zoned.timestamp().as_second())
 }
 
 /// The period `text` names, as of now in the local time zone.
@@ -517,7 +558,9 @@ mod tests {
                 .date()
                 .to_string()
         };
-        Some((day(p.start), day(p.end), p.rest))
+        let start = p.ranges.iter().map(|r| r.0).min()?;
+        let end = p.ranges.iter().map(|r| r.1).max()?;
+        Some((day(start), day(end), p.rest))
     }
 
     fn span(text: &str) -> (String, String) {
@@ -645,6 +688,16 @@ mod tests {
         );
         assert_eq!(span("上个月的会议"), pair("2026-10-01", "2026-11-01"));
         assert_eq!(span("昨天说了什么"), pair("2026-11-26", "2026-11-27"));
+        assert_eq!(
+            span("what is on tomorrow?"),
+            pair("2026-11-28", "2026-11-29")
+        );
+        assert_eq!(
+            span("plans for next week"),
+            pair("2026-11-30", "2026-12-07")
+        );
+        assert_eq!(span("下个月的安排"), pair("2026-12-01", "2027-01-01"));
+        assert_eq!(span("明天有什么"), pair("2026-11-28", "2026-11-29"));
     }
 
     #[test]
@@ -662,19 +715,6 @@ mod tests {
     }
 
     #[test]
-    fn a_day_reaches_over_the_utc_day_too() {
-        let west: Zoned = "2026-11-27T10:00:00-05:00[America/New_York]"
-            .parse()
-            .unwrap();
-        let p = named_period("on 3 June 2023", &west).unwrap();
-        let at = |s: &str| s.parse::<Timestamp>().unwrap().as_second();
-        assert_eq!(
-            (p.start, p.end),
-            (at("2023-06-03T00:00:00Z"), at("2023-06-04T04:00:00Z"))
-        );
-    }
-
-    #[test]
     fn long_and_odd_text_is_read_in_one_pass() {
         let long = "2023-".repeat(200_000);
         // A word is looked at once: read again at each character, these
@@ -689,10 +729,18 @@ mod tests {
     }
 
     #[test]
-    fn several_dates_make_one_period() {
+    fn dates_joined_make_one_stretch_and_others_stay_apart() {
         assert_eq!(
             span("between 3 June 2023 and 5 July 2023"),
             pair("2023-06-03", "2023-07-06")
         );
+        assert_eq!(
+            span("from March 3 to March 9 2026"),
+            pair("2026-03-03", "2026-03-10")
+        );
+        let apart = named_period("what did we decide on 2023-06-03 and 2026-11-26", &now())
+            .unwrap()
+            .ranges;
+        assert_eq!(apart.len(), 2, "{apart:?}");
     }
 }

@@ -286,13 +286,21 @@ impl Index {
             } else {
                 one_line(fragment, SNIPPET_CHARS)
             };
-            let created = searcher
-                .segment_reader(address.segment_ord)
-                .fast_fields()
-                .date(names::CREATED)
-                .ok()
-                .and_then(|column| column.first(address.doc_id))
-                .map(|d| d.into_timestamp_secs());
+            let date_of = |field: &str| {
+                searcher
+                    .segment_reader(address.segment_ord)
+                    .fast_fields()
+                    .date(field)
+                    .ok()
+                    .and_then(|column| column.first(address.doc_id))
+                    .map(|d| d.into_timestamp_secs())
+            };
+            let created = date_of(names::CREATED);
+            let day = date_of(names::DAY).and_then(|secs| {
+                crate::memory::format_timestamp(secs)
+                    .get(..10)
+                    .map(str::to_owned)
+            });
             hits.push(Hit {
                 path,
                 title,
@@ -300,6 +308,7 @@ impl Index {
                 snippet,
                 id,
                 created,
+                day,
                 matched,
             });
         }
@@ -466,45 +475,51 @@ impl Index {
             return Ok(None);
         }
         // A question that names a day, a month or a year asks first of all
-        // about what was written then. Its meaning is its words without
-        // the date, on both sides: one embedding serves both.
+        // about what was written then. The rest of its words are what it
+        // asks about the period: they alone are searched, on both sides,
+        // and one embedding serves both searches. A period no memory was
+        // written in says nothing of this store ("last year" in notes of
+        // long ago): the question is then searched as it is.
         let period = is_plain_words(text)
             .then(|| super::period::named_period_now(text))
-            .flatten();
-        let meant = period.as_ref().map_or(text, |p| p.rest.as_str());
-        let mut top = self.rank(
-            &searcher,
-            (text, meant),
-            query.as_deref(),
-            mode,
-            limit,
-            hidden_scopes,
-            None,
-        )?;
-        if let Some(period) = &period
-            && let Some(within) = self.written_within(&searcher, period, hidden_scopes)
-        {
-            let (rest, _) = self.prepare(&searcher, &period.rest);
-            // The question asks of the period alone ("what did we do
-            // yesterday?"), or nothing else it asks is found then: what was
-            // written then is the answer, the latest first.
-            let first = match rest {
+            .flatten()
+            .and_then(|p| {
+                let within = self.written_within(&searcher, &p, hidden_scopes)?;
+                Some((p, within))
+            });
+        let (asked, rest) = match &period {
+            Some((p, _)) => (p.rest.as_str(), self.prepare(&searcher, &p.rest).0),
+            None => (text, None),
+        };
+        let words = if period.is_some() {
+            rest.as_deref()
+        } else {
+            query.as_deref()
+        };
+        let mut top = self.rank(&searcher, asked, words, mode, limit, hidden_scopes, None)?;
+        if let Some((_, within)) = &period {
+            // What the rest of the question finds among the memories of
+            // the period comes first; the period's others follow, the
+            // latest first ("what did we do yesterday?" asks of the period
+            // alone), then everything else.
+            let mut first = match &rest {
                 Some(rest) => self.rank(
                     &searcher,
-                    (&period.rest, &period.rest),
-                    Some(&*rest),
+                    asked,
+                    Some(&**rest),
                     mode,
                     limit,
                     hidden_scopes,
-                    Some(&within),
+                    Some(within),
                 )?,
                 None => Vec::new(),
             };
-            let first = if first.is_empty() {
-                self.latest(&searcher, &within, limit, hidden_scopes)
-            } else {
-                first
-            };
+            let lowest = first.iter().map(|f| f.0).fold(1.0f32, f32::min);
+            for (score, address, side) in self.latest(&searcher, within, limit, hidden_scopes) {
+                if !first.iter().any(|f| f.1 == address) {
+                    first.push((score * lowest / 2.0, address, side));
+                }
+            }
             top = first_then(first, top, limit);
         }
         if top.is_empty() && query.is_none() {
@@ -515,13 +530,13 @@ impl Index {
     }
 
     /// The top `limit` documents for the plain or parsed `text` (`query`),
-    /// by its words, and by the meaning of `meant` too when a model is at
-    /// hand and `mode` asks for it; only those `within` a period, if given.
+    /// by its words, and by its meaning too when a model is at hand and
+    /// `mode` asks for it; only those `within` a period, if given.
     #[allow(clippy::too_many_arguments)]
     fn rank(
         &self,
         searcher: &Searcher,
-        (text, meant): (&str, &str),
+        text: &str,
         query: Option<&dyn Query>,
         mode: Mode,
         limit: usize,
@@ -559,7 +574,7 @@ impl Index {
         // A period too long to list is searched by its words alone.
         let by_meaning = within.is_none_or(|w| w.paths.is_some());
         let meaning: Vec<fusion::Near> = by_meaning
-            .then(|| semantic.embed_query(meant))
+            .then(|| semantic.embed_query(text))
             .flatten()
             .map(|v| semantic.nearest(&v, depth, hidden_scopes, &keep))
             .unwrap_or_default()
@@ -583,9 +598,8 @@ impl Index {
         Ok(fusion::fuse(&words, &weights, &meaning, limit))
     }
 
-    /// The memories written within `period` (by `created`), when there are
-    /// some and they are not all of those searched (a period that holds
-    /// everything narrows nothing).
+    /// The memories written within `period`, or naming a day in it ahead
+    /// of when they were written; `None` when there are none.
     fn written_within(
         &self,
         searcher: &Searcher,
@@ -593,12 +607,24 @@ impl Index {
         hidden_scopes: &[String],
     ) -> Option<Within> {
         let f = self.inner.core.fields;
-        let date = |secs: i64| {
-            Term::from_field_date(f.created, tantivy::DateTime::from_timestamp_secs(secs))
+        // Written then (on the day it says, in its own zone), or naming a
+        // day then that was ahead when it was written.
+        let range_of = |field: Field, (start, end): (i64, i64)| -> (Occur, Box<dyn Query>) {
+            let date = |secs: i64| {
+                Term::from_field_date(field, tantivy::DateTime::from_timestamp_secs(secs))
+            };
+            let range = tantivy::query::RangeQuery::new(
+                std::ops::Bound::Included(date(start)),
+                std::ops::Bound::Excluded(date(end)),
+            );
+            (Occur::Should, Box::new(range))
         };
-        let range: Box<dyn Query> = Box::new(tantivy::query::RangeQuery::new(
-            std::ops::Bound::Included(date(period.start)),
-            std::ops::Bound::Excluded(date(period.end)),
+        let range: Box<dyn Query> = Box::new(BooleanQuery::new(
+            period
+                .ranges
+                .iter()
+                .flat_map(|r| [range_of(f.day, *r), range_of(f.mentioned, *r)])
+                .collect(),
         ));
         let count = |query: Box<dyn Query>| {
             searcher
@@ -606,7 +632,7 @@ impl Index {
                 .unwrap_or(0)
         };
         let within = count(range.box_clone());
-        if within == 0 || within >= count(Box::new(tantivy::query::AllQuery)) {
+        if within == 0 {
             return None;
         }
         if within > MAX_PERIOD_PATHS {
@@ -636,7 +662,7 @@ impl Index {
     }
 
     /// The latest `limit` memories `within` a period, by `created`, scored
-    /// from 1 down.
+    /// from 1 down (1/2, 1/3, ...).
     fn latest(
         &self,
         searcher: &Searcher,

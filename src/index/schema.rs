@@ -34,7 +34,7 @@ use tantivy::schema::{
 use super::tokenizer::{KEYWORD_TOKENIZER, STEM_TOKENIZER, TEXT_TOKENIZER};
 
 /// Version of the schema and of the way documents are built from files.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// `kind` of a markdown memory.
 pub(crate) const KIND_MEMORY: &str = "memory";
@@ -69,6 +69,12 @@ pub(crate) struct Fields {
     pub(crate) link: Field,
     pub(crate) created: Field,
     pub(crate) updated: Field,
+    /// The day it was written, as its `created_at` says it in its own
+    /// zone (else its file's time, local), at 00:00 UTC.
+    pub(crate) day: Field,
+    /// The days its text names ahead of when it was written ("the dentist
+    /// on Friday"), as the reminders read them, at 00:00 UTC.
+    pub(crate) mentioned: Field,
     pub(crate) changed: Field,
     pub(crate) size: Field,
     pub(crate) mtime: Field,
@@ -111,6 +117,8 @@ pub(crate) mod names {
     pub(crate) const LINK: &str = "link";
     pub(crate) const CREATED: &str = "created";
     pub(crate) const UPDATED: &str = "updated";
+    pub(crate) const DAY: &str = "day";
+    pub(crate) const MENTIONED: &str = "mentioned";
     pub(crate) const CHANGED: &str = "changed";
     pub(crate) const SIZE: &str = "size";
     pub(crate) const MTIME: &str = "mtime";
@@ -189,7 +197,9 @@ pub(crate) fn build() -> (Schema, Fields) {
         key: b.add_text_field(KEY, keyword(true)),
         link: b.add_text_field(LINK, keyword(false)),
         created: b.add_date_field(CREATED, date.clone()),
-        updated: b.add_date_field(UPDATED, date),
+        updated: b.add_date_field(UPDATED, date.clone()),
+        day: b.add_date_field(DAY, date.clone()),
+        mentioned: b.add_date_field(MENTIONED, date.clone()),
         changed: b.add_i64_field(CHANGED, NumericOptions::default().set_fast()),
         size: b.add_u64_field(SIZE, NumericOptions::default().set_fast()),
         mtime: b.add_i64_field(MTIME, NumericOptions::default().set_fast()),
@@ -223,6 +233,8 @@ pub(crate) fn fields_of(schema: &Schema) -> tantivy::Result<Fields> {
         link: f(LINK)?,
         created: f(CREATED)?,
         updated: f(UPDATED)?,
+        day: f(DAY)?,
+        mentioned: f(MENTIONED)?,
         changed: f(CHANGED)?,
         size: f(SIZE)?,
         mtime: f(MTIME)?,

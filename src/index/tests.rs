@@ -1636,3 +1636,78 @@ fn a_question_that_names_a_day_asks_first_about_what_was_written_then() {
     fx.sync();
     assert_eq!(fx.search("what did we do yesterday?")[0], sp("e.md"));
 }
+
+#[test]
+fn a_question_about_a_day_finds_the_memories_that_name_it_ahead() {
+    let fx = Fixture::new();
+    fx.write(
+        "dentist.md",
+        "---\ncreated_at: 2023-05-20T10:00:00Z\n---\nBooked the dentist for June 3, 2023 at 3pm.\n",
+    );
+    fx.write(
+        "past.md",
+        "---\ncreated_at: 2023-07-01T10:00:00Z\n---\nThe dentist on June 3 went fine.\n",
+    );
+    fx.write(
+        "gym.md",
+        "---\ncreated_at: 2023-05-21T10:00:00Z\n---\nJoined the gym; first class next Monday.\n",
+    );
+    fx.write("other.md", "---\ncreated_at: 2023-01-01\n---\nLikes tea.\n");
+    fx.sync();
+    // Named ahead of the day: found by the day.
+    assert_eq!(fx.search("what is on 3 June 2023?"), [sp("dentist.md")]);
+    // "next Monday", written on Sunday 21 May 2023, is 22 May.
+    assert_eq!(fx.search("what happened on 22 May 2023?")[0], sp("gym.md"));
+    // The day a memory was written is the one its `created_at` says, in
+    // its own zone.
+    fx.write(
+        "late.md",
+        "---\ncreated_at: 2023-02-28T23:00:00-05:00\n---\nShipped the billing fix.\n",
+    );
+    fx.write(
+        "early.md",
+        "---\ncreated_at: 2023-03-01T00:30:00+08:00\n---\nStarted the audit.\n",
+    );
+    fx.sync();
+    assert_eq!(
+        fx.search("what happened on 28 February 2023?"),
+        [sp("late.md")]
+    );
+    assert_eq!(
+        fx.search("what happened on 1 March 2023?"),
+        [sp("early.md")]
+    );
+    // A day named after it passed is not a time ahead: its memory is
+    // found by its words, after what was written or planned for then.
+    let dentist = fx.search("the dentist on 3 June 2023");
+    assert_eq!(dentist[0], sp("dentist.md"), "{dentist:?}");
+}
+
+#[test]
+fn the_memories_of_a_period_come_before_the_rest() {
+    let fx = Fixture::new();
+    fx.write(
+        "shelter.md",
+        "---\ncreated_at: 2023-06-03T09:00:00Z\n---\nMaria started volunteering at a dog shelter.\n",
+    );
+    fx.write(
+        "bike.md",
+        "---\ncreated_at: 2023-06-03T18:00:00Z\n---\nBought a bike.\n",
+    );
+    fx.write(
+        "job.md",
+        "---\ncreated_at: 2023-06-20T09:00:00Z\n---\nJohn started a new job at the council.\n",
+    );
+    fx.sync();
+    // What the question asks, among what was written that day; that day's
+    // others; then the rest.
+    assert_eq!(
+        fx.search("who started a new job on 3 June 2023?"),
+        [sp("shelter.md"), sp("bike.md"), sp("job.md")]
+    );
+    // Two days apart are two days, not all between them.
+    assert_eq!(
+        fx.search("what happened on 3 June 2023 and 20 June 2023?"),
+        [sp("job.md"), sp("bike.md"), sp("shelter.md")]
+    );
+}

@@ -152,6 +152,15 @@ impl Cursor<'_> {
     }
 }
 
+/// The day a frontmatter date names as written, in its own zone: the
+/// date part of `2026-02-28T23:00:00-05:00` is 28 February, although the
+/// instant is 1 March in UTC. `None` for anything [`parse_timestamp`]
+/// does not read.
+pub fn written_day(s: &str) -> Option<Date> {
+    parse_timestamp(s)?;
+    s.trim().get(..10)?.parse().ok()
+}
+
 /// Formats unix seconds as RFC 3339 in UTC, e.g. `2026-11-22T10:00:00Z`.
 ///
 /// Instants outside the years 0000 to 9999 are clamped to
@@ -169,6 +178,23 @@ pub fn format_timestamp(unix: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_day_written_is_the_date_in_its_own_zone() {
+        let day = |s: &str| written_day(s).map(|d| d.to_string());
+        assert_eq!(
+            day("2026-02-28T23:00:00-05:00").as_deref(),
+            Some("2026-02-28")
+        );
+        assert_eq!(
+            day("2026-11-27T00:30:00+08:00").as_deref(),
+            Some("2026-11-27")
+        );
+        assert_eq!(day("2023-06-03").as_deref(), Some("2023-06-03"));
+        assert_eq!(day("2023-06-03 10:00").as_deref(), Some("2023-06-03"));
+        assert_eq!(day("2023-02-30"), None);
+        assert_eq!(day("soon"), None);
+    }
 
     #[test]
     fn formats_and_round_trips_timestamps() {

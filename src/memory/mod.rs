@@ -43,7 +43,7 @@ use std::fmt;
 use std::ops::Range;
 
 pub use category::{Category, Phase, UnknownName};
-pub use date::{format_timestamp, parse_timestamp};
+pub use date::{format_timestamp, parse_timestamp, written_day};
 pub use edit::{
     EditError, add_missing_fields, add_to_list_field, remove_field, remove_from_list_field,
     set_fields, yaml_scalar,

@@ -787,6 +787,7 @@ impl Operations {
                 snippet: h.snippet,
                 id: h.id,
                 created: h.created.map(crate::memory::format_timestamp),
+                day: h.day,
                 matched: h.matched,
             })
             .collect();

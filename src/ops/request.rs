@@ -652,6 +652,10 @@ pub struct SearchHit {
     /// 3339 in UTC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<String>,
+    /// The day it was written, `YYYY-MM-DD`, as its `created_at` says it in
+    /// its own zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day: Option<String>,
     /// What found it: `words`, `meaning`, `both`, or `period` (only
     /// written when the question asks about).
     #[serde(default = "by_words")]

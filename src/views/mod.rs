@@ -698,9 +698,9 @@ impl Views {
                 let paths: Vec<StorePath> = hits.iter().map(|h| h.path.clone()).collect();
                 for ((hit, name), rank) in hits.iter().zip(ranked_names(&paths)).zip(1..) {
                     let written = hit
-                        .created
-                        .map(crate::memory::format_timestamp)
-                        .and_then(|t| t.get(..10).map(|day| format!(", written {day}")))
+                        .day
+                        .as_deref()
+                        .map(|day| format!(", written {day}"))
                         .unwrap_or_default();
                     out.push_str(&format!(
                         "{rank}. **{}** ({}) score {:.2}{written}: `{}`\n   {}\n",

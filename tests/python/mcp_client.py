@@ -161,8 +161,9 @@ async def drive_all_tools(connect):
             check(hit["path"] == path and hit["id"] == mid and hit["title"] == "Kiwi taste",
                   f"the hit names the memory ({hit})")
             check("score" in hit and "gooseberry" in hit["snippet"], "the hit has a score and a snippet")
-            day = hit.get("created", "")[:10]
-            check(len(day) == 10 and day[4] == "-", f"the hit says when it was written ({hit})")
+            day = hit.get("day", "")
+            check(len(day) == 10 and day[4] == "-" and hit.get("created", "").endswith("Z"),
+                  f"the hit says when it was written ({hit})")
             _, shown = await c.ok("search", {"query": "gooseberry", "limit": 5})
             check(f"written {day}" in shown, f"the text result shows the day ({shown!r})")
 
