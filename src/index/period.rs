@@ -8,8 +8,9 @@
 //! finds the period and where the question says it.
 //!
 //! Subtleties:
-//! - A month is read only beside a number ("June 3", "3 June", "June
-//!   2023"): "may" and "march" are words too.
+//! - A month is read beside a number ("June 3", "3 June", "June 2023")
+//!   or after "in" ("in May", the latest May): "may" and "march" are
+//!   words too.
 //! - A day without its year is in the year the question names elsewhere
 //!   ("between August 11 and August 15 2023"), else its latest one not
 //!   after today: a question about what was written looks back.
@@ -243,6 +244,20 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
             i += 2;
             continue;
         }
+        // in November: the latest November not after this month
+        if let Some(month) = month_number(w)
+            && i > 0
+            && matches!(text(i - 1), Some("in" | "during" | "since" | "throughout"))
+            && let Some(first) = latest(month, 1, today.first_of_month())
+        {
+            found.push(Found {
+                first,
+                span: Span::Month,
+                words: i..i + 1,
+            });
+            i += 1;
+            continue;
+        }
         // summer 2023, the spring of 2024 (the northern seasons; winter
         // straddles two years and is left alone)
         if let Some(month) = season_start(w) {
@@ -403,7 +418,7 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
             (Some(y), Some((d, q))) => Date::new(y, month, d).ok().map(|x| (x, Span::Day, q)),
             (None, Some((d, q))) => latest(month, d, today).map(|x| (x, Span::Day, q)),
             (Some(y), None) => Date::new(y, month, 1).ok().map(|x| (x, Span::Month, p)),
-            (None, None) => None,
+            (None, None) => latest(month, 1, today.first_of_month()).map(|x| (x, Span::Month, p)),
         };
         match hit {
             Some((date, span, end)) => {
@@ -661,6 +676,20 @@ mod tests {
     }
 
     #[test]
+    fn a_month_without_its_year_is_its_latest() {
+        assert_eq!(
+            span("what did John do in August?"),
+            pair("2026-08-01", "2026-09-01")
+        );
+        assert_eq!(
+            span("what did we decide in November"),
+            pair("2026-11-01", "2026-12-01")
+        );
+        assert_eq!(span("in December"), pair("2025-12-01", "2026-01-01"));
+        assert_eq!(span("6月做了什么"), pair("2026-06-01", "2026-07-01"));
+    }
+
+    #[test]
     fn before_and_after_reach_a_week() {
         assert_eq!(
             span("What did Maria do last weekend before April 10, 2023?"),
@@ -705,7 +734,6 @@ mod tests {
         for text in [
             "what may the user prefer?",
             "the march on Washington",
-            "what did John do in August?",
             "version 2023 of the parser",
             "port 8080",
             "1984 by Orwell",
