@@ -17,7 +17,9 @@
 //! - Spring, summer and autumn are the northern ones; winter, which
 //!   straddles two years, names no period.
 //! - "before" a day reaches a week back, "after" it a week on: "the
-//!   weekend before April 10" is in neither April 10 nor a month.
+//!   weekend before April 10" is in neither April 10 nor a month. Before
+//!   or after a month or a year is all of time that way; "since" runs to
+//!   today, "until" from all time.
 //! - Days are calendar days, compared with the day each memory says it
 //!   was written in its own zone (`created_at: 2026-02-28T23:00:00-05:00`
 //!   was written on 28 February), so no zone enters; "today" is the local
@@ -27,7 +29,7 @@
 
 use std::ops::Range;
 
-use jiff::civil::Date;
+use jiff::civil::{Date, Weekday};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan, Zoned};
 
@@ -120,6 +122,8 @@ fn is_cjk(c: char) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Span {
     Day,
+    /// This many days from the first.
+    Days(u16),
     Week,
     Month,
     Season,
@@ -247,7 +251,10 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
         // in November: the latest November not after this month
         if let Some(month) = month_number(w)
             && i > 0
-            && matches!(text(i - 1), Some("in" | "during" | "since" | "throughout"))
+            && matches!(
+                text(i - 1),
+                Some("in" | "during" | "since" | "throughout" | "before" | "after" | "until")
+            )
             && let Some(first) = latest(month, 1, today.first_of_month())
         {
             found.push(Found {
@@ -277,7 +284,19 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
         // in 2023
         if let Some(year) = year_number(w)
             && i > 0
-            && matches!(text(i - 1), Some("in" | "during" | "of" | "throughout"))
+            && matches!(
+                text(i - 1),
+                Some(
+                    "in" | "during"
+                        | "of"
+                        | "throughout"
+                        | "before"
+                        | "after"
+                        | "since"
+                        | "until"
+                        | "till"
+                )
+            )
             && let Ok(first) = Date::new(year, 1, 1)
         {
             found.push(Found {
@@ -305,7 +324,8 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
         let next = words.get(i + 1).map(|w| w.text.as_str());
         let one = |first: Option<Date>, span: Span| first.map(|first| (first, span, 1));
         let two = |first: Option<Date>, span: Span| first.map(|first| (first, span, 2));
-        let hit = match (w, next) {
+        let counted = monday.and_then(|monday| counted(&words[i..], today, monday));
+        let hit = counted.or(match (w, next) {
             ("today", _) => one(Some(today), Span::Day),
             ("今", Some("天")) => two(Some(today), Span::Day),
             ("yesterday", _) => one(today.yesterday().ok(), Span::Day),
@@ -338,7 +358,7 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
                 Span::Year,
             ),
             _ => None,
-        };
+        });
         // 上个月, 这个月
         let hit = hit.or_else(|| {
             let three = words.get(i + 2).map(|w| w.text.as_str());
@@ -370,7 +390,118 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
     found
 }
 
-/// Dates written the Chinese way: 2023年6月3日, 6月3号, 2023年6月.
+/// A count written as a digit or an English word up to twelve.
+fn count(word: &str) -> Option<u16> {
+    const WORDS: [&str; 12] = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+        "twelve",
+    ];
+    match word {
+        "a" | "an" => Some(1),
+        "一" => Some(1),
+        "两" | "二" => Some(2),
+        "三" => Some(3),
+        "四" => Some(4),
+        "五" => Some(5),
+        "六" => Some(6),
+        "七" => Some(7),
+        "八" => Some(8),
+        "九" => Some(9),
+        "十" => Some(10),
+        _ => WORDS
+            .iter()
+            .position(|w| *w == word)
+            .map(|i| i as u16 + 1)
+            .or_else(|| word.parse().ok().filter(|n| (1..=400).contains(n))),
+    }
+}
+
+/// A day of the week named in English (`monday`, `mon`) or after 周 or
+/// 星期 (`五`, `日`).
+fn weekday(word: &str) -> Option<Weekday> {
+    Some(match word {
+        "monday" | "mon" | "一" => Weekday::Monday,
+        "tuesday" | "tue" | "tues" | "二" => Weekday::Tuesday,
+        "wednesday" | "wed" | "三" => Weekday::Wednesday,
+        "thursday" | "thu" | "thurs" | "四" => Weekday::Thursday,
+        "friday" | "fri" | "五" => Weekday::Friday,
+        "saturday" | "sat" | "六" => Weekday::Saturday,
+        "sunday" | "sun" | "日" | "天" => Weekday::Sunday,
+        _ => return None,
+    })
+}
+
+/// Periods counted back from today, at the start of `words`, and how many
+/// words say them: "3 days ago", "two weeks ago", "the past 7 days",
+/// "last Friday", "on Monday", 三天前, 上周五.
+fn counted(words: &[Word], today: Date, monday: Date) -> Option<(Date, Span, usize)> {
+    let w = |i: usize| words.get(i).map(|w| w.text.as_str());
+    let before = |n: i64| today.checked_sub(n.days()).ok();
+    // 3 days ago, two weeks ago, a month ago
+    if let (Some(n), Some(unit), Some("ago")) = (w(0).and_then(count), w(1), w(2)) {
+        let n = i64::from(n);
+        return match unit {
+            "day" | "days" => before(n).map(|d| (d, Span::Day, 3)),
+            "week" | "weeks" => before(7 * n).map(|d| (week_of(d), Span::Week, 3)),
+            "month" | "months" => today
+                .first_of_month()
+                .checked_sub(n.months())
+                .ok()
+                .map(|d| (d, Span::Month, 3)),
+            _ => None,
+        };
+    }
+    // the past 7 days, the last two weeks
+    if let (Some("past" | "last"), Some(n), Some(unit)) = (w(0), w(1).and_then(count), w(2)) {
+        let days = match unit {
+            "days" => n,
+            "weeks" => n.saturating_mul(7),
+            _ => 0,
+        };
+        if days > 0 {
+            return before(i64::from(days) - 1).map(|d| (d, Span::Days(days), 3));
+        }
+    }
+    // last Friday, on Monday: the latest one before today
+    if let (Some("last" | "on"), Some(day)) = (w(0), w(1).and_then(weekday)) {
+        let back =
+            (today.weekday().to_monday_zero_offset() - day.to_monday_zero_offset() + 6) % 7 + 1;
+        return before(i64::from(back)).map(|d| (d, Span::Day, 2));
+    }
+    // 三天前, 3天前
+    if let (Some(n), Some("天"), Some("前")) = (w(0).and_then(count), w(1), w(2)) {
+        return before(i64::from(n)).map(|d| (d, Span::Day, 3));
+    }
+    // 上周五, 上星期五
+    let after_week = match (w(0), w(1), w(2)) {
+        (Some("上"), Some("周"), _) => Some(2),
+        (Some("上"), Some("星"), Some("期")) => Some(3),
+        _ => None,
+    };
+    if let Some(at) = after_week
+        && let Some(day) = w(at).and_then(weekday)
+    {
+        let d = monday
+            .checked_sub(7.days())
+            .ok()?
+            .checked_add(i64::from(day.to_monday_zero_offset()).days())
+            .ok()?;
+        return Some((d, Span::Day, at + 1));
+    }
+    None
+}
+
+/// The Monday of the week `day` is in.
+fn week_of(day: Date) -> Date {
+    day.checked_sub(i64::from(day.weekday().to_monday_zero_offset()).days())
+        .unwrap_or(day)
+}
+
+/// Years named relative to this one, and how many years back.
+const RELATIVE_YEARS: [(&str, i16); 4] = [("今年", 0), ("去年", 1), ("前年", 2), ("明年", -1)];
+
+/// Dates written the Chinese way: 2023年6月3日, 6月3号, 2023年6月,
+/// 去年6月3日.
 fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<usize>)> {
     let mut found = Vec::new();
     let bytes = text.as_bytes();
@@ -388,10 +519,16 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
             at += 1;
             continue;
         };
-        let mut year = None;
+        // 今年6月, 去年6月3日
+        let (mut year, start) = RELATIVE_YEARS
+            .iter()
+            .find(|(prefix, _)| text[..at].ends_with(prefix))
+            .map_or((None, at), |(prefix, back)| {
+                (Some(today.year() - back), at - prefix.len())
+            });
         let mut p = after;
         let mut month = None;
-        if text[p..].starts_with('年') {
+        if year.is_none() && text[p..].starts_with('年') {
             year = i16::try_from(first).ok();
             p += '年'.len_utf8();
             if let Some((m, q)) = number_at(p)
@@ -422,7 +559,7 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
         };
         match hit {
             Some((date, span, end)) => {
-                found.push((date, span, at..end));
+                found.push((date, span, start..end));
                 at = end;
             }
             None => at = after,
@@ -433,7 +570,14 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
 
 /// Words that say the period reaches before or after the date.
 const BEFORE: &[&str] = &["before", "prior"];
-const AFTER: &[&str] = &["after", "since"];
+const AFTER: &[&str] = &["after"];
+/// Words that say the period runs from the date to today, or from all
+/// time to the date.
+const SINCE: &[&str] = &["since"];
+const UNTIL: &[&str] = &["until", "till", "up"];
+/// The ends of all time, for a period open on one side.
+const EARLIEST: Date = Date::constant(1900, 1, 1);
+const LATEST: Date = Date::constant(2200, 1, 1);
 /// Words that only lead into a date, dropped with it.
 const LEADING: &[&str] = &[
     "on",
@@ -449,6 +593,9 @@ const LEADING: &[&str] = &[
     "since",
     "prior",
     "to",
+    "until",
+    "till",
+    "up",
 ];
 
 /// The period `text` names, as of `now`; `None` if it names none.
@@ -458,9 +605,21 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     // Each date: its days, the bytes that say it with the words leading
     // into it, and the bytes of the date alone.
     let mut spans: Vec<(Date, Date, Range<usize>, Range<usize>)> = Vec::new();
+    // Chinese dates first: 去年6月 is one date, not 去年 and 6月.
+    for (date, span, bytes) in chinese_dates(text, today).into_iter().take(MAX_DATES) {
+        spans.push((date, end_of(date, span)?, bytes.clone(), bytes));
+    }
     let mut found = written_dates(text, &words, today);
     found.extend(relative_dates(&words, today));
+    found.truncate(MAX_DATES);
     for f in found {
+        let said_at = words[f.words.start].start..words[f.words.end - 1].end;
+        if spans
+            .iter()
+            .any(|s| s.2.start < said_at.end && said_at.start < s.2.end)
+        {
+            continue;
+        }
         let mut lead = f.words.start;
         while lead > 0 && LEADING.contains(&words[lead - 1].text.as_str()) {
             lead -= 1;
@@ -471,10 +630,26 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
                 .any(|w| set.contains(&w.text.as_str()))
         };
         let (mut first, mut last) = (f.first, end_of(f.first, f.span)?);
-        if said(BEFORE) {
-            first = first.checked_sub(7.days()).ok()?;
+        // Before or after a day: the week next to it ("the weekend before
+        // April 10"); before or after a month or a year: all of time that
+        // way.
+        let a_day = matches!(f.span, Span::Day | Span::Days(_));
+        if said(SINCE) {
+            last = last.max(today.tomorrow().ok()?);
+        } else if said(UNTIL) {
+            first = EARLIEST;
+        } else if said(BEFORE) {
+            (first, last) = if a_day {
+                (first.checked_sub(7.days()).ok()?, last)
+            } else {
+                (EARLIEST, first)
+            };
         } else if said(AFTER) {
-            last = last.checked_add(7.days()).ok()?;
+            (first, last) = if a_day {
+                (first, last.checked_add(7.days()).ok()?)
+            } else {
+                (last, LATEST)
+            };
         }
         let end = words[f.words.end - 1].end;
         spans.push((
@@ -483,15 +658,6 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
             words[lead].start..end,
             words[f.words.start].start..end,
         ));
-    }
-    for (date, span, bytes) in chinese_dates(text, today) {
-        if spans
-            .iter()
-            .any(|s| s.2.start < bytes.end && bytes.start < s.2.end)
-        {
-            continue;
-        }
-        spans.push((date, end_of(date, span)?, bytes.clone(), bytes));
     }
     spans.sort_by_key(|s| s.3.start);
     // "between March 3 and March 9", "from June to August 2023": one
@@ -534,6 +700,9 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     })
 }
 
+/// The most dates of one question read: a question is not a calendar.
+const MAX_DATES: usize = 16;
+
 /// What joins two dates into one stretch from the first to the second.
 const RANGE_JOINS: &[&str] = &[
     "and", "to", "until", "till", "through", "thru", "-", "–", "—", "~", "至", "到",
@@ -543,6 +712,7 @@ const RANGE_JOINS: &[&str] = &[
 fn end_of(first: Date, span: Span) -> Option<Date> {
     match span {
         Span::Day => first.tomorrow().ok(),
+        Span::Days(n) => first.checked_add(i64::from(n).days()).ok(),
         Span::Week => first.checked_add(7.days()).ok(),
         Span::Month => first.first_of_month().checked_add(1.month()).ok(),
         Span::Season => first.first_of_month().checked_add(3.months()).ok(),
@@ -687,6 +857,43 @@ mod tests {
         );
         assert_eq!(span("in December"), pair("2025-12-01", "2026-01-01"));
         assert_eq!(span("6月做了什么"), pair("2026-06-01", "2026-07-01"));
+        assert_eq!(span("今年6月"), pair("2026-06-01", "2026-07-01"));
+        assert_eq!(span("去年6月3日的事"), pair("2025-06-03", "2025-06-04"));
+        assert_eq!(span("since October"), pair("2026-10-01", "2026-11-28"));
+    }
+
+    #[test]
+    fn counted_back_from_today() {
+        // 2026-11-27 is a Friday.
+        assert_eq!(
+            span("what did we do 3 days ago?"),
+            pair("2026-11-24", "2026-11-25")
+        );
+        assert_eq!(span("two weeks ago"), pair("2026-11-09", "2026-11-16"));
+        assert_eq!(span("a month ago"), pair("2026-10-01", "2026-11-01"));
+        assert_eq!(span("in the past 7 days"), pair("2026-11-21", "2026-11-28"));
+        assert_eq!(
+            span("what did we decide last Friday?"),
+            pair("2026-11-20", "2026-11-21")
+        );
+        assert_eq!(
+            span("the standup on Monday"),
+            pair("2026-11-23", "2026-11-24")
+        );
+        assert_eq!(span("三天前说的"), pair("2026-11-24", "2026-11-25"));
+        assert_eq!(span("上周五的会"), pair("2026-11-20", "2026-11-21"));
+    }
+
+    #[test]
+    fn since_until_and_before_or_after_a_month_are_open() {
+        assert_eq!(span("since October 2026"), pair("2026-10-01", "2026-11-28"));
+        assert_eq!(span("before March 2026"), pair("1900-01-01", "2026-03-01"));
+        assert_eq!(span("after 2025"), pair("2026-01-01", "2200-01-01"));
+        assert_eq!(span("until 2024"), pair("1900-01-01", "2025-01-01"));
+        assert_eq!(
+            span("since 3 November 2026"),
+            pair("2026-11-03", "2026-11-28")
+        );
     }
 
     #[test]
