@@ -574,7 +574,7 @@ const AFTER: &[&str] = &["after"];
 /// Words that say the period runs from the date to today, or from all
 /// time to the date.
 const SINCE: &[&str] = &["since"];
-const UNTIL: &[&str] = &["until", "till", "up"];
+const UNTIL: &[&str] = &["until", "till"];
 /// The ends of all time, for a period open on one side.
 const EARLIEST: Date = Date::constant(1900, 1, 1);
 const LATEST: Date = Date::constant(2200, 1, 1);
@@ -595,7 +595,6 @@ const LEADING: &[&str] = &[
     "to",
     "until",
     "till",
-    "up",
 ];
 
 /// The period `text` names, as of `now`; `None` if it names none.
