@@ -3,9 +3,10 @@
 //!
 //! - **A question's embedding** (20 words), p50 and p99, after the
 //!   model's load (what a cold process pays first), on a pool of one
-//!   and of two threads: with 8-bit weights on each integer kernel this
-//!   CPU runs, beside the float encoder that memories (and, by default,
-//!   questions) go through; a one-word question too, whose
+//!   and of two threads: in floats on the questions' own kernels (the
+//!   default) and with 8-bit weights on each integer kernel this CPU runs,
+//!   beside candle's float encoder that memories go through; a one-word
+//!   question too, whose
 //!   time is mostly reading the weights; then while a backlog is embedded, on the
 //!   worker's pool (where it would wait behind the backlog) and on the
 //!   queries' own pool (where mnemofs puts it). Baseline: the same question
@@ -17,8 +18,8 @@
 //! - **Search at `MNEMOFS_EMBED_SCAN` memories** (default 100,000): fused,
 //!   by words, by meaning, p50 and p99 over questions that never repeat
 //!   within the cache of recent queries; and the memory the vectors take.
-//!   Fused with the question in 8 bits, then, as the baseline, in floats
-//!   (the default; the index reopened on the same state).
+//!   Fused with the question in floats (the default), then in 8 bits
+//!   (the index reopened on the same state).
 //!   Embedding that many memories would take most of an hour, so their
 //!   vectors are written to the vectors file the daemon keeps between runs,
 //!   as if it had made them: each memory gets the vector of one of a few
@@ -90,8 +91,21 @@ fn main() {
     let name = |kernel: Option<Kernel>| match kernel {
         Some(k) if Some(k) == best => format!("8-bit weights, {k:?} (this CPU's best)"),
         Some(k) => format!("8-bit weights, {k:?}"),
-        None => "baseline: floats (as memories are embedded)".to_owned(),
+        None => "floats, the questions' kernels (the default)".to_owned(),
     };
+    for threads in [1, 2] {
+        let times = pool(threads).install(|| {
+            sample(200, |_| {
+                embedder.embed(&[QUESTION]).expect("embed");
+            })
+        });
+        row(
+            &format!(
+                "baseline: floats through candle, as memories are embedded, {threads} thread(s)"
+            ),
+            &times,
+        );
+    }
     for &kernel in &encoders {
         embedder.set_kernel(kernel);
         for threads in [1, 2] {
@@ -118,6 +132,12 @@ fn main() {
         });
         row(&format!("one word: {}, 2 threads", name(kernel)), &times);
     }
+    let times = pool(2).install(|| {
+        sample(200, |_| {
+            embedder.embed(&["coffee"]).expect("embed");
+        })
+    });
+    row("one word: floats through candle, 2 threads", &times);
     embedder.set_kernel(default);
 
     // The store whose embedding the backlog figures run beside.
@@ -256,7 +276,7 @@ fn main() {
     let Some(mut embedder) = load() else {
         return;
     };
-    embedder.set_kernel(best);
+    embedder.set_kernel(None);
     index
         .enable_semantic(embedder, Some(vectors))
         .expect("semantic search");
@@ -271,7 +291,7 @@ fn main() {
     }
     println!("| how | p50 | p99 |\n|---|---|---|");
     for (how, mode) in [
-        ("fused, the question in 8 bits", ""),
+        ("fused (the default: the question in floats)", ""),
         ("baseline: by words", "mode:words "),
         ("by meaning", "mode:meaning "),
     ] {
@@ -284,19 +304,19 @@ fn main() {
         row(how, &times);
     }
     let semantic_search_rss = (before, after);
-    // The same, with the question in floats: the index reopened on the
+    // The same, with the question in 8 bits: the index reopened on the
     // same state and vectors.
     index.shutdown();
     drop(index);
     let big = Arc::new(Store::open(&big_dir).expect("store"));
     let index = Index::open(&big_state, big).expect("index");
     assert!(index.wait_idle(WAIT), "the index never took in the store");
-    let Some(mut floats) = load() else {
+    let Some(mut fast) = load() else {
         return;
     };
-    floats.set_kernel(None);
+    fast.set_kernel(best);
     index
-        .enable_semantic(floats, Some(big_state.join("vectors.bin")))
+        .enable_semantic(fast, Some(big_state.join("vectors.bin")))
         .expect("semantic search");
     // The reopened index checks its memories against the vectors kept: not
     // while it is measured.
@@ -305,10 +325,7 @@ fn main() {
         let times = sample(100, |i| {
             index.search(&question(3000 + i), 10).expect("search");
         });
-        row(
-            "baseline: fused, the question in floats (the default)",
-            &times,
-        );
+        row("fused, the question in 8 bits", &times);
     }
     let (before, after) = semantic_search_rss;
     println!(

@@ -31,6 +31,34 @@ fn the_embedding_of_a_known_pair_has_the_models_cosine() {
 }
 
 #[test]
+fn a_question_is_embedded_as_a_memory_is_to_a_millionth() {
+    let mut model = Embedder::load(&common::minilm()).expect("the model loads");
+    // In floats by default, on the questions' own kernels where the CPU has
+    // them; and back to floats after 8 bits.
+    assert_eq!(model.kernel(), None);
+    let questions = [
+        "A man is eating food.",
+        "What did the user say about how they prefer their code to be formatted before a pull request is merged, and did the reviewers agree with that choice in the end?",
+        "deploy",
+        "用户喜欢喝咖啡还是茶？",
+    ];
+    let memories = model.embed(&questions).expect("embed");
+    for round in 0..2 {
+        for (question, memory) in questions.iter().zip(&memories) {
+            let v = model.embed_query(question).expect("embed");
+            let c = cosine(&v, memory);
+            assert!(c > 0.99999, "cosine {c} for {question:?} (round {round})");
+        }
+        if Kernel::best() != Kernel::Portable {
+            assert!(model.set_kernel(Some(Kernel::best())));
+            assert_eq!(model.kernel(), Some(Kernel::best()));
+        }
+        assert!(model.set_kernel(None));
+        assert_eq!(model.kernel(), None);
+    }
+}
+
+#[test]
 fn a_question_embedded_in_eight_bits_is_near_its_float_embedding_on_every_kernel() {
     let mut model = Embedder::load(&common::minilm()).expect("the model loads");
     let questions = [

@@ -66,7 +66,7 @@ pub(super) struct Layer {
     pub(super) out_norm: LayerNorm,
 }
 
-/// The encoder's weights (which the questions' encoder, `quantized.rs`,
+/// The encoder's weights (which the questions' encoder, `question.rs`,
 /// is made from).
 pub(super) struct Bert {
     pub(super) words: Embedding,

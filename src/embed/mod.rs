@@ -17,19 +17,21 @@
 //! product is their cosine.
 //!
 //! Two encoders share the weights: candle's, in 32-bit floats and in
-//! batches, for memories and (by default) questions; and `quantized.rs`,
-//! with 8-bit linear layers on the integer dot products of the CPU it runs
-//! on (`int8.rs`), four times faster for a short question, whose vector is
-//! within a cosine of 0.995 of the float one's. [`Embedder::set_kernel`]
-//! sends questions through it. It is not the default yet: on LoCoMo it
-//! cost up to 0.005 of recall@5, and the portable kernel (any CPU without
-//! AVX2) is slower than the floats.
+//! batches, for memories; and `question.rs`, one text at a time, for
+//! questions, with matrix products of its own chosen at run time: in
+//! floats (`float.rs`, AVX-512 or AVX2; its vectors are candle's to about a
+//! millionth, in under half the time), or, when chosen, with 8-bit weights
+//! on the integer dot products of the CPU (`int8.rs`), faster again, whose
+//! vectors are within a cosine of 0.995 of the float ones'
+//! ([`Embedder::set_kernel`]). A CPU without AVX2 embeds questions with
+//! candle.
 
 mod bert;
 mod chunk;
+mod float;
 pub mod hub;
 mod int8;
-mod quantized;
+mod question;
 
 use std::path::{Path, PathBuf};
 
@@ -107,18 +109,18 @@ pub enum Questions {
     #[default]
     Exact,
     /// With 8-bit weights, when the CPU has AVX2 (else in floats): about
-    /// 4x faster, LoCoMo recall@5 within 0.005.
+    /// 1.5 times faster, LoCoMo recall@5 within 0.005.
     Fast,
 }
 
 /// A loaded sentence-embedding model.
 pub struct Embedder {
     bert: bert::Bert,
-    /// The questions' 8-bit encoder, once chosen: quantizing the weights
-    /// doubles the model's load, which a one-shot search pays.
-    question: Option<quantized::QuestionEncoder>,
-    /// Whether questions go through the float encoder instead.
-    questions_in_floats: bool,
+    /// The questions' encoder, unless this CPU has no kernel for it (then
+    /// questions go through candle's, as memories do). It starts in
+    /// floats, which costs nothing at load; quantizing the weights when 8
+    /// bits are chosen doubles the load, which a one-shot search pays.
+    question: Option<question::QuestionEncoder>,
     tokenizer: tokenizers::Tokenizer,
     pooling: Pooling,
     dims: usize,
@@ -216,12 +218,16 @@ impl Embedder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| dir.display().to_string());
+        let question = float::available()
+            .then(|| {
+                question::QuestionEncoder::new(&bert, question::Arithmetic::Floats)
+                    .inspect_err(|e| tracing::warn!("questions go through candle: {e}"))
+                    .ok()
+            })
+            .flatten();
         Ok(Embedder {
             bert,
-            question: None,
-            // Not yet by default: on LoCoMo, 8-bit questions cost up to 0.005
-            // of recall@5 (see BENCHMARKS.md).
-            questions_in_floats: true,
+            question,
             tokenizer,
             pooling,
             dims: config.hidden_size(),
@@ -282,8 +288,8 @@ impl Embedder {
         let run = |e: String| EmbedError::Run(e);
         let text = format!("{}{query}", self.query_prefix);
         let question = match &self.question {
-            Some(q) if !self.questions_in_floats => q,
-            _ => {
+            Some(q) => q,
+            None => {
                 let mut vectors = self.embed(&[&text])?;
                 return vectors.pop().ok_or_else(|| run("no vector".into()));
             }
@@ -306,11 +312,15 @@ impl Embedder {
         Ok(self.pool_rows(&states))
     }
 
-    /// The kernel questions are embedded with, or `None` when they go
-    /// through the float encoder as memories do (the default).
+    /// The 8-bit kernel questions are embedded with, or `None` when they
+    /// are embedded in floats (the default).
     pub fn kernel(&self) -> Option<Kernel> {
-        match &self.question {
-            Some(q) if !self.questions_in_floats => Some(q.kernel()),
+        match self
+            .question
+            .as_ref()
+            .map(question::QuestionEncoder::arithmetic)
+        {
+            Some(question::Arithmetic::Int8(kernel)) => Some(kernel),
             _ => None,
         }
     }
@@ -332,29 +342,39 @@ impl Embedder {
         }
     }
 
-    /// Embeds questions with `kernel` from now on, or with the float
-    /// encoder (`None`), to compare them. Says whether this CPU runs the
-    /// kernel; if not, nothing changes.
+    /// Embeds questions with the 8-bit `kernel` from now on, or in floats
+    /// (`None`), to compare them. Says whether this CPU runs the kernel;
+    /// if not, nothing changes.
     pub fn set_kernel(&mut self, kernel: Option<Kernel>) -> bool {
-        match kernel {
-            None => self.questions_in_floats = true,
+        let arithmetic = match kernel {
+            None if float::available() => question::Arithmetic::Floats,
+            None => {
+                self.question = None;
+                return true;
+            }
+            Some(kernel) if !kernel.is_available() => return false,
             Some(kernel) => {
-                if !kernel.is_available() {
-                    return false;
+                if let Some(q) = &mut self.question
+                    && q.set_kernel(kernel)
+                {
+                    return true;
                 }
-                match &mut self.question {
-                    Some(q) => {
-                        q.set_kernel(kernel);
-                    }
-                    None => match quantized::QuestionEncoder::new(&self.bert, kernel) {
-                        Ok(q) => self.question = Some(q),
-                        Err(e) => {
-                            tracing::warn!("cannot quantize the encoder: {e}");
-                            return false;
-                        }
-                    },
-                }
-                self.questions_in_floats = false;
+                question::Arithmetic::Int8(kernel)
+            }
+        };
+        if self
+            .question
+            .as_ref()
+            .map(question::QuestionEncoder::arithmetic)
+            == Some(arithmetic)
+        {
+            return true;
+        }
+        match question::QuestionEncoder::new(&self.bert, arithmetic) {
+            Ok(q) => self.question = Some(q),
+            Err(e) => {
+                tracing::warn!("cannot make the questions' encoder: {e}");
+                return false;
             }
         }
         true

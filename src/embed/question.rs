@@ -1,31 +1,45 @@
-//! The questions' encoder: the BERT of `bert.rs` with its linear layers'
-//! weights in 8 bits (`int8.rs`), for one short text at a time.
+//! The questions' encoder: the BERT of `bert.rs`, for one short text at a
+//! time, with its linear layers' products on kernels of its own: in 32-bit
+//! floats (`float.rs`, the default), or with the weights in 8 bits
+//! (`int8.rs`). Either way the weights are laid out anew for the kernels
+//! when the encoder is made.
 //!
-//! A question is embedded while its caller waits. In 32-bit floats a
-//! 20-word question took 11 ms on two cores: about half reading the 42 MB
-//! of weights, the rest multiplying them at the float kernels' peak. In
-//! 8 bits the weights are a quarter of the bytes, and an integer dot
-//! product does two to four times the work of a float one per instruction.
+//! A question is embedded while its caller waits. Through candle a 20-word
+//! question took 11 ms on two cores: its general matrix kernels reach
+//! about a third of the CPU's peak on a few dozen tokens. The products
+//! written for such skinny shapes do the same float arithmetic in under
+//! half the time; in 8 bits the weights are a quarter of the bytes, and an
+//! integer dot product does two to four times the work of a float one.
 //!
 //! Subtleties:
-//! - Only the linear layers, nearly all the arithmetic, are quantized. The
-//!   embeddings, attention, layer norms and GELU stay in floats: for a
-//!   short text they are cheap.
 //! - One text and no padding, so nothing is masked.
-//! - Its vectors are near the float encoder's, not equal to them (cosine
-//!   0.99 or more, see `tests/semantic.rs`). Memories stay on the float
-//!   encoder, so a memory's vector never depends on the CPU that made it.
-//! - The float parts are built twice, for AVX2 with FMA and for any CPU,
-//!   and one is chosen at run time, as the scan in `index/vectors.rs` is.
-//!   GELU's `erf` and softmax's `exp` are polynomials, which vectorize;
-//!   the C library's are one value at a time.
+//! - In floats its vectors are the float encoder's to about a millionth;
+//!   in 8 bits they are near them, not equal (cosine 0.995 or more, see
+//!   `tests/semantic.rs`). Memories stay on candle's encoder, so a
+//!   memory's vector never depends on the CPU that made it.
+//! - Only the linear layers, nearly all the arithmetic, have kernels of
+//!   their own. The embeddings, attention, layer norms and GELU are plain
+//!   loops, built twice, for AVX2 with FMA and for any CPU, and one is
+//!   chosen at run time, as the scan in `index/vectors.rs` is. GELU's `erf`
+//!   and softmax's `exp` are polynomials, which vectorize; the C library's
+//!   are one value at a time.
 
 use candle_core::{Device, Result, Tensor};
 use candle_nn::{LayerNorm, Linear};
 
 use super::bert::Bert;
 use super::dot;
+use super::float::FloatMatrix;
 use super::int8::{Int8Matrix, Kernel};
+
+/// What the linear layers' products run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Arithmetic {
+    /// 32-bit floats (AVX2 and FMA).
+    Floats,
+    /// 8-bit weights and activations.
+    Int8(Kernel),
+}
 
 /// A layer norm's parameters.
 struct Norm {
@@ -34,17 +48,23 @@ struct Norm {
     eps: f32,
 }
 
+/// A linear layer (or several side by side, sharing their input).
+enum Weights {
+    Floats(FloatMatrix),
+    Int8(Int8Matrix),
+}
+
 struct Layer {
-    /// Query, key and value as one matrix: one pass over the input.
-    qkv: Int8Matrix,
-    attention_out: Int8Matrix,
+    /// Query, key and value side by side: one pass over the input.
+    qkv: Weights,
+    attention_out: Weights,
     attention_norm: Norm,
-    up: Int8Matrix,
-    down: Int8Matrix,
+    up: Weights,
+    down: Weights,
     out_norm: Norm,
 }
 
-/// The encoder, with 8-bit linear layers.
+/// The encoder.
 pub(super) struct QuestionEncoder {
     /// The float encoder's tables, shared with it.
     words: Tensor,
@@ -55,32 +75,90 @@ pub(super) struct QuestionEncoder {
     layers: Vec<Layer>,
     heads: usize,
     hidden: usize,
-    kernel: Kernel,
+    arithmetic: Arithmetic,
 }
 
 fn floats(t: &Tensor) -> Result<Vec<f32>> {
     t.flatten_all()?.to_vec1()
 }
 
-/// The linear layers `parts`, their rows one after another, quantized;
-/// `input_norm` is the layer norm their inputs come from, if they do.
-fn quantize(parts: &[&Linear], input_norm: Option<&Norm>) -> Result<Int8Matrix> {
+fn bias(part: &Linear) -> Result<Vec<f32>> {
+    match part.bias() {
+        Some(b) => floats(b),
+        None => Ok(vec![0.0; part.weight().dim(0)?]),
+    }
+}
+
+/// The linear layers `parts`, side by side, for `arithmetic`; `input_norm`
+/// is the layer norm their inputs come from, if they do.
+fn weights(
+    parts: &[&Linear],
+    input_norm: Option<&Norm>,
+    arithmetic: Arithmetic,
+) -> Result<Weights> {
     let inputs = parts[0].weight().dim(1)?;
-    let mut weight = Vec::new();
-    let mut bias = Vec::new();
     for part in parts {
-        let (rows, columns) = part.weight().dims2()?;
+        let columns = part.weight().dim(1)?;
         if columns != inputs {
             candle_core::bail!("stacked layers of {columns} and {inputs} inputs");
         }
-        weight.extend(floats(part.weight())?);
-        match part.bias() {
-            Some(b) => bias.extend(floats(b)?),
-            None => bias.extend(std::iter::repeat_n(0.0, rows)),
+    }
+    let mut biases = Vec::new();
+    for part in parts {
+        biases.extend(bias(part)?);
+    }
+    if arithmetic == Arithmetic::Floats {
+        // Packed straight from candle's floats: a copy of 42 MB is time a
+        // one-shot search pays.
+        let guards: Vec<_> = parts
+            .iter()
+            .map(|p| p.weight().storage_and_layout())
+            .collect();
+        let mut weights = Vec::with_capacity(parts.len());
+        for (storage, layout) in &guards {
+            let candle_core::Storage::Cpu(cpu) = &**storage else {
+                candle_core::bail!("the weights are not in the CPU's memory");
+            };
+            let Some((start, end)) = layout.contiguous_offsets() else {
+                candle_core::bail!("the weights are not contiguous");
+            };
+            weights.push(&cpu.as_slice::<f32>()?[start..end]);
         }
+        return Ok(Weights::Floats(FloatMatrix::new(&weights, biases, inputs)));
+    }
+    let mut weight = Vec::new();
+    for part in parts {
+        weight.extend(floats(part.weight())?);
     }
     let columns = input_norm.map(smoothing);
-    Ok(Int8Matrix::new(&weight, &bias, bias.len(), inputs, columns))
+    Ok(Weights::Int8(Int8Matrix::new(
+        &weight,
+        &biases,
+        biases.len(),
+        inputs,
+        columns,
+    )))
+}
+
+impl Weights {
+    fn outputs(&self) -> usize {
+        match self {
+            Weights::Floats(m) => m.outputs(),
+            Weights::Int8(m) => m.outputs(),
+        }
+    }
+
+    /// `x` (rows of inputs) times the weights, plus the bias, into `y`
+    /// (rows of [`outputs`](Self::outputs)).
+    #[inline(always)]
+    fn forward(&self, x: &[f32], arithmetic: Arithmetic, y: &mut [f32]) -> Result<()> {
+        match (self, arithmetic) {
+            (Weights::Floats(m), Arithmetic::Floats) => m.forward(x, y),
+            (Weights::Int8(m), Arithmetic::Int8(kernel)) => m.forward(x, kernel, y),
+            _ => candle_core::bail!("weights made for other arithmetic"),
+        }
+        Ok(())
+    }
 }
 
 /// Per column of a layer norm's output, a factor that moves part of its
@@ -113,22 +191,35 @@ fn norm(n: &LayerNorm, eps: f64) -> Result<Norm> {
 }
 
 impl QuestionEncoder {
-    /// Quantizes `bert`'s linear layers, for `kernel`.
-    pub(super) fn new(bert: &Bert, kernel: Kernel) -> Result<QuestionEncoder> {
+    /// The encoder of `bert` for `arithmetic`, its weights copied: packed
+    /// for the float kernel, or quantized, which takes about as long as
+    /// loading them.
+    pub(super) fn new(bert: &Bert, arithmetic: Arithmetic) -> Result<QuestionEncoder> {
+        use rayon::prelude::*;
         let first_norm = norm(&bert.norm, bert.eps)?;
-        let mut layers: Vec<Layer> = Vec::with_capacity(bert.layers.len());
-        for l in &bert.layers {
-            let input_norm = layers.last().map_or(&first_norm, |l| &l.out_norm);
-            let attention_norm = norm(&l.attention_norm, bert.eps)?;
-            layers.push(Layer {
-                qkv: quantize(&[&l.query, &l.key, &l.value], Some(input_norm))?,
-                attention_out: quantize(&[&l.attention_out], None)?,
-                up: quantize(&[&l.up], Some(&attention_norm))?,
-                attention_norm,
-                down: quantize(&[&l.down], None)?,
-                out_norm: norm(&l.out_norm, bert.eps)?,
-            });
-        }
+        // Layer by layer on the caller's pool: laying out 42 MB of weights
+        // is mostly the page faults of the new copy, which two threads take
+        // in half the time.
+        let layers = (0..bert.layers.len())
+            .into_par_iter()
+            .map(|i| {
+                let l = &bert.layers[i];
+                let input_norm = match i {
+                    0 => bert.norm.clone(),
+                    _ => bert.layers[i - 1].out_norm.clone(),
+                };
+                let input_norm = norm(&input_norm, bert.eps)?;
+                let attention_norm = norm(&l.attention_norm, bert.eps)?;
+                Ok(Layer {
+                    qkv: weights(&[&l.query, &l.key, &l.value], Some(&input_norm), arithmetic)?,
+                    attention_out: weights(&[&l.attention_out], None, arithmetic)?,
+                    up: weights(&[&l.up], Some(&attention_norm), arithmetic)?,
+                    attention_norm,
+                    down: weights(&[&l.down], None, arithmetic)?,
+                    out_norm: norm(&l.out_norm, bert.eps)?,
+                })
+            })
+            .collect::<Result<Vec<Layer>>>()?;
         let words = bert.words.embeddings().clone();
         let hidden = words.dim(1)?;
         Ok(QuestionEncoder {
@@ -139,22 +230,23 @@ impl QuestionEncoder {
             layers,
             heads: bert.heads,
             hidden,
-            kernel,
+            arithmetic,
         })
     }
 
-    /// The kernel the products run on.
-    pub(super) fn kernel(&self) -> Kernel {
-        self.kernel
+    /// What the products run on.
+    pub(super) fn arithmetic(&self) -> Arithmetic {
+        self.arithmetic
     }
 
-    /// Uses `kernel` from now on, if this CPU runs it.
+    /// Uses the 8-bit `kernel` from now on, if the weights are in 8 bits
+    /// and this CPU runs it.
     pub(super) fn set_kernel(&mut self, kernel: Kernel) -> bool {
-        let available = kernel.is_available();
-        if available {
-            self.kernel = kernel;
+        let usable = kernel.is_available() && matches!(self.arithmetic, Arithmetic::Int8(_));
+        if usable {
+            self.arithmetic = Arithmetic::Int8(kernel);
         }
-        available
+        usable
     }
 
     /// The last hidden states of the tokens `ids`, one row of
@@ -175,22 +267,23 @@ impl QuestionEncoder {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU has both features, just checked.
-            return Ok(unsafe { self.encode_avx2(x) });
+            return unsafe { self.encode_avx2(x) };
         }
-        Ok(self.encode_portable(x))
+        self.encode_portable(x)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn encode_avx2(&self, x: Vec<f32>) -> Vec<f32> {
+    fn encode_avx2(&self, x: Vec<f32>) -> Result<Vec<f32>> {
         self.encode_portable(x)
     }
 
     /// The layers, from the embeddings `x` (one row per token).
     #[inline(always)]
-    fn encode_portable(&self, mut x: Vec<f32>) -> Vec<f32> {
+    fn encode_portable(&self, mut x: Vec<f32>) -> Result<Vec<f32>> {
         let h = self.hidden;
         let tokens = x.len() / h;
+        let arithmetic = self.arithmetic;
         self.norm.apply(&mut x);
         let mut qkv = Vec::new();
         let mut attended = vec![0f32; tokens * h];
@@ -198,19 +291,19 @@ impl QuestionEncoder {
         let mut up = Vec::new();
         for layer in &self.layers {
             qkv.resize(tokens * layer.qkv.outputs(), 0.0);
-            layer.qkv.forward(&x, self.kernel, &mut qkv);
+            layer.qkv.forward(&x, arithmetic, &mut qkv)?;
             attention(&qkv, h, self.heads, &mut attended);
-            layer.attention_out.forward(&attended, self.kernel, &mut a);
+            layer.attention_out.forward(&attended, arithmetic, &mut a)?;
             add(&mut a, &x);
             layer.attention_norm.apply(&mut a);
             up.resize(tokens * layer.up.outputs(), 0.0);
-            layer.up.forward(&a, self.kernel, &mut up);
+            layer.up.forward(&a, arithmetic, &mut up)?;
             gelu(&mut up);
-            layer.down.forward(&up, self.kernel, &mut x);
+            layer.down.forward(&up, arithmetic, &mut x)?;
             add(&mut x, &a);
             layer.out_norm.apply(&mut x);
         }
-        x
+        Ok(x)
     }
 }
 
