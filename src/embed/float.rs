@@ -13,8 +13,9 @@
 //!   each token's value, broadcast, into that token's sixteen sums. Twelve
 //!   sums stay in registers, and no sum is ever added across a register.
 //! - **Panels outside, tokens inside**: each panel is read from memory
-//!   once per product and then from the core's cache; a large product is
-//!   split by panels over two threads.
+//!   once per product, fetched ahead while the one before it is
+//!   multiplied, and then from the core's cache; a large product is split
+//!   by panels over two threads.
 //!
 //! The sums are those of floats, in another order than candle's: the two
 //! encoders' vectors agree to about a millionth (`tests/semantic.rs`).
@@ -30,10 +31,6 @@ const PANEL: usize = 16;
 /// Tokens a kernel call takes at most: two sums each, twelve registers,
 /// with room for the panel's two and a broadcast.
 const TOKENS: usize = 6;
-
-/// Floats between two prefetches of the next panel: a cache line (asking
-/// for every other line, which the cache fetches in pairs, was slower).
-const PREFETCH_STEP: usize = 16;
 
 /// Multiply-adds from which a product is split over two threads: below
 /// this, waking the second thread costs more than it saves.
@@ -129,19 +126,8 @@ impl FloatMatrix {
         let k = self.inputs;
         let tokens = x.len() / k;
         let mut sums = [[0f32; PANEL]; TOKENS];
-        let end = panels.end;
         for p in panels {
             let panel = &self.packed[p * PANEL * k..][..PANEL * k];
-            if p + 1 < end {
-                let next = &self.packed[(p + 1) * PANEL * k..][..PANEL * k];
-                // Asked for while this panel is multiplied: the next one is
-                // in the cache when its turn comes, instead of arriving a
-                // line at a time as the kernel reads it.
-                for line in next.chunks(PREFETCH_STEP) {
-                    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-                    _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast());
-                }
-            }
             let first = p * PANEL;
             let rows = (self.outputs - first).min(PANEL);
             let mut t = 0;
@@ -204,9 +190,17 @@ fn sums_avx2<const T: usize>(x: &[f32], panel: &[f32], sums: &mut [[f32; PANEL];
     use std::arch::x86_64::*;
     let k = panel.len() / PANEL;
     assert!(T <= TOKENS && x.len() == T * k);
-    let rows: [&[f32]; T] = std::array::from_fn(|i| &x[i * k..][..k]);
+    let mut rows = [x.as_ptr(); T];
+    for (i, row) in rows.iter_mut().enumerate() {
+        *row = x[i * k..].as_ptr();
+    }
     let mut acc = [[_mm256_setzero_ps(); 2]; T];
     for (j, w) in panel.chunks_exact(PANEL).enumerate() {
+        // The same line of the next panel (panels lie one after another),
+        // asked for ahead: while the first tokens go through this panel,
+        // the next one streams in behind it. A hint: past the matrix's end
+        // it is ignored.
+        _mm_prefetch::<_MM_HINT_T0>(w.as_ptr().wrapping_add(panel.len()).cast());
         // SAFETY: a chunk holds PANEL = 16 floats, two registers' worth.
         let (w0, w1) = unsafe {
             (
@@ -216,7 +210,7 @@ fn sums_avx2<const T: usize>(x: &[f32], panel: &[f32], sums: &mut [[f32; PANEL];
         };
         for i in 0..T {
             // SAFETY: j < k, the length of every row.
-            let v = _mm256_broadcast_ss(unsafe { rows[i].get_unchecked(j) });
+            let v = _mm256_broadcast_ss(unsafe { &*rows[i].add(j) });
             acc[i][0] = _mm256_fmadd_ps(v, w0, acc[i][0]);
             acc[i][1] = _mm256_fmadd_ps(v, w1, acc[i][1]);
         }

@@ -292,7 +292,7 @@ impl QuestionEncoder {
         for layer in &self.layers {
             qkv.resize(tokens * layer.qkv.outputs(), 0.0);
             layer.qkv.forward(&x, arithmetic, &mut qkv)?;
-            attention(&qkv, h, self.heads, &mut attended);
+            attention_split(&qkv, h, self.heads, &mut attended);
             layer.attention_out.forward(&attended, arithmetic, &mut a)?;
             add(&mut a, &x);
             layer.attention_norm.apply(&mut a);
@@ -326,9 +326,44 @@ impl Norm {
 }
 
 /// Self-attention of every token over every other, from `qkv` (per token,
-/// its query, key and value, `hidden` floats each) into `out`.
+/// its query, key and value, `hidden` floats each) into `out`; the tokens'
+/// queries in two halves at once on the caller's rayon pool when there are
+/// enough of them.
+fn attention_split(qkv: &[f32], hidden: usize, heads: usize, out: &mut [f32]) {
+    let tokens = out.len() / hidden;
+    if tokens < SPLIT_TOKENS || rayon::current_num_threads() < 2 {
+        attention(qkv, hidden, heads, 0, out);
+        return;
+    }
+    let middle = tokens / 2;
+    let (first, second) = out.split_at_mut(middle * hidden);
+    rayon::join(
+        || attention(qkv, hidden, heads, 0, first),
+        || attention(qkv, hidden, heads, middle, second),
+    );
+}
+
+/// Tokens from which attention is split over two threads.
+const SPLIT_TOKENS: usize = 12;
+
+/// The attention of the tokens from `first` on, as many as `out` has rows.
+fn attention(qkv: &[f32], hidden: usize, heads: usize, first: usize, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has both features, just checked.
+        return unsafe { attention_avx2(qkv, hidden, heads, first, out) };
+    }
+    attention_portable(qkv, hidden, heads, first, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn attention_avx2(qkv: &[f32], hidden: usize, heads: usize, first: usize, out: &mut [f32]) {
+    attention_portable(qkv, hidden, heads, first, out)
+}
+
 #[inline(always)]
-fn attention(qkv: &[f32], hidden: usize, heads: usize, out: &mut [f32]) {
+fn attention_portable(qkv: &[f32], hidden: usize, heads: usize, first: usize, out: &mut [f32]) {
     let tokens = qkv.len() / (3 * hidden);
     let d = hidden / heads;
     let scale = 1.0 / (d as f32).sqrt();
@@ -338,8 +373,8 @@ fn attention(qkv: &[f32], hidden: usize, heads: usize, out: &mut [f32]) {
     let mut weights = vec![0f32; tokens];
     out.fill(0.0);
     for head in 0..heads {
-        for i in 0..tokens {
-            let q = at(i, 0, head);
+        for (i, row) in out.chunks_exact_mut(hidden).enumerate() {
+            let q = at(first + i, 0, head);
             for (j, w) in weights.iter_mut().enumerate() {
                 *w = dot(q, at(j, 1, head)) * scale;
             }
@@ -348,7 +383,7 @@ fn attention(qkv: &[f32], hidden: usize, heads: usize, out: &mut [f32]) {
                 *w = exp(*w - largest);
             }
             let total = sum(&weights);
-            let o = &mut out[i * hidden + head * d..][..d];
+            let o = &mut row[head * d..][..d];
             for (j, &w) in weights.iter().enumerate() {
                 let w = w / total;
                 for (o, v) in o.iter_mut().zip(at(j, 2, head)) {
