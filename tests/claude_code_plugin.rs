@@ -95,6 +95,9 @@ fn claude_code() -> Option<PathBuf> {
     let home = std::env::var_os("HOME")?;
     let cache = PathBuf::from(home).join(".cache/mnemofs-claude-code");
     let claude = cache.join("node_modules/.bin/claude");
+    // One install at a time: a test that ran `claude` while another's npm
+    // was still writing it failed with "Text file busy".
+    let _lock = common::locked_beside(&cache);
     let installed = || {
         let manifest = cache.join("node_modules/@anthropic-ai/claude-code/package.json");
         let version = fs::read_to_string(manifest)

@@ -1318,10 +1318,10 @@ pub fn python_installing(module: &str, pip_args: &[&str]) -> PathBuf {
     python
 }
 
-/// An exclusive lock on `<path>.lock`, for making `path` once while test
-/// binaries run at once; released when dropped.
+/// An exclusive lock on `<path>.lock`, for making `path` once while tests
+/// (threads or binaries) run at once; released when dropped.
 #[allow(dead_code)]
-fn locked_beside(path: &Path) -> fs::File {
+pub fn locked_beside(path: &Path) -> fs::File {
     use std::os::fd::AsRawFd;
     fs::create_dir_all(path.parent().expect("a parent")).expect("the parent folder");
     let lock = fs::File::create(path.with_extension("lock")).expect("lock file");
