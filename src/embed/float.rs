@@ -227,19 +227,7 @@ fn sums_avx2<const T: usize>(x: &[f32], panel: &[f32], sums: &mut [[f32; PANEL];
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
-
-    /// A small pseudo-random stream in [-1, 1).
-    fn noise(seed: u64, n: usize) -> Vec<f32> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
+    use crate::embed::noise;
 
     #[test]
     fn the_products_are_those_of_floats() {

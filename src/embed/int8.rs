@@ -502,19 +502,7 @@ unsafe fn dots_vnni<const T: usize, const G: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A small pseudo-random stream in [-1, 1).
-    fn noise(seed: u64, n: usize) -> Vec<f32> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-            })
-            .collect()
-    }
+    use crate::embed::noise;
 
     fn reference(x: &[f32], w: &[f32], b: &[f32], n: usize, k: usize) -> Vec<f32> {
         x.chunks_exact(k)

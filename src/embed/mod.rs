@@ -464,3 +464,17 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let rest: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
     sums.iter().sum::<f32>() + rest
 }
+
+/// A small pseudo-random stream in [-1, 1), for the kernels' tests.
+#[cfg(test)]
+fn noise(seed: u64, n: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
