@@ -19,7 +19,7 @@
 //! Two encoders share the weights: candle's, in 32-bit floats and in
 //! batches, for memories; and `question.rs`, one text at a time, for
 //! questions, with matrix products of its own chosen at run time: in
-//! floats (`float.rs`, AVX-512 or AVX2; its vectors are candle's to about a
+//! floats (`float.rs`, AVX2 with FMA; its vectors are candle's to about a
 //! millionth, in under half the time), or, when chosen, with 8-bit weights
 //! on the integer dot products of the CPU (`int8.rs`), faster again, whose
 //! vectors are within a cosine of 0.995 of the float ones'
@@ -118,8 +118,9 @@ pub struct Embedder {
     bert: bert::Bert,
     /// The questions' encoder, unless this CPU has no kernel for it (then
     /// questions go through candle's, as memories do). It starts in
-    /// floats, which costs nothing at load; quantizing the weights when 8
-    /// bits are chosen doubles the load, which a one-shot search pays.
+    /// floats, its weights packed for its kernels at load (42 MB and about
+    /// a fifth of the load for all-MiniLM-L6-v2); quantizing them instead,
+    /// when 8 bits are chosen, takes about as long as the load.
     question: Option<question::QuestionEncoder>,
     tokenizer: tokenizers::Tokenizer,
     pooling: Pooling,
