@@ -224,7 +224,8 @@ fn sums_avx2<const T: usize>(x: &[f32], panel: &[f32], sums: &mut [[f32; PANEL];
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
+#[cfg(target_arch = "x86_64")]
 mod tests {
     use super::*;
     use crate::embed::noise;
