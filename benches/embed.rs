@@ -24,6 +24,9 @@
 //!   vectors are written to the vectors file the daemon keeps between runs,
 //!   as if it had made them: each memory gets the vector of one of a few
 //!   hundred texts embedded for real, which costs the scan the same.
+//! - **A daemon's memory at that size**: `mnemofs serve --no-organizer`
+//!   started on the same store and vectors, resident after 20 searches
+//!   through it and at its peak, beside the same daemon without a model.
 //!
 //! `MNEMOFS_MODEL` names the model's folder (default: the
 //! all-MiniLM-L6-v2 the tests unpack under `target/tmp/`). Without one, the
@@ -337,6 +340,114 @@ fn main() {
         after as f64 / 1024.0
     );
     index.shutdown();
+    drop(index);
+
+    println!("\n## A daemon serving {scan} memories (`mnemofs serve --no-organizer`)\n");
+    println!("| how | resident after 20 searches | peak |\n|---|---|---|");
+    for (how, model) in [
+        ("with the model and every memory's vectors", Some(&dir)),
+        ("baseline: no model", None),
+    ] {
+        match daemon_memory(&big_dir, &big_state, &empty_home, model, scan) {
+            Ok((rss, peak)) => println!(
+                "| {how} | {:.0} MiB | {:.0} MiB |",
+                rss as f64 / 1024.0,
+                peak as f64 / 1024.0
+            ),
+            Err(e) => println!("| {how} | not measured: {e} | |"),
+        }
+    }
+}
+
+/// The resident memory of a daemon serving `store` (KiB, after 20
+/// searches through it) and its peak since it started. With a `model`,
+/// it waits until every one of the `memories` has its vectors (from the
+/// vectors file in `state`) before it asks.
+fn daemon_memory(
+    store: &Path,
+    state: &Path,
+    config_home: &Path,
+    model: Option<&std::path::PathBuf>,
+    memories: usize,
+) -> Result<(u64, u64), String> {
+    let command = |verb: &str| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_mnemofs"));
+        c.env("XDG_CONFIG_HOME", config_home)
+            .arg(verb)
+            .arg("--store")
+            .arg(store);
+        c
+    };
+    // What it says goes to a file: a pipe nobody reads could fill.
+    let log = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let mut serve = command("serve");
+    serve
+        .arg("--no-organizer")
+        .arg("--state-dir")
+        .arg(state)
+        .stdout(std::process::Stdio::null())
+        .stderr(log.reopen().map_err(|e| e.to_string())?);
+    if let Some(model) = model {
+        serve.arg("--model-dir").arg(model);
+    }
+    let mut child = serve.spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let pid = child.id();
+    let result = (|| {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(exit)) = child.try_wait() {
+                let said = std::fs::read_to_string(log.path()).unwrap_or_default();
+                return Err(format!("the daemon stopped ({exit}): {}", said.trim()));
+            }
+            if started.elapsed() > Duration::from_secs(300) {
+                return Err("the daemon was not ready in 5 minutes".to_owned());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            // Asked before the daemon holds the store, `status` would
+            // serve it itself, and the daemon would find it taken.
+            if !state.join("control.sock").exists() {
+                continue;
+            }
+            let out = command("status")
+                .arg("--json")
+                .output()
+                .map_err(|e| e.to_string())?;
+            let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            let served = status["pid"].as_u64() == Some(u64::from(pid));
+            let ready = match model {
+                Some(_) => status["meaning"]["embedded"].as_u64() == Some(memories as u64),
+                None => status["documents"].as_u64() == Some(memories as u64),
+            };
+            if served && ready {
+                break;
+            }
+        }
+        for i in 0..20 {
+            let out = command("search")
+                .arg(question(4000 + i))
+                .output()
+                .map_err(|e| e.to_string())?;
+            if !out.status.success() {
+                return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+            }
+        }
+        let status =
+            std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+        let field = |name: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        Ok((field("VmRSS:"), field("VmHWM:")))
+    })();
+    // SIGTERM, as a service manager stops it; the daemon keeps its state.
+    let _ = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status();
+    let _ = child.wait();
+    result
 }
 
 /// A rayon pool of `threads` threads, at the caller's priority.

@@ -556,45 +556,55 @@ impl Index {
             return Ok(top.into_iter().map(|(s, a)| (s, a, Side::Words)).collect());
         };
         let depth = limit.max(fusion::DEPTH);
-        let words = match (query, mode) {
-            (Some(query), Mode::Fused) => {
-                self.lexical(searcher, query, depth, hidden_scopes, within)?
-            }
-            _ => Vec::new(),
-        };
         let f = self.inner.core.fields;
-        semantic.embed_waiting();
-        let keep = |path: &StorePath| match within {
-            None => true,
-            Some(Within {
-                paths: Some(paths), ..
-            }) => paths.contains(super::document::path_key(path)),
-            Some(_) => false,
+        // By words on one of the queries' threads while the question is
+        // embedded and the vectors scanned on the other: the embedding
+        // takes both back when the words are done.
+        let by_words = || -> Result<_, IndexError> {
+            let words = match (query, mode) {
+                (Some(query), Mode::Fused) => {
+                    self.lexical(searcher, query, depth, hidden_scopes, within)?
+                }
+                _ => Vec::new(),
+            };
+            let head: Vec<DocAddress> = words.iter().take(fusion::DEPTH).map(|w| w.1).collect();
+            let weights = fusion::words_weights(searcher, &f, text, &head);
+            Ok((words, weights))
         };
-        // A period too long to list is searched by its words alone.
-        let by_meaning = within.is_none_or(|w| w.paths.is_some());
-        let meaning: Vec<fusion::Near> = by_meaning
-            .then(|| semantic.embed_query(text))
-            .flatten()
-            .map(|v| semantic.nearest(&v, depth, hidden_scopes, &keep))
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(path, score, chunks)| {
-                let key = super::document::path_key(&path);
-                let query = TermQuery::new(
-                    Term::from_field_bytes(f.path, key),
-                    IndexRecordOption::Basic,
-                );
-                let top = searcher.search(&query, &TopDocs::with_limit(1)).ok()?;
-                top.first().map(|(_, address)| fusion::Near {
-                    score,
-                    address: *address,
-                    chunks,
+        let by_meaning = || -> Vec<fusion::Near> {
+            semantic.embed_waiting();
+            let keep = |path: &StorePath| match within {
+                None => true,
+                Some(Within {
+                    paths: Some(paths), ..
+                }) => paths.contains(super::document::path_key(path)),
+                Some(_) => false,
+            };
+            // A period too long to list is searched by its words alone.
+            let listed = within.is_none_or(|w| w.paths.is_some());
+            listed
+                .then(|| semantic.embed_query(text))
+                .flatten()
+                .map(|v| semantic.nearest(&v, depth, hidden_scopes, &keep))
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|(path, score, chunks)| {
+                    let key = super::document::path_key(&path);
+                    let query = TermQuery::new(
+                        Term::from_field_bytes(f.path, key),
+                        IndexRecordOption::Basic,
+                    );
+                    let top = searcher.search(&query, &TopDocs::with_limit(1)).ok()?;
+                    top.first().map(|(_, address)| fusion::Near {
+                        score,
+                        address: *address,
+                        chunks,
+                    })
                 })
-            })
-            .collect();
-        let head: Vec<DocAddress> = words.iter().take(fusion::DEPTH).map(|w| w.1).collect();
-        let weights = fusion::words_weights(searcher, &f, text, &head);
+                .collect()
+        };
+        let (meaning, words) = semantic.beside(by_meaning, by_words);
+        let (words, weights) = words?;
         Ok(fusion::fuse(&words, &weights, &meaning, limit))
     }
 

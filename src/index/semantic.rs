@@ -316,6 +316,19 @@ impl Semantic {
         }
     }
 
+    /// `first` and `second` at once on the queries' threads, `second` on
+    /// whichever thread is free first; one after the other without them.
+    pub(crate) fn beside<A: Send, B: Send>(
+        &self,
+        first: impl FnOnce() -> A + Send,
+        second: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        match query_pool() {
+            Some(pool) => pool.install(|| rayon::join(first, second)),
+            None => (first(), second()),
+        }
+    }
+
     /// The `limit` memories nearest to `query` (by their best chunk), with
     /// their cosine and how many chunks they have, best first; memories of
     /// `hidden_scopes` and those `keep` does not keep left out.
@@ -598,43 +611,41 @@ fn pool_threads() -> usize {
 /// Reads the vectors `file` holds, of the memories whose size and mtime
 /// are still those recorded. A missing file is nothing to read; a damaged
 /// one gives what precedes the damage (those memories are embedded anew).
+/// The file is read as a stream: at 100,000 memories it is 150 MB of
+/// floats, which the process would otherwise hold at once beside the
+/// table it makes of them.
 fn read_vectors(file: &Path, store: &Store) -> Option<Kept> {
-    let bytes = std::fs::read(file).ok()?;
-    let mut at = 0usize;
-    let mut take = |n: usize| -> Option<&[u8]> {
-        let slice = bytes.get(at..at.checked_add(n)?)?;
-        at += n;
-        Some(slice)
-    };
-    if take(MAGIC.len())? != MAGIC {
+    let mut reader = Stream::open(file)?;
+    if reader.take(MAGIC.len())? != MAGIC {
         return None;
     }
     let u32_of = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default());
-    let name_len = u32_of(take(4)?) as usize;
-    let model = String::from_utf8(take(name_len)?.to_vec()).ok()?;
-    let dims = u32_of(take(4)?) as usize;
+    let name_len = u32_of(reader.take(4)?) as usize;
+    let model = String::from_utf8(reader.take(name_len)?.to_vec()).ok()?;
+    let dims = u32_of(reader.take(4)?) as usize;
     if dims == 0 {
         return None;
     }
     // One memory at a time into the table: the whole file in floats at
-    // once would cost a store's worth of memory the process keeps.
+    // once would cost a store's worth of memory.
     let mut table = VectorTable::new(dims);
     let mut data = Vec::new();
     let mut one = || -> Option<()> {
-        let key_len = u32_of(take(4)?) as usize;
-        let path = super::document::path_from_key(take(key_len)?)?;
-        let size = u64::from_le_bytes(take(8)?.try_into().ok()?);
-        let sec = i64::from_le_bytes(take(8)?.try_into().ok()?);
-        let nsec = i64::from_le_bytes(take(8)?.try_into().ok()?);
-        let scope_len = u32_of(take(4)?) as usize;
-        let scope = String::from_utf8(take(scope_len)?.to_vec()).ok()?;
-        let count = u32_of(take(4)?) as usize;
+        let key_len = u32_of(reader.take(4)?) as usize;
+        let path = super::document::path_from_key(reader.take(key_len)?)?;
+        let size = u64::from_le_bytes(reader.take(8)?.try_into().ok()?);
+        let sec = i64::from_le_bytes(reader.take(8)?.try_into().ok()?);
+        let nsec = i64::from_le_bytes(reader.take(8)?.try_into().ok()?);
+        let scope_len = u32_of(reader.take(4)?) as usize;
+        let scope = String::from_utf8(reader.take(scope_len)?.to_vec()).ok()?;
+        let count = u32_of(reader.take(4)?) as usize;
         if !count.is_multiple_of(dims) {
             return None;
         }
         data.clear();
         data.extend(
-            take(count.checked_mul(4)?)?
+            reader
+                .take(count.checked_mul(4)?)?
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         );
@@ -647,11 +658,43 @@ fn read_vectors(file: &Path, store: &Store) -> Option<Kept> {
         Some(())
     };
     while one().is_some() {}
-    if at < bytes.len() {
+    if reader.left > 0 {
         tracing::info!(
             "{} is damaged: the memories past the damage are embedded anew",
             file.display()
         );
     }
     Some(Kept { model, table })
+}
+
+/// A vectors file read in order, a field at a time.
+struct Stream {
+    file: std::io::BufReader<std::fs::File>,
+    /// The bytes not read yet: no field is longer.
+    left: u64,
+    field: Vec<u8>,
+}
+
+impl Stream {
+    fn open(path: &Path) -> Option<Stream> {
+        let file = std::fs::File::open(path).ok()?;
+        let left = file.metadata().ok()?.len();
+        Some(Stream {
+            file: std::io::BufReader::with_capacity(1 << 16, file),
+            left,
+            field: Vec::new(),
+        })
+    }
+
+    /// The next `n` bytes; `None` past the end, or if they cannot be read.
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        use std::io::Read;
+        if n as u64 > self.left {
+            return None;
+        }
+        self.field.resize(n, 0);
+        self.file.read_exact(&mut self.field).ok()?;
+        self.left -= n as u64;
+        Some(&self.field)
+    }
 }
