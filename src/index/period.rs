@@ -15,7 +15,8 @@
 //!   ("between August 11 and August 15 2023"), else its latest one not
 //!   after today: a question about what was written looks back.
 //! - Spring, summer and autumn are the northern ones; winter, which
-//!   straddles two years, names no period.
+//!   straddles two years, names no period with a year ("winter 2023"),
+//!   but "last winter" and 今年冬天 begin in December.
 //! - "before" a day reaches a week back, "after" it a week on: "the
 //!   weekend before April 10" is in neither April 10 nor a month. Before
 //!   or after a month or a year is all of time that way; "since" runs to
@@ -325,7 +326,10 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
         let one = |first: Option<Date>, span: Span| first.map(|first| (first, span, 1));
         let two = |first: Option<Date>, span: Span| first.map(|first| (first, span, 2));
         let counted = monday.and_then(|monday| counted(&words[i..], today, monday));
-        let hit = counted.or(match (w, next) {
+        let hit = counted
+            .or_else(|| further(&words[i..], today, monday?))
+            .or_else(|| relative_season(&words[i..], today));
+        let hit = hit.or(match (w, next) {
             ("today", _) => one(Some(today), Span::Day),
             ("今", Some("天")) => two(Some(today), Span::Day),
             ("yesterday", _) => one(today.yesterday().ok(), Span::Day),
@@ -388,6 +392,90 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
         }
     }
     found
+}
+
+/// One step further than "last" or "next": 上上周, 下下个月, 大前天,
+/// "the week before last", "the day after tomorrow".
+fn further(words: &[Word], today: Date, monday: Date) -> Option<(Date, Span, usize)> {
+    let w = |i: usize| words.get(i).map(|w| w.text.as_str());
+    let weeks = |n: i64| monday.checked_add((7 * n).days()).ok();
+    let months = |n: i64| today.first_of_month().checked_add(n.months()).ok();
+    let days = |n: i64| today.checked_add(n.days()).ok();
+    let (first, span, n) = match (w(0), w(1), w(2), w(3)) {
+        (Some("上"), Some("上"), Some("周"), _) => (weeks(-2)?, Span::Week, 3),
+        (Some("下"), Some("下"), Some("周"), _) => (weeks(2)?, Span::Week, 3),
+        (Some("上"), Some("上"), Some("个"), Some("月")) => (months(-2)?, Span::Month, 4),
+        (Some("下"), Some("下"), Some("个"), Some("月")) => (months(2)?, Span::Month, 4),
+        (Some("大"), Some("前"), Some("天"), _) => (days(-3)?, Span::Day, 3),
+        (Some("大"), Some("后"), Some("天"), _) => (days(3)?, Span::Day, 3),
+        (Some("week"), Some("before"), Some("last"), _) => (weeks(-2)?, Span::Week, 3),
+        (Some("week"), Some("after"), Some("next"), _) => (weeks(2)?, Span::Week, 3),
+        (Some("month"), Some("before"), Some("last"), _) => (months(-2)?, Span::Month, 3),
+        (Some("month"), Some("after"), Some("next"), _) => (months(2)?, Span::Month, 3),
+        (Some("day"), Some("before"), Some("yesterday"), _) => (days(-2)?, Span::Day, 3),
+        (Some("day"), Some("after"), Some("tomorrow"), _) => (days(2)?, Span::Day, 3),
+        _ => return None,
+    };
+    Some((first, span, n))
+}
+
+/// A season named relative to today: "last summer" (the latest one over
+/// before today), "this winter", "next spring", 去年夏天, 今年冬天. Winter
+/// starts in December, so last winter's first day is in the year before
+/// its end.
+fn relative_season(words: &[Word], today: Date) -> Option<(Date, Span, usize)> {
+    let w = |i: usize| words.get(i).map(|w| w.text.as_str());
+    let english = |word: Option<&str>| match word? {
+        "winter" => Some(12),
+        other => season_start(other),
+    };
+    let chinese = |a: Option<&str>, b: Option<&str>| {
+        if !matches!(b, Some("天" | "季")) {
+            return None;
+        }
+        match a? {
+            "春" => Some(3),
+            "夏" => Some(6),
+            "秋" => Some(9),
+            "冬" => Some(12),
+            _ => None,
+        }
+    };
+    // The season of `year` that starts in `month`.
+    let of = |year: i16, month: i8| Date::new(year, month, 1).ok();
+    let this_year = today.year();
+    match (w(0), w(1)) {
+        (Some("last"), _) => {
+            let month = english(w(1))?;
+            // The latest one whose end is not after today.
+            let mut first = of(this_year, month)?;
+            while end_of(first, Span::Season)? > today {
+                first = first.checked_sub(1.year()).ok()?;
+            }
+            Some((first, Span::Season, 2))
+        }
+        (Some("this"), _) => Some((of(this_year, english(w(1))?)?, Span::Season, 2)),
+        (Some("next"), _) => {
+            let month = english(w(1))?;
+            let mut first = of(this_year, month)?;
+            while first <= today {
+                first = first.checked_add(1.year()).ok()?;
+            }
+            Some((first, Span::Season, 2))
+        }
+        (Some(a), Some("年")) => {
+            let back = match a {
+                "今" => 0,
+                "去" => 1,
+                "前" => 2,
+                "明" => -1,
+                _ => return None,
+            };
+            let month = chinese(w(2), w(3))?;
+            Some((of(this_year - back, month)?, Span::Season, 4))
+        }
+        _ => None,
+    }
 }
 
 /// A count written as a digit or an English word up to twelve.
@@ -541,6 +629,19 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
             month = Some(first);
             p += '月'.len_utf8();
         }
+        // 2023年 alone: the year (a count such as 3年 is no year).
+        if month.is_none()
+            && let Some(year) = year.filter(|y| (1900..=2200).contains(y))
+            && text[at..].starts_with(|c: char| c.is_ascii_digit())
+            && !text[..at].ends_with(|c: char| c.is_ascii_digit())
+            && after - at == 4
+        {
+            if let Ok(first) = Date::new(year, 1, 1) {
+                found.push((first, Span::Year, start..p));
+            }
+            at = p;
+            continue;
+        }
         let Some(month) = month.and_then(|m| i8::try_from(m).ok()) else {
             at = after;
             continue;
@@ -606,7 +707,27 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     let mut spans: Vec<(Date, Date, Range<usize>, Range<usize>)> = Vec::new();
     // Chinese dates first: 去年6月 is one date, not 去年 and 6月.
     for (date, span, bytes) in chinese_dates(text, today).into_iter().take(MAX_DATES) {
-        spans.push((date, end_of(date, span)?, bytes.clone(), bytes));
+        let a_day = matches!(span, Span::Day | Span::Days(_));
+        let mut said = bytes.clone();
+        let (mut first, mut last) = (date, end_of(date, span)?);
+        // 2023年之前, 6月3日以后, 自2023年以来
+        let tail = &text[bytes.end..];
+        let mark = CHINESE_REACH.iter().find(|(mark, _)| {
+            tail.starts_with(mark)
+                && (mark.chars().count() > 1 || !tail[mark.len()..].starts_with(['天', '年']))
+        });
+        if let Some((mark, toward)) = mark {
+            (first, last) = reach(first, last, a_day, *toward, today)?;
+            said.end += mark.len();
+            if *toward == Toward::Since
+                && let Some(from) = ["自", "从"]
+                    .iter()
+                    .find(|f| text[..said.start].ends_with(**f))
+            {
+                said.start -= from.len();
+            }
+        }
+        spans.push((first, last, said, bytes));
     }
     let mut found = written_dates(text, &words, today);
     found.extend(relative_dates(&words, today));
@@ -628,28 +749,17 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
                 .iter()
                 .any(|w| set.contains(&w.text.as_str()))
         };
-        let (mut first, mut last) = (f.first, end_of(f.first, f.span)?);
-        // Before or after a day: the week next to it ("the weekend before
-        // April 10"); before or after a month or a year: all of time that
-        // way.
         let a_day = matches!(f.span, Span::Day | Span::Days(_));
-        if said(SINCE) {
-            last = last.max(today.tomorrow().ok()?);
-        } else if said(UNTIL) {
-            first = EARLIEST;
-        } else if said(BEFORE) {
-            (first, last) = if a_day {
-                (first.checked_sub(7.days()).ok()?, last)
-            } else {
-                (EARLIEST, first)
-            };
-        } else if said(AFTER) {
-            (first, last) = if a_day {
-                (first, last.checked_add(7.days()).ok()?)
-            } else {
-                (last, LATEST)
-            };
-        }
+        let toward = [
+            (SINCE, Toward::Since),
+            (UNTIL, Toward::Until),
+            (BEFORE, Toward::Before),
+            (AFTER, Toward::After),
+        ]
+        .into_iter()
+        .find(|(set, _)| said(set))
+        .map_or(Toward::Within, |(_, toward)| toward);
+        let (first, last) = reach(f.first, end_of(f.first, f.span)?, a_day, toward, today)?;
         let end = words[f.words.end - 1].end;
         spans.push((
             first,
@@ -696,6 +806,51 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     Some(Period {
         ranges,
         rest: rest.split_whitespace().collect::<Vec<_>>().join(" "),
+    })
+}
+
+/// Which way a period reaches from the date that names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Toward {
+    Within,
+    Since,
+    Until,
+    Before,
+    After,
+}
+
+/// What follows a Chinese date to say which way it reaches: 之前, 以后,
+/// 以来. 前 and 后 alone count too, but not as the start of 前天 or 后年.
+const CHINESE_REACH: &[(&str, Toward)] = &[
+    ("之前", Toward::Before),
+    ("以前", Toward::Before),
+    ("之后", Toward::After),
+    ("以后", Toward::After),
+    ("以来", Toward::Since),
+    ("起", Toward::Since),
+    ("前", Toward::Before),
+    ("后", Toward::After),
+];
+
+/// The days from `first` to `last` (exclusive), reaching `toward` one
+/// side. Before or after a day: the week next to it ("the weekend before
+/// April 10"); before or after a month or a year: all of time that way;
+/// since: to today; until: from all time.
+fn reach(
+    first: Date,
+    last: Date,
+    a_day: bool,
+    toward: Toward,
+    today: Date,
+) -> Option<(Date, Date)> {
+    Some(match toward {
+        Toward::Within => (first, last),
+        Toward::Since => (first, last.max(today.tomorrow().ok()?)),
+        Toward::Until => (EARLIEST, last),
+        Toward::Before if a_day => (first.checked_sub(7.days()).ok()?, last),
+        Toward::Before => (EARLIEST, first),
+        Toward::After if a_day => (first, last.checked_add(7.days()).ok()?),
+        Toward::After => (last, LATEST),
     })
 }
 
@@ -976,5 +1131,64 @@ mod tests {
             .unwrap()
             .ranges;
         assert_eq!(apart.len(), 2, "{apart:?}");
+    }
+
+    #[test]
+    fn one_step_further_than_last_or_next() {
+        // Friday 27 November 2026: this week began on Monday the 23rd.
+        assert_eq!(span("上上周做了什么"), pair("2026-11-09", "2026-11-16"));
+        assert_eq!(
+            span("the week before last"),
+            pair("2026-11-09", "2026-11-16")
+        );
+        assert_eq!(span("下下周"), pair("2026-12-07", "2026-12-14"));
+        assert_eq!(span("上上个月的会议"), pair("2026-09-01", "2026-10-01"));
+        assert_eq!(
+            span("the month after next"),
+            pair("2027-01-01", "2027-02-01")
+        );
+        assert_eq!(span("大前天"), pair("2026-11-24", "2026-11-25"));
+        assert_eq!(span("大后天的会"), pair("2026-11-30", "2026-12-01"));
+        assert_eq!(
+            span("the day before yesterday"),
+            pair("2026-11-25", "2026-11-26")
+        );
+        // What is left to search has none of it.
+        assert_eq!(days("上上周做了什么").unwrap().2, "做了什么");
+        assert_eq!(days("上上个月的会议").unwrap().2, "的会议");
+    }
+
+    #[test]
+    fn seasons_named_from_today() {
+        assert_eq!(
+            span("what did we do last summer"),
+            pair("2026-06-01", "2026-09-01")
+        );
+        assert_eq!(span("last winter"), pair("2025-12-01", "2026-03-01"));
+        assert_eq!(span("this spring"), pair("2026-03-01", "2026-06-01"));
+        assert_eq!(span("next spring"), pair("2027-03-01", "2027-06-01"));
+        assert_eq!(span("去年夏天去了哪里"), pair("2025-06-01", "2025-09-01"));
+        assert_eq!(span("今年冬天"), pair("2026-12-01", "2027-03-01"));
+        // In July, last summer is the one before: this one is not over.
+        let july: Zoned = "2026-07-10T10:00:00+00:00[UTC]".parse().unwrap();
+        let p = named_period("last summer", &july).unwrap();
+        assert_eq!(
+            p.ranges[0].0,
+            super::super::document::day_start(Date::constant(2025, 6, 1))
+        );
+    }
+
+    #[test]
+    fn a_year_written_the_chinese_way_and_which_way_it_reaches() {
+        assert_eq!(span("2023年的项目"), pair("2023-01-01", "2024-01-01"));
+        assert_eq!(span("2023年之前的决定"), pair("1900-01-01", "2023-01-01"));
+        assert_eq!(span("2023年以后"), pair("2024-01-01", "2200-01-01"));
+        assert_eq!(span("自2023年以来"), pair("2023-01-01", "2026-11-28"));
+        assert_eq!(span("2023年前的事"), pair("1900-01-01", "2023-01-01"));
+        // Before or after a day: the week next to it, as in English.
+        assert_eq!(span("6月3日以后"), pair("2026-06-03", "2026-06-11"));
+        assert_eq!(days("自2023年以来的决定").unwrap().2, "的决定");
+        // A count of years is no year.
+        assert!(days("3年的经验").is_none());
     }
 }
