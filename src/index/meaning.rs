@@ -68,14 +68,52 @@ fn rfc3339(secs: i64) -> Option<String> {
 /// A date as written in a query, as RFC 3339; the token itself if it is
 /// not a date.
 fn date_literal(token: &str) -> Result<String, String> {
-    parse_timestamp(token)
+    parse_timestamp(&absolute(token))
         .and_then(rfc3339)
         .ok_or_else(|| token.to_owned())
 }
 
-/// Whether `token` is a bare `YYYY-MM-DD` day.
+/// Whether `token` is a bare `YYYY-MM-DD` day, or a day named from today.
 fn is_day(token: &str) -> bool {
-    token.len() == 10 && parse_timestamp(token).is_some()
+    let day = absolute(token);
+    day.len() == 10 && parse_timestamp(&day).is_some()
+}
+
+/// `token` with a day named from today (see [`day_from`]) written as
+/// that day, `YYYY-MM-DD`, today being the local one.
+fn absolute(token: &str) -> std::borrow::Cow<'_, str> {
+    match day_from(token, jiff::Zoned::now().date()) {
+        Some(day) => day.to_string().into(),
+        None => token.into(),
+    }
+}
+
+/// The day `token` names from `today`: `today`, `yesterday`, `tomorrow`,
+/// or that long ago: `7d`, `2w`, `3m` (months), `1y`.
+fn day_from(token: &str, today: jiff::civil::Date) -> Option<jiff::civil::Date> {
+    use jiff::ToSpan;
+    let token = token.to_ascii_lowercase();
+    match token.as_str() {
+        "today" => return Some(today),
+        "yesterday" => return today.yesterday().ok(),
+        "tomorrow" => return today.tomorrow().ok(),
+        _ => {}
+    }
+    let mut chars = token.chars();
+    let unit = chars.next_back()?;
+    let count: i64 = chars
+        .as_str()
+        .parse()
+        .ok()
+        .filter(|n| (0..=9999).contains(n))?;
+    let back = match unit {
+        'd' => count.days(),
+        'w' => count.weeks(),
+        'm' => count.months(),
+        'y' => count.years(),
+        _ => return None,
+    };
+    today.checked_sub(back).ok()
 }
 
 /// Length of the value starting at the beginning of `s`: up to whitespace
@@ -117,9 +155,10 @@ fn rewrite_date_value(rest: &str) -> Result<(String, usize), String> {
     let consumed = op_len + skipped + len;
     if op_len == 0 && is_day(value) {
         // A whole day: [day, next day).
+        let day = absolute(value);
         if let (Some(from), Some(to)) = (
-            parse_timestamp(value).and_then(rfc3339),
-            parse_timestamp(value).and_then(|s| rfc3339(s + 86_400)),
+            parse_timestamp(&day).and_then(rfc3339),
+            parse_timestamp(&day).and_then(|s| rfc3339(s + 86_400)),
         ) {
             return Ok((format!("[{from} TO {to}}}"), consumed));
         }
@@ -287,7 +326,7 @@ fn rewrite_field<'q>(
                 // `*` matches everything, so the rest of the query holds.
                 out.text.push('*');
                 out.warnings.push(format!(
-                    "`{field}:{}` was left out: `{bad}` is not a date (write 2026-01-31, 2026-01-31T09:00:00Z or a range like [2026-01-01 TO 2026-02-01])",
+                    "`{field}:{}` was left out: `{bad}` is not a date (write 2026-01-31, 2026-01-31T09:00:00Z, yesterday, 7d, or a range like [2026-01-01 TO 2026-02-01])",
                     &value_at[..len]
                 ));
                 *rest = &value_at[len..];
@@ -760,6 +799,55 @@ mod tests {
         assert_eq!(rewrite("created:[2025-01-01 TO"), "created:[2025-01-01 TO");
         assert_eq!(rewrite("scope:agent:x y"), "scope:\"agent:x\" y");
         assert_eq!(rewrite("source:claude"), "source:claude");
+    }
+
+    #[test]
+    fn days_named_from_today() {
+        let today = jiff::civil::date(2026, 11, 27);
+        let day = |t: &str| day_from(t, today).map(|d| d.to_string());
+        assert_eq!(day("yesterday").as_deref(), Some("2026-11-26"));
+        assert_eq!(day("Today").as_deref(), Some("2026-11-27"));
+        assert_eq!(day("tomorrow").as_deref(), Some("2026-11-28"));
+        assert_eq!(day("7d").as_deref(), Some("2026-11-20"));
+        assert_eq!(day("2w").as_deref(), Some("2026-11-13"));
+        assert_eq!(day("3m").as_deref(), Some("2026-08-27"));
+        assert_eq!(day("1y").as_deref(), Some("2025-11-27"));
+        for not in [
+            "d",
+            "7x",
+            "-3d",
+            "99999d",
+            "10000y",
+            "soon",
+            "2026-01-01",
+            "7🡳",
+            "🡳d",
+        ] {
+            assert_eq!(day(not), None, "{not}");
+        }
+        // In a query: after the start of yesterday; a day named alone is
+        // that whole day.
+        let yesterday = jiff::Zoned::now().date().yesterday().unwrap();
+        assert_eq!(
+            rewrite("created:>yesterday x"),
+            format!("created:>{yesterday}T00:00:00Z x")
+        );
+        assert!(
+            rewrite("updated:yesterday")
+                .starts_with(&format!("updated:[{yesterday}T00:00:00Z TO "))
+        );
+        assert_eq!(
+            rewrite("created:[30d TO today]"),
+            format!(
+                "created:[{}T00:00:00Z TO {}T00:00:00Z]",
+                yesterday
+                    .tomorrow()
+                    .unwrap()
+                    .checked_sub(jiff::ToSpan::days(30))
+                    .unwrap(),
+                yesterday.tomorrow().unwrap()
+            )
+        );
     }
 
     #[test]

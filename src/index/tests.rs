@@ -215,6 +215,23 @@ fn date_ranges() {
         fx.search_sorted("updated:>2020-01-01 AND plants"),
         paths(&["notes/todo.txt"])
     );
+    // Days named from today: the note written just now, not the others.
+    assert_eq!(
+        fx.search_sorted("updated:>7d AND plants"),
+        paths(&["notes/todo.txt"])
+    );
+    assert_eq!(
+        fx.search_sorted("updated:>yesterday AND tag:ui"),
+        paths(&[])
+    );
+    assert_eq!(
+        fx.search_sorted("updated:[1y TO tomorrow] AND tag:ui"),
+        paths(&[])
+    );
+    assert_eq!(
+        fx.search_sorted("updated:[3000d TO tomorrow] AND tag:ui"),
+        paths(&["user/preferences.md"])
+    );
 }
 
 /// Hits as (path, score), for comparing two ways of asking.

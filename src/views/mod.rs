@@ -778,6 +778,8 @@ the day each hit was written.
                                    decisions, about databases first
     search/type:decision AND status:open/
     search/created:>2026-01-01/    dates: created, updated (>, <, >=, <=)
+    search/updated:>7d/            days from today: today, yesterday,
+                                   7d, 2w, 3m, 1y (that long ago)
     search/title:atlas/            a word in one field: title, alias, body
     search/dark mode limit:200/    more than the first 50 hits
 
