@@ -245,6 +245,102 @@ fn a_question_that_names_a_day_ranks_what_was_written_then_first() {
     index.shutdown();
 }
 
+/// An agent's memory keeps what was true then: asked what holds, the
+/// newer memory on the same subject comes first, and only on the same
+/// subject.
+#[test]
+fn a_newer_memory_on_the_same_subject_comes_before_the_older() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |rel: &str, created: &str, category: &str, body: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(
+            path,
+            format!("---\ncreated_at: {created}\ncategory: {category}\n---\n{body}\n"),
+        )
+        .expect("write");
+    };
+    write(
+        "decisions/sqlite.md",
+        "2026-02-10T10:00:00Z",
+        "decisions",
+        "# Database: SQLite\n\nWe decided to use SQLite as the app's database: one file, no server to run.",
+    );
+    write(
+        "decisions/postgres.md",
+        "2026-10-02T15:00:00Z",
+        "decisions",
+        "# Moving to Postgres\n\nDecision: we move from SQLite to Postgres, because several workers now write at once.",
+    );
+    write(
+        "decisions/hosting.md",
+        "2026-11-05T10:00:00Z",
+        "decisions",
+        "# Hosting\n\nWe host on Hetzner, not AWS, to keep costs down.",
+    );
+    write(
+        "decisions/frontend.md",
+        "2026-05-01T10:00:00Z",
+        "decisions",
+        "# Frontend framework\n\nWe picked Svelte for the dashboard over React.",
+    );
+    // Events: a newer one supersedes nothing.
+    write(
+        "date/release.md",
+        "2026-03-01T10:00:00Z",
+        "date",
+        "# Release of the database migration\n\nThe database migration ships on 20 March.",
+    );
+    write(
+        "date/retro.md",
+        "2026-04-01T10:00:00Z",
+        "date",
+        "# Retro on the database migration\n\nThe retro on the database migration is on 2 April.",
+    );
+    let index = embedded_index(dir.path());
+    let first = |q: &str| -> String {
+        let hits = index.search(q, 5).expect("search");
+        assert!(
+            hits.windows(2).all(|w| w[0].score >= w[1].score),
+            "{hits:?}"
+        );
+        hits[0].path.to_string()
+    };
+    assert_eq!(
+        first("which database did we decide on?"),
+        "decisions/postgres.md"
+    );
+    assert_eq!(first("what database do we use?"), "decisions/postgres.md");
+    // Asked about a time, the memories of that time.
+    assert_eq!(
+        first("which database did we decide on in February 2026?"),
+        "decisions/sqlite.md"
+    );
+    // A newer decision on another subject stays where its words put it.
+    assert_eq!(
+        first("what did we decide about hosting?"),
+        "decisions/hosting.md"
+    );
+    assert_eq!(
+        first("what frontend framework did we pick?"),
+        "decisions/frontend.md"
+    );
+    // By words alone, the question's best match first, as before.
+    let words = index
+        .search("mode:words which database did we decide on?", 5)
+        .expect("search");
+    assert_eq!(
+        words[0].path.to_string(),
+        "decisions/sqlite.md",
+        "{words:?}"
+    );
+    assert_eq!(
+        first("when does the database migration ship?"),
+        "date/release.md"
+    );
+    index.shutdown();
+}
+
 /// What an agent has just written it can ask about at once in other
 /// words: the search embeds the few memories still waiting for their
 /// vectors instead of ranking them by their words alone. None of these

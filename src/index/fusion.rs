@@ -125,7 +125,7 @@ pub(super) fn words_weights(
 }
 
 /// The distinct stems of `text`, as the stemmed fields index them.
-fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSet<String> {
+pub(super) fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSet<String> {
     let mut stems = BTreeSet::new();
     let Ok(mut analyzer) = searcher.index().tokenizer_for_field(fields.body_stem) else {
         return stems;
@@ -146,7 +146,7 @@ fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSet<String> {
 const SUBJECT_STEMS: &[&str] = &["user"];
 
 /// Whether the document at `address` has `stem` in its title or body.
-fn holds(searcher: &Searcher, fields: &Fields, address: DocAddress, stem: &str) -> bool {
+pub(super) fn holds(searcher: &Searcher, fields: &Fields, address: DocAddress, stem: &str) -> bool {
     let segment = searcher.segment_reader(address.segment_ord);
     [fields.body_stem, fields.title_stem].iter().any(|field| {
         let Ok(index) = segment.inverted_index(*field) else {

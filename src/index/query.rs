@@ -522,6 +522,14 @@ impl Index {
             }
             top = first_then(first, top, limit);
         }
+        // A newer memory on the same subject goes above the older one,
+        // unless the question asks about a time of its own.
+        if mode == Mode::Fused
+            && period.is_none()
+            && let Some(semantic) = self.inner.core.semantic.get()
+        {
+            super::supersede::newer_first(&searcher, &self.inner.core.fields, semantic, &mut top);
+        }
         if top.is_empty() && query.is_none() {
             return Ok(None);
         }

@@ -343,6 +343,12 @@ impl Semantic {
         on_query_pool(|| table.nearest_kept(query, limit, hidden_scopes, keep))
     }
 
+    /// How alike two memories are by meaning (see
+    /// [`VectorTable::likeness`]).
+    pub(crate) fn likeness(&self, a: &StorePath, b: &StorePath) -> Option<f32> {
+        self.table.read().likeness(a, b)
+    }
+
     /// The texts to embed for the memory at `path`, and its scope; `None`
     /// when it is not a memory (any more).
     fn texts_of(&self, path: &StorePath) -> Option<(Vec<String>, Option<String>)> {

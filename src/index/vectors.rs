@@ -276,6 +276,26 @@ impl VectorTable {
         best
     }
 
+    /// The cosine of two memories' first chunks (their titles and
+    /// opening words); `None` if either has no vectors.
+    pub(crate) fn likeness(&self, a: &StorePath, b: &StorePath) -> Option<f32> {
+        let row = |path: &StorePath| {
+            let entry = self.entries[*self.by_path.get(path)? as usize].as_ref()?;
+            let at = entry.start;
+            Some((
+                &self.values[at * self.dims..(at + 1) * self.dims],
+                self.scales[at],
+            ))
+        };
+        let ((a, sa), (b, sb)) = (row(a)?, row(b)?);
+        let dot: i32 = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| i32::from(*x) * i32::from(*y))
+            .sum();
+        Some(dot as f32 * sa * sb)
+    }
+
     /// Each memory: its path, scope and vectors (as floats again).
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&StorePath, Option<&str>, Vec<f32>)> {
         self.entries.iter().flatten().map(|entry| {

@@ -1,0 +1,192 @@
+//! A newer memory on the same subject goes first.
+//!
+//! An agent's memory keeps what was true then: "we use SQLite" in
+//! February, "we move from SQLite to Postgres" in October. Asked "which
+//! database did we decide on?", the older one matches the question's words
+//! best ("database" is in its title), but the newer one is the answer. So
+//! among the first hits of a search, a memory moves up to just above an
+//! older one it supersedes: one of the same category, close to it in
+//! meaning, that names what the older one is about (a word of its title,
+//! such as "SQLite").
+//!
+//! Subtleties:
+//! - A question that names a time ("in February") asks about what held
+//!   then: nothing moves (see `Index::ranked`).
+//! - Dates and reminders are events, not states: a newer one says nothing
+//!   of an older one, and they are left in place.
+//! - Only memories with vectors are compared; without a model nothing
+//!   moves.
+//! - A chain (v1, v2, v3) ends newest first, each above the one it
+//!   supersedes.
+//! - A moved memory takes the score of the one it goes above, so that
+//!   scores never rise down the list.
+
+use std::cell::OnceCell;
+
+use tantivy::columnar::Column;
+use tantivy::schema::{IndexRecordOption, Term, Value};
+use tantivy::{DocAddress, DocSet, Searcher, TantivyDocument};
+
+use super::Side;
+use super::fusion;
+use super::schema::{Fields, names};
+use super::semantic::Semantic;
+use crate::memory::Category;
+use crate::store::StorePath;
+
+/// How many of the first hits are compared: the ones an agent reads.
+const WINDOW: usize = 10;
+
+/// How alike two memories' first chunks must be (cosine) for the newer to
+/// be about the same thing. all-MiniLM-L6-v2 gives "We decided to use
+/// SQLite as the app's database" and "we move from SQLite to Postgres"
+/// 0.49, two decisions on different subjects (hosting, a frontend
+/// framework) 0.16 to 0.23.
+const ALIKE: f32 = 0.4;
+
+/// Categories whose memories tell of events: a newer one supersedes
+/// nothing.
+const EVENTS: &[Category] = &[Category::Date, Category::Reminders, Category::Inbox];
+
+/// What a hit needs for the comparison.
+struct Facts {
+    address: DocAddress,
+    path: StorePath,
+    created: i64,
+    title: String,
+    /// Its category, looked up when first needed.
+    category: OnceCell<Option<Category>>,
+}
+
+/// Moves each of the first hits of `top` above the highest older hit it
+/// supersedes (see the module's doc).
+pub(super) fn newer_first(
+    searcher: &Searcher,
+    fields: &Fields,
+    semantic: &Semantic,
+    top: &mut [(f32, DocAddress, Side)],
+) {
+    let n = top.len().min(WINDOW);
+    if n < 2 {
+        return;
+    }
+    let mut columns = Columns::default();
+    let facts: Vec<Option<Facts>> = top[..n]
+        .iter()
+        .map(|(_, address, _)| columns.facts_of(searcher, fields, *address))
+        .collect();
+    // The hits' order, as indices into `top` and `facts`.
+    let mut order: Vec<usize> = (0..n).collect();
+    for at in 1..n {
+        let newer = order[at];
+        let Some(b) = &facts[newer] else { continue };
+        let above = (0..at).find(|&i| {
+            let older = order[i];
+            facts[older]
+                .as_ref()
+                .is_some_and(|a| supersedes(searcher, fields, semantic, b, a))
+        });
+        if let Some(i) = above {
+            let moved = order.remove(at);
+            order.insert(i, moved);
+        }
+    }
+    if order.iter().enumerate().all(|(i, &o)| i == o) {
+        return;
+    }
+    let scores: Vec<f32> = top[..n].iter().map(|t| t.0).collect();
+    let reordered: Vec<(f32, DocAddress, Side)> = order.iter().map(|&o| top[o]).collect();
+    for (i, mut hit) in reordered.into_iter().enumerate() {
+        // The score of the place it takes: the list stays in order.
+        hit.0 = scores[i];
+        top[i] = hit;
+    }
+}
+
+/// Whether `newer` supersedes `older`.
+fn supersedes(
+    searcher: &Searcher,
+    fields: &Fields,
+    semantic: &Semantic,
+    newer: &Facts,
+    older: &Facts,
+) -> bool {
+    let category = |facts: &Facts| {
+        *facts
+            .category
+            .get_or_init(|| category_of(searcher, fields, facts.address))
+    };
+    newer.created > older.created
+        && semantic
+            .likeness(&newer.path, &older.path)
+            .is_some_and(|cosine| cosine >= ALIKE)
+        && category(newer).is_some_and(|c| !EVENTS.contains(&c) && category(older) == Some(c))
+        && fusion::stems(searcher, fields, &older.title)
+            .iter()
+            .any(|stem| fusion::holds(searcher, fields, newer.address, stem))
+}
+
+/// The category of the document at `address`, if it has one.
+fn category_of(searcher: &Searcher, fields: &Fields, address: DocAddress) -> Option<Category> {
+    let index = searcher
+        .segment_reader(address.segment_ord)
+        .inverted_index(fields.category)
+        .ok()?;
+    Category::ALL.into_iter().find(|c| {
+        let term = Term::from_field_text(fields.category, c.as_str());
+        match index.read_postings(&term, IndexRecordOption::Basic) {
+            Ok(Some(mut postings)) => {
+                postings.doc() == address.doc_id
+                    || (postings.doc() < address.doc_id
+                        && postings.seek(address.doc_id) == address.doc_id)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// The columns of creation times, opened once per segment.
+#[derive(Default)]
+struct Columns {
+    open: Vec<(u32, Column<tantivy::DateTime>)>,
+}
+
+impl Columns {
+    /// The path, title and creation time of the document at `address`.
+    /// Its stored document is read here: the search's results are read
+    /// from the same blocks next, from the store reader's cache.
+    fn facts_of(
+        &mut self,
+        searcher: &Searcher,
+        fields: &Fields,
+        address: DocAddress,
+    ) -> Option<Facts> {
+        let at = match self.open.iter().position(|c| c.0 == address.segment_ord) {
+            Some(at) => at,
+            None => {
+                let columns = searcher.segment_reader(address.segment_ord).fast_fields();
+                self.open
+                    .push((address.segment_ord, columns.date(names::CREATED).ok()?));
+                self.open.len() - 1
+            }
+        };
+        let created = self.open[at].1.first(address.doc_id)?.into_timestamp_secs();
+        let doc: TantivyDocument = searcher.doc(address).ok()?;
+        let path = doc
+            .get_first(fields.path)
+            .and_then(|v| v.as_bytes())
+            .and_then(super::document::path_from_key)?;
+        let title = doc
+            .get_first(fields.title)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        Some(Facts {
+            address,
+            path,
+            created,
+            title,
+            category: OnceCell::new(),
+        })
+    }
+}
