@@ -251,12 +251,18 @@ fn a_question_that_names_a_day_ranks_what_was_written_then_first() {
 #[test]
 fn a_newer_memory_on_the_same_subject_comes_before_the_older() {
     let dir = tempfile::tempdir().expect("tempdir");
+    // A memory without `category:` is of the category folder it is in.
     let write = |rel: &str, created: &str, category: &str, body: &str| {
         let path = dir.path().join(rel);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        let category = if category.is_empty() {
+            String::new()
+        } else {
+            format!("category: {category}\n")
+        };
         std::fs::write(
             path,
-            format!("---\ncreated_at: {created}\ncategory: {category}\n---\n{body}\n"),
+            format!("---\ncreated_at: {created}\n{category}---\n{body}\n"),
         )
         .expect("write");
     };
@@ -269,7 +275,7 @@ fn a_newer_memory_on_the_same_subject_comes_before_the_older() {
     write(
         "decisions/postgres.md",
         "2026-10-02T15:00:00Z",
-        "decisions",
+        "",
         "# Moving to Postgres\n\nDecision: we move from SQLite to Postgres, because several workers now write at once.",
     );
     write(

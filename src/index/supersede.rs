@@ -5,7 +5,8 @@
 //! database did we decide on?", the older one matches the question's words
 //! best ("database" is in its title), but the newer one is the answer. So
 //! among the first hits of a search, a memory moves up to just above an
-//! older one it supersedes: one of the same category, close to it in
+//! older one it supersedes: one of the same category (its `category:`, else
+//! the category folder it is in), close to it in
 //! meaning, that names what the older one is about (a word of its title,
 //! such as "SQLite").
 //!
@@ -111,10 +112,18 @@ fn supersedes(
     newer: &Facts,
     older: &Facts,
 ) -> bool {
+    // Its `category:`, else the category folder it is in (a memory
+    // written into `decisions/` before the organizer wrote its
+    // frontmatter).
     let category = |facts: &Facts| {
-        *facts
-            .category
-            .get_or_init(|| category_of(searcher, fields, facts.address))
+        *facts.category.get_or_init(|| {
+            category_of(searcher, fields, facts.address).or_else(|| {
+                let mut parts = facts.path.as_path().components();
+                let folder = parts.next()?.as_os_str().to_str()?;
+                parts.next()?;
+                folder.parse().ok()
+            })
+        })
     };
     newer.created > older.created
         && semantic
