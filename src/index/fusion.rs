@@ -147,22 +147,26 @@ const SUBJECT_STEMS: &[&str] = &["user"];
 
 /// Whether the document at `address` has `stem` in its title or body.
 pub(super) fn holds(searcher: &Searcher, fields: &Fields, address: DocAddress, stem: &str) -> bool {
+    [fields.body_stem, fields.title_stem]
+        .iter()
+        .any(|field| has_term(searcher, &Term::from_field_text(*field, stem), address))
+}
+
+/// Whether the document at `address` holds `term`.
+pub(super) fn has_term(searcher: &Searcher, term: &Term, address: DocAddress) -> bool {
     let segment = searcher.segment_reader(address.segment_ord);
-    [fields.body_stem, fields.title_stem].iter().any(|field| {
-        let Ok(index) = segment.inverted_index(*field) else {
-            return false;
-        };
-        let term = Term::from_field_text(*field, stem);
-        match index.read_postings(&term, IndexRecordOption::Basic) {
-            // `seek` only goes forward from the first document.
-            Ok(Some(mut postings)) => {
-                postings.doc() == address.doc_id
-                    || (postings.doc() < address.doc_id
-                        && postings.seek(address.doc_id) == address.doc_id)
-            }
-            _ => false,
+    let Ok(index) = segment.inverted_index(term.field()) else {
+        return false;
+    };
+    match index.read_postings(term, IndexRecordOption::Basic) {
+        // `seek` only goes forward from the first document.
+        Ok(Some(mut postings)) => {
+            postings.doc() == address.doc_id
+                || (postings.doc() < address.doc_id
+                    && postings.seek(address.doc_id) == address.doc_id)
         }
-    })
+        _ => false,
+    }
 }
 
 /// The two rankings as one, at most `limit`: the head, each document

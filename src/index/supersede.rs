@@ -5,10 +5,9 @@
 //! database did we decide on?", the older one matches the question's words
 //! best ("database" is in its title), but the newer one is the answer. So
 //! among the first hits of a search, a memory moves up to just above an
-//! older one it supersedes: one of the same category (its `category:`, else
-//! the category folder it is in), close to it in
-//! meaning, that names what the older one is about (a word of its title,
-//! such as "SQLite").
+//! older one it supersedes: one of the same category (its `category:`,
+//! else the category folder it is in), close to it in meaning, that names
+//! what the older one is about (a word of its title, such as "SQLite").
 //!
 //! Subtleties:
 //! - A question that names a time ("in February") asks about what held
@@ -25,8 +24,8 @@
 use std::cell::OnceCell;
 
 use tantivy::columnar::Column;
-use tantivy::schema::{IndexRecordOption, Term, Value};
-use tantivy::{DocAddress, DocSet, Searcher, TantivyDocument};
+use tantivy::schema::{Term, Value};
+use tantivy::{DocAddress, Searcher, TantivyDocument};
 
 use super::Side;
 use super::fusion;
@@ -137,20 +136,9 @@ fn supersedes(
 
 /// The category of the document at `address`, if it has one.
 fn category_of(searcher: &Searcher, fields: &Fields, address: DocAddress) -> Option<Category> {
-    let index = searcher
-        .segment_reader(address.segment_ord)
-        .inverted_index(fields.category)
-        .ok()?;
     Category::ALL.into_iter().find(|c| {
         let term = Term::from_field_text(fields.category, c.as_str());
-        match index.read_postings(&term, IndexRecordOption::Basic) {
-            Ok(Some(mut postings)) => {
-                postings.doc() == address.doc_id
-                    || (postings.doc() < address.doc_id
-                        && postings.seek(address.doc_id) == address.doc_id)
-            }
-            _ => false,
-        }
+        fusion::has_term(searcher, &term, address)
     })
 }
 
