@@ -234,30 +234,57 @@ impl Semantic {
     /// never waits for one. Those the worker is embedding now are embedded
     /// here as well: the search does not wait for the worker either.
     pub(crate) fn embed_waiting(&self) {
+        self.embed_inline(|queue| {
+            let waiting = queue.paths.len() + queue.working.len();
+            if waiting == 0 || waiting > INLINE_MEMORIES {
+                return Vec::new();
+            }
+            let mut paths: Vec<StorePath> = queue.paths.iter().cloned().collect();
+            paths.extend(queue.working.iter().cloned());
+            paths
+        });
+    }
+
+    /// Embeds here those of `paths` still waiting for their vectors, at
+    /// most [`INLINE_MEMORIES`] of them and [`INLINE_BYTES`] in all: a
+    /// search that compares its hits by meaning (see `supersede.rs`)
+    /// does not wait for the worker to reach them after a burst of writes.
+    pub(crate) fn embed_these(&self, paths: &[&StorePath]) {
+        self.embed_inline(|queue| {
+            paths
+                .iter()
+                .filter(|p| queue.queued.contains(**p) || queue.working.contains(p))
+                .take(INLINE_MEMORIES)
+                .map(|p| (*p).clone())
+                .collect()
+        });
+    }
+
+    /// Embeds at the caller's priority the memories `pick` chooses from
+    /// the queue, if they are short enough; those still queued leave it.
+    fn embed_inline(&self, pick: impl FnOnce(&Queue) -> Vec<StorePath>) {
         if self.frozen {
             return;
         }
         let paths: Vec<StorePath> = {
             let mut queue = self.queue.lock();
-            let waiting = queue.paths.len() + queue.working.len();
-            if waiting == 0 || waiting > INLINE_MEMORIES {
+            let paths = pick(&queue);
+            if paths.is_empty() {
                 return;
             }
-            let bytes: u64 = queue
-                .paths
+            let bytes: u64 = paths
                 .iter()
-                .chain(&queue.working)
                 .filter_map(|p| self.store.stat(p).ok())
                 .map(|st| st.size)
                 .sum();
             if bytes > INLINE_BYTES {
                 return;
             }
-            let mut paths: Vec<StorePath> = queue.paths.drain(..).collect();
+            let taken: std::collections::HashSet<&StorePath> = paths.iter().collect();
+            queue.paths.retain(|p| !taken.contains(p));
             for path in &paths {
                 queue.queued.remove(path);
             }
-            paths.extend(queue.working.iter().cloned());
             queue.inline += 1;
             paths
         };

@@ -15,7 +15,8 @@
 //! - Dates and reminders are events, not states: a newer one says nothing
 //!   of an older one, and they are left in place.
 //! - Only memories with vectors are compared; without a model nothing
-//!   moves.
+//!   moves. Hits written a moment ago and still waiting for the worker
+//!   are embedded by the search first (a few short ones at most).
 //! - A chain (v1, v2, v3) ends newest first, each above the one it
 //!   supersedes.
 //! - A moved memory takes the score of the one it goes above, so that
@@ -75,6 +76,9 @@ pub(super) fn newer_first(
         .iter()
         .map(|(_, address, _)| columns.facts_of(searcher, fields, *address))
         .collect();
+    // Hits written a moment ago may still wait for their vectors.
+    let paths: Vec<&StorePath> = facts.iter().flatten().map(|f| &f.path).collect();
+    semantic.embed_these(&paths);
     // The hits' order, as indices into `top` and `facts`.
     let mut order: Vec<usize> = (0..n).collect();
     for at in 1..n {
