@@ -431,16 +431,11 @@ fn daemon_memory(
                 return Err(String::from_utf8_lossy(&out.stderr).into_owned());
             }
         }
-        let status =
-            std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
-        let field = |name: &str| -> u64 {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-                .unwrap_or(0)
-        };
-        Ok((field("VmRSS:"), field("VmHWM:")))
+        let process = pid.to_string();
+        Ok((
+            status_kib(&process, "VmRSS:"),
+            status_kib(&process, "VmHWM:"),
+        ))
     })();
     // SIGTERM, as a service manager stops it; the daemon keeps its state.
     let _ = std::process::Command::new("kill")
@@ -608,11 +603,17 @@ fn write_vectors(file: &Path, dir: &Path, embedder: &Embedder) {
 
 /// This process's resident memory, KiB.
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    status_kib("self", "VmRSS:")
+}
+
+/// A `/proc/<process>/status` figure in KiB (`VmRSS:`, `VmHWM:`); 0 if
+/// it cannot be read.
+fn status_kib(process: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{process}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)

@@ -611,7 +611,7 @@ impl Index {
                 })
                 .collect()
         };
-        let (meaning, words) = semantic.beside(by_meaning, by_words);
+        let (meaning, words) = super::semantic::beside(by_meaning, by_words);
         let (words, weights) = words?;
         Ok(fusion::fuse(&words, &weights, &meaning, limit))
     }

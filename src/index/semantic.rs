@@ -343,19 +343,6 @@ impl Semantic {
         }
     }
 
-    /// `first` and `second` at once on the queries' threads, `second` on
-    /// whichever thread is free first; one after the other without them.
-    pub(crate) fn beside<A: Send, B: Send>(
-        &self,
-        first: impl FnOnce() -> A + Send,
-        second: impl FnOnce() -> B + Send,
-    ) -> (A, B) {
-        match query_pool() {
-            Some(pool) => pool.install(|| rayon::join(first, second)),
-            None => (first(), second()),
-        }
-    }
-
     /// The `limit` memories nearest to `query` (by their best chunk), with
     /// their cosine and how many chunks they have, best first; memories of
     /// `hidden_scopes` and those `keep` does not keep left out.
@@ -428,6 +415,18 @@ fn query_pool() -> Option<&'static rayon::ThreadPool> {
             .ok()
     })
     .as_ref()
+}
+
+/// `first` and `second` at once on [`query_pool`], `second` on whichever
+/// thread is free first; one after the other without the pool.
+pub(crate) fn beside<A: Send, B: Send>(
+    first: impl FnOnce() -> A + Send,
+    second: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    match query_pool() {
+        Some(pool) => pool.install(|| rayon::join(first, second)),
+        None => (first(), second()),
+    }
 }
 
 /// Runs `work` on [`query_pool`], or on this thread without one.

@@ -23,6 +23,7 @@
 //!   scores never rise down the list.
 
 use std::cell::OnceCell;
+use std::collections::BTreeSet;
 
 use tantivy::columnar::Column;
 use tantivy::schema::{Term, Value};
@@ -55,8 +56,9 @@ struct Facts {
     path: StorePath,
     created: i64,
     title: String,
-    /// Its category, looked up when first needed.
+    /// Its category and its title's stems, looked up when first needed.
     category: OnceCell<Option<Category>>,
+    title_stems: OnceCell<BTreeSet<String>>,
 }
 
 /// Moves each of the first hits of `top` above the highest older hit it
@@ -133,7 +135,9 @@ fn supersedes(
             .likeness(&newer.path, &older.path)
             .is_some_and(|cosine| cosine >= ALIKE)
         && category(newer).is_some_and(|c| !EVENTS.contains(&c) && category(older) == Some(c))
-        && fusion::stems(searcher, fields, &older.title)
+        && older
+            .title_stems
+            .get_or_init(|| fusion::stems(searcher, fields, &older.title))
             .iter()
             .any(|stem| fusion::holds(searcher, fields, newer.address, stem))
 }
@@ -188,6 +192,7 @@ impl Columns {
             created,
             title,
             category: OnceCell::new(),
+            title_stems: OnceCell::new(),
         })
     }
 }
