@@ -325,7 +325,9 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
         let next = words.get(i + 1).map(|w| w.text.as_str());
         let one = |first: Option<Date>, span: Span| first.map(|first| (first, span, 1));
         let two = |first: Option<Date>, span: Span| first.map(|first| (first, span, 2));
-        let counted = monday.and_then(|monday| counted(&words[i..], today, monday));
+        let counted = monday.and_then(|monday| {
+            weekend(&words[i..], monday).or_else(|| counted(&words[i..], today, monday))
+        });
         let hit = counted
             .or_else(|| further(&words[i..], today, monday?))
             .or_else(|| relative_season(&words[i..], today));
@@ -376,6 +378,12 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
                     .checked_add(1.month())
                     .ok()
                     .map(|d| (d, Span::Month, 3)),
+                // 上星期, 这星期, 下星期
+                (step, Some("星"), Some("期")) => {
+                    let weeks = chinese_step(step)?;
+                    let first = monday?.checked_add((7 * weeks).days()).ok()?;
+                    Some((first, Span::Week, 3))
+                }
                 _ => None,
             }
         });
@@ -392,6 +400,48 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
         }
     }
     found
+}
+
+/// A weekend named from this week: "last weekend" (the one before this
+/// week's Monday), "this weekend", "next weekend" (next week's), "the
+/// weekend before last", 上周末, 这个周末, 下下周末. On a Saturday or a
+/// Sunday, this weekend is the one under way. "The weekend before April
+/// 10" is that date's (see [`reach`]), so "last weekend" followed by
+/// "before" or "after" is left to it.
+fn weekend(words: &[Word], monday: Date) -> Option<(Date, Span, usize)> {
+    let w = |i: usize| words.get(i).map(|w| w.text.as_str());
+    let (weeks, n) = match (w(0), w(1), w(2), w(3)) {
+        (Some("weekend"), Some("before"), Some("last"), _) => (-2, 3),
+        (Some("weekend"), Some("after"), Some("next"), _) => (2, 3),
+        (
+            Some("last" | "this" | "next"),
+            Some("weekend"),
+            Some("before" | "after" | "prior"),
+            _,
+        ) => {
+            return None;
+        }
+        (Some("last"), Some("weekend"), ..) => (-1, 2),
+        (Some("this"), Some("weekend"), ..) => (0, 2),
+        (Some("next"), Some("weekend"), ..) => (1, 2),
+        (Some("上"), Some("上"), Some("周"), Some("末")) => (-2, 4),
+        (Some("下"), Some("下"), Some("周"), Some("末")) => (2, 4),
+        (Some(step), Some("周"), Some("末"), _) => (chinese_step(step)?, 3),
+        (Some(step), Some("个"), Some("周"), Some("末")) => (chinese_step(step)?, 4),
+        _ => return None,
+    };
+    let saturday = monday.checked_add((7 * weeks + 5).days()).ok()?;
+    Some((saturday, Span::Days(2), n))
+}
+
+/// How many weeks from this one 上, 这 or 本, and 下 step.
+fn chinese_step(word: &str) -> Option<i64> {
+    match word {
+        "上" => Some(-1),
+        "这" | "本" => Some(0),
+        "下" => Some(1),
+        _ => None,
+    }
 }
 
 /// One step further than "last" or "next": 上上周, 下下个月, 大前天,
@@ -1156,6 +1206,51 @@ mod tests {
         // What is left to search has none of it.
         assert_eq!(days("上上周做了什么").unwrap().2, "做了什么");
         assert_eq!(days("上上个月的会议").unwrap().2, "的会议");
+    }
+
+    #[test]
+    fn weekends_named_from_this_week() {
+        // Friday 27 November 2026: this week's weekend is the 28th and 29th.
+        assert_eq!(
+            span("what did I do last weekend"),
+            pair("2026-11-21", "2026-11-23")
+        );
+        assert_eq!(span("this weekend"), pair("2026-11-28", "2026-11-30"));
+        assert_eq!(span("next weekend"), pair("2026-12-05", "2026-12-07"));
+        assert_eq!(
+            span("the weekend before last"),
+            pair("2026-11-14", "2026-11-16")
+        );
+        assert_eq!(span("上周末去了哪里"), pair("2026-11-21", "2026-11-23"));
+        assert_eq!(span("这个周末"), pair("2026-11-28", "2026-11-30"));
+        assert_eq!(span("下下周末"), pair("2026-12-12", "2026-12-14"));
+        assert_eq!(span("上上周末"), pair("2026-11-14", "2026-11-16"));
+        assert_eq!(days("上周末去了哪里").unwrap().2, "去了哪里");
+        assert_eq!(
+            days("what did I do last weekend").unwrap().2,
+            "what did I do"
+        );
+        // On the Sunday, this weekend is the one under way.
+        let sunday: Zoned = "2026-11-29T10:00:00+00:00[UTC]".parse().unwrap();
+        let p = named_period("this weekend", &sunday).unwrap();
+        assert_eq!(
+            p.ranges[0].0,
+            super::super::document::day_start(Date::constant(2026, 11, 28))
+        );
+        // A weekend before a date is that date's, one period.
+        assert_eq!(
+            named_period(
+                "What did Maria do last weekend before April 10, 2023?",
+                &now()
+            )
+            .unwrap()
+            .ranges
+            .len(),
+            1
+        );
+        // 上星期 is last week, as 上周 is.
+        assert_eq!(span("上星期的会"), pair("2026-11-16", "2026-11-23"));
+        assert_eq!(span("下星期"), pair("2026-11-30", "2026-12-07"));
     }
 
     #[test]
