@@ -347,6 +347,45 @@ fn a_newer_memory_on_the_same_subject_comes_before_the_older() {
     index.shutdown();
 }
 
+/// A question that names the older of two memories on one subject asks
+/// about it: the newer one stays below.
+#[test]
+fn a_question_that_names_the_older_memory_keeps_it_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |rel: &str, created: &str, body: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(
+            path,
+            format!("---\ncreated_at: {created}\ncategory: project\n---\n{body}\n"),
+        )
+        .expect("write");
+    };
+    write(
+        "project/sprint-14-retro.md",
+        "2026-11-01T16:00:00Z",
+        "# Sprint 14 retro\n\nSprint 14 retro: the team agreed to pair on every code review and to stop merging on Fridays.",
+    );
+    write(
+        "project/sprint-15-retro.md",
+        "2026-11-15T16:00:00Z",
+        "# Sprint 15 retro\n\nSprint 15 retro: the team agreed to cap work in progress at two tickets per person.",
+    );
+    let index = embedded_index(dir.path());
+    let first = |q: &str| index.search(q, 5).expect("search")[0].path.to_string();
+    for question in [
+        "what did we agree in the sprint 14 retro?",
+        "sprint 14 retro",
+    ] {
+        assert_eq!(first(question), "project/sprint-14-retro.md", "{question}");
+    }
+    assert_eq!(
+        first("what did we agree in the sprint 15 retro?"),
+        "project/sprint-15-retro.md"
+    );
+    index.shutdown();
+}
+
 /// What an agent has just written it can ask about at once in other
 /// words: the search embeds the few memories still waiting for their
 /// vectors instead of ranking them by their words alone. None of these

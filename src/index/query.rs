@@ -528,7 +528,13 @@ impl Index {
             && period.is_none()
             && let Some(semantic) = self.inner.core.semantic.get()
         {
-            super::supersede::newer_first(&searcher, &self.inner.core.fields, semantic, &mut top);
+            super::supersede::newer_first(
+                &searcher,
+                &self.inner.core.fields,
+                semantic,
+                text,
+                &mut top,
+            );
         }
         if top.is_empty() && query.is_none() {
             return Ok(None);

@@ -12,6 +12,11 @@
 //! Subtleties:
 //! - A question that names a time ("in February") asks about what held
 //!   then: nothing moves (see `Index::ranked`).
+//! - A question that names the older memory asks about it: nothing goes
+//!   above it. It names it when it holds every stem of its title (two at
+//!   least: "what did we agree in the sprint 14 retro?" names "Sprint 14
+//!   retro", not the newer "Sprint 15 retro"), or a word with a digit
+//!   that the older holds and the newer does not ("zebraC3").
 //! - Dates and reminders are events, not states: a newer one says nothing
 //!   of an older one, and they are left in place.
 //! - Only memories with vectors are compared; without a model nothing
@@ -67,6 +72,7 @@ pub(super) fn newer_first(
     searcher: &Searcher,
     fields: &Fields,
     semantic: &Semantic,
+    question: &str,
     top: &mut [(f32, DocAddress, Side)],
 ) {
     let n = top.len().min(WINDOW);
@@ -81,6 +87,13 @@ pub(super) fn newer_first(
     // Hits written a moment ago may still wait for their vectors.
     let paths: Vec<&StorePath> = facts.iter().flatten().map(|f| &f.path).collect();
     semantic.embed_these(&paths);
+    let asked = fusion::stems(searcher, fields, question);
+    let compared = Compared {
+        searcher,
+        fields,
+        semantic,
+        asked: &asked,
+    };
     // The hits' order, as indices into `top` and `facts`.
     let mut order: Vec<usize> = (0..n).collect();
     for at in 1..n {
@@ -90,7 +103,7 @@ pub(super) fn newer_first(
             let older = order[i];
             facts[older]
                 .as_ref()
-                .is_some_and(|a| supersedes(searcher, fields, semantic, b, a))
+                .is_some_and(|a| compared.supersedes(b, a))
         });
         if let Some(i) = above {
             let moved = order.remove(at);
@@ -109,37 +122,65 @@ pub(super) fn newer_first(
     }
 }
 
-/// Whether `newer` supersedes `older`.
-fn supersedes(
-    searcher: &Searcher,
-    fields: &Fields,
-    semantic: &Semantic,
-    newer: &Facts,
-    older: &Facts,
-) -> bool {
-    // Its `category:`, else the category folder it is in (a memory
-    // written into `decisions/` before the organizer wrote its
-    // frontmatter).
-    let category = |facts: &Facts| {
-        *facts.category.get_or_init(|| {
-            category_of(searcher, fields, facts.address).or_else(|| {
-                let mut parts = facts.path.as_path().components();
-                let folder = parts.next()?.as_os_str().to_str()?;
-                parts.next()?;
-                folder.parse().ok()
+/// What a pair of hits is compared with: the index, the vectors, and the
+/// question's stems.
+struct Compared<'a> {
+    searcher: &'a Searcher,
+    fields: &'a Fields,
+    semantic: &'a Semantic,
+    asked: &'a BTreeSet<String>,
+}
+
+impl Compared<'_> {
+    /// Whether `newer` supersedes `older`.
+    fn supersedes(&self, newer: &Facts, older: &Facts) -> bool {
+        let (searcher, fields) = (self.searcher, self.fields);
+        // Its `category:`, else the category folder it is in (a memory
+        // written into `decisions/` before the organizer wrote its
+        // frontmatter).
+        let category = |facts: &Facts| {
+            *facts.category.get_or_init(|| {
+                category_of(searcher, fields, facts.address).or_else(|| {
+                    let mut parts = facts.path.as_path().components();
+                    let folder = parts.next()?.as_os_str().to_str()?;
+                    parts.next()?;
+                    folder.parse().ok()
+                })
             })
-        })
-    };
-    newer.created > older.created
-        && semantic
-            .likeness(&newer.path, &older.path)
-            .is_some_and(|cosine| cosine >= ALIKE)
-        && category(newer).is_some_and(|c| !EVENTS.contains(&c) && category(older) == Some(c))
-        && older
+        };
+        let title = older
             .title_stems
-            .get_or_init(|| fusion::stems(searcher, fields, &older.title))
-            .iter()
-            .any(|stem| fusion::holds(searcher, fields, newer.address, stem))
+            .get_or_init(|| fusion::stems(searcher, fields, &older.title));
+        newer.created > older.created
+            && self
+                .semantic
+                .likeness(&newer.path, &older.path)
+                .is_some_and(|cosine| cosine >= ALIKE)
+            && category(newer).is_some_and(|c| !EVENTS.contains(&c) && category(older) == Some(c))
+            && title
+                .iter()
+                .any(|stem| fusion::holds(searcher, fields, newer.address, stem))
+            && !self.names(title, newer, older)
+    }
+
+    /// Whether the question names `older` rather than `newer`: it holds
+    /// every stem of the older's title (two at least) and the newer lacks
+    /// one of them, or it holds a word with a digit that the older holds
+    /// and the newer does not.
+    fn names(&self, title: &BTreeSet<String>, newer: &Facts, older: &Facts) -> bool {
+        let holds = |facts: &Facts, stem: &str| {
+            fusion::holds(self.searcher, self.fields, facts.address, stem)
+        };
+        let whole_title = title.len() >= 2
+            && title.iter().all(|stem| self.asked.contains(stem))
+            && title.iter().any(|stem| !holds(newer, stem));
+        whole_title
+            || self.asked.iter().any(|stem| {
+                stem.chars().any(|c| c.is_ascii_digit())
+                    && holds(older, stem)
+                    && !holds(newer, stem)
+            })
+    }
 }
 
 /// The category of the document at `address`, if it has one.
