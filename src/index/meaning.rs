@@ -356,6 +356,54 @@ fn rewrite_field<'q>(
     }
 }
 
+/// `text` with the colons that cannot begin a field's value turned into
+/// spaces: "when is my 1:1 with my manager?", "what happened at 3:30?",
+/// "Reminder: call Bob", "https://example.com". A colon begins a value
+/// when it follows a field's name (or a word of letters, which may be a
+/// misspelt one, so that it is reported) and something follows it at
+/// once: `tag:rust`, `created:>7d`, `catgory:people`.
+pub(crate) fn prose_colons(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(':') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    // Inside quotes, or a field's value (`scope:agent:claude`), colons are
+    // what was written.
+    let (mut quoted, mut value) = (false, false);
+    for (at, c) in text.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() => value = false,
+            _ => {}
+        }
+        if c != ':' || quoted || value || text[..at].ends_with('\\') {
+            out.push(c);
+            continue;
+        }
+        let before = &text[..at];
+        let name_start = before
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |i| {
+                i + before[i..].chars().next().map_or(1, char::len_utf8)
+            });
+        let name = &before[name_start..];
+        let after = &text[at + 1..];
+        let known = canonical_field(name).is_some()
+            || matches!(
+                name.to_ascii_lowercase().as_str(),
+                "source" | "mode" | "limit"
+            );
+        let value_follows = after.chars().next().is_some_and(|c| !c.is_whitespace());
+        let field = !name.is_empty()
+            && value_follows
+            && !after.starts_with("//")
+            && (known || name.chars().all(|c| c.is_ascii_alphabetic() || c == '_'));
+        value = field;
+        out.push(if field { ':' } else { ' ' });
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Most results a query may ask for with `limit:N`.
 pub const MAX_LIMIT: usize = 1000;
 
@@ -773,6 +821,38 @@ fn parts(ast: &UserInputAst, words: &mut Vec<String>, filters: &mut Vec<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn colons_in_prose_are_not_fields() {
+        assert_eq!(
+            prose_colons("when is my 1:1 with my manager?"),
+            "when is my 1 1 with my manager?"
+        );
+        assert_eq!(
+            prose_colons("what happened at 3:30 yesterday"),
+            "what happened at 3 30 yesterday"
+        );
+        assert_eq!(prose_colons("Reminder: call Bob"), "Reminder  call Bob");
+        assert_eq!(
+            prose_colons("see https://example.com"),
+            "see https //example.com"
+        );
+        assert_eq!(prose_colons("email: bob"), "email  bob");
+        // Fields, and a misspelt one (reported), stay as written.
+        for query in [
+            "tag:rust",
+            "created:>7d db",
+            "catgory:people",
+            "mode:words x",
+            "limit:5 x",
+            "scope:agent:claude",
+            "scope:\"agent:claude\" and \"at 3:30\"",
+            "scope:agent\\:claude",
+        ] {
+            assert_eq!(prose_colons(query), query);
+        }
+        assert_eq!(prose_colons("日程：3:30"), "日程：3 30");
+    }
 
     fn rewrite(query: &str) -> String {
         let none = |_: Option<&'static str>, _: &str| (Vec::new(), false);
