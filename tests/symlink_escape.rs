@@ -53,6 +53,22 @@ fn a_chain_of_allowed_links_cannot_reach_outside() {
     assert_eq!(fs::read_to_string(m.m("a/b/up.md")).unwrap(), "top\n");
     fs::rename(m.m("a/b"), m.m("b")).unwrap();
     assert!(fs::read(m.m("b/up.md")).is_err(), "a moved link led out");
+
+    // A link followed once, then moved to where it leads out: the kernel
+    // must not keep the text it was given where the link was.
+    fs::create_dir(m.m("r5")).unwrap();
+    symlink("..", m.m("r5/p5")).unwrap();
+    assert_eq!(fs::read_link(m.m("r5/p5")).unwrap(), Path::new(".."));
+    assert!(fs::read_dir(m.m("r5/p5")).is_ok());
+    fs::rename(m.m("r5/p5"), m.m("p5moved")).unwrap();
+    assert!(
+        fs::read_link(m.m("p5moved")).is_err(),
+        "a moved link's text"
+    );
+    assert!(
+        fs::read_dir(m.m("p5moved")).is_err(),
+        "a moved link listed the folder the mount is in"
+    );
     m.stop();
 }
 

@@ -171,13 +171,15 @@ impl FuseAdapter {
 
 impl Filesystem for FuseAdapter {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Symlinks are not cached (no FUSE_CACHE_SYMLINKS): whether a link
+        // may be followed depends on where it is now, and the kernel would
+        // keep a link's text across a rename that makes it lead out.
         for flag in [
             InitFlags::FUSE_DO_READDIRPLUS,
             InitFlags::FUSE_READDIRPLUS_AUTO,
             InitFlags::FUSE_AUTO_INVAL_DATA,
             InitFlags::FUSE_ATOMIC_O_TRUNC,
             InitFlags::FUSE_PARALLEL_DIROPS,
-            InitFlags::FUSE_CACHE_SYMLINKS,
         ] {
             if config.add_capabilities(flag).is_err() {
                 tracing::debug!("kernel lacks capability {flag:?}");
