@@ -167,11 +167,29 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
     let both = index.search("coffee drinks", 5).expect("search");
     assert_eq!(both[0].path.to_string(), "prefs/drinks.md");
     assert_eq!(both[0].matched, Side::Both);
-    // A query with syntax asks for exactly what it says: by words.
+    // Filters restrict both sides: the question is still asked by its
+    // meaning among what they leave, and what only a filter matches is
+    // no answer.
+    for filtered in [
+        format!("{question} tag:food"),
+        format!("({question}) tag:\"food\" created:[2020-01-01 TO *]"),
+    ] {
+        let hits = index.search(&filtered, 5).expect("search");
+        assert_eq!(hits.len(), 1, "{filtered}: {hits:?}");
+        assert_eq!(hits[0].path.to_string(), "prefs/drinks.md");
+        assert_eq!(hits[0].matched, Side::Meaning);
+    }
+    let elsewhere = index
+        .search(&format!("{question} created:<2020-01-01"), 5)
+        .expect("search");
+    assert!(elsewhere.is_empty(), "{elsewhere:?}");
     let filtered = index.search("tag:food editor", 5).expect("search");
+    assert!(filtered.is_empty(), "{filtered:?}");
+    // Other syntax asks for exactly what it says: by words.
+    let phrase = index.search("\"dark colour\" editor", 5).expect("search");
     assert!(
-        filtered.iter().all(|h| h.matched == Side::Words),
-        "{filtered:?}"
+        !phrase.is_empty() && phrase.iter().all(|h| h.matched == Side::Words),
+        "{phrase:?}"
     );
 
     // A memory removed leaves the vectors too.

@@ -404,6 +404,34 @@ pub(crate) fn prose_colons(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The plain words of a query that is plain words and filters, nothing
+/// else, and has both: "(who does our bookkeeping) category:people
+/// created:[2026-01-01 TO *]", as `search --category --from` and MCP's
+/// filters write it, is the question "who does our bookkeeping" asked of
+/// the memories the filters leave. `None` for anything else (a phrase, an
+/// exclusion, a field that ranks such as `title:`).
+pub(crate) fn words_beside_filters(text: &str) -> Option<String> {
+    if too_deep(text).is_some() {
+        return None;
+    }
+    let (ast, errors) = tantivy::query_grammar::parse_query_lenient(text);
+    if !errors.is_empty() {
+        return None;
+    }
+    let UserInputAst::Clause(children) = ast else {
+        return None;
+    };
+    let (mut words, mut filtered) = (Vec::new(), false);
+    for (occur, child) in &children {
+        match occur {
+            None | Some(Occur::Must) if is_filter(child) => filtered = true,
+            None | Some(Occur::Should) => words.extend(only_words(child)?),
+            _ => return None,
+        }
+    }
+    (filtered && !words.is_empty()).then(|| words.join(" "))
+}
+
 /// Most results a query may ask for with `limit:N`.
 pub const MAX_LIMIT: usize = 1000;
 
@@ -511,7 +539,7 @@ pub(crate) fn too_deep(text: &str) -> Option<String> {
 fn is_filter_field(name: &str) -> bool {
     use names::*;
     matches!(
-        name,
+        canonical_field(name).unwrap_or(name),
         TAG | CATEGORY
             | TYPE
             | STATUS
@@ -821,6 +849,35 @@ fn parts(ast: &UserInputAst, words: &mut Vec<String>, filters: &mut Vec<String>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_and_its_filters_come_apart() {
+        for (query, words) in [
+            (
+                "(who does our bookkeeping) category:people created:[2026-01-01 TO *]",
+                "who does our bookkeeping",
+            ),
+            (
+                "who does our bookkeeping created:>=2026-01-01 tags:\"ui\"",
+                "who does our bookkeeping",
+            ),
+        ] {
+            assert_eq!(
+                words_beside_filters(query).as_deref(),
+                Some(words),
+                "{query}"
+            );
+        }
+        for whole in [
+            "who does our bookkeeping",
+            "category:people",
+            "title:carol bookkeeping",
+            "\"our bookkeeping\" tag:x",
+            "bookkeeping -tag:x",
+        ] {
+            assert_eq!(words_beside_filters(whole), None, "{whole}");
+        }
+    }
 
     #[test]
     fn colons_in_prose_are_not_fields() {

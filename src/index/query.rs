@@ -35,7 +35,7 @@ use super::document::{normalize_key, path_from_key};
 use super::fusion;
 use super::meaning::{
     MAX_PREFIX_TERMS, Mode, bounded, is_plain_words, meaning, prose_colons, rewrite_query,
-    take_mode, too_deep, words_of,
+    take_mode, too_deep, words_beside_filters, words_of,
 };
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
@@ -54,6 +54,47 @@ struct Within {
 /// The most memories of a period whose paths are listed so that meaning
 /// can be searched among them: a longer period is searched by its words.
 const MAX_PERIOD_PATHS: usize = 20_000;
+
+/// How many of meaning's best a search with filters checks against them.
+const FILTERED_DEPTH: usize = 100;
+
+/// Whether a document passes a search's filters (all do when it has none).
+struct Passes<'a> {
+    searcher: &'a Searcher,
+    /// `None`: no filters; `Some(None)`: filters that cannot be checked,
+    /// which nothing passes.
+    weight: Option<Option<Box<dyn tantivy::query::Weight>>>,
+}
+
+impl<'a> Passes<'a> {
+    fn new(searcher: &'a Searcher, filter: Option<&dyn Query>) -> Self {
+        let scoring = tantivy::query::EnableScoring::disabled_from_searcher(searcher);
+        let weight = filter.map(|filter| {
+            filter
+                .weight(scoring)
+                .inspect_err(|e| tracing::warn!("a search's filters: {e}"))
+                .ok()
+        });
+        Passes { searcher, weight }
+    }
+
+    fn check(&self, address: DocAddress) -> bool {
+        let weight = match &self.weight {
+            None => return true,
+            Some(None) => return false,
+            Some(Some(weight)) => weight,
+        };
+        let segment = self.searcher.segment_reader(address.segment_ord);
+        match weight.scorer(segment, 1.0) {
+            Ok(mut scorer) => {
+                scorer.doc() == address.doc_id
+                    || (scorer.doc() < address.doc_id
+                        && scorer.seek(address.doc_id) == address.doc_id)
+            }
+            Err(_) => false,
+        }
+    }
+}
 
 /// The ranking of what was written within a question's period, `first`,
 /// then the rest of `all`, at most `limit`; `first` scores above the rest.
@@ -471,6 +512,14 @@ impl Index {
         let searcher = self.searcher();
         let (query, noted) = self.prepare(&searcher, text);
         *warnings = noted;
+        // A question with filters is asked of what the filters leave, by
+        // its words and its meaning both. The whole query is the filter:
+        // its words are optional beside the filters it requires.
+        let split = words_beside_filters(text).zip(query.as_deref());
+        let (plain, filter) = match &split {
+            Some((words, query)) => (words.as_str(), Some(*query)),
+            None => (text, None),
+        };
         // The limit comes from user text: never size buffers by it.
         let limit = limit.min(searcher.num_docs() as usize);
         if limit == 0 {
@@ -482,23 +531,44 @@ impl Index {
         // and one embedding serves both searches. A period no memory was
         // written in says nothing of this store ("last year" in notes of
         // long ago): the question is then searched as it is.
-        let period = is_plain_words(text)
-            .then(|| super::period::named_period_now(text))
+        let period = is_plain_words(plain)
+            .then(|| super::period::named_period_now(plain))
             .flatten()
             .and_then(|p| {
-                let within = self.written_within(&searcher, &p, hidden_scopes)?;
+                let within = self.written_within(&searcher, &p, hidden_scopes, filter)?;
                 Some((p, within))
             });
         let (asked, rest) = match &period {
-            Some((p, _)) => (p.rest.as_str(), self.prepare(&searcher, &p.rest).0),
-            None => (text, None),
+            Some((p, _)) => {
+                let rest = self.prepare(&searcher, &p.rest).0.map(|rest| match filter {
+                    Some(filter) => Box::new(BooleanQuery::new(vec![
+                        (Occur::Must, rest),
+                        (
+                            Occur::Must,
+                            Box::new(ConstScoreQuery::new(filter.box_clone(), 0.0)),
+                        ),
+                    ])),
+                    None => rest,
+                });
+                (p.rest.as_str(), rest)
+            }
+            None => (plain, None),
         };
         let words = if period.is_some() {
             rest.as_deref()
         } else {
             query.as_deref()
         };
-        let mut top = self.rank(&searcher, asked, words, mode, limit, hidden_scopes, None)?;
+        let mut top = self.rank(
+            &searcher,
+            asked,
+            words,
+            mode,
+            limit,
+            hidden_scopes,
+            None,
+            filter,
+        )?;
         if let Some((_, within)) = &period {
             // What the rest of the question finds among the memories of
             // the period comes first; the period's others follow, the
@@ -513,6 +583,7 @@ impl Index {
                     limit,
                     hidden_scopes,
                     Some(within),
+                    filter,
                 )?,
                 None => Vec::new(),
             };
@@ -558,6 +629,7 @@ impl Index {
         limit: usize,
         hidden_scopes: &[String],
         within: Option<&Within>,
+        filter: Option<&dyn Query>,
     ) -> Result<Vec<(f32, DocAddress, Side)>, IndexError> {
         // Asked first: a model loaded on demand is loaded only for a search
         // that ranks by meaning.
@@ -569,7 +641,11 @@ impl Index {
                 return Ok(Vec::new());
             };
             let top = self.lexical(searcher, query, limit, hidden_scopes, within)?;
-            return Ok(top.into_iter().map(|(s, a)| (s, a, Side::Words)).collect());
+            return Ok(top
+                .into_iter()
+                .filter(|(s, _)| filter.is_none() || *s > 0.0)
+                .map(|(s, a)| (s, a, Side::Words))
+                .collect());
         };
         let depth = limit.max(fusion::DEPTH);
         let f = self.inner.core.fields;
@@ -579,7 +655,12 @@ impl Index {
         let by_words = || -> Result<_, IndexError> {
             let words = match (query, mode) {
                 (Some(query), Mode::Fused) => {
-                    self.lexical(searcher, query, depth, hidden_scopes, within)?
+                    let mut words = self.lexical(searcher, query, depth, hidden_scopes, within)?;
+                    // What only the filters matched is not an answer.
+                    if filter.is_some() {
+                        words.retain(|(score, _)| *score > 0.0);
+                    }
+                    words
                 }
                 _ => Vec::new(),
             };
@@ -598,10 +679,17 @@ impl Index {
             };
             // A period too long to list is searched by its words alone.
             let listed = within.is_none_or(|w| w.paths.is_some());
+            // Filters are checked on meaning's best, so it looks deeper.
+            let deep = if filter.is_some() {
+                depth.max(FILTERED_DEPTH)
+            } else {
+                depth
+            };
+            let passes = Passes::new(searcher, filter);
             listed
                 .then(|| semantic.embed_query(text))
                 .flatten()
-                .map(|v| semantic.nearest(&v, depth, hidden_scopes, &keep))
+                .map(|v| semantic.nearest(&v, deep, hidden_scopes, &keep))
                 .unwrap_or_default()
                 .into_iter()
                 .filter_map(|(path, score, chunks)| {
@@ -617,6 +705,8 @@ impl Index {
                         chunks,
                     })
                 })
+                .filter(|near| passes.check(near.address))
+                .take(depth)
                 .collect()
         };
         let (meaning, words) = super::semantic::beside(by_meaning, by_words);
@@ -631,6 +721,7 @@ impl Index {
         searcher: &Searcher,
         period: &super::period::Period,
         hidden_scopes: &[String],
+        filter: Option<&dyn Query>,
     ) -> Option<Within> {
         let f = self.inner.core.fields;
         // Written then (on the day it says, in its own zone), or naming a
@@ -645,13 +736,19 @@ impl Index {
             );
             (Occur::Should, Box::new(range))
         };
-        let range: Box<dyn Query> = Box::new(BooleanQuery::new(
+        let mut range: Box<dyn Query> = Box::new(BooleanQuery::new(
             period
                 .ranges
                 .iter()
                 .flat_map(|r| [range_of(f.day, *r), range_of(f.mentioned, *r)])
                 .collect(),
         ));
+        if let Some(filter) = filter {
+            range = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, range),
+                (Occur::Must, filter.box_clone()),
+            ]));
+        }
         let count = |query: Box<dyn Query>| {
             searcher
                 .search(&*self.visible(searcher, query, hidden_scopes), &Count)
