@@ -148,6 +148,40 @@ fn views_show_a_change_through_the_mount_at_once() {
     assert!(stdout.contains("notes/cli.md"), "{stdout}");
 }
 
+/// Several writers at once, each listing its own write at once: one
+/// writer's view may take in the others' writes, and each still waits
+/// until its own is searchable.
+#[test]
+fn views_show_each_writers_change_at_once_when_several_write() {
+    let m = Mount::start();
+    fs::create_dir(m.m("notes")).expect("mkdir");
+    let missed: Vec<String> = std::thread::scope(|scope| {
+        let writers: Vec<_> = ["a", "b", "c"]
+            .into_iter()
+            .map(|who| {
+                let m = &m;
+                scope.spawn(move || {
+                    let mut missed = Vec::new();
+                    for i in 0..20 {
+                        let word = format!("zq{who}x{i}");
+                        fs::write(m.m(format!("notes/{who}{i}.md")), format!("note {word}\n"))
+                            .expect("write");
+                        if results(&m.m(format!("search/{word}"))) != [format!("01-{who}{i}.md")] {
+                            missed.push(word);
+                        }
+                    }
+                    missed
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().expect("writer"))
+            .collect()
+    });
+    assert!(missed.is_empty(), "not listed at once: {missed:?}");
+}
+
 #[test]
 fn a_query_with_bad_syntax_still_lists_results() {
     let m = seeded(&[("n.md", "# Note\nunclosed quotes are fine\n")]);

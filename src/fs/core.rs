@@ -463,7 +463,7 @@ impl StoreFs {
 
     /// Read your writes: before a view (or a request to the daemon)
     /// answers, the index takes in what was changed through the mount, the
-    /// files still open for writing included. Free when nothing changed.
+    /// files still open for writing included. When nothing changed, it only checks that the index has committed what it was told.
     pub(crate) fn catch_up_views(&self) {
         let Some(views) = self.views() else { return };
         let (mut paths, writers) = {
@@ -495,10 +495,10 @@ impl StoreFs {
                 }
             }
         }
-        if paths.is_empty() {
-            return;
-        }
         let index = views.index();
+        // With nothing new here, another caller may still have taken this
+        // caller's writes and not yet seen them committed: what was
+        // notified so far is waited for either way (at once when it is).
         index.notify_paths(&paths);
         if !index.wait_committed(VIEW_CATCH_UP) {
             tracing::debug!("a view answers before the index took in the latest writes");
