@@ -954,6 +954,43 @@ fn dream_level_2_merges_duplicates_and_redirects_links_to_the_copy_kept() {
     });
     let report = dream(&o, 2);
     assert_eq!(count(&report, "merged"), 1, "{report:#}");
+    // Asked at once, a search through the daemon finds the copy kept,
+    // where it is, and not the archived one (unless asked for).
+    let search = |query: &str| -> Vec<String> {
+        let out = cli(
+            Some(&o.m),
+            &[
+                "search".as_ref(),
+                "--json".as_ref(),
+                query.as_ref(),
+                "--store".as_ref(),
+                o.store.as_os_str(),
+                "--state-dir".as_ref(),
+                o.state.as_os_str(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "search: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Json>(l).expect("a JSON line")["path"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .collect()
+    };
+    let found = search("build cache");
+    assert_eq!(found[0], "notes/dup-kept.md", "{found:?}");
+    assert!(!found.iter().any(|p| p.contains("dup-stem")), "{found:?}");
+    assert_eq!(
+        search("build cache phase:archived"),
+        ["archive/merged/dup-stem.md"]
+    );
     assert!(
         o.s("notes/dup-kept.md").exists(),
         "the older copy was not kept"

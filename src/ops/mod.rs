@@ -28,7 +28,7 @@ mod scope;
 mod sync;
 mod versions;
 mod writer;
-mod written;
+pub(crate) mod written;
 
 pub use brief::{Brief, Item as BriefItem, Section as BriefSection};
 pub use checkpoint::{
@@ -64,6 +64,9 @@ use crate::views::{ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
 
 /// The largest file an operation reads or writes, unless told otherwise.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
+
+/// How many archived memories a search looks past to fill its results.
+const MAX_ARCHIVED_PASSED: usize = 200;
 
 /// The longest [`Request::Settle`] waits for the index.
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -773,10 +776,24 @@ impl Operations {
     /// Searches the index; also what its author should be told about how
     /// the query was read.
     fn search_noting(&self, query: &str, limit: usize) -> Result<(Vec<SearchHit>, Vec<String>)> {
-        let (hits, warnings) = self
+        // Archived memories (merged duplicates, what expired) are left out
+        // unless the query names a phase, as in the mount's `search/`.
+        let archived: std::collections::HashSet<StorePath> =
+            if query.to_lowercase().contains("phase:") {
+                std::collections::HashSet::new()
+            } else {
+                self.index
+                    .by_phase(memory::Phase::Archived.as_str())
+                    .into_iter()
+                    .collect()
+            };
+        let wanted = limit.saturating_add(archived.len().min(MAX_ARCHIVED_PASSED));
+        let (mut hits, warnings) = self
             .index
-            .search_noting(query, limit, &self.hidden_scopes())
+            .search_noting(query, wanted, &self.hidden_scopes())
             .map_err(|e| Error::Index(e.to_string()))?;
+        hits.retain(|h| !archived.contains(&h.path));
+        hits.truncate(limit);
         let hits = hits
             .into_iter()
             .map(|h| SearchHit {

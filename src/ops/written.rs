@@ -62,6 +62,15 @@ pub(crate) fn during<T>(handle: impl FnOnce() -> T) -> (T, Vec<StorePath>) {
     (answer, written)
 }
 
+/// The paths noted so far by the request being handled on this thread,
+/// taken: for a long one (a dream run) that lets the index catch up part
+/// way. Empty outside a request.
+pub(crate) fn take_so_far() -> Vec<StorePath> {
+    WRITTEN
+        .with(|w| w.borrow_mut().as_mut().map(std::mem::take))
+        .unwrap_or_default()
+}
+
 fn note(paths: &[&StorePath]) {
     WRITTEN.with(|w| {
         if let Some(written) = w.borrow_mut().as_mut() {

@@ -228,7 +228,9 @@ impl Runner {
             .unwrap_or_default();
         Runner {
             organizing: Organizing {
-                writer: setup.writer,
+                // What a dream run moves and rewrites is noted, so that
+                // the run returns once the index has it.
+                writer: Arc::new(crate::ops::written::Recording(setup.writer)),
                 store: setup.store,
                 index: setup.index,
                 counters: setup.counters,
@@ -385,6 +387,36 @@ impl Runner {
     /// items are classified whatever their age; on the schedule, only
     /// those past their quiet period.
     fn dream(&mut self, level: u8, asked: bool) -> Report {
+        crate::ops::written::during(|| self.dream_steps(level, asked)).0
+    }
+
+    /// Has the index take in what this dream run changed so far, and waits
+    /// until it has: the steps that follow find memories through it, and
+    /// whoever asked for the run searches next.
+    /// With `all`, the start-up reconcile and everything notified so far
+    /// are waited for too.
+    fn settle(&self, report: &mut Report, what: &str, all: bool) {
+        let index = &self.organizing.index;
+        let written = crate::ops::written::take_so_far();
+        if written.is_empty() && !all {
+            return;
+        }
+        index.notify_paths(&written);
+        let timeout = Duration::from_secs(120);
+        let caught_up = if all {
+            index.wait_idle(timeout)
+        } else {
+            index.wait_committed(timeout)
+        };
+        if !caught_up {
+            report
+                .errors
+                .push(format!("the index did not catch up; {what}"));
+        }
+    }
+
+    /// The steps of [`Runner::dream`].
+    fn dream_steps(&mut self, level: u8, asked: bool) -> Report {
         let level = level.clamp(1, 3);
         let _span = tracing::info_span!("dream", level, asked).entered();
         let mut report = Report {
@@ -397,11 +429,7 @@ impl Runner {
         if level >= 2 {
             // Duplicates and link targets are found through the index: let
             // it catch up with the moves and rewrites just made.
-            if !self.organizing.index.wait_idle(Duration::from_secs(120)) {
-                report
-                    .errors
-                    .push("the index did not catch up; links may be reported unresolved".into());
-            }
+            self.settle(&mut report, "links may be reported unresolved", true);
             report.add(self.organizing.consolidate());
             let mut lint = Vec::new();
             report.add(self.organizing.resolve_links(&mut lint));
@@ -412,6 +440,11 @@ impl Runner {
             report.add(self.organizing.reminders(asked));
             let _ = self.announce_due();
         }
+        self.settle(
+            &mut report,
+            "a search may still find memories where they were",
+            false,
+        );
         tracing::info!(
             "dream level {level}: {} organized, {} expired, {} decayed, {} merged, {} reminders",
             report.organized,
