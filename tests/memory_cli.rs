@@ -119,6 +119,46 @@ fn seed(root: &Path, files: &[(&str, &str)]) {
     }
 }
 
+/// `write -` of a whole note: its frontmatter's fields are the memory's
+/// (a flag given wins), its other fields are kept, and frontmatter that
+/// cannot be read is refused in one sentence with nothing written.
+#[test]
+fn writing_a_whole_note_keeps_its_own_frontmatter() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let note = "---\ntitle: Vacation policy\ntags: [hr]\naliases: [PTO]\ncategory: people\ncreated_at: 2025-03-01T09:00:00Z\n---\nThe user has 25 vacation days a year.\n";
+    let out = ok(&run_stdin(
+        &store,
+        &["write", "-", "--category", "knowledge", "--json"],
+        note,
+    ));
+    let written: Value = serde_json::from_str(out.trim()).expect("json");
+    assert_eq!(written["path"], "knowledge/vacation-policy.md");
+    let text = fs::read_to_string(store.join("knowledge/vacation-policy.md")).expect("read");
+    assert!(text.contains("title: Vacation policy\n"), "{text}");
+    assert!(
+        text.contains("created_at: 2025-03-01T09:00:00Z\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  - hr\n") && text.contains("aliases:\n- PTO\n"),
+        "{text}"
+    );
+    assert!(!text.contains("category: people"), "{text}");
+    assert_eq!(
+        text.matches("---\n").count(),
+        2,
+        "one frontmatter block: {text}"
+    );
+    assert!(
+        text.ends_with("---\nThe user has 25 vacation days a year.\n"),
+        "{text}"
+    );
+    let broken = run_stdin(&store, &["write", "-"], "---\ntitle: [broken\n---\nbody\n");
+    refused(&broken, "frontmatter that cannot be read");
+    assert!(!store.join("inbox").exists());
+}
+
 #[test]
 fn write_read_list_delete_export_import_without_a_daemon() {
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -21,7 +21,7 @@ use crate::ops::{NewMemory, RecordFilter, Request, Response, Scope, Step};
 pub(super) enum MemoryCommand {
     /// Write a new memory and print its id.
     Write {
-        /// The content ("-" reads stdin).
+        /// The content ("-" reads stdin). A whole note may open with its own frontmatter: its title, tags, category, type, status, scope, source and created_at count where no flag names them, and its other fields are kept.
         content: String,
         /// Its category (it then goes to <category>/).
         #[arg(long)]

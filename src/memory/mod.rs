@@ -153,6 +153,26 @@ pub fn body_of(text: &str) -> &str {
         .unwrap_or_default()
 }
 
+/// The fields of the frontmatter `text` opens with, and its body after
+/// it: `Ok(None)` when it opens with none (a `---` line that nothing
+/// closes is a rule, not frontmatter); `Err` (one sentence) when the
+/// block is not a map of fields.
+pub fn own_frontmatter(text: &str) -> Result<Option<(serde_yaml::Mapping, &str)>, String> {
+    match frontmatter::locate(text) {
+        frontmatter::Located::Absent { .. } | frontmatter::Located::Unclosed { .. } => Ok(None),
+        frontmatter::Located::Found(block) => match frontmatter::parse_yaml(block.yaml) {
+            Ok(fields) => Ok(Some((
+                fields,
+                text.get(block.span.end..).unwrap_or_default(),
+            ))),
+            Err(problem) => Err(format!(
+                "the text opens with frontmatter that cannot be read ({})",
+                problem.into_lint()
+            )),
+        },
+    }
+}
+
 /// Parses a memory file. `stem` is the file name without `.md`, used as
 /// the title of last resort.
 pub fn parse(stem: &str, text: &str) -> Memory {

@@ -65,6 +65,91 @@ use crate::views::{ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
 /// The largest file an operation reads or writes, unless told otherwise.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
 
+/// What a note's own frontmatter adds to a write: when it was written, and
+/// its other fields as YAML lines.
+#[derive(Default)]
+struct OwnFields {
+    created: Option<i64>,
+    rest: String,
+}
+
+/// The fields a write writes itself; the note's own others are kept.
+const WRITTEN_FIELDS: &[&str] = &[
+    "id",
+    "title",
+    "type",
+    "status",
+    "phase",
+    "category",
+    "scope",
+    "source",
+    "created_at",
+    "expires_at",
+    "tags",
+];
+
+/// `new` with the fields of the frontmatter its content opens with, where
+/// it names none, and that content's body; and what else that frontmatter
+/// holds.
+fn with_own_fields(new: &NewMemory) -> Result<(NewMemory, OwnFields)> {
+    let Some((fields, body)) =
+        memory::own_frontmatter(&new.content).map_err(Error::InvalidInput)?
+    else {
+        return Ok((new.clone(), OwnFields::default()));
+    };
+    let text = |key: &str| -> Option<String> {
+        match fields.get(key)? {
+            serde_yaml::Value::String(s) => Some(s.clone()),
+            serde_yaml::Value::Number(n) => Some(n.to_string()),
+            serde_yaml::Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        }
+        .filter(|s| !s.trim().is_empty())
+    };
+    let tags = match fields.get("tags") {
+        _ if !new.tags.is_empty() => new.tags.clone(),
+        Some(serde_yaml::Value::Sequence(items)) => items
+            .iter()
+            .filter_map(|v| match v {
+                serde_yaml::Value::String(s) => Some(s.clone()),
+                serde_yaml::Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .collect(),
+        Some(serde_yaml::Value::String(s)) => s
+            .split([',', ' '])
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let merged = NewMemory {
+        content: body.to_owned(),
+        path: new.path.clone(),
+        title: new.title.clone().or_else(|| text("title")),
+        category: new.category.clone().or_else(|| text("category")),
+        tags,
+        scope: new.scope.clone().or_else(|| text("scope")),
+        source: new.source.clone().or_else(|| text("source")),
+        kind: new.kind.clone().or_else(|| text("type")),
+        status: new.status.clone().or_else(|| text("status")),
+    };
+    let mut others = serde_yaml::Mapping::new();
+    for (key, value) in &fields {
+        let name = key.as_str().unwrap_or_default();
+        if !WRITTEN_FIELDS.contains(&name) {
+            others.insert(key.clone(), value.clone());
+        }
+    }
+    let rest = if others.is_empty() {
+        String::new()
+    } else {
+        serde_yaml::to_string(&others).map_err(|e| Error::InvalidInput(e.to_string()))?
+    };
+    let created = text("created_at").and_then(|t| memory::parse_timestamp(&t));
+    Ok((merged, OwnFields { created, rest }))
+}
+
 /// How many archived memories a search looks past to fill its results.
 const MAX_ARCHIVED_PASSED: usize = 200;
 
@@ -1074,6 +1159,11 @@ impl Operations {
 
     /// Writes a new memory with frontmatter; returns its path and id.
     pub fn write_memory(&self, new: &NewMemory) -> Result<(StorePath, String)> {
+        // A whole note (`write -` of a file with frontmatter): its own
+        // fields count where the caller named none, and the rest of them
+        // are kept as written.
+        let (merged, own) = with_own_fields(new)?;
+        let new = &merged;
         let category = match new.category.as_deref() {
             Some(c) => Some(error::category(c)?),
             None => None,
@@ -1117,7 +1207,8 @@ impl Operations {
             field("source", source);
         }
         let now = now_unix();
-        field("created_at", &memory::format_timestamp(now));
+        let created = own.created.unwrap_or(now);
+        field("created_at", &memory::format_timestamp(created));
         // A capture the inbox holds for the organizer (no place and no
         // category asked for) says when it expires, as memory-cli's do.
         // What a caller put somewhere on purpose never expires.
@@ -1140,6 +1231,7 @@ impl Operations {
                 text.push_str(&format!("  - {}\n", memory::yaml_scalar(tag)));
             }
         }
+        text.push_str(&own.rest);
         text.push_str("---\n");
         text.push_str(&new.content);
         if !new.content.ends_with('\n') {
