@@ -68,7 +68,7 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
 /// What a note's own frontmatter adds to a write: when it was written, and
 /// its other fields as YAML lines.
 #[derive(Default)]
-struct OwnFields {
+pub(crate) struct OwnFields {
     created: Option<i64>,
     rest: String,
 }
@@ -1163,7 +1163,16 @@ impl Operations {
         // fields count where the caller named none, and the rest of them
         // are kept as written.
         let (merged, own) = with_own_fields(new)?;
-        let new = &merged;
+        self.write_memory_with(&merged, &own)
+    }
+
+    /// [`Operations::write_memory`] of `new` as given, its content the body
+    /// whatever it opens with (a text kept verbatim), with `own` fields.
+    pub(crate) fn write_memory_with(
+        &self,
+        new: &NewMemory,
+        own: &OwnFields,
+    ) -> Result<(StorePath, String)> {
         let category = match new.category.as_deref() {
             Some(c) => Some(error::category(c)?),
             None => None,

@@ -52,7 +52,7 @@ impl Operations {
             } else {
                 format!("{folder}/{slug}-{n}.md")
             };
-            match self.write_memory(&new(name)) {
+            match self.write_memory_with(&new(name), &Default::default()) {
                 Err(Error::Exists { .. }) => continue,
                 other => return other,
             }
