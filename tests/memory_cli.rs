@@ -1406,5 +1406,19 @@ fn the_commands_go_through_mnemofs_serve_too() {
     served(&["unlink", a, b]);
     served(&["delete", b]);
     assert!(!store.join("knowledge/arctic-summers.md").exists());
+    // A memory within the size cap whose JSON is much longer (control
+    // characters are six bytes each there) is written, as without a daemon.
+    let control = "\u{1}".repeat(15 << 20);
+    ok(&run_env(
+        &store,
+        &["write", "-", "--path", "notes/control.md"],
+        Some(&control),
+        &[],
+    ));
+    let written = fs::read(store.join("notes/control.md")).expect("read");
+    assert!(
+        written.ends_with(format!("{control}\n").as_bytes()),
+        "the memory's body changed"
+    );
     drop(serving);
 }

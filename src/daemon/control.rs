@@ -22,8 +22,16 @@ use crate::ops::{self, Operations, Reply, Request, Response, WireError};
 /// The socket's file name in the state dir.
 pub(crate) const SOCKET: &str = "control.sock";
 
-/// The longest request line accepted (a whole memory fits).
+/// The longest request line accepted, at least: a whole memory fits.
 const MAX_LINE: u64 = 80 << 20;
+
+/// The longest request line accepted for a store whose files may be
+/// `max_file_size` bytes: a file of control characters is six times as
+/// long in JSON (`\u0001`), and a write must fail on the store's cap,
+/// said as such, not on the line's.
+fn max_line(max_file_size: u64) -> u64 {
+    MAX_LINE.max(max_file_size.saturating_mul(6).saturating_add(1 << 20))
+}
 
 /// Connections served at once; more wait in the listen queue.
 const MAX_CONNECTIONS: usize = 64;
@@ -55,17 +63,20 @@ impl ControlServer {
 fn serve_connection(stream: UnixStream, ops: &Operations) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
+    let max = max_line(ops.max_file_size());
     loop {
         let mut line = Vec::new();
-        let n = (&mut reader)
-            .take(MAX_LINE + 1)
-            .read_until(b'\n', &mut line)?;
+        let n = (&mut reader).take(max + 1).read_until(b'\n', &mut line)?;
         if n == 0 {
             return Ok(());
         }
-        let reply = if n as u64 > MAX_LINE {
+        let reply = if n as u64 > max {
             // The rest of the line cannot be parsed: answer and hang up.
-            let e = ops::Error::InvalidInput(format!("request larger than {} MiB", MAX_LINE >> 20));
+            let e = ops::Error::InvalidInput(format!(
+                "request larger than {} MiB, more than a memory of the store's size cap ({} MiB) needs",
+                max >> 20,
+                ops.max_file_size() >> 20
+            ));
             write_reply(&mut writer, &Reply::Error(WireError::from(&e)))?;
             return Ok(());
         } else {
@@ -162,7 +173,15 @@ impl ControlClient {
             ops::Error::Unavailable(format!("lost the connection to the daemon: {e}"))
         };
         line.push(b'\n');
-        self.writer.write_all(&line).map_err(lost)?;
+        if let Err(e) = self.writer.write_all(&line) {
+            // The daemon may have refused the request and hung up before
+            // reading it all: its answer says why.
+            let mut reply = String::new();
+            return match self.reader.read_line(&mut reply) {
+                Ok(n) if n > 0 => Ok(reply),
+                _ => Err(lost(e)),
+            };
+        }
         let mut reply = String::new();
         if self.reader.read_line(&mut reply).map_err(lost)? == 0 {
             return Err(ops::Error::Unavailable(

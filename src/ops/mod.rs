@@ -303,6 +303,11 @@ impl Operations {
         self
     }
 
+    /// The largest file the store takes, in bytes.
+    pub fn max_file_size(&self) -> u64 {
+        self.max_file_size
+    }
+
     /// Sets the size cap for reads and writes.
     pub fn with_max_file_size(mut self, bytes: u64) -> Operations {
         self.max_file_size = bytes;
