@@ -610,6 +610,29 @@ fn counted(words: &[Word], today: Date, monday: Date) -> Option<(Date, Span, usi
     if let (Some(n), Some("天"), Some("前")) = (w(0).and_then(count), w(1), w(2)) {
         return before(i64::from(n)).map(|d| (d, Span::Day, 3));
     }
+    // 两周前, 三个星期前, 两个月前, 三年前
+    if let Some(n) = w(0).and_then(count).map(i64::from) {
+        let weeks_ago = |d: Date| Some((week_of(d), Span::Week));
+        let hit = match (w(1), w(2), w(3), w(4)) {
+            (Some("周"), Some("前"), ..) => before(7 * n).and_then(weeks_ago).map(|h| (h, 3)),
+            (Some("个"), Some("星"), Some("期"), Some("前")) => {
+                before(7 * n).and_then(weeks_ago).map(|h| (h, 5))
+            }
+            (Some("个"), Some("月"), Some("前"), _) => today
+                .first_of_month()
+                .checked_sub(n.months())
+                .ok()
+                .map(|d| ((d, Span::Month), 4)),
+            (Some("年"), Some("前"), ..) => Date::new(today.year(), 1, 1)
+                .ok()
+                .and_then(|d| d.checked_sub(n.years()).ok())
+                .map(|d| ((d, Span::Year), 3)),
+            _ => None,
+        };
+        if let Some(((first, span), words)) = hit {
+            return Some((first, span, words));
+        }
+    }
     // 上周五, 上星期五
     let after_week = match (w(0), w(1), w(2)) {
         (Some("上"), Some("周"), _) => Some(2),
@@ -782,7 +805,21 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     let mut found = written_dates(text, &words, today);
     found.extend(relative_dates(&words, today));
     found.truncate(MAX_DATES);
-    for f in found {
+    for mut f in found {
+        // "from 18 to 22 November", "18-22 November", "November 18 to 22":
+        // a day alone beside a day with its month is of that month.
+        let (mut first, mut last) = (f.first, end_of(f.first, f.span)?);
+        if f.span == Span::Day {
+            if let Some((day, at)) = day_beside(text, &words, f.words.start, f.first, Side::Before)
+            {
+                first = day;
+                f.words.start = at;
+            }
+            if let Some((day, at)) = day_beside(text, &words, f.words.end, f.first, Side::After) {
+                last = day.tomorrow().ok()?;
+                f.words.end = at + 1;
+            }
+        }
         let said_at = words[f.words.start].start..words[f.words.end - 1].end;
         if spans
             .iter()
@@ -809,7 +846,7 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
         .into_iter()
         .find(|(set, _)| said(set))
         .map_or(Toward::Within, |(_, toward)| toward);
-        let (first, last) = reach(f.first, end_of(f.first, f.span)?, a_day, toward, today)?;
+        let (first, last) = reach(first, last, a_day, toward, today)?;
         let end = words[f.words.end - 1].end;
         spans.push((
             first,
@@ -857,6 +894,80 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
         ranges,
         rest: rest.split_whitespace().collect::<Vec<_>>().join(" "),
     })
+}
+
+/// Which side of a date a day alone is looked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Before,
+    After,
+}
+
+/// A day of `date`'s month written alone next to it, joined by "to",
+/// "and", "-" and the like (before it, an earlier day; after it, a later
+/// one and no month of its own follows), and the index of its word.
+/// `at` is the date's first word (`Before`) or the word after it
+/// (`After`).
+fn day_beside(
+    text: &str,
+    words: &[Word],
+    at: usize,
+    date: Date,
+    side: Side,
+) -> Option<(Date, usize)> {
+    let joined_by_word = |i: usize| {
+        words.get(i).is_some_and(|w| {
+            matches!(
+                w.text.as_str(),
+                "to" | "until" | "till" | "through" | "thru" | "and"
+            )
+        })
+    };
+    let dashed = |a: &Word, b: &Word| {
+        matches!(
+            text.get(a.end..b.start).map(str::trim),
+            Some("-" | "–" | "—" | "~")
+        )
+    };
+    let (day_at, ok) = match side {
+        Side::Before => {
+            if at >= 2 && joined_by_word(at - 1) {
+                (at - 2, true)
+            } else if at >= 1 {
+                (at - 1, dashed(&words[at - 1], &words[at]))
+            } else {
+                return None;
+            }
+        }
+        Side::After => {
+            if joined_by_word(at) {
+                (at + 1, true)
+            } else if at >= 1 && at < words.len() {
+                (at, dashed(&words[at - 1], &words[at]))
+            } else {
+                return None;
+            }
+        }
+    };
+    let word = words.get(day_at)?;
+    if !ok || word.text.chars().any(|c| !c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let day = day_number(&word.text)?;
+    // A day with a month of its own is a date of its own.
+    let month_at = |i: Option<usize>| {
+        i.and_then(|i| words.get(i))
+            .is_some_and(|w| month_number(&w.text).is_some())
+    };
+    if month_at(Some(day_at + 1)) || month_at(day_at.checked_sub(1)) {
+        return None;
+    }
+    let beside = date.with().day(day).build().ok()?;
+    let in_order = match side {
+        Side::Before => beside < date,
+        Side::After => beside > date,
+    };
+    in_order.then_some((beside, day_at))
 }
 
 /// Which way a period reaches from the date that names it.
@@ -1206,6 +1317,44 @@ mod tests {
         // What is left to search has none of it.
         assert_eq!(days("上上周做了什么").unwrap().2, "做了什么");
         assert_eq!(days("上上个月的会议").unwrap().2, "的会议");
+    }
+
+    #[test]
+    fn a_day_alone_beside_a_date_is_of_its_month() {
+        assert_eq!(
+            span("what happened from 18 to 22 November?"),
+            pair("2026-11-18", "2026-11-23")
+        );
+        assert_eq!(span("18-22 November"), pair("2026-11-18", "2026-11-23"));
+        assert_eq!(
+            span("between 18 and 22 November 2025"),
+            pair("2025-11-18", "2025-11-23")
+        );
+        assert_eq!(
+            span("from November 18 to 22"),
+            pair("2026-11-18", "2026-11-23")
+        );
+        assert_eq!(
+            days("what happened from 18 to 22 November?").unwrap().2,
+            "what happened ?"
+        );
+        // Two dates with their months stay two dates joined.
+        assert_eq!(
+            span("between August 11 and August 15 2023"),
+            pair("2023-08-11", "2023-08-16")
+        );
+    }
+
+    #[test]
+    fn weeks_months_and_years_ago_in_chinese() {
+        assert_eq!(
+            span("两周前我们决定了什么"),
+            pair("2026-11-09", "2026-11-16")
+        );
+        assert_eq!(span("三个星期前"), pair("2026-11-02", "2026-11-09"));
+        assert_eq!(span("两个月前的会议"), pair("2026-09-01", "2026-10-01"));
+        assert_eq!(span("三年前"), pair("2023-01-01", "2024-01-01"));
+        assert_eq!(days("两周前我们决定了什么").unwrap().2, "我们决定了什么");
     }
 
     #[test]
