@@ -158,9 +158,10 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
-    /// Run the organizer now: 1 = sort the inbox and archive what expired;
-    /// 2 = also merge duplicates and resolve links; 3 = also extract
-    /// reminders. Every inbox item not open for writing is classified.
+    /// Run the organizer now: `--level 1` (the default) sorts the inbox and
+    /// archives what expired; `--level 2` also merges duplicates and
+    /// resolves links; `--level 3` also extracts reminders. Every inbox
+    /// item not open for writing is classified.
     Dream {
         /// How deep to go (1, 2 or 3).
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
@@ -1206,7 +1207,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     }
                 }
             }
-            if hits.is_empty() && !json {
+            // With --json too: stdout keeps its JSON lines (none), and
+            // stderr says what was searched.
+            if hits.is_empty() {
                 eprintln!(
                     "{}",
                     hint.unwrap_or_else(|| "no memories matched".to_owned())

@@ -34,8 +34,8 @@ use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 use super::document::{normalize_key, path_from_key};
 use super::fusion;
 use super::meaning::{
-    MAX_PREFIX_TERMS, Mode, bounded, is_plain_words, meaning, prose_colons, rewrite_query,
-    take_mode, too_deep, words_beside_filters, words_of,
+    MAX_LIMIT, MAX_PREFIX_TERMS, Mode, bounded, is_plain_words, meaning, prose_colons,
+    rewrite_query, take_mode, too_deep, words_beside_filters, words_of,
 };
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
@@ -414,10 +414,24 @@ impl Index {
         let unknown: Vec<String> = errors
             .iter()
             .filter_map(|e| match e {
-                QueryParserError::FieldDoesNotExist(name) => Some(format!("`{name}:`")),
+                QueryParserError::FieldDoesNotExist(name) if name != "limit" => {
+                    Some(format!("`{name}:`"))
+                }
                 _ => None,
             })
             .collect();
+        // `limit:` is read before the query; here, its value was no count.
+        let bad_limit = errors
+            .iter()
+            .any(|e| matches!(e, QueryParserError::FieldDoesNotExist(name) if name == "limit"));
+        if bad_limit {
+            warnings.push(format!(
+                "`limit:` takes a number of results from 1 to {MAX_LIMIT}, so it was searched as words"
+            ));
+            if unknown.is_empty() {
+                return (words(), warnings);
+            }
+        }
         warnings.push(if unknown.is_empty() {
             "the query is not valid syntax, so its words were searched instead".to_owned()
         } else {

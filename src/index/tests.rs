@@ -1089,6 +1089,15 @@ fn bad_field_values_are_reported_not_searched_as_words() {
         warnings[0].contains("`colour:` is not a field"),
         "{warnings:?}"
     );
+    // `limit:` is no field: its value was no count.
+    for bad in ["limit:-1 cherry", "limit:abc cherry"] {
+        let warnings = fx.index.query_warnings(bad);
+        assert_eq!(warnings.len(), 1, "{bad}: {warnings:?}");
+        assert!(
+            warnings[0].contains("`limit:` takes a number of results"),
+            "{warnings:?}"
+        );
+    }
     assert!(
         fx.index
             .query_warnings("cherry created:>2026-01-01")
