@@ -96,15 +96,28 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
     };
     let mut found: Vec<Reminder> = Vec::new();
     for sentence in sentences(text) {
-        let spans = time_phrases(sentence);
+        let mut spans = time_phrases(sentence);
         if spans.is_empty() {
             continue;
         }
+        // "from 8 to 10 December": due on the 8th, and the title says
+        // neither day.
+        let mut starts = Vec::with_capacity(spans.len());
+        for span in &mut spans {
+            let earlier = day_before(sentence, span.0);
+            if let Some((at, _)) = earlier {
+                span.0 = at;
+            }
+            starts.push(earlier.map(|(_, day)| day));
+        }
         let about = about(sentence, &spans);
-        for (start, end, when) in spans {
+        for ((start, end, when), first_day) in spans.into_iter().zip(starts) {
             let Some((due, all_day)) = today.resolve(when) else {
                 continue;
             };
+            let due = first_day
+                .and_then(|day| earlier_day(due, day, tz))
+                .unwrap_or(due);
             let phrase = sentence[start..end].trim().to_owned();
             if !found.iter().any(|r| r.phrase == phrase && r.due == due) {
                 found.push(Reminder {
@@ -450,6 +463,7 @@ fn sentences(text: &str) -> Vec<&str> {
                 next.is_none_or(char::is_whitespace)
                     && !tail.eq_ignore_ascii_case(b"a.m")
                     && !tail.eq_ignore_ascii_case(b"p.m")
+                    && !is_abbreviation(&text[..i])
             }
             _ => false,
         };
@@ -465,6 +479,76 @@ fn sentences(text: &str) -> Vec<&str> {
         out.push(&text[start..]);
     }
     out
+}
+
+/// Whether `before` (a text up to a full stop) ends in a title or an
+/// abbreviation that a full stop does not end a sentence after: "Dr.",
+/// "Mr.", "e.g.", an initial ("J.").
+fn is_abbreviation(before: &str) -> bool {
+    const SHORT: [&str; 14] = [
+        "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "approx",
+        "no",
+    ];
+    let word = before
+        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .unwrap_or_default();
+    let lower = word.to_ascii_lowercase();
+    SHORT.contains(&lower.as_str())
+        || (word.chars().count() == 1 && word.chars().all(|c| c.is_ascii_uppercase()))
+}
+
+/// A day alone just before the date phrase at `start`, joined to it ("from
+/// 8 to 10 December", "8-10 December", "between 8 and 10 December"): where
+/// it starts (with its "from" or "between") and the day.
+fn day_before(sentence: &str, start: usize) -> Option<(usize, u32)> {
+    let before = sentence.get(..start)?.trim_end();
+    let lower = before.to_ascii_lowercase();
+    let join = [" to", " until", " till", " through", " and", "-", "–", "—"]
+        .into_iter()
+        .find(|j| lower.ends_with(j))?;
+    let rest = before[..before.len() - join.len()].trim_end();
+    let rest = ["st", "nd", "rd", "th"]
+        .into_iter()
+        .find_map(|s| rest.strip_suffix(s))
+        .unwrap_or(rest);
+    let digits = rest.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 2 {
+        return None;
+    }
+    let at = rest.len() - digits;
+    if rest[..at]
+        .chars()
+        .next_back()
+        .is_some_and(|c| !c.is_whitespace())
+    {
+        return None;
+    }
+    let day: u32 = rest[at..].parse().ok()?;
+    let lead = rest[..at].trim_end();
+    let lead_lower = lead.to_ascii_lowercase();
+    let from = ["from", "between"]
+        .into_iter()
+        .find(|w| {
+            lead_lower.ends_with(w)
+                && lead[..lead.len() - w.len()]
+                    .chars()
+                    .next_back()
+                    .is_none_or(char::is_whitespace)
+        })
+        .map_or(at, |w| lead.len() - w.len());
+    (1..=31).contains(&day).then_some((from, day))
+}
+
+/// `due` (seconds, in `tz`) moved to `day` of its month, when that is
+/// earlier.
+fn earlier_day(due: i64, day: u32, tz: &TimeZone) -> Option<i64> {
+    let zoned = jiff::Timestamp::from_second(due).ok()?.to_zoned(tz.clone());
+    let day = i8::try_from(day).ok()?;
+    if day >= zoned.day() {
+        return None;
+    }
+    Some(zoned.with().day(day).build().ok()?.timestamp().as_second())
 }
 
 /// Every time expression in `sentence`, as byte spans and meanings,
@@ -1465,6 +1549,29 @@ mod tests {
     fn none(text: &str) {
         let found = extract_reminders(text, now(), &cst());
         assert!(found.is_empty(), "{text}: {found:#?}");
+    }
+
+    #[test]
+    fn a_stretch_of_days_is_due_on_its_first_and_titles_keep_doctors() {
+        // Written on Sunday 22 November 2026.
+        for text in [
+            "Team offsite in Lisbon from 8 to 10 December.",
+            "Team offsite in Lisbon 8-10 December.",
+            "Team offsite in Lisbon between 8 and 10 December.",
+        ] {
+            let r = one(text);
+            assert_eq!(r.due, at(2026, 12, 8, 9, 0), "{text}");
+            assert!(r.all_day, "{text}");
+            assert_eq!(r.about, "Team offsite in Lisbon", "{text}");
+        }
+        let r = one("Dentist appointment with Dr. Lee tomorrow at 3pm.");
+        assert_eq!(r.about, "Dentist appointment with Dr. Lee");
+        assert_eq!(r.due, at(2026, 11, 23, 15, 0));
+        // A full stop after a sentence still ends it.
+        let found = extract_reminders("Call Bob tomorrow. Pay rent on Friday.", now(), &cst());
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert_eq!(found[0].about, "Call Bob");
+        assert_eq!(found[1].about, "Pay rent");
     }
 
     #[test]
