@@ -488,6 +488,37 @@ fn a_memory_read_often_through_the_mount_is_still_normalized() {
     );
 }
 
+/// A git repository kept among the memories is the user's: its files get
+/// no frontmatter (the work tree stays clean), while a note beside it
+/// does.
+#[test]
+fn files_in_a_git_repository_inside_the_store_are_not_normalized() {
+    let o = organized(FAST, &[]);
+    fs::create_dir_all(o.m("projects/tool/.git")).expect("mkdir");
+    fs::write(o.m("projects/tool/.git/HEAD"), "ref: refs/heads/main\n").expect("write");
+    fs::create_dir_all(o.m("projects/tool/docs")).expect("mkdir");
+    let readme = o.m("projects/tool/README.md");
+    let nested = o.m("projects/tool/docs/usage.md");
+    fs::write(&readme, "# Tool\nplain readme\n").expect("write");
+    fs::write(&nested, "# Usage\nrun it\n").expect("write");
+    let note = o.m("projects/notes.md");
+    fs::write(&note, "notes beside the repository\n").expect("write");
+    wait_for(&o, "the note beside it to be normalized", || {
+        fs::read(&note).is_ok_and(|b| has_id(&b))
+    });
+    // The note was rewritten after the repository's files were written:
+    // theirs would have been too by now.
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        fs::read_to_string(&readme).expect("read"),
+        "# Tool\nplain readme\n"
+    );
+    assert_eq!(
+        fs::read_to_string(&nested).expect("read"),
+        "# Usage\nrun it\n"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // The normalizer never loses a concurrent writer's update.
 

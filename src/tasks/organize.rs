@@ -248,9 +248,25 @@ impl Organizing {
         report
     }
 
+    /// Whether `path` is in a git work tree of its own, below the store's
+    /// root (a project's repository kept among the memories): its files
+    /// are the repository's, and a rewrite would leave it dirty.
+    fn in_nested_repository(&self, path: &StorePath) -> bool {
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| !d.is_root()) {
+            if d.join(std::ffi::OsStr::new(".git"))
+                .is_some_and(|git| self.store.stat(&git).is_ok())
+            {
+                return true;
+            }
+            dir = d.parent();
+        }
+        false
+    }
+
     /// Adds missing frontmatter to one memory.
     pub(crate) fn normalize_one(&self, path: &StorePath, report: &mut Report) -> Outcome {
-        if !is_memory_path(path) {
+        if !is_memory_path(path) || self.in_nested_repository(path) {
             return Outcome::Done;
         }
         let Ok(st) = self.store.stat(path) else {
