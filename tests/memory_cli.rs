@@ -1341,16 +1341,14 @@ impl Drop for Serve {
     }
 }
 
-#[test]
-fn the_commands_go_through_mnemofs_serve_too() {
+/// `mnemofs serve` on `store`, once it says it is ready.
+fn serve(store: &Path, state: &Path) -> Serve {
     use std::io::BufRead;
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let store = new_store(tmp.path(), "s");
     let mut child = Command::new(bin())
         .args(["serve", "--store"])
-        .arg(&store)
+        .arg(store)
         .arg("--state-dir")
-        .arg(tmp.path().join("state"))
+        .arg(state)
         .env("MNEMOFS_LOG", "warn")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -1369,6 +1367,56 @@ fn the_commands_go_through_mnemofs_serve_too() {
         .recv_timeout(Duration::from_secs(120))
         .expect("mnemofs serve says it is ready");
     assert!(line.starts_with("serving "), "{line:?}");
+    serving
+}
+
+/// A long-lived session (the memory tool here, MCP alike) outlives the
+/// daemon it was served by: once another serves the store, its next call
+/// goes there.
+#[test]
+fn a_tool_session_reaches_the_daemon_that_serves_the_store_after_a_restart() {
+    use std::io::{BufRead, Write};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let state = tmp.path().join("state");
+    let first = serve(&store, &state);
+    let mut tool = Command::new(bin())
+        .args(["tool", "--store"])
+        .arg(&store)
+        .env("MNEMOFS_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs tool");
+    let mut input = tool.stdin.take().expect("stdin");
+    let mut output = std::io::BufReader::new(tool.stdout.take().expect("stdout"));
+    let mut ask = |call: Value| -> Value {
+        writeln!(input, "{call}").expect("send");
+        input.flush().expect("flush");
+        let mut line = String::new();
+        output.read_line(&mut line).expect("answer");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
+    };
+    let made = ask(json!({"command": "create", "path": "/memories/a.md", "file_text": "one\n"}));
+    assert_eq!(made["is_error"], false, "{made}");
+    drop(first);
+    let _second = serve(&store, &state);
+    let seen = ask(json!({"command": "view", "path": "/memories/a.md"}));
+    assert_eq!(seen["is_error"], false, "{seen}");
+    assert!(
+        seen["content"].as_str().is_some_and(|c| c.contains("one")),
+        "{seen}"
+    );
+    drop(input);
+    let _ = common::wait_timeout(&mut tool, Duration::from_secs(30));
+}
+
+#[test]
+fn the_commands_go_through_mnemofs_serve_too() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let serving = serve(&store, &tmp.path().join("state"));
     let served = |args: &[&str]| ok(&run_served(&store, args));
     let a = served(&["write", "Terns migrate far", "--category", "knowledge"]);
     let b = served(&[

@@ -224,7 +224,7 @@ impl ControlPool {
                 Ok(Some(client)) => client,
                 Ok(None) => {
                     return Err(ops::Error::Unavailable(
-                        "the daemon no longer answers".into(),
+                        "the daemon serving the store has stopped: start it again (mnemofs mount or serve), or start this session again to serve the store itself".into(),
                     ));
                 }
                 Err(e) => {
