@@ -85,7 +85,20 @@ impl SnippetWords {
             }
         }
         keep(current);
-        best.map_or("", |(_, start, stop)| &text[start..stop])
+        best.map_or("", |(_, start, stop)| {
+            // The brackets and quotes that close what the last word
+            // began ("(max_width = 100)") stay with it; a full stop does
+            // not.
+            let closing = text[stop..]
+                .find(|c: char| {
+                    !matches!(
+                        c,
+                        ')' | ']' | '}' | '"' | '\'' | '”' | '’' | '%' | '）' | '」'
+                    )
+                })
+                .unwrap_or(text.len() - stop);
+            &text[start..stop + closing]
+        })
     }
 
     /// The weight of the word `piece` is (lowercased first when
@@ -172,6 +185,19 @@ mod tests {
             words: list.iter().map(|(w, s)| (w.to_string(), *s)).collect(),
             stems: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn a_bracket_or_quote_closed_after_the_last_word_stays() {
+        let w = words(&[("width", 1.0)]);
+        assert_eq!(
+            w.best("Lines are short (rustfmt max_width = 100).", 1000),
+            "Lines are short (rustfmt max_width = 100)"
+        );
+        assert_eq!(
+            w.best("They said \"max width\".", 1000),
+            "They said \"max width\""
+        );
     }
 
     #[test]
