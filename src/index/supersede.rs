@@ -135,18 +135,12 @@ impl Compared<'_> {
     /// Whether `newer` supersedes `older`.
     fn supersedes(&self, newer: &Facts, older: &Facts) -> bool {
         let (searcher, fields) = (self.searcher, self.fields);
-        // Its `category:`, else the category folder it is in (a memory
-        // written into `decisions/` before the organizer wrote its
-        // frontmatter).
+        // Its `category:`, else the category folder it is in (the index
+        // reads both).
         let category = |facts: &Facts| {
-            *facts.category.get_or_init(|| {
-                category_of(searcher, fields, facts.address).or_else(|| {
-                    let mut parts = facts.path.as_path().components();
-                    let folder = parts.next()?.as_os_str().to_str()?;
-                    parts.next()?;
-                    folder.parse().ok()
-                })
-            })
+            *facts
+                .category
+                .get_or_init(|| category_of(searcher, fields, facts.address))
         };
         let title = older
             .title_stems

@@ -1020,6 +1020,31 @@ fn rebuild_reopen_and_search_a_synthetic_store() {
 }
 
 #[test]
+fn a_note_in_a_category_folder_is_of_that_category() {
+    let fx = Fixture::new();
+    fx.write("decisions/db.md", "We use Postgres.\n");
+    fx.write(
+        "decisions/named.md",
+        "---\ncategory: lessons\n---\nA lesson kept here.\n",
+    );
+    fx.write("notes/decisions.md", "Not a decision.\n");
+    fx.write("decisions.md", "At the root.\n");
+    fx.sync();
+    assert_eq!(
+        fx.index.by_category("decisions"),
+        paths(&["decisions/db.md"])
+    );
+    assert_eq!(
+        fx.index.by_category("lessons"),
+        paths(&["decisions/named.md"])
+    );
+    assert_eq!(
+        fx.search("category:decisions postgres"),
+        paths(&["decisions/db.md"])
+    );
+}
+
+#[test]
 fn agent_scopes_can_be_filtered() {
     let fx = Fixture::new();
     fx.write("a.md", "---\nscope: agent:claude\n---\nscoped note\n");
