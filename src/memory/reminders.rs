@@ -97,7 +97,7 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
     let mut found: Vec<Reminder> = Vec::new();
     for sentence in sentences(text) {
         let mut spans = time_phrases(sentence);
-        if spans.is_empty() {
+        if spans.is_empty() || tells_of_the_past(sentence) {
             continue;
         }
         // "from 8 to 10 December": due on the 8th, and the title says
@@ -479,6 +479,36 @@ fn sentences(text: &str) -> Vec<&str> {
         out.push(&text[start..]);
     }
     out
+}
+
+/// Whether `sentence` tells of what happened, not of what is to come: a
+/// subject then a verb in the past ("we reviewed", "I was", "they had")
+/// and nothing that points ahead ("will", "going to", "to" before a verb,
+/// "plan"). "On Monday we reviewed the contract" makes no reminder for
+/// next Monday; "we agreed to sign it on Friday" does.
+fn tells_of_the_past(sentence: &str) -> bool {
+    const SUBJECTS: [&str; 7] = ["i", "we", "he", "she", "they", "you", "it"];
+    const PAST: [&str; 12] = [
+        "was", "were", "had", "did", "went", "met", "saw", "got", "made", "took", "came", "left",
+    ];
+    const AHEAD: [&str; 8] = [
+        "will", "shall", "going", "to", "plan", "plans", "planned", "need",
+    ];
+    let words: Vec<String> = sentence
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    if words
+        .iter()
+        .any(|w| AHEAD.contains(&w.as_str()) || w.ends_with("'ll"))
+    {
+        return false;
+    }
+    words.windows(2).any(|pair| {
+        SUBJECTS.contains(&pair[0].as_str())
+            && (PAST.contains(&pair[1].as_str()) || (pair[1].len() > 4 && pair[1].ends_with("ed")))
+    })
 }
 
 /// Whether `before` (a text up to a full stop) ends in a title or an
@@ -1549,6 +1579,18 @@ mod tests {
     fn none(text: &str) {
         let found = extract_reminders(text, now(), &cst());
         assert!(found.is_empty(), "{text}: {found:#?}");
+    }
+
+    #[test]
+    fn a_sentence_that_tells_of_the_past_makes_no_reminder() {
+        none("On Monday we reviewed the Acme contract.");
+        none("We shipped the beta on Friday.");
+        none("On 3 December I was in Lisbon.");
+        // What points ahead still does.
+        one("We reviewed the contract and will sign it on Friday.");
+        one("We agreed to sign it on Friday.");
+        one("Decided: ship Mobile v3 beta on Dec 10.");
+        one("Dentist on Friday at 3pm.");
     }
 
     #[test]
