@@ -305,6 +305,15 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
                 "notes/chinese.md",
                 "---\ntitle: 看牙\n---\n明天下午三点\n\n明天上午十点和王医生见面。\n".as_bytes(),
             ),
+            // A habit recurs: no one-off reminder of it.
+            (
+                "habits/running.md",
+                b"The user runs on Tuesday and Thursday mornings.\n",
+            ),
+            (
+                "notes/gym.md",
+                b"---\ncategory: habits\n---\nGym every Monday at 7am.\n",
+            ),
         ],
     );
     let report = dream3(&s);

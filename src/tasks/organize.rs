@@ -1034,6 +1034,15 @@ impl Organizing {
                 continue;
             };
             let parsed = memory::parse(&stem(&path), &text);
+            // A habit recurs ("runs on Tuesday and Thursday mornings"): a
+            // one-off reminder of it would be wrong after its first day.
+            let category = parsed
+                .frontmatter
+                .category
+                .or_else(|| path.as_path().iter().next()?.to_str()?.parse().ok());
+            if category == Some(Category::Habits) {
+                continue;
+            }
             let written =
                 reminders::written_at(&parsed.frontmatter, &stem(&path), st.mtime.sec, &tz);
             let late = now - REMINDER_LATE_KEPT.as_secs() as i64;
