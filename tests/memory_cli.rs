@@ -1454,6 +1454,17 @@ fn the_commands_go_through_mnemofs_serve_too() {
     served(&["unlink", a, b]);
     served(&["delete", b]);
     assert!(!store.join("knowledge/arctic-summers.md").exists());
+    // A dream files the inbox; a search right after it finds the note
+    // where it now is.
+    served(&[
+        "write",
+        "Lesson learned: petrels taught us to check the weather before a trip.",
+    ]);
+    served(&["dream"]);
+    let hits = json_lines(&served(&["search", "petrels", "--json"]));
+    let found = paths(&hits);
+    assert_eq!(found.len(), 1, "{hits:?}");
+    assert!(store.join(&found[0]).is_file(), "a path gone: {found:?}");
     // A memory within the size cap whose JSON is much longer (control
     // characters are six bytes each there) is written, as without a daemon.
     let control = "\u{1}".repeat(15 << 20);

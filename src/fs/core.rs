@@ -463,7 +463,9 @@ impl StoreFs {
 
     /// Read your writes: before a view (or a request to the daemon)
     /// answers, the index takes in what was changed through the mount, the
-    /// files still open for writing included. When nothing changed, it only checks that the index has committed what it was told.
+    /// files still open for writing included. When nothing changed here,
+    /// it only waits for what the index was told to be committed (at once
+    /// when it is).
     pub(crate) fn catch_up_views(&self) {
         let Some(views) = self.views() else { return };
         let (mut paths, writers) = {

@@ -393,11 +393,21 @@ impl Runner {
     /// Has the index take in what this dream run changed so far, and waits
     /// until it has: the steps that follow find memories through it, and
     /// whoever asked for the run searches next.
-    /// With `all`, the start-up reconcile and everything notified so far
-    /// are waited for too.
+    ///
+    /// What this thread wrote is noted as it writes; the inbox is sorted
+    /// on threads of its own, whose moves the report lists. With `all`,
+    /// the start-up reconcile and everything notified so far are waited
+    /// for too.
     fn settle(&self, report: &mut Report, what: &str, all: bool) {
         let index = &self.organizing.index;
-        let written = crate::ops::written::take_so_far();
+        let mut written = crate::ops::written::take_so_far();
+        written.extend(
+            report
+                .filed
+                .iter()
+                .flat_map(|f| [f.from.as_str(), f.to.as_str()])
+                .filter_map(StorePath::new),
+        );
         if written.is_empty() && !all {
             return;
         }
