@@ -266,7 +266,10 @@ fn reminders(store: &Path) -> Vec<BTreeMap<String, String>> {
             fields
         })
         .collect();
-    out.sort();
+    // By file name (which starts with the due day), not by the first
+    // field that differs: the bodies' weekday names would order them
+    // differently from one date to the next.
+    out.sort_by(|a, b| a.get("file").cmp(&b.get("file")));
     out
 }
 
