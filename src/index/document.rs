@@ -330,12 +330,7 @@ pub(crate) fn build(
     // Without a `category:`, the category folder it is in (a note in
     // `decisions/` that nobody wrote since the mount, so the normalizer
     // left it as it was).
-    let folder = || {
-        let mut parts = path.as_path().components();
-        let first = parts.next()?.as_os_str().to_str()?;
-        parts.next()?;
-        first.parse::<crate::memory::Category>().ok()
-    };
+    let folder = || crate::memory::Category::of_folder(path.as_path());
     if let Some(c) = fm.category.or_else(folder) {
         doc.add_text(f.category, c.as_str());
     }

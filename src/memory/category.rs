@@ -60,6 +60,16 @@ impl Category {
         Category::Reminders,
     ];
 
+    /// The category of the folder a memory at `path` (relative to the
+    /// store) is in, if its first folder is named after one: what a memory
+    /// without a `category:` of its own is filed under.
+    pub fn of_folder(path: &std::path::Path) -> Option<Category> {
+        let mut parts = path.components();
+        let first = parts.next()?.as_os_str().to_str()?;
+        parts.next()?;
+        first.parse().ok()
+    }
+
     /// The lowercase name used in frontmatter and directory names.
     pub fn as_str(self) -> &'static str {
         match self {

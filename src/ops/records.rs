@@ -286,14 +286,10 @@ impl Operations {
         let fm = &parsed.frontmatter;
         let content = parsed.body(&text).to_string();
         let counters = self.counters.as_ref().map(|c| c.get(path));
-        let category = fm.category.map(|c| c.as_str().to_string()).or_else(|| {
-            shown
-                .split('/')
-                .next()
-                .filter(|_| shown.contains('/'))
-                .and_then(|first| first.parse::<Category>().ok())
-                .map(|c| c.as_str().to_string())
-        });
+        let category = fm
+            .category
+            .or_else(|| Category::of_folder(path.as_path()))
+            .map(|c| c.as_str().to_string());
         let mtime = self
             .store
             .stat(path)

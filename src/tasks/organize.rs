@@ -1039,7 +1039,7 @@ impl Organizing {
             let category = parsed
                 .frontmatter
                 .category
-                .or_else(|| path.as_path().iter().next()?.to_str()?.parse().ok());
+                .or_else(|| Category::of_folder(path.as_path()));
             if category == Some(Category::Habits) {
                 continue;
             }
