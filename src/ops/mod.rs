@@ -97,42 +97,27 @@ fn with_own_fields(new: &NewMemory) -> Result<(NewMemory, OwnFields)> {
     else {
         return Ok((new.clone(), OwnFields::default()));
     };
-    let text = |key: &str| -> Option<String> {
-        match fields.get(key)? {
-            serde_yaml::Value::String(s) => Some(s.clone()),
-            serde_yaml::Value::Number(n) => Some(n.to_string()),
-            serde_yaml::Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        }
-        .filter(|s| !s.trim().is_empty())
-    };
-    let tags = match fields.get("tags") {
-        _ if !new.tags.is_empty() => new.tags.clone(),
-        Some(serde_yaml::Value::Sequence(items)) => items
-            .iter()
-            .filter_map(|v| match v {
-                serde_yaml::Value::String(s) => Some(s.clone()),
-                serde_yaml::Value::Number(n) => Some(n.to_string()),
-                _ => None,
-            })
-            .collect(),
-        Some(serde_yaml::Value::String(s)) => s
-            .split([',', ' '])
-            .filter(|t| !t.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
+    // The fields read as every memory's are (tags in any of their forms);
+    // a category is taken as written, so that one that is none is refused.
+    let own = memory::parse("", &new.content).frontmatter;
+    let category = match fields.get("category") {
+        Some(serde_yaml::Value::String(c)) if !c.trim().is_empty() => Some(c.clone()),
+        _ => None,
     };
     let merged = NewMemory {
         content: body.to_owned(),
         path: new.path.clone(),
-        title: new.title.clone().or_else(|| text("title")),
-        category: new.category.clone().or_else(|| text("category")),
-        tags,
-        scope: new.scope.clone().or_else(|| text("scope")),
-        source: new.source.clone().or_else(|| text("source")),
-        kind: new.kind.clone().or_else(|| text("type")),
-        status: new.status.clone().or_else(|| text("status")),
+        title: new.title.clone().or(own.title),
+        category: new.category.clone().or(category),
+        tags: if new.tags.is_empty() {
+            own.tags
+        } else {
+            new.tags.clone()
+        },
+        scope: new.scope.clone().or(own.scope),
+        source: new.source.clone().or(own.source),
+        kind: new.kind.clone().or(own.kind),
+        status: new.status.clone().or(own.status),
     };
     let mut others = serde_yaml::Mapping::new();
     for (key, value) in &fields {
@@ -146,7 +131,7 @@ fn with_own_fields(new: &NewMemory) -> Result<(NewMemory, OwnFields)> {
     } else {
         serde_yaml::to_string(&others).map_err(|e| Error::InvalidInput(e.to_string()))?
     };
-    let created = text("created_at").and_then(|t| memory::parse_timestamp(&t));
+    let created = own.created_at.as_deref().and_then(memory::parse_timestamp);
     Ok((merged, OwnFields { created, rest }))
 }
 
