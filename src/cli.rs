@@ -486,6 +486,20 @@ impl StoreArgs {
         }
     }
 
+    /// [`target`](Self::target) for a command that writes or serves an
+    /// agent: the default store is made on first use (0700), as `mount`
+    /// makes it, so that a first `write`, `remember`, `tool` or `mcp` on a
+    /// new machine works. A store named that does not exist stays an
+    /// error.
+    fn target_made(self, positional: Option<PathBuf>) -> anyhow::Result<daemon::Target> {
+        let default = positional.is_none() && self.store.is_none();
+        let target = self.target(positional)?;
+        if default && !target.path.exists() {
+            make_store(&target.path)?;
+        }
+        Ok(target)
+    }
+
     /// What the user named; the default store if nothing.
     fn target(self, positional: Option<PathBuf>) -> anyhow::Result<daemon::Target> {
         let path = match positional.or(self.store) {
@@ -767,7 +781,7 @@ fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
         cwd.as_deref().map(Path::new),
         config.claude.as_ref(),
     );
-    let target = at.or_store(settings.store.clone()).target(None);
+    let target = at.or_store(settings.store.clone()).target_made(None);
     let mut transcript = String::new();
     let result = (|| -> anyhow::Result<(String, String)> {
         let Some(session_id) = hook_str(&input, "session_id") else {
@@ -957,13 +971,7 @@ fn resolve_store(store: Option<PathBuf>, create: bool) -> anyhow::Result<PathBuf
                 store.display()
             );
         }
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&store)
-            .with_context(|| format!("cannot create store {}", store.display()))?;
-        eprintln!("mnemofs: created the store {}", store.display());
+        make_store(&store)?;
     }
     let store = std::fs::canonicalize(&store)
         .with_context(|| format!("cannot open store {}", store.display()))?;
@@ -971,6 +979,18 @@ fn resolve_store(store: Option<PathBuf>, create: bool) -> anyhow::Result<PathBuf
         bail!("store {} is not a directory", store.display());
     }
     Ok(store)
+}
+
+/// Makes the store directory `store` (0700), and says so on stderr.
+fn make_store(store: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(store)
+        .with_context(|| format!("cannot create store {}", store.display()))?;
+    eprintln!("mnemofs: created the store {}", store.display());
+    Ok(())
 }
 
 /// Reads the configuration (the default file if `path` is `None`) and
@@ -1272,7 +1292,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             guide,
             model,
         } => {
-            let session = serving_session(&at.target(None)?, guide, &model)?;
+            let session = serving_session(&at.target_made(None)?, guide, &model)?;
             let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
             let call = crate::front::in_scope(scope, |request| session.call(request));
             crate::front::tool::serve(stdin, stdout, call)
@@ -1297,7 +1317,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for warning in &settings.warnings {
                 tracing::warn!("{warning}");
             }
-            let target = at.or_store(settings.store).target(None)?;
+            let target = at.or_store(settings.store).target_made(None)?;
             let remember_folder = settings.remember_folder;
             let tokens_at = match http.http {
                 Some(_) => Some(target.state_dir()?),

@@ -114,6 +114,77 @@ fn read_only_commands_on_a_missing_store_fail_and_create_nothing() {
 }
 
 #[test]
+fn the_first_write_makes_the_default_store_and_a_search_before_it_says_why_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("data/mnemofs/store");
+    let out = mnemofs(home.path(), &["search", "coffee"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no memories yet"), "{}", stderr(&out));
+    assert_eq!(
+        tree(home.path()),
+        Vec::<String>::new(),
+        "a search made files"
+    );
+
+    let out = mnemofs(home.path(), &["write", "Prefers coffee over tea"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("created the store"),
+        "{}",
+        stderr(&out)
+    );
+    let mode = fs::metadata(&store).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    let out = mnemofs(home.path(), &["search", "coffee"]);
+    assert!(stdout(&out).contains("coffee"), "{}", stdout(&out));
+
+    // An agent's first tool call, and a first `remember`, on new machines.
+    let other = tempfile::tempdir().unwrap();
+    let mut child = Command::new(bin())
+        .arg("tool")
+        .env("XDG_STATE_HOME", other.path().join("state"))
+        .env("XDG_DATA_HOME", other.path().join("data"))
+        .env("XDG_CONFIG_HOME", other.path().join("config"))
+        .env("XDG_RUNTIME_DIR", other.path().join("run"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            br#"{"command": "create", "path": "/memories/tea.md", "file_text": "Green tea"}
+"#,
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("\"is_error\":false"),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(other.path().join("data/mnemofs/store/tea.md").is_file());
+    let third = tempfile::tempdir().unwrap();
+    let out = mnemofs(third.path(), &["remember", "Keep this"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // A store named that does not exist is still an error.
+    let named = home.path().join("elsewhere");
+    let out = mnemofs(
+        home.path(),
+        &["write", "x", "--store", named.to_str().unwrap()],
+    );
+    assert!(!out.status.success());
+    assert!(!named.exists());
+}
+
+#[test]
 fn mount_asks_before_making_a_named_store_and_checks_options_first() {
     let home = tempfile::tempdir().unwrap();
     let mnt = home.path().join("mnt");

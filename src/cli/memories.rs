@@ -346,7 +346,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             if content.trim().is_empty() {
                 bail!("nothing to write: the content is empty");
             }
-            let session = session(&at.target(None)?, None)?;
+            let session = session(&at.target_made(None)?, None)?;
             let Response::Memory { path, id } = session.call(Request::WriteMemory(NewMemory {
                 content,
                 path,
@@ -560,7 +560,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let home = std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .context("HOME is not set")?;
-            let session = session(&at.target(None)?, None)?;
+            let session = session(&at.target_made(None)?, None)?;
             let mut progress = crate::progress::Progress::start("reading notes", "notes");
             let summary = ingest::ingest(
                 &|r| session.call(r),
@@ -613,7 +613,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 )),
                 None => Box::new(std::io::BufReader::new(std::io::stdin().lock())),
             };
-            let session = session(&at.target(None)?, None)?;
+            let session = session(&at.target_made(None)?, None)?;
             let progress = crate::progress::Progress::start("importing", "lines");
             let summary = jsonl::import(&|r| session.call(r), &mut reader, &mut |s| {
                 progress.say(&format!("importing: {}", s.line()))
@@ -657,7 +657,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let scope = parse_scope(scope.as_deref())?;
             let input = std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?;
             let calls = agent::parse_calls(&input).map_err(anyhow::Error::msg)?;
-            let session = session(&at.target(None)?, None)?;
+            let session = session(&at.target_made(None)?, None)?;
             let call = crate::front::in_scope(scope, |r| session.call(r));
             let mut failed = 0;
             let mut changed = Vec::new();

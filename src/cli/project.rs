@@ -53,7 +53,7 @@ pub(super) fn remember(
     };
     let settings = project_settings();
     let folder = folder.unwrap_or(settings.remember_folder);
-    let session = session(&at.or_store(settings.store).target(None)?, None)?;
+    let session = session(&at.or_store(settings.store).target_made(None)?, None)?;
     let Response::Memory { path, id } = session.call(Request::Remember {
         text,
         folder: Some(folder),

@@ -131,8 +131,21 @@ pub fn find(target: &Target) -> anyhow::Result<Found> {
             target.path.display()
         );
     }
-    let store = std::fs::canonicalize(&target.path)
-        .with_context(|| format!("cannot open store {}", target.path.display()))?;
+    let store = match std::fs::canonicalize(&target.path) {
+        Ok(store) => store,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && target.path == super::default_store_dir() =>
+        {
+            bail!(
+                "no memories yet: the store {} does not exist (the first `mnemofs write`, `remember`, `mcp`, `tool`, `serve` or `mount` makes it)",
+                target.path.display()
+            )
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot open store {}", target.path.display()));
+        }
+    };
     if !store.is_dir() {
         bail!("store {} is not a directory", store.display());
     }
