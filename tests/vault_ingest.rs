@@ -710,3 +710,28 @@ fn what_a_note_says_of_its_own_origin_and_id_is_kept_and_properties_alone_are_a_
     let kickoff = frontmatter(&store, "logseq/pages/kickoff.md");
     assert_eq!(kickoff.created_at.as_deref(), Some("2023-11-01"));
 }
+
+#[test]
+fn a_store_kept_inside_the_vault_is_not_taken_in_again() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let vault = tmp.path().join("vault");
+    seed_files(
+        &vault,
+        &[("Note.md", b"See ![[pic.png]]\n"), ("pic.png", PNG)],
+    );
+    let store = vault.join("store");
+    fs::create_dir_all(&store).expect("store");
+    let first = ingest(&store, "obsidian", &vault, &[]);
+    assert!(first.contains("mnemofs's own store"), "{first}");
+    let tree = file_tree(&store);
+    for _ in 0..2 {
+        let again = ingest(&store, "obsidian", &vault, &[]);
+        assert!(again.contains("written 0"), "{again}");
+        assert_eq!(file_tree(&store), tree, "a rerun changed the store");
+    }
+    assert!(tree.keys().all(|path| !path.contains("store/")), "{tree:?}");
+    // Nor is the store ingested into itself.
+    let itself = ingest(&store, "obsidian", &store, &[]);
+    assert!(itself.contains("read 0, written 0"), "{itself}");
+    assert_eq!(file_tree(&store), tree);
+}

@@ -560,7 +560,15 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let home = std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .context("HOME is not set")?;
-            let session = session(&at.target_made(None)?, None)?;
+            let target = at.target_made(None)?;
+            let found = crate::daemon::find(&target)?;
+            let mut skip = vec![found.store.clone(), target.state_dir()?];
+            skip.extend(found.daemon.and_then(|d| d.mountpoint));
+            let skip = skip
+                .into_iter()
+                .filter_map(|dir| std::fs::canonicalize(dir).ok())
+                .collect();
+            let session = session(&target, None)?;
             let mut progress = crate::progress::Progress::start("reading notes", "notes");
             let summary = ingest::ingest(
                 &|r| session.call(r),
@@ -569,6 +577,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                     path,
                     layout: ingest::Layout::chosen(keep_folders, into_inbox),
                     home,
+                    skip,
                 },
                 &mut |done, total| progress.set(done, total),
             );

@@ -156,6 +156,11 @@ pub struct Plan {
     pub layout: Option<Layout>,
     /// The user's home, where the usual places are.
     pub home: PathBuf,
+    /// Folders never read, wherever they sit in a source: the store
+    /// itself, its state dir and its mountpoint. A store kept inside the
+    /// vault it ingests would otherwise take itself in again, one level
+    /// deeper at each run.
+    pub skip: Vec<PathBuf>,
 }
 
 /// One file found in a source.
@@ -211,7 +216,23 @@ pub fn ingest(
             );
             continue;
         }
-        let held = find(source, &root, &plan.home, plan.path.is_some(), &mut batcher);
+        if std::fs::canonicalize(&root)
+            .is_ok_and(|real| plan.skip.iter().any(|s| real.starts_with(s)))
+        {
+            batcher.skip(
+                root.display().to_string(),
+                "inside mnemofs's own store (not read)",
+            );
+            continue;
+        }
+        let held = find(
+            source,
+            &root,
+            &plan.home,
+            plan.path.is_some(),
+            &plan.skip,
+            &mut batcher,
+        );
         found.push((source, held));
     }
     let total: u64 = found.iter().map(|(_, held)| held.notes.len() as u64).sum();
@@ -285,6 +306,7 @@ fn find(
     root: &Path,
     home: &Path,
     named: bool,
+    skip: &[PathBuf],
     batcher: &mut Batcher<'_>,
 ) -> Holdings {
     let mut held = Holdings::default();
@@ -302,7 +324,7 @@ fn find(
     let out = &mut held.notes;
     match source {
         Source::Claude => {
-            walk(root, root, out, batcher, &|rel, is_dir| {
+            walk(root, skip, root, out, batcher, &|rel, is_dir| {
                 if is_dir {
                     // Transcripts, caches and the like hold no notes.
                     let top = rel.split('/').next().unwrap_or_default();
@@ -344,30 +366,35 @@ fn find(
             for folder in ["pages", "journals"] {
                 let dir = root.join(folder);
                 if dir.is_dir() {
-                    walk(root, &dir, out, batcher, &|rel, is_dir| {
+                    walk(root, skip, &dir, out, batcher, &|rel, is_dir| {
                         shown(rel) && (is_dir || rel.ends_with(".md"))
                     });
                 }
             }
             if named && out.is_empty() && !root.join("pages").is_dir() {
                 // A folder of pages itself.
-                walk(root, root, out, batcher, &|rel, is_dir| {
+                walk(root, skip, root, out, batcher, &|rel, is_dir| {
                     is_dir || rel.ends_with(".md")
                 });
             }
             for folder in ["assets", "draws"] {
                 let dir = root.join(folder);
                 if dir.is_dir() {
-                    walk(root, &dir, &mut held.attachments, batcher, &|rel, _| {
-                        shown(rel)
-                    });
+                    walk(
+                        root,
+                        skip,
+                        &dir,
+                        &mut held.attachments,
+                        batcher,
+                        &|rel, _| shown(rel),
+                    );
                 }
             }
         }
         Source::Obsidian => {
             let templates = Templates::obsidian(root);
             let mut files = Vec::new();
-            walk(root, root, &mut files, batcher, &|_, _| true);
+            walk(root, skip, root, &mut files, batcher, &|_, _| true);
             for item in files {
                 if !item.rel.ends_with(".md") {
                     held.attachments.push(item);
@@ -387,7 +414,7 @@ fn find(
                 }
             }
         }
-        Source::CarAgent => walk(root, root, out, batcher, &|rel, is_dir| {
+        Source::CarAgent => walk(root, skip, root, out, batcher, &|rel, is_dir| {
             is_dir || rel.ends_with(".md")
         }),
         Source::Fingersaver => {
@@ -408,9 +435,10 @@ fn find(
 }
 
 /// Files below `dir` that `wanted(rel, is_dir)` keeps; dot-names are never
-/// entered, symlinks never followed.
+/// entered, symlinks never followed, nor the folders of `skip`.
 fn walk(
     root: &Path,
+    skip: &[PathBuf],
     dir: &Path,
     out: &mut Vec<Found>,
     batcher: &mut Batcher<'_>,
@@ -440,8 +468,10 @@ fn walk(
             continue;
         };
         if kind.is_dir() {
-            if wanted(&rel, true) {
-                walk(root, &path, out, batcher, wanted);
+            if std::fs::canonicalize(&path).is_ok_and(|real| skip.contains(&real)) {
+                batcher.skip(path.display().to_string(), "mnemofs's own store (not read)");
+            } else if wanted(&rel, true) {
+                walk(root, skip, &path, out, batcher, wanted);
             }
         } else if kind.is_file() && wanted(&rel, false) {
             out.push(Found { file: path, rel });
