@@ -97,7 +97,11 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
     let mut found: Vec<Reminder> = Vec::new();
     for sentence in sentences(text) {
         let mut spans = time_phrases(sentence);
-        if spans.is_empty() || tells_of_the_past(sentence) {
+        spans.retain(|span| !repeats_or_past(sentence, span.0));
+        if spans.is_empty()
+            || (tells_of_the_past(sentence) && !points_ahead(sentence, &spans))
+            || is_habit_or_rule(sentence)
+        {
             continue;
         }
         // "from 8 to 10 December": due on the 8th, and the title says
@@ -481,34 +485,159 @@ fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
+/// The words of `sentence`, lowercased.
+fn words_of(sentence: &str) -> Vec<String> {
+    sentence
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
 /// Whether `sentence` tells of what happened, not of what is to come: a
-/// subject then a verb in the past ("we reviewed", "I was", "they had")
-/// and nothing that points ahead ("will", "going to", "to" before a verb,
-/// "plan"). "On Monday we reviewed the contract" makes no reminder for
-/// next Monday; "we agreed to sign it on Friday" does.
+/// subject ("we", or a noun after "the", "my"…) then a verb in the past
+/// ("we reviewed", "the server crashed", "the plumber came"), or a
+/// Chinese sentence done with ("来过了", "已经"), and nothing that points
+/// ahead ("will", "going to", "to" before a verb, "plan", 要, 将).
+/// "On Monday we reviewed the contract" makes no reminder for next
+/// Monday; "we agreed to sign it on Friday" does.
 fn tells_of_the_past(sentence: &str) -> bool {
     const SUBJECTS: [&str; 7] = ["i", "we", "he", "she", "they", "you", "it"];
-    const PAST: [&str; 12] = [
+    const DETERMINERS: [&str; 10] = [
+        "the", "a", "an", "my", "our", "your", "his", "her", "their", "this",
+    ];
+    const PAST: [&str; 18] = [
         "was", "were", "had", "did", "went", "met", "saw", "got", "made", "took", "came", "left",
+        "broke", "fell", "ran", "told", "said", "gave",
+    ];
+    // Verbs in the past that arrange what is still to come ("the dentist
+    // confirmed Friday at 3pm").
+    const ARRANGING: [&str; 12] = [
+        "scheduled",
+        "rescheduled",
+        "booked",
+        "confirmed",
+        "postponed",
+        "moved",
+        "delayed",
+        "arranged",
+        "asked",
+        "invited",
+        "agreed",
+        "decided",
     ];
     const AHEAD: [&str; 8] = [
         "will", "shall", "going", "to", "plan", "plans", "planned", "need",
     ];
-    let words: Vec<String> = sentence
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    if sentence.contains(is_cjk) {
+        let ahead = [
+            "要", "将", "会", "准备", "打算", "计划", "记得", "提醒", "别忘",
+        ];
+        let done = ["过了", "已经", "刚才", "完了"];
+        return !ahead.iter().any(|a| sentence.contains(a))
+            && done.iter().any(|d| sentence.contains(d));
+    }
+    let words = words_of(sentence);
     if words
         .iter()
         .any(|w| AHEAD.contains(&w.as_str()) || w.ends_with("'ll"))
     {
         return false;
     }
-    words.windows(2).any(|pair| {
-        SUBJECTS.contains(&pair[0].as_str())
-            && (PAST.contains(&pair[1].as_str()) || (pair[1].len() > 4 && pair[1].ends_with("ed")))
+    let past = |w: &str| {
+        PAST.contains(&w) || (w.len() > 4 && w.ends_with("ed") && !ARRANGING.contains(&w))
+    };
+    words
+        .windows(2)
+        .any(|pair| SUBJECTS.contains(&pair[0].as_str()) && past(&pair[1]))
+        || words
+            .windows(3)
+            .any(|w| DETERMINERS.contains(&w[0].as_str()) && !past(&w[1]) && past(&w[2]))
+}
+
+/// Whether a time phrase of `sentence` is tied to what is to come by the
+/// word before it ("moved to Friday", "booked for Tuesday at 3pm").
+fn points_ahead(sentence: &str, spans: &[(usize, usize, When)]) -> bool {
+    spans.iter().any(|span| {
+        matches!(
+            word_before(sentence, span.0).as_str(),
+            "to" | "for" | "until" | "till" | "by"
+        )
     })
+}
+
+/// The word just before byte `start` of `sentence`, lowercased.
+fn word_before(sentence: &str, start: usize) -> String {
+    sentence
+        .get(..start)
+        .unwrap_or_default()
+        .trim_end()
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_lowercase()
+}
+
+/// Whether the time phrase at `start` repeats or is gone: "every Friday
+/// at 4pm", "each Monday", "last Tuesday at 2pm" (read alone, "Tuesday at
+/// 2pm" would be the next one).
+fn repeats_or_past(sentence: &str, start: usize) -> bool {
+    matches!(
+        word_before(sentence, start).as_str(),
+        "every" | "each" | "last" | "past" | "previous"
+    )
+}
+
+/// Whether `sentence` tells of a habit or a rule, not of one occasion:
+/// "every" or "each" before a day, a part of one or a week ("I run every
+/// Monday and Thursday morning"), days in the plural ("on Fridays"),
+/// "never", "always", "usually", or 每天, 每周, 每个, 每逢, 总是, 从不.
+fn is_habit_or_rule(sentence: &str) -> bool {
+    const RULES: [&str; 4] = ["never", "always", "usually", "daily"];
+    const PERIODS: [&str; 12] = [
+        "day",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+        "week",
+        "weekday",
+        "weekend",
+        "month",
+        "year",
+        "other",
+        "single",
+    ];
+    if [
+        "每天",
+        "每周",
+        "每个",
+        "每逢",
+        "每星期",
+        "每月",
+        "总是",
+        "从不",
+        "从来不",
+    ]
+    .iter()
+    .any(|w| sentence.contains(w))
+    {
+        return true;
+    }
+    let words = words_of(sentence);
+    let is_day = |w: &str| {
+        let w = w.strip_suffix('s').unwrap_or(w);
+        WEEKDAYS_EN.iter().any(|(name, _)| *name == w) || PERIODS.contains(&w)
+    };
+    words.iter().any(|w| RULES.contains(&w.as_str()))
+        || words
+            .windows(2)
+            .any(|pair| matches!(pair[0].as_str(), "every" | "each") && is_day(&pair[1]))
+        || words.iter().any(|w| {
+            WEEKDAYS_EN
+                .iter()
+                .any(|(name, _)| name.len() >= 6 && w.strip_suffix('s') == Some(name))
+        })
 }
 
 /// Whether `before` (a text up to a full stop) ends in a title or an
@@ -1591,6 +1720,26 @@ mod tests {
         one("We agreed to sign it on Friday.");
         one("Decided: ship Mobile v3 beta on Dec 10.");
         one("Dentist on Friday at 3pm.");
+        // A noun for a subject, and Chinese.
+        none("Last Tuesday at 2pm the server crashed.");
+        none("The plumber came on Friday at 9am.");
+        none("周五上午九点水管工来过了。");
+        one("The dentist moved the appointment to Friday at 3pm.");
+        one("The dentist confirmed Friday at 3pm.");
+        one("周五上午九点水管工要来。");
+    }
+
+    #[test]
+    fn habits_and_rules_make_no_reminder() {
+        none("Every Friday at 4pm I review the week.");
+        none("I run every Monday and Thursday morning.");
+        none("Each Monday at 10am we plan the sprint.");
+        none("Lesson learned: never deploy on Friday afternoons.");
+        none("Standup is daily at 9:30.");
+        none("On Fridays at 5pm the office closes early.");
+        none("每天早上八点跑步。");
+        one("Deploy the hotfix on Friday afternoon at 3pm.");
+        one("Each of us presents on Friday at 3pm.");
     }
 
     #[test]
