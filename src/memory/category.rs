@@ -100,12 +100,35 @@ impl fmt::Display for Category {
 impl FromStr for Category {
     type Err = UnknownName;
 
+    /// A category's name, its singular or plural (`habit`, `decision`,
+    /// `projects`) or its Chinese name (`人物`, `习惯`): what people write
+    /// by hand. It is written back under its own name.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        use Category::*;
         let wanted = s.trim();
-        Category::ALL
+        if let Some(c) = Category::ALL
             .into_iter()
             .find(|c| c.as_str().eq_ignore_ascii_case(wanted))
-            .ok_or_else(|| UnknownName::new("category", wanted))
+        {
+            return Ok(c);
+        }
+        Ok(match wanted.to_lowercase().as_str() {
+            "灵魂" => Soul,
+            "性格" => Character,
+            "person" | "人物" => People,
+            "projects" | "项目" => Project,
+            "dates" | "日期" | "日程" => Date,
+            "知识" => Knowledge,
+            "反馈" => Feedback,
+            "preference" | "偏好" => Preferences,
+            "decision" | "决策" | "决定" => Decisions,
+            "lesson" | "教训" | "经验" => Lessons,
+            "habit" | "习惯" => Habits,
+            "skill" | "技能" => Skills,
+            "收件箱" => Inbox,
+            "reminder" | "提醒" => Reminders,
+            _ => return Err(UnknownName::new("category", wanted)),
+        })
     }
 }
 
@@ -206,6 +229,15 @@ mod tests {
             Ok(Category::Preferences)
         );
         assert_eq!("ORGANIZED".parse::<Phase>(), Ok(Phase::Organized));
+    }
+
+    #[test]
+    fn singulars_plurals_and_chinese_names_are_their_category() {
+        assert_eq!("habit".parse::<Category>(), Ok(Category::Habits));
+        assert_eq!(" Decision ".parse::<Category>(), Ok(Category::Decisions));
+        assert_eq!("人物".parse::<Category>(), Ok(Category::People));
+        assert_eq!("习惯".parse::<Category>(), Ok(Category::Habits));
+        assert_eq!("projects".parse::<Category>(), Ok(Category::Project));
     }
 
     #[test]

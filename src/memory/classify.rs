@@ -1905,13 +1905,15 @@ fn technical_terms(text: &str) -> usize {
 }
 
 /// Whether the body (normalized) opens with an instruction about how to
-/// do things: `Use …`, `Keep …`, `Write …`, `Avoid …`.
+/// do things: `Use …`, `Keep …`, `Write …`, `Avoid …`. One that names a
+/// time is a task ("Call mom next Tuesday").
 fn opens_with_an_instruction(body: &str) -> bool {
     let first = body.split([' ', '\n']).next().unwrap_or_default();
     matches!(
         first,
         "use" | "keep" | "write" | "avoid" | "answer" | "reply" | "respond" | "format" | "call"
     ) && !body.starts_with("call the")
+        && !super::reminders::names_a_time(body)
 }
 
 /// Whether the text names a calendar date: `2026-12-01`, `2026/12/01`,
@@ -2239,6 +2241,14 @@ mod tests {
         assert_eq!(file_name_title("i-prefer-tea", "I prefer tea, always."), "");
         assert_eq!(file_name_title("如何-重置", "如何 重置 SMC"), "");
         assert_eq!(file_name_title("dentist", "tomorrow 3pm"), "dentist");
+    }
+
+    #[test]
+    fn an_instruction_that_names_a_time_is_a_task_not_a_preference() {
+        let prefers = |text: &str| scores("", text, &[]).contains_key(&Preferences);
+        assert!(prefers("Call functions with keyword arguments."));
+        assert!(!prefers("Call mom next Tuesday."));
+        assert!(!prefers("Call the dentist tomorrow at 3pm."));
     }
 
     #[test]

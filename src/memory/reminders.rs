@@ -712,6 +712,14 @@ fn earlier_day(due: i64, day: u32, tz: &TimeZone) -> Option<i64> {
 
 /// Every time expression in `sentence`, as byte spans and meanings,
 /// whether or not it is still ahead.
+/// Whether `text` names a time a reminder could be made for ("next
+/// Tuesday", "tomorrow 3pm", "明天下午三点"), wherever it falls.
+pub fn names_a_time(text: &str) -> bool {
+    sentences(text)
+        .into_iter()
+        .any(|sentence| !time_phrases(sentence).is_empty())
+}
+
 fn time_phrases(sentence: &str) -> Vec<(usize, usize, When)> {
     let lower = sentence.to_ascii_lowercase();
     let scan = Scan { s: &lower };
