@@ -366,6 +366,17 @@ fn date_written(value: &str) -> Option<String> {
         .strip_prefix("[[")
         .and_then(|t| t.strip_suffix("]]"))
         .unwrap_or(text);
+    // A daily note linked (`[[2025-11-17]]`), or a day written with
+    // slashes or dots (`2025/11/18`).
+    let dashed = match text.as_bytes() {
+        [y @ .., b'/' | b'.', _, _, b'/' | b'.', _, _] if y.len() == 4 => {
+            text.replace(['/', '.'], "-")
+        }
+        _ => text.to_string(),
+    };
+    if crate::memory::parse_timestamp(&dashed).is_some() {
+        return Some(dashed);
+    }
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || c == ',')
         .filter(|w| !w.is_empty())
@@ -441,6 +452,9 @@ mod tests {
             ("Sept 3rd, 2024", "2024-09-03"),
             ("2024-03-01", "2024-03-01"),
             ("2024-03-01 10:00", "2024-03-01 10:00"),
+            ("[[2025-11-17]]", "2025-11-17"),
+            ("2025/11/18", "2025-11-18"),
+            ("2025.11.18", "2025-11-18"),
         ] {
             assert_eq!(date_written(written).as_deref(), Some(day), "{written}");
         }
@@ -450,6 +464,7 @@ mod tests {
             "ma 1, 2023",
             "Nov 1st",
             "1 2 2023",
+            "2025/13/40",
         ] {
             assert_eq!(date_written(odd), None, "{odd}");
         }
