@@ -308,6 +308,10 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
                 "notes/chinese.md",
                 "---\ntitle: 看牙\n---\n明天下午三点\n\n明天上午十点和王医生见面。\n".as_bytes(),
             ),
+            (
+                "notes/offsite.md",
+                b"---\nid: offsite-1\n---\nTeam offsite tomorrow.\n",
+            ),
             // A habit recurs: no one-off reminder of it.
             (
                 "habits/running.md",
@@ -320,7 +324,7 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
         ],
     );
     let report = dream3(&s);
-    assert_eq!(report["reminders"].as_u64(), Some(4), "{report:#}");
+    assert_eq!(report["reminders"].as_u64(), Some(5), "{report:#}");
     let all = reminders(&s);
     let title = |sentence: &str| -> String {
         let found = quoting(&all, sentence);
@@ -359,9 +363,13 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
         Some("notes/dentist.md")
     );
 
+    // A second run changes no byte: each reminder's link to its note was
+    // recorded when it was made.
+    let before = file_tree(&s);
     let again = dream3(&s);
     assert_eq!(again["reminders"].as_u64(), Some(0), "{again:#}");
     assert_eq!(reminders(&s).len(), all.len());
+    assert_eq!(file_tree(&s), before, "a second dream changed the store");
 }
 
 #[test]

@@ -1136,8 +1136,15 @@ impl Organizing {
                 // The body says when: two reminders from one sentence
                 // ("the talk on the 15th, the rehearsal on the 12th") are
                 // two memories, never duplicates of each other.
+                // Its link to the note is recorded by id at once, as
+                // resolving links would record it: a second run has
+                // nothing to add.
+                let links = id
+                    .as_deref()
+                    .map(|id| format!("links:\n- {}\n", memory::yaml_scalar(id)))
+                    .unwrap_or_default();
                 let body = format!(
-                    "---\nid: {}\ntitle: {}\ntype: reminder\ncategory: reminders\nphase: organized\ncreated_at: {}\ndue_at: {due}\nexpires_at: {due}\nsource: {}\n---\n{}\n\nDue {}. From [[{}]].\n",
+                    "---\nid: {}\ntitle: {}\ntype: reminder\ncategory: reminders\nphase: organized\ncreated_at: {}\ndue_at: {due}\nexpires_at: {due}\nsource: {}\n{links}---\n{}\n\nDue {}. From [[{}]].\n",
                     uuid::Uuid::new_v4(),
                     memory::yaml_scalar(&title),
                     memory::format_timestamp(now),
