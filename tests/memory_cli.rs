@@ -595,6 +595,20 @@ fn agent_lists_memory_clis_seven_tools_and_runs_each_call() {
     ));
     let text = fs::read_to_string(store.join("knowledge/mine-only.md")).expect("written");
     assert!(text.contains("scope: agent:claude"), "{text}");
+    // An empty memory is refused, and nothing is written.
+    let before = common::file_tree(&store);
+    let empty = json!({"name": "memory_write", "params": {"content": "  \n"}});
+    let failed = run_stdin(&store, &["agent"], &empty.to_string());
+    refused(&failed, "1 of 1 tool calls failed");
+    let out = json_lines(&String::from_utf8_lossy(&failed.stdout));
+    assert!(
+        out[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("content is empty")),
+        "{}",
+        out[0]
+    );
+    assert_eq!(common::file_tree(&store), before);
 }
 
 #[test]

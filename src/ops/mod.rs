@@ -1149,6 +1149,11 @@ impl Operations {
 
     /// Writes a new memory with frontmatter; returns its path and id.
     pub fn write_memory(&self, new: &NewMemory) -> Result<(StorePath, String)> {
+        if new.content.trim().is_empty() {
+            return Err(Error::InvalidInput(
+                "nothing to write: the content is empty".into(),
+            ));
+        }
         // A whole note (`write -` of a file with frontmatter): its own
         // fields count where the caller named none, and the rest of them
         // are kept as written.
