@@ -195,6 +195,24 @@ fn memory_cli(
     content: String,
     fields: &Map<String, Value>,
 ) -> Result<Incoming, String> {
+    // A content that opens with frontmatter (a whole note): its fields
+    // count where the record names none, and its body is the content.
+    let mut own_fields: Vec<(String, Value)> = Vec::new();
+    let (content, fields) = match crate::memory::own_frontmatter(&content)? {
+        Some((own, body)) => {
+            let mut merged = fields.clone();
+            for (key, value) in own {
+                let (Some(key), Ok(value)) = (key.as_str(), serde_json::to_value(&value)) else {
+                    continue;
+                };
+                merged.entry(loose(key)).or_insert(value.clone());
+                own_fields.push((key.to_string(), value));
+            }
+            (body.to_string(), merged)
+        }
+        None => (content, fields.clone()),
+    };
+    let fields = &fields;
     let text = |key: &str| -> Option<String> {
         fields
             .get(key)
@@ -220,7 +238,7 @@ fn memory_cli(
         (_, Some(c)) => (Phase::Organized, c.as_str().to_string()),
     };
     let category = category.map(|c| c.as_str());
-    let title = crate::ops::first_words(&content);
+    let title = text("title").unwrap_or_else(|| crate::ops::first_words(&content));
     let mut out: Vec<(String, Value)> = vec![
         ("title".into(), Value::from(title.clone())),
         ("phase".into(), Value::from(phase.as_str())),
@@ -253,6 +271,14 @@ fn memory_cli(
             Some(_) => return Err(format!("`{name}` is not a list")),
         }
     }
+    // The note's other fields, as written; never its volatile counters.
+    for (key, value) in own_fields {
+        let volatile = ["id", "contenthash", "accesscount", "version", "updatedat"]
+            .contains(&loose(&key).as_str());
+        if !volatile && !out.iter().any(|(k, _)| loose(k) == loose(&key)) {
+            out.push((key, value));
+        }
+    }
     let stem = crate::ops::slug(&title);
     let stem = if stem.is_empty() {
         "memory".into()
@@ -283,6 +309,26 @@ pub fn content_id(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_memory_cli_line_whose_content_is_a_whole_note_keeps_its_fields() {
+        let line = r#"{"id":"mc-6","content":"---\ntitle: T\ntags: [a, b]\naliases: [tee]\n---\nbody","category":"skills"}"#;
+        let m = incoming(line).expect("a memory");
+        assert_eq!(m.content, "body");
+        assert_eq!(m.path, "skills/t.md");
+        let field = |k: &str| {
+            m.fields
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(field("title"), Some(Value::from("T")));
+        assert_eq!(field("tags"), Some(serde_json::json!(["a", "b"])));
+        assert_eq!(field("category"), Some(Value::from("skills")));
+        assert_eq!(field("aliases"), Some(serde_json::json!(["tee"])));
+        let bad = r#"{"content":"---\ntitle: [\n---\nbody"}"#;
+        assert!(incoming(bad).unwrap_err().contains("cannot be read"));
+    }
 
     #[test]
     fn a_memory_cli_line_with_go_names_is_placed_by_category() {
