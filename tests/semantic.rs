@@ -700,3 +700,46 @@ fn vectors_are_kept_between_runs_for_the_memories_unchanged() {
     assert_eq!(index.status().embedded, 2);
     index.shutdown();
 }
+
+/// A `dream` run on its own, on a store no daemon ever served (so with no
+/// vectors kept), files a note by meaning as a daemon would, with the
+/// model its config names.
+#[test]
+fn a_dream_without_a_daemon_files_by_meaning_with_the_configured_model() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    std::fs::create_dir_all(store.join("inbox")).expect("store");
+    let note = "To profile a Rust binary, run perf record -g, then perf report.\n";
+    std::fs::write(store.join("inbox/p.md"), note).expect("seed");
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "search:\n  model: {}\nnotifications: {{ method: none }}\norganizer: {{ quiet_period: 0s }}\n",
+            common::minilm().display()
+        ),
+    )
+    .expect("config");
+    let out = common::run_with_timeout(
+        Command::new(common::bin())
+            .arg("dream")
+            .arg("--store")
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--config")
+            .arg(&config)
+            .env("XDG_RUNTIME_DIR", dir.path()),
+        common::COMMAND_TIMEOUT,
+    )
+    .expect("mnemofs timed out");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("its meaning"), "{text}");
+    assert!(!store.join("inbox/p.md").exists(), "{text}");
+}

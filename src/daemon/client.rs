@@ -477,6 +477,11 @@ fn open_local(
     let meaning_off = if meaning_on_demand(&index, state_dir, config) {
         None
     } else {
+        // No vectors to search, but a note is filed by meaning all the
+        // same, as a daemon files it.
+        if let Some(model) = config.search.model_dir() {
+            index.enable_model_on_demand(model);
+        }
         config.search.model.is_some().then(|| {
             "no daemon has embedded this store yet (a mount, `mnemofs serve` or `mnemofs mcp` \
              does, and keeps the vectors for commands run without one)"

@@ -213,6 +213,11 @@ struct Core {
     /// on at the first search that needs it (see
     /// [`Index::enable_semantic_on_demand`]).
     semantic_on_demand: parking_lot::Mutex<Option<(PathBuf, PathBuf, crate::embed::Questions)>>,
+    /// The model's folder, for a command whose store has no vectors yet:
+    /// its texts are embedded (the organizer files by meaning) but its
+    /// searches stay by words. Loaded at the first text.
+    model_on_demand: parking_lot::Mutex<Option<PathBuf>>,
+    model: std::sync::OnceLock<crate::embed::Embedder>,
 }
 
 impl Core {
@@ -468,6 +473,8 @@ impl Index {
             mapped: Some(mapped),
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
+            model_on_demand: Default::default(),
+            model: std::sync::OnceLock::new(),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -510,6 +517,8 @@ impl Index {
             mapped,
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
+            model_on_demand: Default::default(),
+            model: std::sync::OnceLock::new(),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
@@ -733,6 +742,12 @@ impl Index {
         *self.inner.core.semantic_on_demand.lock() = Some((model_dir, vectors, questions));
     }
 
+    /// The model alone, for a command on a store no daemon has embedded:
+    /// [`Index::embed_texts`] loads it at its first text, searches never.
+    pub fn enable_model_on_demand(&self, model_dir: PathBuf) {
+        *self.inner.core.model_on_demand.lock() = Some(model_dir);
+    }
+
     /// The vectors, if semantic search is on (loaded now if it is on
     /// demand).
     fn semantic(&self) -> Option<&Arc<semantic::Semantic>> {
@@ -760,7 +775,25 @@ impl Index {
     /// now if it is on demand), so other parts compare texts by meaning
     /// without a second copy of the model. `None` without a model.
     pub fn embed_texts(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
-        self.semantic()?.embed_texts(texts)
+        if let Some(semantic) = self.semantic() {
+            return semantic.embed_texts(texts);
+        }
+        let core = &self.inner.core;
+        let mut pending = core.model_on_demand.lock();
+        if let Some(dir) = pending.take() {
+            match crate::embed::Embedder::load(&dir) {
+                Ok(model) => {
+                    let _ = core.model.set(model);
+                }
+                Err(e) => tracing::warn!("cannot load the model: {e}"),
+            }
+        }
+        drop(pending);
+        core.model
+            .get()?
+            .embed(texts)
+            .map_err(|e| tracing::warn!("cannot embed: {e}"))
+            .ok()
     }
 
     /// Waits until every memory has its vectors (benchmarks and tests).
