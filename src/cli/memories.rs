@@ -605,10 +605,17 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             };
             let scope = parse_scope(scope.as_deref())?;
             let call = |r| session.call(scoped(scope.as_ref(), r));
-            let count = jsonl::export(&call, &filter, &|_| true, &mut out)?;
+            // The store's other files (attachments) come along when the
+            // whole store is exported.
+            let whole = filter == RecordFilter::default() && scope.is_none();
+            let (count, files) = jsonl::export(&call, &filter, &|_| true, whole, &mut out)?;
             match &output {
-                Some(file) if json => {
-                    println!("{}", serde_json::json!({"exported": count, "output": file}))
+                Some(file) if json => println!(
+                    "{}",
+                    serde_json::json!({"exported": count, "files": files, "output": file})
+                ),
+                Some(_) if files > 0 => {
+                    eprintln!("exported {count} memories and {files} other files")
                 }
                 Some(_) => eprintln!("exported {count} memories"),
                 None => {}

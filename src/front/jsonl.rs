@@ -6,6 +6,11 @@
 //! `updated_at`, `expires_at`, `access_count`, `links`, `version`) plus
 //! `path`, `title`, `type` and the whole `frontmatter`.
 //!
+//! An export of the whole store then has a line for each of its other
+//! files (attachments, text files): its `path` and its bytes in base64
+//! (`file_base64`), put back byte for byte by import, never over a file
+//! that is there.
+//!
 //! Import reads such lines back: the memory goes to its `path` with its
 //! `frontmatter` and `content`, and keeps its `id`; its file is written
 //! back byte for byte from `frontmatter_text` and `content` (see
@@ -32,9 +37,25 @@ use crate::ops::{self, Incoming, RecordFilter, Request, Response, Verbatim};
 /// Records per request when exporting.
 const PAGE: usize = 500;
 
-/// Writes every record matching `filter` to `out`, one per line; returns
-/// how many. `keep` filters further (a scope, say), on the record.
+/// Writes every record matching `filter` to `out`, one per line, then,
+/// if `files`, every file of the store that is not a memory (an
+/// attachment) as a line of its `path` and its bytes in base64
+/// (`file_base64`); returns how many memories and how many files.
+/// `keep` filters the records further (a scope, say).
 pub fn export(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    filter: &RecordFilter,
+    keep: &dyn Fn(&ops::MemoryRecord) -> bool,
+    files: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<(usize, usize)> {
+    let count = export_records(call, filter, keep, out)?;
+    let files = if files { export_files(call, out)? } else { 0 };
+    out.flush()?;
+    Ok((count, files))
+}
+
+fn export_records(
     call: &dyn Fn(Request) -> ops::Result<Response>,
     filter: &RecordFilter,
     keep: &dyn Fn(&ops::MemoryRecord) -> bool,
@@ -61,8 +82,68 @@ pub fn export(
             None => break,
         }
     }
-    out.flush()?;
     Ok(count)
+}
+
+/// The key of an exported file's bytes.
+const FILE_KEY: &str = "file_base64";
+
+fn export_files(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    out: &mut dyn Write,
+) -> anyhow::Result<usize> {
+    use base64::Engine;
+    let mut after = None;
+    let mut count = 0;
+    loop {
+        let Response::Files { page } = call(Request::Files {
+            after: after.take(),
+            limit: PAGE,
+        })?
+        else {
+            anyhow::bail!("unexpected answer to an export of files");
+        };
+        for file in &page.files {
+            let line = serde_json::json!({
+                "path": file.path,
+                FILE_KEY: base64::engine::general_purpose::STANDARD.encode(&file.bytes),
+            });
+            serde_json::to_writer(&mut *out, &line)?;
+            out.write_all(b"\n")?;
+            count += 1;
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    Ok(count)
+}
+
+/// The file a line of an export carries (an attachment): its path and
+/// bytes. `None` for a line that is a memory; an error for one whose bytes
+/// cannot be read.
+fn carried_file(line: &str) -> Option<Result<(String, Vec<u8>), String>> {
+    use base64::Engine;
+    if !line.contains(FILE_KEY) {
+        return None;
+    }
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(line.trim()) else {
+        return None;
+    };
+    let encoded = object.get(FILE_KEY)?;
+    let path = match object.get("path") {
+        Some(Value::String(path)) if !path.trim().is_empty() => path.clone(),
+        _ => return Some(Err(format!("a `{FILE_KEY}` without a `path`"))),
+    };
+    let bytes = encoded
+        .as_str()
+        .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok());
+    Some(
+        bytes
+            .map(|b| (path, b))
+            .ok_or_else(|| format!("`{FILE_KEY}` is not base64")),
+    )
 }
 
 /// Reads JSON lines from `input` and puts each memory into the store;
@@ -94,9 +175,13 @@ pub fn import(
             continue;
         }
         batcher.read();
-        match described(&line) {
-            Ok(memory) => batcher.push_verbatim(format!("line {number}"), memory)?,
-            Err(why) => batcher.skip(format!("line {number}"), why),
+        match carried_file(&line) {
+            Some(Ok((path, bytes))) => attach(call, &mut batcher, number, path, bytes),
+            Some(Err(why)) => batcher.skip(format!("line {number}"), why),
+            None => match described(&line) {
+                Ok(memory) => batcher.push_verbatim(format!("line {number}"), memory)?,
+                Err(why) => batcher.skip(format!("line {number}"), why),
+            },
         }
         if number % 1024 == 0 {
             progress(batcher.summary());
@@ -105,6 +190,26 @@ pub fn import(
     let summary = batcher.finish()?;
     progress(&summary);
     Ok(summary)
+}
+
+/// Puts a file an export carried at its path, unless it is there.
+fn attach(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    batcher: &mut Batcher<'_>,
+    number: usize,
+    path: String,
+    bytes: Vec<u8>,
+) {
+    let shown = format!("line {number} ({path})");
+    match call(Request::Attach { path, bytes }) {
+        Ok(Response::Imported { placed }) => match placed.into_iter().next() {
+            Some(ops::Placed::Written { .. } | ops::Placed::Duplicate { .. }) => batcher.attached(),
+            Some(ops::Placed::Failed { reason }) => batcher.skip(shown, reason),
+            None => batcher.skip(shown, "not copied"),
+        },
+        Ok(_) => batcher.skip(shown, "unexpected answer to an attachment"),
+        Err(e) => batcher.skip(shown, e.to_string()),
+    }
 }
 
 /// A key as memory-cli might spell it (`ContentHash`, `content_hash`),

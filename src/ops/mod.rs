@@ -40,7 +40,8 @@ pub use import::{Incoming, Placed, Verbatim};
 pub use lifecycle::{Chore, DueReminder, Step, StepReport};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use records::{
-    MemoryRecord, RecordFilter, RecordPage, SearchFilter, content_sha256, phase_of_path,
+    FilePage, MemoryRecord, RecordFilter, RecordPage, SearchFilter, StoreFile, content_sha256,
+    phase_of_path,
 };
 pub use remember::{MANUAL_CAPTURE, REMEMBER_FOLDER};
 pub use report::{Filed, Organizer, Report, Skipped};
@@ -517,6 +518,9 @@ impl Operations {
             },
             Request::ImportVerbatim { memories } => Response::Imported {
                 placed: self.import_verbatim(&memories),
+            },
+            Request::Files { after, limit } => Response::Files {
+                page: self.files(after.as_deref(), limit)?,
             },
             Request::Attach { path, bytes } => Response::Imported {
                 placed: vec![self.attach(&path, &bytes)],

@@ -190,6 +190,27 @@ pub struct RecordPage {
     pub next: Option<String>,
 }
 
+/// Bytes of files after which a page of [`Operations::files`] ends.
+const FILES_PAGE_BYTES: usize = 16 << 20;
+
+/// A page of the store's files that are not memories.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePage {
+    /// The files, by path.
+    pub files: Vec<StoreFile>,
+    /// The path to pass as `after` for the next page; `None` at the end.
+    pub next: Option<String>,
+}
+
+/// A file of the store that is not a memory, and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreFile {
+    /// Its path in the store.
+    pub path: String,
+    /// Its content.
+    pub bytes: Vec<u8>,
+}
+
 /// SHA-256 of a memory's content, in hex, as memory-cli hashes it.
 pub fn content_sha256(content: &str) -> String {
     let digest = Sha256::digest(content.as_bytes());
@@ -353,7 +374,7 @@ impl Operations {
         let limit = limit.max(1);
         let mut records: Vec<MemoryRecord> = Vec::new();
         let mut next = None;
-        self.walk_memories(&StorePath::root(), after, &mut |path| {
+        self.walk_files(&StorePath::root(), after, true, &mut |path| {
             if records.len() == limit {
                 next = records.last().map(|r| r.path.clone());
                 return false;
@@ -373,15 +394,55 @@ impl Operations {
         Ok(RecordPage { records, next })
     }
 
-    /// Hands `visit` every markdown file below `dir` whose path sorts after
-    /// `after`, in the order of their paths as strings (dot-folders, temp
-    /// files and the views' names at the root left out), walked on the
-    /// store itself so that nothing the index has not seen yet is missed.
-    /// Stops, answering false, when `visit` does.
-    fn walk_memories(
+    /// Every file below the root that is not a memory (attachments, text
+    /// files), with its bytes, by path, from after `after`: at most
+    /// `limit` of them, and fewer once they hold [`FILES_PAGE_BYTES`]. A
+    /// scoped session gets none: a file has no scope to check.
+    pub fn files(&self, after: Option<&str>, limit: usize) -> Result<FilePage> {
+        let mut page = FilePage::default();
+        if self.scope().is_some() {
+            return Ok(page);
+        }
+        let limit = limit.max(1);
+        let mut held = 0usize;
+        let mut failed = None;
+        self.walk_files(&StorePath::root(), after, false, &mut |path| {
+            if page.files.len() == limit || held >= FILES_PAGE_BYTES {
+                page.next = page.files.last().map(|f| f.path.clone());
+                return false;
+            }
+            match self.store.read(&path) {
+                Ok(bytes) => {
+                    held += bytes.len();
+                    page.files.push(StoreFile {
+                        path: path.to_string(),
+                        bytes,
+                    });
+                    true
+                }
+                Err(e) => {
+                    failed = Some(Error::io(&path.to_string(), e));
+                    false
+                }
+            }
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(page),
+        }
+    }
+
+    /// Hands `visit` every markdown file (or, unless `markdown`, every
+    /// other file) below `dir` whose path sorts after `after`, in the
+    /// order of their paths as strings (dot-folders, temp files and the
+    /// views' names at the root left out), walked on the store itself so
+    /// that nothing the index has not seen yet is missed. Stops, answering
+    /// false, when `visit` does.
+    fn walk_files(
         &self,
         dir: &StorePath,
         after: Option<&str>,
+        markdown: bool,
         visit: &mut dyn FnMut(StorePath) -> bool,
     ) -> Result<bool> {
         let entries = match self.store.read_dir(dir) {
@@ -408,7 +469,7 @@ impl Operations {
                 {
                     items.push((format!("{path}/"), path, true));
                 }
-                FileKind::File if name.ends_with(b".md") => {
+                FileKind::File if name.ends_with(b".md") == markdown => {
                     items.push((path.to_string(), path, false));
                 }
                 _ => {}
@@ -429,7 +490,7 @@ impl Operations {
                 }
             }
             let go_on = if folder {
-                self.walk_memories(&path, after, visit)?
+                self.walk_files(&path, after, markdown, visit)?
             } else {
                 visit(path)
             };

@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Brief, Checkpoint, Incoming, MemoryContext, MemoryFilter, MemoryRecord, MemorySummary,
-    MemoryText, Placed, RecordFilter, RecordPage, Report, Step, StepReport, Verbatim,
+    Brief, Checkpoint, FilePage, Incoming, MemoryContext, MemoryFilter, MemoryRecord,
+    MemorySummary, MemoryText, Placed, RecordFilter, RecordPage, Report, Step, StepReport,
+    Verbatim,
 };
 
 /// A request's operation, as logs name it (`search`, `read_memory`...).
@@ -331,6 +332,16 @@ pub enum Request {
         #[serde(default = "page")]
         limit: usize,
     },
+    /// The store's files that are not memories (attachments), with their
+    /// bytes, by path, a page at a time.
+    Files {
+        /// Start after this path (the previous page's `next`).
+        #[serde(default)]
+        after: Option<String>,
+        /// Most files in the page.
+        #[serde(default = "page")]
+        limit: usize,
+    },
     /// Runs one lifecycle step of the organizer now.
     Step {
         /// Which.
@@ -552,6 +563,11 @@ pub enum Response {
     Records {
         /// The page.
         page: RecordPage,
+    },
+    /// A page of files that are not memories.
+    Files {
+        /// The page.
+        page: FilePage,
     },
     /// What a lifecycle step did.
     Step {
