@@ -421,7 +421,7 @@ impl Operations {
                     true
                 }
                 Err(e) => {
-                    failed = Some(Error::io(&path.to_string(), e));
+                    failed = Some(Error::io(path.to_string(), e));
                     false
                 }
             }
