@@ -300,3 +300,59 @@ fn tool_without_a_daemon_shows_the_guide_and_the_brief_as_a_mount_does() {
     );
     assert!(!answers[0].0.contains("MNEMOFS.md"), "{answers:?}");
 }
+
+/// `.git/` holds the commands git runs (`core.fsmonitor`, hooks): an agent
+/// that could write it would run commands at the next `mnemofs sync`. No
+/// tool call reads, writes, creates or renames into `.git/`, nor any file
+/// under a dot-name that is not markdown (`.obsidian/` plugins), nor does
+/// a command; the control folder `.mnemofs/` is still a view, and a
+/// hidden markdown memory is still one, as the reference handler has it.
+#[test]
+fn an_agent_reaches_no_dot_folder_of_the_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    fs::create_dir_all(store.join(".git/hooks")).expect("git");
+    fs::create_dir_all(store.join(".obsidian")).expect("obsidian");
+    fs::write(store.join(".git/config"), "[core]\n").expect("config");
+    fs::write(store.join("n.md"), "hello\n").expect("note");
+    let before = common::file_tree(&store);
+    let calls = [
+        r#"{"command":"view","path":"/memories/.git/config"}"#,
+        r#"{"command":"str_replace","path":"/memories/.git/config","old_str":"[core]","new_str":"[core]\n\tfsmonitor = \"touch pwned\""}"#,
+        r#"{"command":"insert","path":"/memories/.git/config","insert_line":1,"insert_text":"x"}"#,
+        r##"{"command":"create","path":"/memories/.git/hooks/pre-commit","file_text":"#!/bin/sh\ntouch pwned\n"}"##,
+        r#"{"command":"create","path":"/memories/.obsidian/app.json","file_text":"{}"}"#,
+        r#"{"command":"rename","old_path":"/memories/n.md","new_path":"/memories/.git/hooks/pre-commit"}"#,
+        r#"{"command":"delete","path":"/memories/.git/config"}"#,
+        r#"{"command":"create","path":"/memories/.envrc","file_text":"touch pwned"}"#,
+        r#"{"command":"view","path":"/memories/.mnemofs"}"#,
+    ];
+    let answers = tool_session(&store, &state, &[], &(calls.join("\n") + "\n"));
+    assert_eq!(answers.len(), calls.len(), "{answers:?}");
+    for (call, (answer, is_error)) in calls.iter().zip(&answers).take(calls.len() - 1) {
+        assert!(*is_error, "{call} was answered: {answer}");
+    }
+    assert!(
+        !answers[calls.len() - 1].1,
+        "{:?}",
+        answers[calls.len() - 1]
+    );
+    assert_eq!(common::file_tree(&store), before);
+
+    let out = common::run_with_timeout(
+        Command::new(bin())
+            .args(["write", "x", "--path", ".git/hooks/post-commit", "--store"])
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state),
+        Duration::from_secs(120),
+    )
+    .expect("mnemofs write");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("(.git) is not memories"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(common::file_tree(&store), before);
+}

@@ -89,6 +89,24 @@ const WRITTEN_FIELDS: &[&str] = &[
     "tags",
 ];
 
+/// Why `path` is its tools' and no memory, if it is: inside `.git/`, or
+/// a file under a dot-name (`.envrc`, `.obsidian/plugins/x/main.js`) that
+/// is not markdown.
+fn tools_own(path: &StorePath) -> Option<&'static str> {
+    let names: Vec<&std::ffi::OsStr> = path.as_path().iter().collect();
+    if names.iter().any(|n| n.as_encoded_bytes() == b".git") {
+        return Some("git's own folder (.git) is not memories");
+    }
+    let hidden = names
+        .iter()
+        .any(|n| n.as_encoded_bytes().first() == Some(&b'.'));
+    let markdown = path
+        .as_path()
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+    (hidden && !markdown).then_some("only markdown memories are reached under a dot-name")
+}
+
 /// `new` with the fields of the frontmatter its content opens with, where
 /// it names none, and that content's body; and what else that frontmatter
 /// holds.
@@ -562,6 +580,23 @@ impl Operations {
     /// Where `path` leads: a real path, or a place in a view.
     fn target(&self, path: &str) -> Result<Target> {
         let real = self.store_path(path)?;
+        // `.git/` (whose config names commands git runs: `core.fsmonitor`,
+        // hooks), `.obsidian/` plugins, `.envrc`: what tools keep in dot
+        // files runs code. Nothing an agent or a command asks for reaches
+        // `.git/`, nor any file under a dot-name but a markdown memory.
+        // The control folder `.mnemofs/` is a view.
+        let control = real
+            .as_path()
+            .iter()
+            .next()
+            .and_then(ViewRoot::from_name)
+            .is_some();
+        if !control && let Some(why) = tools_own(&real) {
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                why,
+            });
+        }
         if real.depth() == 1
             && let Some(file) = real.file_name().and_then(|n| self.views.root_file(n))
         {
