@@ -110,3 +110,73 @@ fn initialize_is_answered_before_the_index_exists() {
         );
     }
 }
+
+/// A write larger than the store's size cap is answered, as a tool error
+/// that says so: the transport's own line limit (16 MiB) would drop the
+/// request unanswered, and the client would wait for ever.
+#[test]
+fn a_write_over_the_size_cap_is_answered() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    std::fs::create_dir(&store).expect("store");
+    let mut child = Command::new(bin())
+        .arg("mcp")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn mnemofs mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let send = |stdin: &mut std::process::ChildStdin, message: serde_json::Value| {
+        writeln!(stdin, "{message}").expect("send");
+    };
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let content = "y".repeat(65 << 20);
+    send(
+        &mut stdin,
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "write", "arguments": {"content": content, "category": "knowledge"}}}),
+    );
+    let mut answer = None;
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(120)) {
+        let message: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        if message["id"] == 2 {
+            answer = Some(message);
+            break;
+        }
+    }
+    drop(stdin);
+    let _ = wait_timeout(&mut child, Duration::from_secs(60));
+    let answer = answer.expect("the write is answered");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("size cap")),
+        "{answer}"
+    );
+    assert!(!store.join("knowledge").exists());
+}

@@ -22,17 +22,6 @@ use crate::ops::{self, Operations, Reply, Request, Response, WireError};
 /// The socket's file name in the state dir.
 pub(crate) const SOCKET: &str = "control.sock";
 
-/// The longest request line accepted, at least: a whole memory fits.
-const MAX_LINE: u64 = 80 << 20;
-
-/// The longest request line accepted for a store whose files may be
-/// `max_file_size` bytes: a file of control characters is six times as
-/// long in JSON (`\u0001`), and a write must fail on the store's cap,
-/// said as such, not on the line's.
-fn max_line(max_file_size: u64) -> u64 {
-    MAX_LINE.max(max_file_size.saturating_mul(6).saturating_add(1 << 20))
-}
-
 /// Connections served at once; more wait in the listen queue.
 const MAX_CONNECTIONS: usize = 64;
 
@@ -63,7 +52,7 @@ impl ControlServer {
 fn serve_connection(stream: UnixStream, ops: &Operations) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
-    let max = max_line(ops.max_file_size());
+    let max = crate::ops::max_request_line(ops.max_file_size());
     loop {
         let mut line = Vec::new();
         let n = (&mut reader).take(max + 1).read_until(b'\n', &mut line)?;

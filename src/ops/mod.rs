@@ -66,6 +66,18 @@ use crate::views::{ViewDir, ViewEntry, ViewFile, ViewRoot, Views};
 /// The largest file an operation reads or writes, unless told otherwise.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 64 << 20;
 
+/// The longest request line accepted, at least: a whole memory fits.
+const MIN_REQUEST_LINE: u64 = 80 << 20;
+
+/// The longest request line a front end (the daemon's socket, MCP on
+/// stdio) accepts for a store whose files may be `max_file_size` bytes: a
+/// file of control characters is six times as long in JSON (`\u0001`),
+/// and a write must fail on the store's cap, said as such, not on the
+/// line's.
+pub fn max_request_line(max_file_size: u64) -> u64 {
+    MIN_REQUEST_LINE.max(max_file_size.saturating_mul(6).saturating_add(1 << 20))
+}
+
 /// What a note's own frontmatter adds to a write: when it was written, and
 /// its other fields as YAML lines.
 #[derive(Default)]
