@@ -356,3 +356,27 @@ fn an_agent_reaches_no_dot_folder_of_the_store() {
     );
     assert_eq!(common::file_tree(&store), before);
 }
+
+/// A memory with a NUL byte near its start would be kept but never found
+/// (the index takes it for binary): a write of one is refused in one
+/// sentence, and nothing is written.
+#[test]
+fn a_memory_the_index_would_take_for_binary_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    fs::create_dir_all(&store).expect("store");
+    fs::write(store.join("n.md"), "hello\n").expect("note");
+    let calls = [
+        r#"{"command":"create","path":"/memories/k/nul.md","file_text":"zebrafish a\u0000b"}"#,
+        r#"{"command":"str_replace","path":"/memories/n.md","old_str":"hello","new_str":"he\u0000llo"}"#,
+    ];
+    let answers = tool_session(&store, &state, &[], &(calls.join("\n") + "\n"));
+    for (call, (answer, is_error)) in calls.iter().zip(&answers) {
+        assert!(*is_error, "{call} was answered: {answer}");
+    }
+    assert!(!store.join("k/nul.md").exists());
+    assert_eq!(
+        fs::read_to_string(store.join("n.md")).expect("n"),
+        "hello\n"
+    );
+}

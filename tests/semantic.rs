@@ -743,3 +743,17 @@ fn a_dream_without_a_daemon_files_by_meaning_with_the_configured_model() {
     assert!(text.contains("its meaning"), "{text}");
     assert!(!store.join("inbox/p.md").exists(), "{text}");
 }
+
+/// A `.md` file the index takes for binary (a NUL byte near its start,
+/// put there behind mnemofs's back) is not a memory for meaning either: no
+/// hit without a title or an id.
+#[test]
+fn a_binary_markdown_file_is_no_hit_by_meaning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("nul.md"), "zebrafish tank a\0b\n").expect("write");
+    std::fs::write(dir.path().join("ok.md"), "zebrafish tank ok\n").expect("write");
+    let index = embedded_index(dir.path());
+    let hits = index.search("zebrafish aquarium", 10).expect("search");
+    let paths: Vec<String> = hits.iter().map(|h| h.path.to_string()).collect();
+    assert_eq!(paths, ["ok.md"], "{hits:?}");
+}

@@ -375,6 +375,10 @@ impl Semantic {
         }
         // As the indexer reads it: at most its first 8 MiB.
         let bytes = super::document::read_clipped(&self.store, path).ok()?;
+        // What the index skips as binary is no memory to find by meaning.
+        if crate::memory::is_probably_binary(&bytes) {
+            return None;
+        }
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let stem = path
             .as_path()

@@ -101,6 +101,21 @@ const WRITTEN_FIELDS: &[&str] = &[
     "tags",
 ];
 
+/// Refuses a memory (`.md`) whose text the index would take for binary
+/// (a NUL byte near its start): it would be kept but never found.
+fn check_text(path: &str, real: &StorePath, text: &str) -> Result<()> {
+    let markdown = real
+        .as_path()
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+    if markdown && memory::is_probably_binary(text.as_bytes()) {
+        return Err(Error::InvalidInput(format!(
+            "{path}: a memory is text, and a NUL byte makes this one read as binary, never searched"
+        )));
+    }
+    Ok(())
+}
+
 /// Why `path` is its tools' and no memory, if it is: inside `.git/`, or
 /// a file under a dot-name (`.envrc`, `.obsidian/plugins/x/main.js`) that
 /// is not markdown.
@@ -977,6 +992,7 @@ impl Operations {
     fn checked_new_file(&self, path: &str, content: &str) -> Result<(StorePath, String)> {
         let real = self.writable(path)?;
         self.check_size(path, content.len())?;
+        check_text(path, &real, content)?;
         if let Some(name) = real.file_name()
             && name.as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes())
         {
@@ -1019,6 +1035,7 @@ impl Operations {
     fn rewrite(&self, path: &str, real: &StorePath, bytes: &[u8], new: &str) -> Result<()> {
         self.check_version(path, bytes)?;
         self.check_size(path, new.len())?;
+        check_text(path, real, new)?;
         match self.writer.replace(real, bytes, new.as_bytes()) {
             Ok(Outcome::Done) => Ok(()),
             Ok(Outcome::Busy) => Err(Error::Conflict { path: path.into() }),
