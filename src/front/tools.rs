@@ -116,17 +116,9 @@ pub const TOOLS: &[ToolSpec] = &[
                       the memories written then first; each result says the day it was written. \
                       Also \"exact phrases\", \
                       +required, -excluded, prefix*, and filters that restrict without ranking: \
-                      tag:x, category:x, type:x, status:x, scope:x, created:>2026-01-01.",
-        schema: || {
-            object(
-                json!({
-                    "query": string("The query."),
-                    "limit": integer("Most results (default 20)."),
-                    "scope": scope(),
-                }),
-                &["query"],
-            )
-        },
+                      tag:x, category:x, type:x, status:x, scope:x, created:>2026-01-01; or as \
+                      arguments (category, tags, type, phase, source, from, to).",
+        schema: search_filter_schema,
     },
     ToolSpec {
         name: "read",
@@ -793,7 +785,8 @@ impl Tools<'_> {
     }
 
     fn search(&self) -> Outcome {
-        let query = self.string("query")?;
+        // Filters given as arguments become the query's own filters.
+        let query = with_filters(&self.string("query")?, self.args)?;
         let limit = self.limit(20)?;
         let Response::Hits {
             hits,
@@ -1578,6 +1571,24 @@ mod tests {
             (filter.tag.as_deref(), filter.phase.as_deref()),
             (Some("t"), Some("inbox"))
         );
+    }
+
+    #[test]
+    fn searchs_filters_given_as_arguments_narrow_the_query() {
+        let (_, seen) = requests(
+            "search",
+            json!({"query": "ledger", "category": "people", "from": "2026-11-20"}),
+        );
+        let [Request::Search { query, .. }] = &seen[..] else {
+            panic!("{seen:?}");
+        };
+        assert!(
+            query.contains("ledger") && query.contains("category:people"),
+            "{query}"
+        );
+        assert!(query.contains("2026-11-20"), "{query}");
+        let (answer, _) = requests("search", json!({"query": "x", "category": "nope"}));
+        assert!(answer.is_err());
     }
 
     #[test]
