@@ -277,7 +277,9 @@ enum Command {
     },
     /// Record what a session is about to forget (for a PreCompact hook):
     /// reads the hook's JSON on stdin, digests the transcript it names and
-    /// writes or updates the session's note in `sessions/`. Always exits 0.
+    /// writes or updates the session's note in `sessions/`. When none can
+    /// be written it says why in one line and exits 1, so that the hook's
+    /// failure shows instead of the checkpoint being lost in silence.
     Checkpoint {
         #[command(flatten)]
         at: StoreArgs,
