@@ -645,6 +645,32 @@ fn a_daemon_with_a_model_answers_a_question_by_meaning() {
         String::from_utf8_lossy(&out.stderr)
     );
     common::assert_first_hit(&out.stdout, "prefs/drinks.md", "meaning");
+
+    // A memory written with no daemon waits for one to embed it, and
+    // status says so.
+    let offline = |args: &[&str]| {
+        common::run_with_timeout(
+            Command::new(common::bin())
+                .args(args)
+                .arg("--store")
+                .arg(&store)
+                .arg("--state-dir")
+                .arg(&state)
+                .env("XDG_CONFIG_HOME", &home)
+                .env("XDG_RUNTIME_DIR", dir.path()),
+            common::COMMAND_TIMEOUT,
+        )
+        .expect("mnemofs timed out")
+    };
+    assert!(
+        offline(&["write", "Works on a MacBook Pro M3."])
+            .status
+            .success()
+    );
+    let status: serde_json::Value =
+        serde_json::from_slice(&offline(&["status", "--json"]).stdout).expect("status JSON");
+    assert_eq!(status["meaning"]["embedded"], 2, "{status}");
+    assert_eq!(status["meaning"]["backlog"], 1, "{status}");
 }
 
 /// The vectors are kept in the state dir when the index shuts down, and

@@ -121,6 +121,12 @@ impl Overview {
         lines.push((
             "search",
             match &s.meaning {
+                Some(m) if s.served_by == "local" && self.served_from.is_none() && m.backlog > 0 => format!(
+                    "by words and meaning ({}; {} memories embedded, {} waiting for a daemon to \
+                     embed them: a mount, `mnemofs serve` or `mnemofs mcp`; until then they are \
+                     found by their words)",
+                    m.model, m.embedded, m.backlog
+                ),
                 Some(m) => format!(
                     "by words and meaning ({}; {} memories embedded, {} waiting)",
                     m.model, m.embedded, m.backlog

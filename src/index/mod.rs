@@ -671,7 +671,15 @@ impl Index {
             kept_ids: core.ids.kept(),
             model: semantic.map(|s| s.model().to_owned()),
             embedded: semantic.map_or(0, |s| s.embedded() as u64),
-            embed_backlog: semantic.map_or(0, |s| s.backlog() as u64),
+            // Without a worker, every memory the kept vectors lack waits
+            // for a daemon.
+            embed_backlog: semantic.map_or(0, |s| {
+                if s.is_frozen() {
+                    self.memories().saturating_sub(s.embedded() as u64)
+                } else {
+                    s.backlog() as u64
+                }
+            }),
         }
     }
 

@@ -1147,6 +1147,14 @@ impl Index {
         searcher.num_docs().saturating_sub(skipped)
     }
 
+    /// Memories (markdown files that are not binary).
+    pub(crate) fn memories(&self) -> u64 {
+        let f = self.inner.core.fields;
+        self.searcher()
+            .search(&self.term_query(f.kind, KIND_MEMORY), &Count)
+            .unwrap_or(0) as u64
+    }
+
     /// Problems found in each file's last parse (malformed frontmatter,
     /// invalid fields, bad UTF-8), sorted by path.
     pub fn lint(&self) -> Vec<(StorePath, String)> {

@@ -215,6 +215,12 @@ impl Semantic {
         self.table.write().remove(path);
     }
 
+    /// Whether no worker embeds here (a command without a daemon): what
+    /// is not in the table waits for a daemon.
+    pub(crate) fn is_frozen(&self) -> bool {
+        self.frozen
+    }
+
     /// Memories waiting for their vectors.
     pub(crate) fn backlog(&self) -> usize {
         self.queue.lock().paths.len()
