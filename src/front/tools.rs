@@ -805,10 +805,13 @@ impl Tools<'_> {
                     .enumerate()
                     .map(|(i, h)| {
                         format!(
-                            "{}. {} ({}{}, score {:.2})\n   {}\n",
+                            "{}. {} ({}{}{}, score {:.2})\n   {}\n",
                             i + 1,
                             h.title,
                             h.path,
+                            h.id.as_deref()
+                                .map(|id| format!(", id {id}"))
+                                .unwrap_or_default(),
                             written_on(h.day.as_deref()),
                             h.score,
                             h.snippet
@@ -1264,7 +1267,11 @@ fn versions(answer: Response, none: &str) -> Outcome {
 }
 
 fn written(verb: &str, path: String, id: Option<String>) -> (Value, String) {
-    let text = format!("{verb} {path}");
+    // The id in the text too: a client may hand the model the text alone.
+    let text = match &id {
+        Some(id) => format!("{verb} {path} (id {id})"),
+        None => format!("{verb} {path}"),
+    };
     (json!({"id": id, "path": path}), text)
 }
 
