@@ -50,7 +50,7 @@ const MEANING_WEIGHT: f32 = 0.5;
 /// LoCoMo, of the memories meaning alone put in the fused first five
 /// with a cosine under 0.3 (75), none was right. A model whose cosines
 /// run higher is held back less, never more.
-const MEANING_FLOOR: f32 = 0.2;
+const MEANING_FLOOR: f32 = 0.25;
 
 /// A memory that meaning found: its cosine with the question (its best
 /// chunk's), and how many chunks it was embedded in.

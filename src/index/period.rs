@@ -236,6 +236,26 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
             i = end;
             continue;
         }
+        // early October, the end of June 2023, the first week of November
+        if let Some(month) = month_number(w)
+            && let Some((start, part)) = part_before(words, i)
+        {
+            let year = text(i + 1).and_then(year_number);
+            let month_first = match year.or(named_year) {
+                Some(y) => Date::new(y, month, 1).ok(),
+                None => latest(month, 1, today.first_of_month()),
+            };
+            if let Some((first, span)) = month_first.and_then(|m| part.of(m)) {
+                let end = i + 1 + usize::from(year.is_some());
+                found.push(Found {
+                    first,
+                    span,
+                    words: start..end,
+                });
+                i = end;
+                continue;
+            }
+        }
         // June 2023
         if let Some(month) = month_number(w)
             && let Some(year) = text(i + 1).and_then(year_number)
@@ -309,6 +329,71 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
         i += 1;
     }
     found
+}
+
+/// A part of a month a question names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Its first ten days: "early", "the beginning of".
+    Early,
+    /// Days 11 to 20: "mid", "the middle of".
+    Middle,
+    /// From the 21st: "late", "the end of".
+    Late,
+    /// Its Nth week of seven days: "the first week of".
+    Week(u8),
+    /// Its last seven days.
+    LastWeek,
+}
+
+impl Part {
+    /// Its first day and reach, in the month that starts on `first`.
+    fn of(self, first: Date) -> Option<(Date, Span)> {
+        let days = first.days_in_month();
+        let from = |day: i8, span: Span| Some((first.with().day(day).build().ok()?, span));
+        match self {
+            Part::Early => from(1, Span::Days(10)),
+            Part::Middle => from(11, Span::Days(10)),
+            Part::Late => from(21, Span::Days(u16::try_from(days - 20).ok()?)),
+            Part::Week(n) => from(1 + 7 * (n as i8 - 1), Span::Week),
+            Part::LastWeek => from(days - 6, Span::Week),
+        }
+    }
+}
+
+/// The part of a month the words before the month at `i` name, and where
+/// they start: "early", "mid", "late", "the beginning of", "the middle
+/// of", "the end of", "the first week of".
+fn part_before(words: &[Word], i: usize) -> Option<(usize, Part)> {
+    let text = |k: usize| -> &str { words.get(k).map_or("", |w| w.text.as_str()) };
+    let back = |n: usize| i.checked_sub(n).map(text).unwrap_or_default();
+    match back(1) {
+        "early" => return Some((i - 1, Part::Early)),
+        "mid" | "middle" => return Some((i - 1, Part::Middle)),
+        "late" => return Some((i - 1, Part::Late)),
+        "of" => {}
+        _ => return None,
+    }
+    let part = match back(2) {
+        "beginning" | "start" => Part::Early,
+        "middle" => Part::Middle,
+        "end" => Part::Late,
+        "week" => match back(3) {
+            "first" | "1st" => Part::Week(1),
+            "second" | "2nd" => Part::Week(2),
+            "third" | "3rd" => Part::Week(3),
+            "fourth" | "4th" => Part::Week(4),
+            "last" | "final" => Part::LastWeek,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let start = i - if matches!(part, Part::Week(_) | Part::LastWeek) {
+        3
+    } else {
+        2
+    };
+    Some((start, part))
 }
 
 /// The periods named relative to today: "yesterday", "last week", 上个月.
@@ -666,20 +751,37 @@ const RELATIVE_YEARS: [(&str, i16); 4] = [("今年", 0), ("去年", 1), ("前年
 fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<usize>)> {
     let mut found = Vec::new();
     let bytes = text.as_bytes();
+    // Digits, or a month or day in Chinese numerals (十一, 二十三).
     let number_at = |at: usize| -> Option<(u32, usize)> {
         let digits = text[at..].bytes().take_while(u8::is_ascii_digit).count();
-        (digits > 0).then(|| Some((text[at..at + digits].parse().ok()?, at + digits)))?
+        if digits > 0 {
+            return Some((text[at..at + digits].parse().ok()?, at + digits));
+        }
+        chinese_day_number(&text[at..]).map(|(n, len)| (n, at + len))
     };
     let mut at = 0;
     while at < bytes.len() {
-        if !bytes[at].is_ascii_digit() || (at > 0 && bytes[at - 1].is_ascii_digit()) {
-            at += 1;
+        let Some(c) = text[at..].chars().next() else {
+            break;
+        };
+        let numeral = cn_numeral(c).is_some();
+        let after_number = text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|p| p.is_ascii_digit() || cn_numeral(p).is_some());
+        if !(c.is_ascii_digit() || numeral) || after_number {
+            at += c.len_utf8();
             continue;
         }
         let Some((first, after)) = number_at(at) else {
-            at += 1;
+            at += c.len_utf8();
             continue;
         };
+        // In Chinese numerals, only a month: 十一月 (三年 is a count).
+        if numeral && !text[after..].starts_with('月') {
+            at = after;
+            continue;
+        }
         // 今年6月, 去年6月3日
         let (mut year, start) = RELATIVE_YEARS
             .iter()
@@ -725,11 +827,28 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
                 .find(|u| text[q..].starts_with(*u))?;
             Some((i8::try_from(d).ok()?, q + unit.len_utf8()))
         });
+        // 十月上旬, 6月底: a part of the month.
+        let part = [
+            ("上旬", Part::Early),
+            ("初", Part::Early),
+            ("中旬", Part::Middle),
+            ("下旬", Part::Late),
+            ("底", Part::Late),
+            ("末", Part::Late),
+        ]
+        .into_iter()
+        .find(|(w, _)| day.is_none() && text[p..].starts_with(w));
         let hit = match (year, day) {
             (Some(y), Some((d, q))) => Date::new(y, month, d).ok().map(|x| (x, Span::Day, q)),
             (None, Some((d, q))) => latest(month, d, today).map(|x| (x, Span::Day, q)),
             (Some(y), None) => Date::new(y, month, 1).ok().map(|x| (x, Span::Month, p)),
             (None, None) => latest(month, 1, today.first_of_month()).map(|x| (x, Span::Month, p)),
+        };
+        let hit = match (hit, part) {
+            (Some((first, _, _)), Some((word, part))) => part
+                .of(first)
+                .map(|(first, span)| (first, span, p + word.len())),
+            (hit, _) => hit,
         };
         match hit {
             Some((date, span, end)) => {
@@ -740,6 +859,54 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
         }
     }
     found
+}
+
+/// The value of a Chinese numeral character.
+fn cn_numeral(c: char) -> Option<u32> {
+    Some(match c {
+        '一' => 1,
+        '二' | '两' => 2,
+        '三' => 3,
+        '四' => 4,
+        '五' => 5,
+        '六' => 6,
+        '七' => 7,
+        '八' => 8,
+        '九' => 9,
+        '十' => 10,
+        _ => return None,
+    })
+}
+
+/// A number from 1 to 31 in Chinese numerals at the start of `text` (九,
+/// 十一, 二十, 三十一), and its length in bytes.
+fn chinese_day_number(text: &str) -> Option<(u32, usize)> {
+    let mut chars = text.char_indices().peekable();
+    let (_, c) = chars.next()?;
+    let first = cn_numeral(c)?;
+    let mut value = first;
+    let mut end = c.len_utf8();
+    if let Some(&(i, n)) = chars.peek()
+        && let Some(next) = cn_numeral(n)
+    {
+        chars.next();
+        end = i + n.len_utf8();
+        value = match (first, next) {
+            (10, 1..=9) => 10 + next,
+            (2..=3, 10) => {
+                let mut tens = first * 10;
+                if let Some(&(j, u)) = chars.peek()
+                    && let Some(unit @ 1..=9) = cn_numeral(u)
+                {
+                    tens += unit;
+                    end = j + u.len_utf8();
+                }
+                tens
+            }
+            _ => return None,
+        };
+    }
+    (1..=31).contains(&value).then_some((value, end))
 }
 
 /// Words that say the period reaches before or after the date.
@@ -1158,6 +1325,61 @@ mod tests {
             pair("2025-03-04", "2025-03-05")
         );
         assert_eq!(span("notes (2025-03-04)"), pair("2025-03-04", "2025-03-05"));
+    }
+
+    #[test]
+    fn a_part_of_a_month_is_those_days() {
+        // Today is 2026-11-27 (see `now`).
+        assert_eq!(
+            span("what happened in early March?"),
+            pair("2026-03-01", "2026-03-11")
+        );
+        assert_eq!(span("mid-March"), pair("2026-03-11", "2026-03-21"));
+        assert_eq!(
+            span("at the end of February"),
+            pair("2026-02-21", "2026-03-01")
+        );
+        assert_eq!(span("late April 2024"), pair("2024-04-21", "2024-05-01"));
+        assert_eq!(
+            span("in the first week of March"),
+            pair("2026-03-01", "2026-03-08")
+        );
+        assert_eq!(
+            span("the last week of January 2025"),
+            pair("2025-01-25", "2025-02-01")
+        );
+        assert_eq!(
+            span("the beginning of May"),
+            pair("2026-05-01", "2026-05-11")
+        );
+        // What the question asks about stays.
+        let period = named_period(
+            "what did we decide in early March about the ledger?",
+            &now(),
+        )
+        .expect("a period");
+        assert!(
+            period.rest.contains("ledger") && !period.rest.contains("early"),
+            "{}",
+            period.rest
+        );
+    }
+
+    #[test]
+    fn chinese_months_in_numerals_and_their_parts() {
+        // Today is 2026-11-27 (see `now`).
+        assert_eq!(span("十一月发生了什么"), pair("2026-11-01", "2026-12-01"));
+        assert_eq!(
+            span("十一月十二日发生了什么"),
+            pair("2026-11-12", "2026-11-13")
+        );
+        assert_eq!(span("十月上旬"), pair("2026-10-01", "2026-10-11"));
+        assert_eq!(span("6月底"), pair("2026-06-21", "2026-07-01"));
+        assert_eq!(span("九月中旬的会议"), pair("2026-09-11", "2026-09-21"));
+        assert!(days("三年前我们一起").is_some_and(|(a, _, _)| a.starts_with("2023")));
+        assert_eq!(days("一个人"), None);
+        // 中 alone is too common a character to mean the middle (6月中国).
+        assert_eq!(span("6月中国的发布会"), pair("2026-06-01", "2026-07-01"));
     }
 
     #[test]
