@@ -938,6 +938,19 @@ impl Index {
         self.paths_matching(&self.term_query(self.inner.core.fields.key, &key))
     }
 
+    /// [`resolve`](Self::resolve) for a wikilink: one by path
+    /// (`[[Projects/Atlas/Atlas Overview]]`) to a note since filed
+    /// elsewhere resolves by its name alone, as long as nothing is at the
+    /// path. (A command given a path that is not there never acts on
+    /// another file of the same name.)
+    pub fn resolve_link(&self, target: &str) -> Vec<StorePath> {
+        let found = self.resolve(target);
+        match target.trim().rsplit_once('/') {
+            Some((_, last)) if found.is_empty() && !last.trim().is_empty() => self.resolve(last),
+            _ => found,
+        }
+    }
+
     /// Memories whose links point at `target`: an id, title, file stem,
     /// path or alias, compared case-insensitively. When `target` names
     /// existing memories, links to any of their names count.

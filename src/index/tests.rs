@@ -1197,6 +1197,13 @@ fn a_memory_without_an_id_gets_one_that_follows_moves_and_survives_a_rebuild() {
     assert_eq!(hits[0].id.as_deref(), Some(id.as_str()));
     // A link by that id resolves.
     assert_eq!(f.index.resolve(&id), paths(&["notes/plain.md"]));
+    // A link by a path the note has left resolves by its name.
+    assert_eq!(
+        f.index.resolve_link("Projects/Old Folder/plain"),
+        paths(&["notes/plain.md"])
+    );
+    assert_eq!(f.index.resolve("Projects/Old Folder/plain"), paths(&[]));
+    assert_eq!(f.index.resolve_link("Projects/nothing-here"), paths(&[]));
 
     f.rename("notes/plain.md", "moved/plain.md");
     f.sync();

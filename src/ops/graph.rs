@@ -124,7 +124,7 @@ impl Operations {
         if let Some(path) = self.index.by_id(&link.target) {
             return Some(path);
         }
-        let mut found = self.index.resolve(&link.target);
+        let mut found = self.index.resolve_link(&link.target);
         found.sort();
         found.dedup();
         (found.len() == 1).then(|| found.remove(0))

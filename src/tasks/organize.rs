@@ -907,7 +907,7 @@ impl Organizing {
                 if link.kind == memory::LinkKind::FrontmatterId {
                     continue;
                 }
-                let targets = self.index.resolve(&link.target);
+                let targets = self.index.resolve_link(&link.target);
                 match targets.as_slice() {
                     [] if an_attachment(&link.target) => {}
                     [] => lint.push((path.clone(), format!("unresolved link [[{}]]", link.target))),
