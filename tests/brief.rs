@@ -136,6 +136,44 @@ fn the_brief_shows_what_is_open_and_leaves_out_what_is_done() {
     index.shutdown();
 }
 
+/// Preferences written at different times but copied in at once (a
+/// restore, an import): the one written last comes first, by its
+/// `created_at`, not by when its file was touched.
+#[test]
+fn the_newest_preference_by_when_it_was_written_comes_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pref = |title: &str, created: &str| {
+        format!("---\ntitle: {title}\ncategory: preferences\ncreated_at: {created}\n---\nx\n")
+    };
+    let mut files = vec![(
+        "preferences/neovim.md".to_string(),
+        pref("Moved to Neovim", "2026-11-10T09:00:00Z"),
+    )];
+    for i in 0..9 {
+        files.push((
+            format!("preferences/old-{i}.md"),
+            pref(
+                &format!("Old {i}"),
+                &format!("2026-10-0{}T09:00:00Z", i + 1),
+            ),
+        ));
+    }
+    let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
+    seed(dir.path(), &files);
+    // The newest memory's file is the one touched longest ago.
+    fs::File::options()
+        .write(true)
+        .open(dir.path().join("preferences/neovim.md"))
+        .expect("open")
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .expect("mtime");
+    let (ops, index) = operations(dir.path());
+    let brief = ops.brief(None, None);
+    let wishes = section(&brief, "Preferences and feedback");
+    assert_eq!(wishes.first(), Some(&"Moved to Neovim"), "{wishes:?}");
+    index.shutdown();
+}
+
 #[test]
 fn memories_of_the_sessions_project_come_first() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -310,7 +310,19 @@ impl Operations {
             .filter_map(|(_, _, path)| self.candidate(path, cwd, project))
             .filter(|c| c.memory.frontmatter.phase != Some(memory::Phase::Archived))
             .collect();
-        found.sort_by_key(|c| (!c.matches_cwd, -c.changed));
+        // Newest by when each was written (its `created_at`, else its
+        // file's time): a preference written after another on the same
+        // subject comes first, even when both files were touched since.
+        found.sort_by_key(|c| {
+            let written = c
+                .memory
+                .frontmatter
+                .created_at
+                .as_deref()
+                .and_then(memory::parse_timestamp)
+                .unwrap_or(c.changed);
+            (!c.matches_cwd, -written)
+        });
         (found, total)
     }
 
