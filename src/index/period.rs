@@ -970,7 +970,13 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
         spans.push((first, last, said, bytes));
     }
     let mut found = written_dates(text, &words, today);
-    found.extend(relative_dates(&words, today));
+    // "Thursday 12 November": the date says which Thursday.
+    let dated_from: Vec<usize> = found.iter().map(|f| f.words.start).collect();
+    found.extend(relative_dates(&words, today).into_iter().filter(|f| {
+        // "Thursday", "on Thursday", "last Thursday": ends in a weekday.
+        let a_weekday = f.words.len() <= 2 && weekday(&words[f.words.end - 1].text).is_some();
+        !(a_weekday && dated_from.contains(&f.words.end))
+    }));
     found.truncate(MAX_DATES);
     for mut f in found {
         // "from 18 to 22 November", "18-22 November", "November 18 to 22":
@@ -1363,6 +1369,20 @@ mod tests {
             "{}",
             period.rest
         );
+    }
+
+    #[test]
+    fn a_weekday_before_its_date_is_that_date() {
+        assert_eq!(
+            span("what happened on Thursday 12 November"),
+            pair("2026-11-12", "2026-11-13")
+        );
+        assert_eq!(
+            span("Thursday, 12 November 2026"),
+            pair("2026-11-12", "2026-11-13")
+        );
+        // Alone, it is the last one.
+        assert_eq!(span("on Thursday"), pair("2026-11-26", "2026-11-27"));
     }
 
     #[test]
