@@ -236,6 +236,24 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
             i = end;
             continue;
         }
+        // on the 12th: of the latest month that had it, this one if past
+        if i >= 2
+            && text(i - 1) == Some("the")
+            && text(i - 2) == Some("on")
+            && w.ends_with(|c: char| c.is_ascii_alphabetic())
+            && text(i + 1).and_then(month_number).is_none()
+            && text(i + 1) != Some("of")
+            && let Some(day) = day_number(w)
+            && let Some(first) = latest_day(day, today)
+        {
+            found.push(Found {
+                first,
+                span: Span::Day,
+                words: i - 1..i + 1,
+            });
+            i += 1;
+            continue;
+        }
         // early October, the end of June 2023, the first week of November
         if let Some(month) = month_number(w)
             && let Some((start, part)) = part_before(words, i)
@@ -329,6 +347,21 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
         i += 1;
     }
     found
+}
+
+/// The latest day numbered `day` not after `today`: this month's, else
+/// the month before's (or the one before that, for a 31st).
+fn latest_day(day: i8, today: Date) -> Option<Date> {
+    let mut month = today.first_of_month();
+    for _ in 0..3 {
+        if let Ok(date) = month.with().day(day).build()
+            && date <= today
+        {
+            return Some(date);
+        }
+        month = month.checked_sub(1.month()).ok()?;
+    }
+    None
 }
 
 /// A part of a month a question names.
@@ -1368,6 +1401,21 @@ mod tests {
             period.rest.contains("ledger") && !period.rest.contains("early"),
             "{}",
             period.rest
+        );
+    }
+
+    #[test]
+    fn the_nth_alone_is_of_the_latest_month_that_had_it() {
+        // Today is 2026-11-27 (see `now`).
+        assert_eq!(
+            span("what happened on the 12th?"),
+            pair("2026-11-12", "2026-11-13")
+        );
+        assert_eq!(span("on the 28th"), pair("2026-10-28", "2026-10-29"));
+        assert_eq!(span("on the 31st"), pair("2026-10-31", "2026-11-01"));
+        assert_eq!(
+            span("on the 12th of March"),
+            pair("2026-03-12", "2026-03-13")
         );
     }
 
