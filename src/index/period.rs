@@ -47,6 +47,27 @@ pub(crate) struct Period {
     pub(crate) rest: String,
 }
 
+impl Period {
+    /// Its days as a reader says them: "on 2026-11-27", "from 2026-11-01
+    /// to 2026-11-30" (the last day included), in UTC as the index keeps
+    /// days.
+    pub(crate) fn described(&self) -> String {
+        let day = |s: i64| {
+            Timestamp::from_second(s)
+                .map(|t| t.to_zoned(TimeZone::UTC).date().to_string())
+                .unwrap_or_default()
+        };
+        let first = self.ranges.iter().map(|r| r.0).min().unwrap_or(0);
+        let end = self.ranges.iter().map(|r| r.1).max().unwrap_or(0);
+        let last = end - 86_400;
+        if last <= first {
+            format!("on {}", day(first))
+        } else {
+            format!("from {} to {}", day(first), day(last))
+        }
+    }
+}
+
 /// One word of a question: its text, lowercase, and its byte range.
 struct Word {
     text: String,

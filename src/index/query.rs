@@ -545,13 +545,19 @@ impl Index {
         // and one embedding serves both searches. A period no memory was
         // written in says nothing of this store ("last year" in notes of
         // long ago): the question is then searched as it is.
-        let period = is_plain_words(plain)
+        let named = is_plain_words(plain)
             .then(|| super::period::named_period_now(plain))
-            .flatten()
-            .and_then(|p| {
-                let within = self.written_within(&searcher, &p, hidden_scopes, filter)?;
-                Some((p, within))
-            });
+            .flatten();
+        let period = named.clone().and_then(|p| {
+            let within = self.written_within(&searcher, &p, hidden_scopes, filter)?;
+            Some((p, within))
+        });
+        if let (Some(p), None) = (&named, &period) {
+            warnings.push(format!(
+                "no memory was written {}: the question is searched in all of them",
+                p.described()
+            ));
+        }
         let (asked, rest) = match &period {
             Some((p, _)) => {
                 let rest = self.prepare(&searcher, &p.rest).0.map(|rest| match filter {

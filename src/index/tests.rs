@@ -1774,3 +1774,30 @@ fn the_memories_of_a_period_come_before_the_rest() {
         [sp("job.md"), sp("bike.md"), sp("shelter.md")]
     );
 }
+
+#[test]
+fn a_question_about_a_day_nothing_was_written_on_says_so() {
+    let f = Fixture::new();
+    f.write(
+        "notes/ledger.md",
+        "---\ncreated_at: 2020-01-05T10:00:00Z\n---\nThe ledger job re-reads yesterday's statements.\n",
+    );
+    f.sync();
+    let (hits, warnings) = f
+        .index
+        .search_noting("what did I write yesterday?", 10, &[])
+        .unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("no memory was written on ")),
+        "{warnings:?}"
+    );
+    // The question is still searched in every memory.
+    assert_eq!(hits.len(), 1);
+    let (_, warnings) = f
+        .index
+        .search_noting("what did I write in January 2020?", 10, &[])
+        .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
