@@ -236,39 +236,64 @@ fn states_decision(sentence: &str) -> bool {
 
 /// An open problem stated in prose ("the retry test still fails").
 fn states_problem(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "still fail",
-            "still broken",
-            "open problem",
-            "the problem is",
-            "is failing",
-            "keeps failing",
-            "blocked by",
-            "does not pass",
-            "doesn't pass",
-        ],
-    )
+    // "Problem: the staging Kafka is on 2.8, which lacks KIP-848."
+    let lower = sentence.trim_start().to_lowercase();
+    [
+        "problem:",
+        "issue:",
+        "blocker:",
+        "bug:",
+        "the issue is",
+        "the catch is",
+    ]
+    .iter()
+    .any(|label| lower.starts_with(label))
+        || contains_any(
+            sentence,
+            &[
+                "still fail",
+                "still broken",
+                "open problem",
+                "the problem is",
+                "is failing",
+                "keeps failing",
+                "blocked by",
+                "does not pass",
+                "doesn't pass",
+            ],
+        )
 }
 
 fn was_dropped(sentence: &str) -> bool {
-    contains_any(
-        sentence,
-        &[
-            "didn't work",
-            "did not work",
-            "doesn't work",
-            "does not work",
-            "rejected",
-            "reverted",
-            "rolled back",
-            "abandoned",
-            "gave up on",
-            "instead of",
-            "no longer",
-        ],
-    )
+    // "I tried flushing the cache, but it still failed": an attempt.
+    let tried = contains_any(sentence, &["tried ", "attempted "])
+        && contains_any(
+            sentence,
+            &[
+                "fail",
+                "didn't help",
+                "did not help",
+                "no luck",
+                "no effect",
+            ],
+        );
+    tried
+        || contains_any(
+            sentence,
+            &[
+                "didn't work",
+                "did not work",
+                "doesn't work",
+                "does not work",
+                "rejected",
+                "reverted",
+                "rolled back",
+                "abandoned",
+                "gave up on",
+                "instead of",
+                "no longer",
+            ],
+        )
 }
 
 fn names_next_step(sentence: &str) -> bool {
@@ -443,6 +468,24 @@ mod tests {
         assert_eq!(conversation(wide, 3), "é");
         let meta = r#"{"type":"user","isMeta":true,"message":{"content":"skill text"}}"#;
         assert_eq!(conversation(meta, 100), "");
+    }
+
+    #[test]
+    fn labelled_problems_and_failed_attempts_are_told_apart() {
+        let mut d = Digest::default();
+        assistant_text(
+            &mut d,
+            "Problem: the staging Kafka is on 2.8, which lacks KIP-848. \
+             I tried flushing the consumer offsets, but it still failed.",
+        );
+        assert_eq!(
+            d.problems,
+            ["Problem: the staging Kafka is on 2.8, which lacks KIP-848."]
+        );
+        assert_eq!(
+            d.attempted,
+            ["I tried flushing the consumer offsets, but it still failed."]
+        );
     }
 
     const TRANSCRIPT: &str = r#"{"type":"summary","summary":"old"}
