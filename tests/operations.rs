@@ -1913,12 +1913,12 @@ fn errors_name_their_fix() {
     let err = f
         .ops
         .handle(Request::WriteMemory(NewMemory {
-            category: Some("decision".into()),
+            category: Some("work".into()),
             ..memory("x", "X")
         }))
         .expect_err("not a category");
     let message = err.to_string();
-    assert!(message.contains("unknown category `decision`"), "{message}");
+    assert!(message.contains("unknown category `work`"), "{message}");
     assert!(message.contains("decisions, lessons"), "{message}");
     // The write tool on a taken path says how to replace it.
     let write = serde_json::json!({"content": "one", "path": "notes/a.md"});
