@@ -61,15 +61,14 @@ fn export_records(
     keep: &dyn Fn(&ops::MemoryRecord) -> bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
-    let mut after = None;
     let mut count = 0;
-    loop {
-        let Response::Records { page } = call(Request::Records {
-            filter: filter.clone(),
-            after: after.take(),
-            limit: PAGE,
-        })?
-        else {
+    let request = |after| Request::Records {
+        filter: filter.clone(),
+        after,
+        limit: PAGE,
+    };
+    each_page(call, request, |answer| {
+        let Response::Records { page } = answer else {
             anyhow::bail!("unexpected answer to an export");
         };
         for record in page.records.iter().filter(|r| keep(r)) {
@@ -77,11 +76,8 @@ fn export_records(
             out.write_all(b"\n")?;
             count += 1;
         }
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
-        }
-    }
+        Ok(page.next)
+    })?;
     Ok(count)
 }
 
@@ -93,14 +89,10 @@ fn export_files(
     out: &mut dyn Write,
 ) -> anyhow::Result<usize> {
     use base64::Engine;
-    let mut after = None;
     let mut count = 0;
-    loop {
-        let Response::Files { page } = call(Request::Files {
-            after: after.take(),
-            limit: PAGE,
-        })?
-        else {
+    let request = |after| Request::Files { after, limit: PAGE };
+    each_page(call, request, |answer| {
+        let Response::Files { page } = answer else {
             anyhow::bail!("unexpected answer to an export of files");
         };
         for file in &page.files {
@@ -112,12 +104,26 @@ fn export_files(
             out.write_all(b"\n")?;
             count += 1;
         }
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
+        Ok(page.next)
+    })?;
+    Ok(count)
+}
+
+/// Asks `request(after)` page after page, from the first, handing each
+/// answer to `take`, which says where the next page starts (`None`: that
+/// was the last).
+fn each_page(
+    call: &dyn Fn(Request) -> ops::Result<Response>,
+    request: impl Fn(Option<String>) -> Request,
+    mut take: impl FnMut(Response) -> anyhow::Result<Option<String>>,
+) -> anyhow::Result<()> {
+    let mut after = None;
+    loop {
+        after = take(call(request(after))?)?;
+        if after.is_none() {
+            return Ok(());
         }
     }
-    Ok(count)
 }
 
 /// The file a line of an export carries (an attachment): its path and

@@ -915,21 +915,13 @@ fn chinese_dates(text: &str, today: Date) -> Vec<(Date, Span, std::ops::Range<us
     found
 }
 
-/// The value of a Chinese numeral character.
+/// The value of a Chinese numeral character (一 to 十), as [`count`]
+/// reads it.
 fn cn_numeral(c: char) -> Option<u32> {
-    Some(match c {
-        '一' => 1,
-        '二' | '两' => 2,
-        '三' => 3,
-        '四' => 4,
-        '五' => 5,
-        '六' => 6,
-        '七' => 7,
-        '八' => 8,
-        '九' => 9,
-        '十' => 10,
-        _ => return None,
-    })
+    is_cjk(c)
+        .then(|| count(c.encode_utf8(&mut [0; 4])))
+        .flatten()
+        .map(u32::from)
 }
 
 /// A number from 1 to 31 in Chinese numerals at the start of `text` (九,
