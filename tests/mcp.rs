@@ -39,6 +39,21 @@ fn the_python_client_uses_every_tool() {
     assert!(stdout.contains("all checks passed"), "{stdout}");
 }
 
+/// `mnemofs mcp` on `store`, its stdin and stdout piped.
+fn mcp_on(store: &Path, state: &Path) -> std::process::Child {
+    Command::new(bin())
+        .arg("mcp")
+        .arg("--store")
+        .arg(store)
+        .arg("--state-dir")
+        .arg(state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn mnemofs mcp")
+}
+
 /// Sends `initialize` offering `version` on a store with no index yet;
 /// returns the one line answered, and whether the state dir exists after.
 fn initialize(version: &str) -> (serde_json::Value, bool) {
@@ -46,17 +61,7 @@ fn initialize(version: &str) -> (serde_json::Value, bool) {
     let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
     std::fs::create_dir(&store).expect("store");
     std::fs::write(store.join("note.md"), "# A note\n").expect("a memory");
-    let mut child = Command::new(bin())
-        .arg("mcp")
-        .arg("--store")
-        .arg(&store)
-        .arg("--state-dir")
-        .arg(&state)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn mnemofs mcp");
+    let mut child = mcp_on(&store, &state);
     let request = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {
@@ -119,17 +124,7 @@ fn a_write_over_the_size_cap_is_answered() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
     std::fs::create_dir(&store).expect("store");
-    let mut child = Command::new(bin())
-        .arg("mcp")
-        .arg("--store")
-        .arg(&store)
-        .arg("--state-dir")
-        .arg(&state)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn mnemofs mcp");
+    let mut child = mcp_on(&store, &state);
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
