@@ -98,9 +98,19 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
     for sentence in sentences(text) {
         let mut spans = time_phrases(sentence);
         spans.retain(|span| !repeats_or_past(sentence, span.0));
+        // A habit or a rule names weekdays ("never deploy on Friday
+        // afternoons"); a day of its own ("tomorrow", "next Friday", a
+        // date) is one occasion even in a sentence that says "always".
+        let weekdays_only = spans.iter().all(|span| {
+            matches!(
+                span.2,
+                When::On(DateSpec::Weekday(_, WeekMode::Upcoming), _)
+                    | When::OnAt(DateSpec::Weekday(_, WeekMode::Upcoming), ..)
+            )
+        });
         if spans.is_empty()
             || (tells_of_the_past(sentence) && !points_ahead(sentence, &spans))
-            || is_habit_or_rule(sentence)
+            || (weekdays_only && is_habit_or_rule(sentence))
         {
             continue;
         }
@@ -1748,6 +1758,9 @@ mod tests {
         none("每天早上八点跑步。");
         one("Deploy the hotfix on Friday afternoon at 3pm.");
         one("Each of us presents on Friday at 3pm.");
+        // A day of its own is one occasion, whatever else the sentence says.
+        one("Always bring your ID to the dentist tomorrow at 3pm.");
+        one("Daily standup moves to tomorrow at 10am.");
     }
 
     #[test]
