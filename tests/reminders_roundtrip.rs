@@ -155,6 +155,7 @@ fn export_then_import_into_an_empty_store_gives_every_file_back_byte_for_byte() 
         )),
         "{again}"
     );
+    assert!(!again.contains("differs"), "{again}");
     assert_eq!(file_tree(&to), want);
     let ids = |text: &str| {
         let mut ids: Vec<(String, String)> = lines(text)

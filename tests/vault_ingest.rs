@@ -735,3 +735,25 @@ fn a_store_kept_inside_the_vault_is_not_taken_in_again() {
     assert!(itself.contains("read 0, written 0"), "{itself}");
     assert_eq!(file_tree(&store), tree);
 }
+
+#[test]
+fn a_note_edited_in_the_vault_since_it_came_in_is_named_on_a_rerun() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let vault = tmp.path().join("vault");
+    seed_files(&vault, &[("a.md", b"First text\n"), ("b.md", b"Other\n")]);
+    let store = tmp.path().join("s");
+    fs::create_dir_all(&store).expect("store");
+    ingest(&store, "obsidian", &vault, &[]);
+    let again = ingest(&store, "obsidian", &vault, &[]);
+    assert!(!again.contains("differs"), "{again}");
+    fs::write(vault.join("a.md"), "First text, edited\n").expect("edit");
+    let tree = file_tree(&store);
+    let edited = ingest(&store, "obsidian", &vault, &[]);
+    assert!(
+        edited.contains("whose text differs from the source's") && edited.contains("obsidian/a.md"),
+        "{edited}"
+    );
+    assert!(!edited.contains("b.md"), "{edited}");
+    // The store's copy stays as it was.
+    assert_eq!(file_tree(&store), tree);
+}

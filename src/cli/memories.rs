@@ -743,6 +743,9 @@ fn print_summary(summary: &crate::front::batch::Summary, json: bool) -> anyhow::
         for reason in summary.reasons() {
             println!("skipped {reason}");
         }
+        if let Some(line) = summary.differing_line() {
+            println!("{line}");
+        }
     }
     Ok(())
 }

@@ -33,6 +33,11 @@ pub struct Summary {
     /// the store as they are in the source: copied now or before.
     #[serde(skip_serializing_if = "is_zero")]
     pub attachments: usize,
+    /// Duplicates whose text in the store differs from the source's (a
+    /// note edited on one side since it came in): the store's copy stays.
+    /// Their paths in the store.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub differing: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -63,6 +68,23 @@ impl Summary {
             line.push_str(&format!(", attachments {}", self.attachments));
         }
         line
+    }
+
+    /// What the duplicates whose text differs come to, if any: one line.
+    pub fn differing_line(&self) -> Option<String> {
+        let shown: Vec<&str> = self.differing.iter().take(3).map(String::as_str).collect();
+        let more = self.differing.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        (!shown.is_empty()).then(|| {
+            format!(
+                "kept the store's copy, whose text differs from the source's (one of them changed since it came in): {}{more}",
+                shown.join(", ")
+            )
+        })
     }
 
     /// The reasons for skipping, each with how many items and the first
@@ -178,7 +200,12 @@ impl<'a> Batcher<'a> {
         for (item, placed) in items.into_iter().zip(placed) {
             match placed {
                 Placed::Written { .. } => self.summary.written += 1,
-                Placed::Duplicate { .. } => self.summary.duplicates += 1,
+                Placed::Duplicate { path, differs } => {
+                    self.summary.duplicates += 1;
+                    if differs {
+                        self.summary.differing.push(path);
+                    }
+                }
                 Placed::Failed { reason } => self.skip(item, reason),
             }
         }

@@ -30,7 +30,10 @@ impl Operations {
         let real = self.writable(path)?;
         self.check_size(path, bytes.len())?;
         let there = |real| match self.store.read(real) {
-            Ok(found) if found == bytes => Ok(Some(Placed::Duplicate { path: path.into() })),
+            Ok(found) if found == bytes => Ok(Some(Placed::Duplicate {
+                path: path.into(),
+                differs: false,
+            })),
             Ok(_) => Err(Error::InvalidInput(format!(
                 "{path}: a different file is already there (left as it is)"
             ))),

@@ -75,6 +75,10 @@ pub enum Placed {
     Duplicate {
         /// Where the memory with that id is.
         path: String,
+        /// Whether its text there differs from the one described (one
+        /// side changed since it came in): the store's stays.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        differs: bool,
     },
     /// Not written, and why.
     Failed {
@@ -222,6 +226,21 @@ impl Operations {
         })
     }
 
+    /// The memory already at `path` as a duplicate of `incoming`, saying
+    /// whether its body differs (frontmatter aside, which the organizer
+    /// rewrites): a note edited in its vault since it was ingested.
+    fn duplicate(&self, path: &StorePath, incoming: &Incoming) -> Placed {
+        let differs = self.store.read(path).is_ok_and(|bytes| {
+            let text = String::from_utf8_lossy(&bytes);
+            let body = memory::parse("", &text).body(&text).trim_end().to_owned();
+            body != incoming.content.trim_end()
+        });
+        Placed::Duplicate {
+            path: path.to_string(),
+            differs,
+        }
+    }
+
     /// Whether a memory is a duplicate, and else where it goes and its
     /// text: the wanted path, or the first free `<stem>-N.md` beside it.
     fn plan(&self, (incoming, head): Wanted<'_>) -> Result<Planned> {
@@ -230,9 +249,7 @@ impl Operations {
             return Err(Error::InvalidInput("a memory to import needs an id".into()));
         }
         if let Some(path) = self.index.by_id(id) {
-            return Ok(Planned::Placed(Placed::Duplicate {
-                path: path.to_string(),
-            }));
+            return Ok(Planned::Placed(self.duplicate(&path, incoming)));
         }
         let wanted = self.writable(&incoming.path)?;
         let name = wanted
@@ -262,9 +279,7 @@ impl Operations {
             };
             match self.holder(&candidate) {
                 Some(found) if found.as_deref().is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
-                    return Ok(Planned::Placed(Placed::Duplicate {
-                        path: candidate.to_string(),
-                    }));
+                    return Ok(Planned::Placed(self.duplicate(&candidate, incoming)));
                 }
                 // The same file, though the store shows it another id.
                 Some(_)
@@ -274,6 +289,7 @@ impl Operations {
                 {
                     return Ok(Planned::Placed(Placed::Duplicate {
                         path: candidate.to_string(),
+                        differs: false,
                     }));
                 }
                 Some(_) => continue,
