@@ -614,10 +614,12 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                     "{}",
                     serde_json::json!({"exported": count, "files": files, "output": file})
                 ),
-                Some(_) if files > 0 => {
-                    eprintln!("exported {count} memories and {files} other files")
-                }
-                Some(_) => eprintln!("exported {count} memories"),
+                Some(_) if files > 0 => eprintln!(
+                    "exported {} and {}",
+                    counted(count, "memory", "memories"),
+                    counted(files, "other file", "other files")
+                ),
+                Some(_) => eprintln!("exported {}", counted(count, "memory", "memories")),
                 None => {}
             }
         }
@@ -748,4 +750,9 @@ fn print_summary(summary: &crate::front::batch::Summary, json: bool) -> anyhow::
         }
     }
     Ok(())
+}
+
+/// `1 memory`, `3 memories`.
+fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
