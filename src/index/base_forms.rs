@@ -1,9 +1,12 @@
 //! English word forms no stemmer reaches: the past tenses and participles
-//! of irregular verbs ("went", "bought", "taught") and a few irregular
-//! plurals ("children", "feet"), each mapped to its base form before the
-//! stemmer of the stemmed fields runs. A question asks "what did she buy"
-//! of a memory that says "she bought": Snowball leaves "bought" as it is,
-//! so without this the two never meet.
+//! of irregular verbs ("went", "bought", "taught"), a few irregular
+//! plurals ("children", "feet"), and the nouns of the two verbs an
+//! agent's memory is most asked about ("decision", "choice"), each mapped
+//! to its base form before the stemmer of the stemmed fields runs. A
+//! question asks "what did she buy" of a memory that says "she bought":
+//! Snowball leaves "bought" as it is, so without this the two never meet;
+//! it stems "decide" and "decision" apart too, so "what did we decide
+//! about the database?" missed "Decision: Postgres".
 //!
 //! Subtleties:
 //! - Only the stemmed fields see the mapping; the plain fields keep every
@@ -40,11 +43,15 @@ const FORMS: &[(&str, &str)] = &[
     ("came", "come"),
     ("caught", "catch"),
     ("children", "child"),
+    ("choice", "choose"),
+    ("choices", "choose"),
     ("chose", "choose"),
     ("chosen", "choose"),
     ("clung", "cling"),
     ("crept", "creep"),
     ("dealt", "deal"),
+    ("decision", "decide"),
+    ("decisions", "decide"),
     ("drank", "drink"),
     ("drawn", "draw"),
     ("dreamt", "dream"),

@@ -1801,3 +1801,31 @@ fn a_question_about_a_day_nothing_was_written_on_says_so() {
         .unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
 }
+
+#[test]
+fn a_question_with_a_verb_finds_the_memory_that_names_its_noun() {
+    let f = Fixture::new();
+    f.write("a.md", "Decision on the database: Postgres.\n");
+    f.write(
+        "b.md",
+        "Database notes: the database has three database replicas.\n",
+    );
+    f.write("c.md", "Offsite choices: Lisbon or Porto.\n");
+    f.write(
+        "d.md",
+        "Offsite notes: the offsite agenda for the offsite week.\n",
+    );
+    f.sync();
+    assert_eq!(
+        f.search("what did we decide on the database?")
+            .first()
+            .cloned(),
+        Some(sp("a.md"))
+    );
+    assert_eq!(
+        f.search("what did the user choose for the offsite?")
+            .first()
+            .cloned(),
+        Some(sp("c.md"))
+    );
+}
