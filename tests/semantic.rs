@@ -544,6 +544,21 @@ fn a_model_that_is_not_there_is_one_sentence() {
     assert!(e.contains("config.json") && !e.contains('\n'), "{e}");
 }
 
+/// A config file in `dir` naming the test model, no notifications, and
+/// `more`; its path.
+fn config_with_model(dir: &Path, more: &str) -> std::path::PathBuf {
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "search:\n  model: {}\nnotifications: {{ method: none }}\n{more}",
+            common::minilm().display()
+        ),
+    )
+    .expect("config");
+    config
+}
+
 /// Through a daemon configured with a model, as an agent's tools reach
 /// it: status says how search ranks, and a question finds its paraphrase
 /// by meaning, the result saying so.
@@ -559,15 +574,7 @@ fn a_daemon_with_a_model_answers_a_question_by_meaning() {
     )
     .expect("seed");
     std::fs::write(store.join("prefs/editor.md"), "# Editor\nUses vim.\n").expect("seed");
-    let config = dir.path().join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "search:\n  model: {}\nnotifications: {{ method: none }}\n",
-            common::minilm().display()
-        ),
-    )
-    .expect("config");
+    let config = config_with_model(dir.path(), "");
     let mut daemon = Command::new(common::bin())
         .args(["serve", "--store"])
         .arg(&store)
@@ -738,15 +745,7 @@ fn a_dream_without_a_daemon_files_by_meaning_with_the_configured_model() {
     std::fs::create_dir_all(store.join("inbox")).expect("store");
     let note = "To profile a Rust binary, run perf record -g, then perf report.\n";
     std::fs::write(store.join("inbox/p.md"), note).expect("seed");
-    let config = dir.path().join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "search:\n  model: {}\nnotifications: {{ method: none }}\norganizer: {{ quiet_period: 0s }}\n",
-            common::minilm().display()
-        ),
-    )
-    .expect("config");
+    let config = config_with_model(dir.path(), "organizer: { quiet_period: 0s }\n");
     let out = common::run_with_timeout(
         Command::new(common::bin())
             .arg("dream")
