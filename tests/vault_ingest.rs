@@ -757,3 +757,63 @@ fn a_note_edited_in_the_vault_since_it_came_in_is_named_on_a_rerun() {
     // The store's copy stays as it was.
     assert_eq!(file_tree(&store), tree);
 }
+
+#[test]
+fn a_note_whose_frontmatter_cannot_be_read_comes_in_as_written() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let vault = tmp.path().join("vault");
+    let broken: &[u8] = b"---\ntitle: 'unclosed\ntags: [a\n---\n# Quarterly plan\nThe zqplan budget is due in March.\n";
+    let tabbed: &[u8] = b"---\ntitle: x\n\tid: 1\n---\nzqtabbed notes\n";
+    seed_files(
+        &vault,
+        &[
+            ("Plans/Quarterly.md", broken),
+            ("Tabbed.md", tabbed),
+            ("Fine.md", b"---\ntags: [ok]\n---\nzqfine\n"),
+        ],
+    );
+    let store = tmp.path().join("s");
+    fs::create_dir_all(&store).expect("store");
+    let first = ingest(&store, "obsidian", &vault, &[]);
+    assert!(first.contains("written 3"), "{first}");
+    assert!(
+        first.contains("taken in as written") && first.contains("Quarterly.md"),
+        "{first}"
+    );
+    // Byte for byte, where the vault keeps it, and found.
+    assert_eq!(
+        fs::read(store.join("obsidian/Plans/Quarterly.md")).expect("the note"),
+        broken
+    );
+    assert_eq!(
+        fs::read(store.join("obsidian/Tabbed.md")).expect("the note"),
+        tabbed
+    );
+    assert_eq!(search(&store, "zqplan"), ["obsidian/Plans/Quarterly.md"]);
+    assert_eq!(search(&store, "zqtabbed"), ["obsidian/Tabbed.md"]);
+    // The organizer leaves it alone; a rerun adds and changes nothing.
+    succeeded(&run(&store, &["dream", "--level", "3"]));
+    assert_eq!(
+        fs::read(store.join("obsidian/Plans/Quarterly.md")).expect("the note"),
+        broken
+    );
+    let tree = file_tree(&store);
+    let again = ingest(&store, "obsidian", &vault, &[]);
+    assert!(again.contains("written 0, duplicates 3"), "{again}");
+    assert!(
+        !again.contains("as written") && !again.contains("differs"),
+        "{again}"
+    );
+    assert_eq!(file_tree(&store), tree);
+    // Into the inbox too, as memory-cli files notes.
+    let inbox = tmp.path().join("inbox-store");
+    fs::create_dir_all(&inbox).expect("store");
+    let first = ingest(&inbox, "obsidian", &vault, &["--into-inbox"]);
+    assert!(first.contains("written 3"), "{first}");
+    assert_eq!(
+        fs::read(inbox.join("inbox/quarterly-plan.md")).expect("the note"),
+        broken
+    );
+    let again = ingest(&inbox, "obsidian", &vault, &["--into-inbox"]);
+    assert!(again.contains("written 0, duplicates 3"), "{again}");
+}

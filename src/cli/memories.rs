@@ -748,6 +748,9 @@ fn print_summary(summary: &crate::front::batch::Summary, json: bool) -> anyhow::
         if let Some(line) = summary.differing_line() {
             println!("{line}");
         }
+        if let Some(line) = summary.as_written_line() {
+            println!("{line}");
+        }
     }
     Ok(())
 }

@@ -38,6 +38,10 @@ pub struct Summary {
     /// Their paths in the store.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub differing: Vec<String>,
+    /// Items whose frontmatter cannot be read, taken in byte for byte
+    /// (the organizer leaves such a file alone until it is fixed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub as_written: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -72,17 +76,20 @@ impl Summary {
 
     /// What the duplicates whose text differs come to, if any: one line.
     pub fn differing_line(&self) -> Option<String> {
-        let shown: Vec<&str> = self.differing.iter().take(3).map(String::as_str).collect();
-        let more = self.differing.len().saturating_sub(shown.len());
-        let more = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        (!shown.is_empty()).then(|| {
+        (!self.differing.is_empty()).then(|| {
             format!(
-                "kept the store's copy, whose text differs from the source's (one of them changed since it came in): {}{more}",
-                shown.join(", ")
+                "kept the store's copy, whose text differs from the source's (one of them changed since it came in): {}",
+                first_few(&self.differing)
+            )
+        })
+    }
+
+    /// What was taken in with unreadable frontmatter, if anything: one line.
+    pub fn as_written_line(&self) -> Option<String> {
+        (!self.as_written.is_empty()).then(|| {
+            format!(
+                "taken in as written, with frontmatter that cannot be read (the organizer leaves these alone until it is fixed): {}",
+                first_few(&self.as_written)
             )
         })
     }
@@ -100,17 +107,17 @@ impl Summary {
         by_reason.sort_by_key(|(_, items)| std::cmp::Reverse(items.len()));
         by_reason
             .into_iter()
-            .map(|(reason, items)| {
-                let shown: Vec<&str> = items.iter().take(3).copied().collect();
-                let more = items.len().saturating_sub(shown.len());
-                let more = if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                };
-                format!("{reason}: {}{more}", shown.join(", "))
-            })
+            .map(|(reason, items)| format!("{reason}: {}", first_few(&items)))
             .collect()
+    }
+}
+
+/// The first three of `items`, and how many more: `a, b, c and 4 more`.
+fn first_few(items: &[impl AsRef<str>]) -> String {
+    let shown: Vec<&str> = items.iter().take(3).map(AsRef::as_ref).collect();
+    match items.len().saturating_sub(shown.len()) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
     }
 }
 
@@ -119,6 +126,8 @@ pub struct Batcher<'a> {
     call: &'a dyn Fn(Request) -> ops::Result<Response>,
     pending: Vec<(String, Verbatim)>,
     seen: HashSet<String>,
+    /// Items whose frontmatter cannot be read.
+    unreadable: HashSet<String>,
     summary: Summary,
 }
 
@@ -129,6 +138,7 @@ impl<'a> Batcher<'a> {
             call,
             pending: Vec::new(),
             seen: HashSet::new(),
+            unreadable: HashSet::new(),
             summary: Summary::default(),
         }
     }
@@ -149,6 +159,14 @@ impl<'a> Batcher<'a> {
             item: item.into(),
             reason: reason.into(),
         });
+    }
+
+    /// [`push_verbatim`](Self::push_verbatim) of a file whose frontmatter
+    /// cannot be read, taken in byte for byte: said in the summary when
+    /// it is written.
+    pub fn push_as_written(&mut self, item: String, verbatim: Verbatim) -> ops::Result<()> {
+        self.unreadable.insert(item.clone());
+        self.push_verbatim(item, verbatim)
     }
 
     /// Queues a memory; `item` names it in the report. Sends a batch when
@@ -199,7 +217,12 @@ impl<'a> Batcher<'a> {
         };
         for (item, placed) in items.into_iter().zip(placed) {
             match placed {
-                Placed::Written { .. } => self.summary.written += 1,
+                Placed::Written { .. } => {
+                    self.summary.written += 1;
+                    if self.unreadable.contains(&item) {
+                        self.summary.as_written.push(item);
+                    }
+                }
                 Placed::Duplicate { path, differs } => {
                     self.summary.duplicates += 1;
                     if differs {

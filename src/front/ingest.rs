@@ -29,7 +29,8 @@
 //! the file's time); a `source` or `source_path` the note gives itself is
 //! kept. A note whose fields ingest had to change (Logseq properties, an
 //! alias added) is written from its fields instead. A note of properties
-//! alone, with no body, is a note. Nothing volatile is written: no
+//! alone, with no body, is a note. A note whose frontmatter cannot be
+//! read comes in byte for byte, with the id the store gives its path. Nothing volatile is written: no
 //! `content_hash`, no counters (those live in the state dir). A vault
 //! note's id is its own (frontmatter, or a Logseq page's `id::`, which
 //! block references name), else one derived from where it was read, so two notes
@@ -243,7 +244,8 @@ pub fn ingest(
             batcher.read();
             let shown = item.file.display().to_string();
             match note(source, item, layout, &held.templates) {
-                Ok(verbatim) => batcher.push_verbatim(shown, verbatim)?,
+                Ok(Note::Read(verbatim)) => batcher.push_verbatim(shown, verbatim)?,
+                Ok(Note::AsWritten(verbatim)) => batcher.push_as_written(shown, verbatim)?,
                 Err(why) => batcher.skip(shown, why),
             }
             if done.is_multiple_of(256) {
@@ -499,13 +501,21 @@ fn claude_projects(home: &Path) -> Vec<PathBuf> {
     }
 }
 
+/// What one file becomes.
+enum Note {
+    /// A memory, with the fields ingest read and added.
+    Read(Verbatim),
+    /// A memory byte for byte: its frontmatter cannot be read.
+    AsWritten(Verbatim),
+}
+
 /// The memory one file becomes, or why it becomes none.
 fn note(
     source: Source,
     item: &Found,
     layout: Layout,
     templates: &Templates,
-) -> Result<Verbatim, String> {
+) -> Result<Note, String> {
     let meta = std::fs::metadata(&item.file).map_err(|e| format!("cannot read: {e}"))?;
     if meta.len() > MAX_FILE {
         return Err(format!("larger than {} MiB", MAX_FILE >> 20));
@@ -524,7 +534,7 @@ fn note(
         .to_string();
     let parsed = crate::memory::parse(&stem, &text);
     if parsed.has_malformed_frontmatter() {
-        return Err("malformed frontmatter (fix it and ingest again)".into());
+        return as_written(source, item, layout, &parsed, &text);
     }
     let mut fields: Vec<(String, Value)> = match serde_json::to_value(&parsed.frontmatter) {
         Ok(Value::Object(map)) => map.into_iter().collect(),
@@ -642,7 +652,7 @@ fn note(
         }
     };
     let frontmatter_text = kept_frontmatter(&text, parsed.body(&text), &own, &fields);
-    Ok(Verbatim {
+    Ok(Note::Read(Verbatim {
         memory: Incoming {
             id,
             path,
@@ -650,7 +660,39 @@ fn note(
             content,
         },
         frontmatter_text,
-    })
+    }))
+}
+
+/// A note whose frontmatter cannot be read, as a memory byte for byte:
+/// its block and body as they are, at the path the layout gives it, with
+/// the id the store gives a file there (nothing can be added to a block
+/// that does not parse), so a rerun finds it again. The store indexes it
+/// and lints it, and the organizer leaves it alone until it is fixed.
+fn as_written(
+    source: Source,
+    item: &Found,
+    layout: Layout,
+    parsed: &crate::memory::Memory,
+    text: &str,
+) -> Result<Note, String> {
+    let content = parsed.body(text).to_string();
+    let path = match layout {
+        Layout::Folders => format!("{}/{}", source.name(), item.rel),
+        Layout::Inbox => {
+            let slug = ops::slug(&parsed.title);
+            format!("inbox/{}.md", if slug.is_empty() { "note" } else { &slug })
+        }
+    };
+    let id = ops::path_id(&path).ok_or_else(|| format!("no place for it in a store: {path}"))?;
+    Ok(Note::AsWritten(Verbatim {
+        frontmatter_text: Some(text[..text.len() - content.len()].to_string()),
+        memory: Incoming {
+            id,
+            path,
+            fields: Vec::new(),
+            content,
+        },
+    }))
 }
 
 /// The note's own frontmatter block as the user wrote it (key order,

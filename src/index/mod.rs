@@ -877,7 +877,7 @@ impl Index {
     /// gets when nothing else decides it (no file moved there, no earlier
     /// id kept for the path): derived from the path alone.
     pub fn derived_id(&self, path: &StorePath) -> String {
-        ids::derive(document::path_key(path), 1)
+        path_id(path)
     }
 
     /// Commits pending work and stops the indexer thread. Later calls to
@@ -888,4 +888,10 @@ impl Index {
         }
         self.inner.stop();
     }
+}
+
+/// The id a memory at `path` has when its frontmatter names none (until
+/// it moves: an id follows its memory).
+pub fn path_id(path: &StorePath) -> String {
+    ids::derive(document::path_key(path), 1)
 }

@@ -339,6 +339,13 @@ impl Operations {
 /// A memory to put, and the frontmatter block its file had, if known.
 type Wanted<'a> = (&'a Incoming, Option<&'a str>);
 
+/// The id the store gives a memory created at `path` whose frontmatter
+/// names none (a note whose block cannot be read, taken in as written):
+/// `None` if `path` is not a path in a store.
+pub fn path_id(path: &str) -> Option<String> {
+    StorePath::new(std::ffi::OsStr::new(path)).map(|p| crate::index::path_id(&p))
+}
+
 /// Whether the frontmatter block `head` says what `incoming` describes:
 /// the same id (or none) and the same fields. An export edited by hand
 /// in its fields, not its block, is written from the fields.

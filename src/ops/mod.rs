@@ -36,7 +36,7 @@ pub use checkpoint::{
 };
 pub use error::{Error, Result, rpc};
 pub use graph::{Direction, MAX_CONTEXT_DEPTH, MemoryContext, Related};
-pub use import::{Incoming, Placed, Verbatim};
+pub use import::{Incoming, Placed, Verbatim, path_id};
 pub use lifecycle::{Chore, DueReminder, Step, StepReport};
 pub use lookup::{MemoryFilter, MemorySummary, MemoryText};
 pub use records::{
