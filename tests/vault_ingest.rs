@@ -296,12 +296,12 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
     let mut lines = first.lines();
     assert_eq!(
         lines.next(),
-        Some("read 33, written 30, duplicates 0, skipped 6, attachments 3"),
+        Some("read 33, written 31, duplicates 0, skipped 5, attachments 3"),
         "{first}"
     );
     for (file, why) in [
         ("Templates/Daily.md", "a template ("),
-        ("Broken/yaml.md", "malformed frontmatter"),
+        ("Broken/yaml.md", "taken in as written"),
         ("Broken/binary.md", "a binary file, not text"),
         ("Broken/latin1.md", "not UTF-8 text"),
         (".obsidian", "Obsidian's settings"),
@@ -316,6 +316,12 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
 
     // The vault's own folders, under obsidian/; nothing in the inbox.
     let store_files = file_tree(&store);
+    assert_eq!(
+        store_files
+            .get("obsidian/Broken/yaml.md")
+            .map(Vec::as_slice),
+        Some(&b"---\ntags: [unclosed\n---\nbody\n"[..])
+    );
     for (rel, _, text) in NOTES {
         let kept = fs::read_to_string(store.join("obsidian").join(rel))
             .unwrap_or_else(|e| panic!("{rel}: {e}"));
@@ -351,12 +357,12 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
             .all(|(path, bytes)| !path.contains("Templates")
                 && !path.contains(".obsidian")
                 && !path.contains(".trash")
-                && !path.starts_with("obsidian/Broken")
+                && (!path.starts_with("obsidian/Broken") || path == "obsidian/Broken/yaml.md")
                 && !String::from_utf8_lossy(bytes).contains("{{date}}")),
         "{:?}",
         store_files.keys().collect::<Vec<_>>()
     );
-    assert_eq!(store_files.len(), NOTES.len() + ATTACHMENTS.len());
+    assert_eq!(store_files.len(), NOTES.len() + 1 + ATTACHMENTS.len());
 
     // What the notes say about themselves is kept.
     let alice = frontmatter(&store, "obsidian/People/Alice Nguyen.md");
@@ -407,7 +413,7 @@ fn an_obsidian_vault_comes_in_with_its_folders_attachments_and_days() {
     // A rerun adds nothing and changes no byte.
     let again = ingest(&store, "obsidian", &vault, &[]);
     assert!(
-        again.starts_with("read 33, written 0, duplicates 30, skipped 6, attachments 3"),
+        again.starts_with("read 33, written 0, duplicates 31, skipped 5, attachments 3"),
         "{again}"
     );
     assert_eq!(
@@ -454,11 +460,12 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
     fs::create_dir(&store).expect("mkdir");
     let first = ingest(&store, "obsidian", &vault, &["--into-inbox"]);
     assert!(
-        first.starts_with("read 33, written 30, duplicates 0, skipped 6, attachments 3"),
+        first.starts_with("read 33, written 31, duplicates 0, skipped 5, attachments 3"),
         "{first}"
     );
     let inbox = fs::read_dir(store.join("inbox")).expect("inbox").count();
-    assert_eq!(inbox, NOTES.len());
+    // The notes, and the one whose frontmatter cannot be read, as written.
+    assert_eq!(inbox, NOTES.len() + 1);
     for (rel, bytes) in ATTACHMENTS {
         assert_eq!(
             fs::read(store.join("obsidian").join(rel)).ok().as_deref(),
@@ -474,7 +481,7 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
     );
     let again = ingest(&store, "obsidian", &vault, &["--into-inbox"]);
     assert!(
-        again.starts_with("read 33, written 0, duplicates 30"),
+        again.starts_with("read 33, written 0, duplicates 31"),
         "{again}"
     );
     assert_eq!(file_tree(&store), before, "the rerun changed the store");
@@ -816,4 +823,78 @@ fn a_note_whose_frontmatter_cannot_be_read_comes_in_as_written() {
     );
     let again = ingest(&inbox, "obsidian", &vault, &["--into-inbox"]);
     assert!(again.contains("written 0, duplicates 3"), "{again}");
+}
+
+#[test]
+fn update_takes_in_notes_edited_in_the_vault_and_keeps_the_earlier_text() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let vault = tmp.path().join("vault");
+    seed_files(
+        &vault,
+        &[
+            ("a.md", b"---\ntags: [x]\n---\nFirst text\n"),
+            ("b.md", b"Other\n"),
+        ],
+    );
+    let store = tmp.path().join("s");
+    fs::create_dir_all(&store).expect("store");
+    ingest(&store, "obsidian", &vault, &[]);
+    fs::write(
+        vault.join("a.md"),
+        "---\ntags: [x, y]\n---\nFirst text, zqedited\n",
+    )
+    .expect("edit");
+    let updated = ingest(&store, "obsidian", &vault, &["--update"]);
+    assert!(updated.contains("written 0, duplicates 2"), "{updated}");
+    assert!(
+        updated.contains("updated 1") && updated.contains("obsidian/a.md"),
+        "{updated}"
+    );
+    let text = fs::read_to_string(store.join("obsidian/a.md")).expect("a");
+    assert!(
+        text.starts_with("---\ntags: [x, y]\n") && text.ends_with("\n---\nFirst text, zqedited\n"),
+        "{text}"
+    );
+    assert_eq!(search(&store, "zqedited"), ["obsidian/a.md"]);
+    // The earlier text is kept.
+    let history = succeeded(&run(&store, &["history", "obsidian/a.md", "--json"]));
+    let kept: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a version"))
+        .collect();
+    assert!(kept.iter().any(|v| v["why"] == "overwritten"), "{history}");
+    // Nothing more to take in.
+    let tree = file_tree(&store);
+    let again = ingest(&store, "obsidian", &vault, &["--update"]);
+    assert!(!again.contains("updated"), "{again}");
+    assert_eq!(file_tree(&store), tree);
+
+    // A note the organizer has filed since keeps where it went and what
+    // it was given; only its text changes.
+    let notes = tmp.path().join("notes");
+    seed_files(
+        &notes,
+        &[("pref.md", b"I prefer dark mode in every editor.\n")],
+    );
+    let inbox = tmp.path().join("inbox-store");
+    fs::create_dir_all(&inbox).expect("store");
+    ingest(&inbox, "obsidian", &notes, &["--into-inbox"]);
+    succeeded(&run(&inbox, &["dream", "--level", "3"]));
+    let filed: Vec<String> = file_tree(&inbox)
+        .into_keys()
+        .filter(|p| p.ends_with(".md") && !p.starts_with("inbox/"))
+        .collect();
+    assert_eq!(filed.len(), 1, "{filed:?}");
+    let before = fs::read_to_string(inbox.join(&filed[0])).expect("filed");
+    fs::write(
+        notes.join("pref.md"),
+        "I prefer dark mode in every editor, zqdark.\n",
+    )
+    .expect("edit");
+    let updated = ingest(&inbox, "obsidian", &notes, &["--into-inbox", "--update"]);
+    assert!(updated.contains("updated 1"), "{updated}");
+    let after = fs::read_to_string(inbox.join(&filed[0])).expect("still there");
+    let head = |t: &str| t[..t.len() - mnemofs::memory::body_of(t).len()].to_string();
+    assert_eq!(head(&after), head(&before));
+    assert!(after.ends_with("zqdark.\n"), "{after}");
 }

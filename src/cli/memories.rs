@@ -206,6 +206,11 @@ pub(super) enum MemoryCommand {
         /// the default of claude, car-agent and fingersaver).
         #[arg(long)]
         into_inbox: bool,
+        /// Take the source's text for notes already in the store whose
+        /// text differs (edited in the source since they came in); the
+        /// store's earlier text is kept in the history.
+        #[arg(long)]
+        update: bool,
         #[command(flatten)]
         at: StoreArgs,
         /// Print the report as JSON.
@@ -542,6 +547,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             path,
             keep_folders,
             into_inbox,
+            update,
             at,
             json,
         } => {
@@ -578,6 +584,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                     layout: ingest::Layout::chosen(keep_folders, into_inbox),
                     home,
                     skip,
+                    update,
                 },
                 &mut |done, total| progress.set(done, total),
             );
@@ -746,6 +753,9 @@ fn print_summary(summary: &crate::front::batch::Summary, json: bool) -> anyhow::
             println!("skipped {reason}");
         }
         if let Some(line) = summary.differing_line() {
+            println!("{line}");
+        }
+        if let Some(line) = summary.updated_line() {
             println!("{line}");
         }
         if let Some(line) = summary.as_written_line() {

@@ -38,6 +38,11 @@ pub struct Summary {
     /// Their paths in the store.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub differing: Vec<String>,
+    /// Memories already in the store whose text there was replaced by the
+    /// source's (`--update`; the earlier text is kept in the history).
+    /// Their paths in the store.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub updated: Vec<String>,
     /// Items whose frontmatter cannot be read, taken in byte for byte
     /// (the organizer leaves such a file alone until it is fixed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -68,6 +73,9 @@ impl Summary {
             self.duplicates,
             self.skipped.len()
         );
+        if !self.updated.is_empty() {
+            line.push_str(&format!(", updated {}", self.updated.len()));
+        }
         if self.attachments > 0 {
             line.push_str(&format!(", attachments {}", self.attachments));
         }
@@ -78,8 +86,18 @@ impl Summary {
     pub fn differing_line(&self) -> Option<String> {
         (!self.differing.is_empty()).then(|| {
             format!(
-                "kept the store's copy, whose text differs from the source's (one of them changed since it came in): {}",
+                "kept the store's copy, whose text differs from the source's (one of them changed since it came in; --update takes the source's): {}",
                 first_few(&self.differing)
+            )
+        })
+    }
+
+    /// What an update replaced, if anything: one line.
+    pub fn updated_line(&self) -> Option<String> {
+        (!self.updated.is_empty()).then(|| {
+            format!(
+                "updated from the source (the store's earlier text is in `mnemofs history`): {}",
+                first_few(&self.updated)
             )
         })
     }
@@ -128,6 +146,8 @@ pub struct Batcher<'a> {
     seen: HashSet<String>,
     /// Items whose frontmatter cannot be read.
     unreadable: HashSet<String>,
+    /// Whether memories already in the store take the source's text.
+    update: bool,
     summary: Summary,
 }
 
@@ -139,8 +159,17 @@ impl<'a> Batcher<'a> {
             pending: Vec::new(),
             seen: HashSet::new(),
             unreadable: HashSet::new(),
+            update: false,
             summary: Summary::default(),
         }
+    }
+
+    /// A batcher whose memories already in the store take the source's
+    /// text where it differs (the store's earlier text is kept in the
+    /// history).
+    pub fn updating(mut self) -> Batcher<'a> {
+        self.update = true;
+        self
     }
 
     /// Counts an item read.
@@ -203,8 +232,11 @@ impl<'a> Batcher<'a> {
         let (items, memories): (Vec<String>, Vec<Verbatim>) =
             std::mem::take(&mut self.pending).into_iter().unzip();
         // Plain memories go as `Import`, which older daemons know too.
-        let request = if memories.iter().any(|m| m.frontmatter_text.is_some()) {
-            Request::ImportVerbatim { memories }
+        let request = if self.update || memories.iter().any(|m| m.frontmatter_text.is_some()) {
+            Request::ImportVerbatim {
+                memories,
+                update: self.update,
+            }
         } else {
             Request::Import {
                 memories: memories.into_iter().map(|m| m.memory).collect(),
@@ -222,6 +254,10 @@ impl<'a> Batcher<'a> {
                     if self.unreadable.contains(&item) {
                         self.summary.as_written.push(item);
                     }
+                }
+                Placed::Updated { path } => {
+                    self.summary.duplicates += 1;
+                    self.summary.updated.push(path);
                 }
                 Placed::Duplicate { path, differs } => {
                     self.summary.duplicates += 1;

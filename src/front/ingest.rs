@@ -162,6 +162,10 @@ pub struct Plan {
     /// vault it ingests would otherwise take itself in again, one level
     /// deeper at each run.
     pub skip: Vec<PathBuf>,
+    /// Whether a note already in the store whose text differs from the
+    /// source's takes the source's (the store's earlier text is kept in
+    /// the history); else the store's copy stays, and is named.
+    pub update: bool,
 }
 
 /// One file found in a source.
@@ -188,6 +192,9 @@ pub fn ingest(
     progress: &mut dyn FnMut(u64, u64),
 ) -> anyhow::Result<Summary> {
     let mut batcher = Batcher::new(call);
+    if plan.update {
+        batcher = batcher.updating();
+    }
     let mut found = Vec::new();
     for &source in &plan.sources {
         let root = match (&plan.path, source.default_root(&plan.home)) {
@@ -293,7 +300,9 @@ fn attach(
     let path = format!("{}/{}", source.name(), item.rel);
     match call(Request::Attach { path, bytes }) {
         Ok(Response::Imported { placed }) => match placed.into_iter().next() {
-            Some(Placed::Written { .. } | Placed::Duplicate { .. }) => batcher.attached(),
+            Some(Placed::Written { .. } | Placed::Updated { .. } | Placed::Duplicate { .. }) => {
+                batcher.attached()
+            }
             Some(Placed::Failed { reason }) => batcher.skip(shown, reason),
             None => batcher.skip(shown, "not copied"),
         },

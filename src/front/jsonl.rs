@@ -209,7 +209,11 @@ fn attach(
     let shown = format!("line {number} ({path})");
     match call(Request::Attach { path, bytes }) {
         Ok(Response::Imported { placed }) => match placed.into_iter().next() {
-            Some(ops::Placed::Written { .. } | ops::Placed::Duplicate { .. }) => batcher.attached(),
+            Some(
+                ops::Placed::Written { .. }
+                | ops::Placed::Updated { .. }
+                | ops::Placed::Duplicate { .. },
+            ) => batcher.attached(),
             Some(ops::Placed::Failed { reason }) => batcher.skip(shown, reason),
             None => batcher.skip(shown, "not copied"),
         },

@@ -71,6 +71,13 @@ pub enum Placed {
         /// Where.
         path: String,
     },
+    /// Already in the store, at `path`, whose text there was replaced
+    /// by the one described (an update; the earlier text is kept in the
+    /// history).
+    Updated {
+        /// Where.
+        path: String,
+    },
     /// Already in the store, at `path`.
     Duplicate {
         /// Where the memory with that id is.
@@ -93,6 +100,8 @@ enum Planned {
     Placed(Placed),
     /// Create this file with this text.
     Create(StorePath, String),
+    /// Replace the text of this file, which holds these bytes (an update).
+    Replace(StorePath, Vec<u8>, String),
 }
 
 impl Operations {
@@ -106,21 +115,24 @@ impl Operations {
     /// wanting one name, say) is put again on its own, which plans anew.
     pub fn import(&self, batch: &[Incoming]) -> Vec<Placed> {
         let batch: Vec<Wanted<'_>> = batch.iter().map(|memory| (memory, None)).collect();
-        self.import_all(&batch)
+        self.import_all(&batch, false)
     }
 
     /// [`import`](Self::import) of memories that say how their files
     /// looked: each is written back byte for byte where its frontmatter
-    /// block still describes it.
-    pub fn import_verbatim(&self, batch: &[Verbatim]) -> Vec<Placed> {
+    /// block still describes it. With `update`, a memory already in the
+    /// store whose text there differs from the one described gets the
+    /// described one (a note edited in its vault since it came in); the
+    /// store's earlier text is kept in the history.
+    pub fn import_verbatim(&self, batch: &[Verbatim], update: bool) -> Vec<Placed> {
         let batch: Vec<Wanted<'_>> = batch
             .iter()
             .map(|v| (&v.memory, v.frontmatter_text.as_deref()))
             .collect();
-        self.import_all(&batch)
+        self.import_all(&batch, update)
     }
 
-    fn import_all(&self, batch: &[Wanted<'_>]) -> Vec<Placed> {
+    fn import_all(&self, batch: &[Wanted<'_>], update: bool) -> Vec<Placed> {
         let failed = |e: Error| Placed::Failed {
             reason: e.to_string(),
         };
@@ -128,10 +140,16 @@ impl Operations {
         let mut creates: Vec<(usize, String, String)> = Vec::new();
         let mut taken = std::collections::HashSet::new();
         let mut again = Vec::new();
-        for (i, plan) in self.plan_all(batch).into_iter().enumerate() {
+        for (i, plan) in self.plan_all(batch, update).into_iter().enumerate() {
             match plan {
                 Err(e) => placed[i] = Some(failed(e)),
                 Ok(Planned::Placed(p)) => placed[i] = Some(p),
+                Ok(Planned::Replace(path, bytes, text)) => {
+                    placed[i] = Some(
+                        self.replace_text(&path, &bytes, &text)
+                            .unwrap_or_else(failed),
+                    );
+                }
                 Ok(Planned::Create(path, text)) if taken.insert(path.clone()) => {
                     creates.push((i, path.to_string(), text));
                 }
@@ -151,7 +169,7 @@ impl Operations {
         }
         again.sort_unstable();
         for i in again {
-            placed[i] = Some(self.put(batch[i]).unwrap_or_else(failed));
+            placed[i] = Some(self.put(batch[i], update).unwrap_or_else(failed));
         }
         placed
             .into_iter()
@@ -164,7 +182,7 @@ impl Operations {
     }
 
     /// [`plan`](Self::plan) of every memory of `batch`, by a few threads.
-    fn plan_all(&self, batch: &[Wanted<'_>]) -> Vec<Result<Planned>> {
+    fn plan_all(&self, batch: &[Wanted<'_>], update: bool) -> Vec<Result<Planned>> {
         let workers = WORKERS.min(batch.len().div_ceil(16)).max(1);
         let mut planned: Vec<(usize, Result<Planned>)> = std::thread::scope(|scope| {
             let work = |w: usize| -> Vec<(usize, Result<Planned>)> {
@@ -173,7 +191,7 @@ impl Operations {
                     .enumerate()
                     .skip(w)
                     .step_by(workers)
-                    .map(|(i, wanted)| (i, self.plan(*wanted)))
+                    .map(|(i, wanted)| (i, self.plan(*wanted, update)))
                     .collect()
             };
             let handles: Vec<_> = (1..workers)
@@ -203,13 +221,16 @@ impl Operations {
     }
 
     /// Puts one memory, unless it is there already.
-    fn put(&self, wanted: Wanted<'_>) -> Result<Placed> {
+    fn put(&self, wanted: Wanted<'_>, update: bool) -> Result<Placed> {
         let incoming = wanted.0;
         // A name taken between the plan and the create: plan again, which
         // sees who took it.
         for _ in 0..64 {
-            match self.plan(wanted)? {
+            match self.plan(wanted, update)? {
                 Planned::Placed(placed) => return Ok(placed),
+                Planned::Replace(path, bytes, text) => {
+                    return self.replace_text(&path, &bytes, &text);
+                }
                 Planned::Create(path, text) => match self.create(&path.to_string(), &text, false) {
                     Ok(()) => {
                         return Ok(Placed::Written {
@@ -226,30 +247,83 @@ impl Operations {
         })
     }
 
-    /// The memory already at `path` as a duplicate of `incoming`, saying
-    /// whether its body differs (frontmatter aside, which the organizer
-    /// rewrites): a note edited in its vault since it was ingested.
-    fn duplicate(&self, path: &StorePath, incoming: &Incoming) -> Placed {
-        let differs = self.store.read(path).is_ok_and(|bytes| {
-            let text = String::from_utf8_lossy(&bytes);
-            let body = memory::parse("", &text).body(&text).trim_end().to_owned();
-            body != incoming.content.trim_end()
-        });
-        Placed::Duplicate {
+    /// The memory already at `path` as a duplicate of the one wanted,
+    /// saying whether its body differs (frontmatter aside, which the
+    /// organizer rewrites): a note edited in its vault since it was
+    /// ingested. With `update`, one that differs is to be replaced.
+    fn duplicate(&self, path: &StorePath, wanted: Wanted<'_>, update: bool) -> Planned {
+        let Ok(bytes) = self.store.read(path) else {
+            return Planned::Placed(Placed::Duplicate {
+                path: path.to_string(),
+                differs: false,
+            });
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let body = memory::parse("", &text).body(&text);
+        let differs = body.trim_end() != wanted.0.content.trim_end();
+        if differs && update {
+            // Where the memory still is where it came in, it is written as
+            // it comes; one the organizer has filed since keeps the block
+            // the store gave it (its category, its phase).
+            let new = if path.to_string() == wanted.0.path {
+                self.text_at(path, wanted)
+            } else {
+                format!("{}{}", &text[..text.len() - body.len()], wanted.0.content)
+            };
+            return Planned::Replace(path.clone(), bytes, new);
+        }
+        Planned::Placed(Placed::Duplicate {
             path: path.to_string(),
             differs,
+        })
+    }
+
+    /// Replaces the text of the memory at `path`, which held `bytes`
+    /// when planned; the earlier text is kept in the history.
+    fn replace_text(&self, path: &StorePath, bytes: &[u8], text: &str) -> Result<Placed> {
+        let shown = path.to_string();
+        self.rewrite(&shown, path, bytes, text)?;
+        Ok(Placed::Updated { path: shown })
+    }
+
+    /// The text of the wanted memory's file at `path`: its block as
+    /// written and its content when the block still says what the fields
+    /// say (with the id added when the path would not give it), else
+    /// rendered from its fields.
+    fn text_at(&self, path: &StorePath, (incoming, head): Wanted<'_>) -> String {
+        let id = incoming.id.trim();
+        if let Some(head) = head.filter(|head| describes(head, incoming)) {
+            let text = format!("{head}{}", incoming.content);
+            if memory::parse("", &text).frontmatter.id.is_some()
+                || self.index.derived_id(path).eq_ignore_ascii_case(id)
+            {
+                return text;
+            }
+            return memory::add_missing_fields(&text, &[("id", id.to_string())])
+                .ok()
+                .flatten()
+                .unwrap_or(text);
         }
+        let mut fields = vec![("id".to_string(), serde_json::Value::from(id))];
+        fields.extend(incoming.fields.iter().filter(|(k, _)| k != "id").cloned());
+        let mut text = memory::render_frontmatter(&fields);
+        text.push_str(&incoming.content);
+        if !incoming.content.is_empty() && !incoming.content.ends_with('\n') {
+            text.push('\n');
+        }
+        text
     }
 
     /// Whether a memory is a duplicate, and else where it goes and its
     /// text: the wanted path, or the first free `<stem>-N.md` beside it.
-    fn plan(&self, (incoming, head): Wanted<'_>) -> Result<Planned> {
+    fn plan(&self, asked: Wanted<'_>, update: bool) -> Result<Planned> {
+        let (incoming, head) = asked;
         let id = incoming.id.trim();
         if id.is_empty() {
             return Err(Error::InvalidInput("a memory to import needs an id".into()));
         }
         if let Some(path) = self.index.by_id(id) {
-            return Ok(Planned::Placed(self.duplicate(&path, incoming)));
+            return Ok(self.duplicate(&path, asked, update));
         }
         let wanted = self.writable(&incoming.path)?;
         let name = wanted
@@ -279,7 +353,7 @@ impl Operations {
             };
             match self.holder(&candidate) {
                 Some(found) if found.as_deref().is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
-                    return Ok(Planned::Placed(self.duplicate(&candidate, incoming)));
+                    return Ok(self.duplicate(&candidate, asked, update));
                 }
                 // The same file, though the store shows it another id.
                 Some(_)
@@ -293,28 +367,8 @@ impl Operations {
                     }));
                 }
                 Some(_) => continue,
-                None if verbatim.is_some() => {
-                    let text = verbatim.unwrap_or_default();
-                    let text = if memory::parse("", &text).frontmatter.id.is_some()
-                        || self.index.derived_id(&candidate).eq_ignore_ascii_case(id)
-                    {
-                        text
-                    } else {
-                        memory::add_missing_fields(&text, &[("id", id.to_string())])
-                            .ok()
-                            .flatten()
-                            .unwrap_or(text)
-                    };
-                    return Ok(Planned::Create(candidate, text));
-                }
                 None => {
-                    let mut fields = vec![("id".to_string(), serde_json::Value::from(id))];
-                    fields.extend(incoming.fields.iter().filter(|(k, _)| k != "id").cloned());
-                    let mut text = memory::render_frontmatter(&fields);
-                    text.push_str(&incoming.content);
-                    if !incoming.content.is_empty() && !incoming.content.ends_with('\n') {
-                        text.push('\n');
-                    }
+                    let text = self.text_at(&candidate, asked);
                     return Ok(Planned::Create(candidate, text));
                 }
             }
@@ -416,10 +470,13 @@ mod tests {
         let at = StorePath::new("notes/a.md").expect("path");
         let derived = ops.index.derived_id(&at);
         let other = "8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f6aa";
-        let placed = ops.import_verbatim(&[
-            verbatim(&derived, "notes/a.md", head, fields.clone()),
-            verbatim(other, "notes/b.md", head, fields.clone()),
-        ]);
+        let placed = ops.import_verbatim(
+            &[
+                verbatim(&derived, "notes/a.md", head, fields.clone()),
+                verbatim(other, "notes/b.md", head, fields.clone()),
+            ],
+            false,
+        );
         assert!(
             placed.iter().all(|p| matches!(p, Placed::Written { .. })),
             "{placed:?}"
@@ -433,10 +490,13 @@ mod tests {
         assert!(b.ends_with("---\r\nBody\r\n"), "{b}");
 
         // Again: the same files are duplicates, whatever id the store shows.
-        let again = ops.import_verbatim(&[
-            verbatim(&derived, "notes/a.md", head, fields.clone()),
-            verbatim(other, "notes/b.md", head, fields),
-        ]);
+        let again = ops.import_verbatim(
+            &[
+                verbatim(&derived, "notes/a.md", head, fields.clone()),
+                verbatim(other, "notes/b.md", head, fields),
+            ],
+            false,
+        );
         assert!(
             again.iter().all(|p| matches!(p, Placed::Duplicate { .. })),
             "{again:?}"
@@ -450,15 +510,18 @@ mod tests {
         let head = format!("---\nid: {id}\ntags: [old]\n---\n");
         let edited = serde_json::json!({"tags": ["new"]});
         let other_id = "---\nid: 8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f6cc\n---\n";
-        let placed = ops.import_verbatim(&[
-            verbatim(id, "notes/edited.md", &head, edited),
-            verbatim(
-                id.replace('b', "d").as_str(),
-                "notes/id.md",
-                other_id,
-                serde_json::json!({}),
-            ),
-        ]);
+        let placed = ops.import_verbatim(
+            &[
+                verbatim(id, "notes/edited.md", &head, edited),
+                verbatim(
+                    id.replace('b', "d").as_str(),
+                    "notes/id.md",
+                    other_id,
+                    serde_json::json!({}),
+                ),
+            ],
+            false,
+        );
         assert!(
             placed.iter().all(|p| matches!(p, Placed::Written { .. })),
             "{placed:?}"

@@ -561,8 +561,8 @@ impl Operations {
             Request::Import { memories } => Response::Imported {
                 placed: self.import(&memories),
             },
-            Request::ImportVerbatim { memories } => Response::Imported {
-                placed: self.import_verbatim(&memories),
+            Request::ImportVerbatim { memories, update } => Response::Imported {
+                placed: self.import_verbatim(&memories, update),
             },
             Request::Files { after, limit } => Response::Files {
                 page: self.files(after.as_deref(), limit)?,

@@ -366,6 +366,11 @@ pub enum Request {
     ImportVerbatim {
         /// The memories.
         memories: Vec<Verbatim>,
+        /// Whether a memory already in the store whose text differs from
+        /// the one described gets the described text (the store's earlier
+        /// text kept in the history); else the store's copy stays.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        update: bool,
     },
     /// Puts a file that is not a memory (an attachment) into the store
     /// unless it is there; answers `Imported` with one outcome.
