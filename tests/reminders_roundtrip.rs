@@ -97,6 +97,11 @@ const VARIED: &[(&str, &[u8])] = &[
         b"---\ntitle: [never closed\n---\nThe block does not parse.\n",
     ),
     ("notes/empty-block.md", b"---\n---\nAn empty block.\n"),
+    // A copy made outside mnemofs, then edited: two memories, one id.
+    (
+        "notes/flow-lists copy.md",
+        b"---\ntags: [work, \"two words\", \xe4\xb8\xad\xe6\x96\x87]\naliases: [Flow]\nid: 8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f601\ntitle: Flow lists\n---\nA body with [[links]] and #tags, and more in the copy.\n",
+    ),
     (
         "inbox/waiting.md",
         b"---\nphase: inbox\nid: 8d3f1c2a-5b6e-4f70-9a81-b2c3d4e5f607\n---\nStill waiting.\n",

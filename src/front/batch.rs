@@ -5,9 +5,11 @@
 //! a memory in it carries its file's frontmatter block); the operations
 //! decide what is a duplicate. Ids are also remembered across the batches
 //! of one run, so the same memory found twice in one run is a duplicate
-//! even before the index has seen the first copy.
+//! even before the index has seen the first copy. A memory whose id the
+//! run has already seen at another path is a copy made outside mnemofs,
+//! and is kept as one (see [`Verbatim::copy`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -143,7 +145,8 @@ fn first_few(items: &[impl AsRef<str>]) -> String {
 pub struct Batcher<'a> {
     call: &'a dyn Fn(Request) -> ops::Result<Response>,
     pending: Vec<(String, Verbatim)>,
-    seen: HashSet<String>,
+    /// The ids of the run so far, each with the path it came with.
+    seen: HashMap<String, String>,
     /// Items whose frontmatter cannot be read.
     unreadable: HashSet<String>,
     /// Whether memories already in the store take the source's text.
@@ -157,7 +160,7 @@ impl<'a> Batcher<'a> {
         Batcher {
             call,
             pending: Vec::new(),
-            seen: HashSet::new(),
+            seen: HashMap::new(),
             unreadable: HashSet::new(),
             update: false,
             summary: Summary::default(),
@@ -206,16 +209,27 @@ impl<'a> Batcher<'a> {
             Verbatim {
                 memory: incoming,
                 frontmatter_text: None,
+                copy: false,
             },
         )
     }
 
     /// [`push`](Self::push) of a memory that may carry the frontmatter
     /// block its file had, to be written back byte for byte.
-    pub fn push_verbatim(&mut self, item: String, verbatim: Verbatim) -> ops::Result<()> {
-        if !self.seen.insert(verbatim.memory.id.to_lowercase()) {
-            self.summary.duplicates += 1;
-            return Ok(());
+    pub fn push_verbatim(&mut self, item: String, mut verbatim: Verbatim) -> ops::Result<()> {
+        let path = &verbatim.memory.path;
+        match self.seen.get(&verbatim.memory.id.to_lowercase()) {
+            // The same memory again.
+            Some(first) if first == path => {
+                self.summary.duplicates += 1;
+                return Ok(());
+            }
+            // Its id at another path: a copy, kept as one.
+            Some(_) => verbatim.copy = true,
+            None => {
+                self.seen
+                    .insert(verbatim.memory.id.to_lowercase(), path.clone());
+            }
         }
         self.pending.push((item, verbatim));
         if self.pending.len() >= BATCH {
@@ -232,7 +246,11 @@ impl<'a> Batcher<'a> {
         let (items, memories): (Vec<String>, Vec<Verbatim>) =
             std::mem::take(&mut self.pending).into_iter().unzip();
         // Plain memories go as `Import`, which older daemons know too.
-        let request = if self.update || memories.iter().any(|m| m.frontmatter_text.is_some()) {
+        let request = if self.update
+            || memories
+                .iter()
+                .any(|m| m.frontmatter_text.is_some() || m.copy)
+        {
             Request::ImportVerbatim {
                 memories,
                 update: self.update,

@@ -669,6 +669,7 @@ fn note(
             content,
         },
         frontmatter_text,
+        copy: false,
     }))
 }
 
@@ -695,6 +696,7 @@ fn as_written(
     let id = ops::path_id(&path).ok_or_else(|| format!("no place for it in a store: {path}"))?;
     Ok(Note::AsWritten(Verbatim {
         frontmatter_text: Some(text[..text.len() - content.len()].to_string()),
+        copy: false,
         memory: Incoming {
             id,
             path,

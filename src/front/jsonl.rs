@@ -294,11 +294,13 @@ pub fn described(line: &str) -> Result<Verbatim, String> {
                     content,
                 },
                 frontmatter_text,
+                copy: false,
             })
         }
         (None, _) => memory_cli(id, content, &fields).map(|memory| Verbatim {
             memory,
             frontmatter_text: None,
+            copy: false,
         }),
     }
 }

@@ -60,6 +60,11 @@ pub struct Verbatim {
     /// ends included (empty when the file had none): the file is this,
     /// then the content. `None`: written from the fields.
     pub frontmatter_text: Option<String>,
+    /// Another memory of the same run has this id at another path (a
+    /// copy made outside mnemofs): this one is placed by its path alone,
+    /// a duplicate only of a file there with its id.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copy: bool,
 }
 
 /// What became of one [`Incoming`].
@@ -114,7 +119,7 @@ impl Operations {
     /// batch. A memory whose name another took meanwhile (two in the batch
     /// wanting one name, say) is put again on its own, which plans anew.
     pub fn import(&self, batch: &[Incoming]) -> Vec<Placed> {
-        let batch: Vec<Wanted<'_>> = batch.iter().map(|memory| (memory, None)).collect();
+        let batch: Vec<Wanted<'_>> = batch.iter().map(|memory| (memory, None, false)).collect();
         self.import_all(&batch, false)
     }
 
@@ -127,7 +132,7 @@ impl Operations {
     pub fn import_verbatim(&self, batch: &[Verbatim], update: bool) -> Vec<Placed> {
         let batch: Vec<Wanted<'_>> = batch
             .iter()
-            .map(|v| (&v.memory, v.frontmatter_text.as_deref()))
+            .map(|v| (&v.memory, v.frontmatter_text.as_deref(), v.copy))
             .collect();
         self.import_all(&batch, update)
     }
@@ -290,7 +295,7 @@ impl Operations {
     /// written and its content when the block still says what the fields
     /// say (with the id added when the path would not give it), else
     /// rendered from its fields.
-    fn text_at(&self, path: &StorePath, (incoming, head): Wanted<'_>) -> String {
+    fn text_at(&self, path: &StorePath, (incoming, head, _): Wanted<'_>) -> String {
         let id = incoming.id.trim();
         if let Some(head) = head.filter(|head| describes(head, incoming)) {
             let text = format!("{head}{}", incoming.content);
@@ -317,15 +322,23 @@ impl Operations {
     /// Whether a memory is a duplicate, and else where it goes and its
     /// text: the wanted path, or the first free `<stem>-N.md` beside it.
     fn plan(&self, asked: Wanted<'_>, update: bool) -> Result<Planned> {
-        let (incoming, head) = asked;
+        let (incoming, head, copy) = asked;
         let id = incoming.id.trim();
         if id.is_empty() {
             return Err(Error::InvalidInput("a memory to import needs an id".into()));
         }
-        if let Some(path) = self.index.by_id(id) {
+        let wanted = self.writable(&incoming.path)?;
+        if let Some(path) = self.index.by_id(id).filter(|_| !copy) {
+            // Where two files share the id (a copy made outside mnemofs),
+            // the one at the memory's own path is the one it describes.
+            let own = path != wanted
+                && self
+                    .holder(&wanted)
+                    .flatten()
+                    .is_some_and(|found| found.eq_ignore_ascii_case(id));
+            let path = if own { wanted } else { path };
             return Ok(self.duplicate(&path, asked, update));
         }
-        let wanted = self.writable(&incoming.path)?;
         let name = wanted
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -390,8 +403,9 @@ impl Operations {
     }
 }
 
-/// A memory to put, and the frontmatter block its file had, if known.
-type Wanted<'a> = (&'a Incoming, Option<&'a str>);
+/// A memory to put, the frontmatter block its file had, if known, and
+/// whether it is a copy ([`Verbatim::copy`]).
+type Wanted<'a> = (&'a Incoming, Option<&'a str>, bool);
 
 /// The id the store gives a memory created at `path` whose frontmatter
 /// names none (a note whose block cannot be read, taken in as written):
@@ -455,6 +469,7 @@ mod tests {
                 content: "Body\r\n".into(),
             },
             frontmatter_text: Some(head.into()),
+            copy: false,
         }
     }
 
