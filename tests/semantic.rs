@@ -365,6 +365,45 @@ fn a_newer_memory_on_the_same_subject_comes_before_the_older() {
     index.shutdown();
 }
 
+/// A newer memory that tells of a change ("moved to", "dropped") goes
+/// above the one it replaces though it names nothing of its title, and
+/// leaves a memory on another subject be.
+#[test]
+fn a_change_of_tool_goes_above_the_setup_it_replaces() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (rel, created, body) in [
+        (
+            "preferences/editor.md",
+            "2026-02-01T10:00:00Z",
+            "# Editor setup\n\nUses VS Code with Vim keybindings for all projects.",
+        ),
+        (
+            "preferences/theme.md",
+            "2026-03-01T10:00:00Z",
+            "# Theme\n\nPrefers dark mode in VS Code.",
+        ),
+        (
+            "preferences/neovim.md",
+            "2026-10-01T10:00:00Z",
+            "# Neovim\n\nMoved to Neovim this month and dropped VS Code entirely.",
+        ),
+    ] {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, format!("---\ncreated_at: {created}\n---\n{body}\n")).expect("write");
+    }
+    let index = embedded_index(dir.path());
+    let first = |q: &str| index.search(q, 5).expect("search")[0].path.to_string();
+    assert_eq!(first("what editor do I code in?"), "preferences/neovim.md");
+    assert_eq!(first("does the user use VS Code?"), "preferences/neovim.md");
+    assert_eq!(
+        first("which theme does the user like?"),
+        "preferences/theme.md"
+    );
+    assert_eq!(first("dark or light mode?"), "preferences/theme.md");
+    index.shutdown();
+}
+
 /// A question that names the older of two memories on one subject asks
 /// about it: the newer one stays below.
 #[test]

@@ -7,7 +7,9 @@
 //! among the first hits of a search, a memory moves up to just above an
 //! older one it supersedes: one of the same category (its `category:`,
 //! else the category folder it is in), close to it in meaning, that names
-//! what the older one is about (a word of its title, such as "SQLite").
+//! what the older one is about (a word of its title, such as "SQLite") or
+//! tells of a change ("Moved to Neovim and dropped VS Code" over "Editor
+//! setup: VS Code with Vim keys").
 //!
 //! Subtleties:
 //! - A question that names a time ("in February") asks about what held
@@ -51,6 +53,18 @@ const WINDOW: usize = 10;
 /// framework) 0.16 to 0.23.
 const ALIKE: f32 = 0.4;
 
+/// Words that tell of a change: a newer memory holding one (its stem)
+/// that is closer still in meaning ([`CHANGED_ALIKE`]) to an older one of
+/// its category replaces it, though it names no word of the older one's
+/// title.
+const CHANGE_WORDS: &str = "switched moved migrated replaced dropped stopped abandoned instead";
+
+/// How alike a newer memory that tells of a change and names nothing of
+/// the older one's title must be to it: "Moved to Neovim and dropped VS
+/// Code" is 0.51 from "Editor setup: VS Code with Vim keybindings", and
+/// 0.43 from "Theme: prefers dark mode in VS Code", which it leaves be.
+const CHANGED_ALIKE: f32 = 0.45;
+
 /// Categories whose memories tell of events: a newer one supersedes
 /// nothing.
 const EVENTS: &[Category] = &[Category::Date, Category::Reminders, Category::Inbox];
@@ -88,11 +102,13 @@ pub(super) fn newer_first(
     let paths: Vec<&StorePath> = facts.iter().flatten().map(|f| &f.path).collect();
     semantic.embed_these(&paths);
     let asked = fusion::stems(searcher, fields, question);
+    let change = fusion::stems(searcher, fields, CHANGE_WORDS);
     let compared = Compared {
         searcher,
         fields,
         semantic,
         asked: &asked,
+        change: &change,
     };
     // The hits' order, as indices into `top` and `facts`.
     let mut order: Vec<usize> = (0..n).collect();
@@ -129,6 +145,8 @@ struct Compared<'a> {
     fields: &'a Fields,
     semantic: &'a Semantic,
     asked: &'a BTreeSet<String>,
+    /// The stems of [`CHANGE_WORDS`].
+    change: &'a BTreeSet<String>,
 }
 
 impl Compared<'_> {
@@ -145,15 +163,15 @@ impl Compared<'_> {
         let title = older
             .title_stems
             .get_or_init(|| fusion::stems(searcher, fields, &older.title));
+        let holds = |stem: &String| fusion::holds(searcher, fields, newer.address, stem);
+        let Some(cosine) = self.semantic.likeness(&newer.path, &older.path) else {
+            return false;
+        };
         newer.created > older.created
-            && self
-                .semantic
-                .likeness(&newer.path, &older.path)
-                .is_some_and(|cosine| cosine >= ALIKE)
+            && cosine >= ALIKE
             && category(newer).is_some_and(|c| !EVENTS.contains(&c) && category(older) == Some(c))
-            && title
-                .iter()
-                .any(|stem| fusion::holds(searcher, fields, newer.address, stem))
+            && (title.iter().any(holds)
+                || (cosine >= CHANGED_ALIKE && self.change.iter().any(holds)))
             && !self.names(title, newer, older)
     }
 
