@@ -821,3 +821,53 @@ fn a_binary_markdown_file_is_no_hit_by_meaning() {
     let paths: Vec<String> = hits.iter().map(|h| h.path.to_string()).collect();
     assert_eq!(paths, ["ok.md"], "{hits:?}");
 }
+
+/// A command run without a daemon embeds a few short memories that have
+/// no vectors yet (its own `write` on a new store, say) when it searches,
+/// so an agent of the command line finds what it just wrote by other
+/// words.
+#[test]
+fn a_command_without_a_daemon_finds_its_own_fresh_write_by_meaning() {
+    use std::process::Command;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    std::fs::create_dir_all(store.join("prefs")).expect("store");
+    std::fs::write(store.join("prefs/editor.md"), "# Editor\nUses vim.\n").expect("seed");
+    // The configuration every command reads.
+    let configs = dir.path().join("config");
+    std::fs::create_dir_all(configs.join("mnemofs")).expect("config dir");
+    let config = config_with_model(dir.path(), "");
+    std::fs::rename(config, configs.join("mnemofs/config.yaml")).expect("config");
+    let cli = |args: &[&str]| {
+        let out = common::run_with_timeout(
+            Command::new(common::bin())
+                .args(args)
+                .arg("--store")
+                .arg(&store)
+                .arg("--state-dir")
+                .arg(&state)
+                .env("XDG_CONFIG_HOME", &configs)
+                .env("XDG_RUNTIME_DIR", dir.path()),
+            common::COMMAND_TIMEOUT,
+        )
+        .expect("mnemofs timed out");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    cli(&[
+        "write",
+        "The user's dog is a golden retriever named Biscuit.",
+        "--path",
+        "people/dog.md",
+    ]);
+    // No word in common with the memory.
+    let found = cli(&["search", "which animal lives with me?", "--json"]);
+    let first: serde_json::Value =
+        serde_json::from_str(found.lines().next().expect("a hit")).expect("json");
+    assert_eq!(first["path"], "people/dog.md", "{found}");
+    assert_eq!(first["matched"], "meaning", "{found}");
+}

@@ -400,12 +400,13 @@ impl Drop for Session {
 }
 
 /// Search by meaning for a command run without a daemon, when a model is
-/// configured and a daemon left the store's vectors: both are loaded at the
-/// first search that needs them. True if so.
+/// configured and a daemon left the store's vectors, or the store holds
+/// so few memories that a search embeds them itself: the model and the
+/// vectors are loaded at the first search that needs them. True if so.
 fn meaning_on_demand(index: &Index, state_dir: &Path, config: &Config) -> bool {
     let vectors = state_dir.join(super::VECTORS_FILE);
     match config.search.model_dir() {
-        Some(model) if vectors.is_file() => {
+        Some(model) if vectors.is_file() || index.few_enough_to_embed_on_search() => {
             index.enable_semantic_on_demand(model, vectors, config.search.questions);
             true
         }

@@ -716,17 +716,7 @@ impl Index {
             .name("mnemofs-embed-seed".into())
             .spawn(move || {
                 index.wait_idle(Duration::from_secs(24 * 3600));
-                let searcher = index.inner.core.reader.searcher();
-                let paths = query::paths_matching_in(&searcher, &tantivy::query::AllQuery)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|p| {
-                        p.as_path()
-                            .extension()
-                            .is_some_and(|e| e.eq_ignore_ascii_case("md"))
-                    })
-                    .collect();
-                semantic.seed(paths);
+                semantic.seed(index.memory_paths());
             })
             .map_err(|e| IndexError::Directory {
                 path: PathBuf::from("mnemofs-embed-seed"),
@@ -735,12 +725,33 @@ impl Index {
         Ok(())
     }
 
+    /// Whether the store holds so few memories that a search without a
+    /// worker embeds them all itself (see `Semantic::embed_waiting`).
+    pub fn few_enough_to_embed_on_search(&self) -> bool {
+        self.memories() <= semantic::INLINE_MEMORIES as u64
+    }
+
+    /// The paths of the markdown files the index holds.
+    fn memory_paths(&self) -> Vec<StorePath> {
+        let searcher = self.inner.core.reader.searcher();
+        query::paths_matching_in(&searcher, &tantivy::query::AllQuery)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| {
+                p.as_path()
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+            })
+            .collect()
+    }
+
     /// Semantic search for a process that only asks (a command run
     /// without a daemon): the vectors a daemon kept in `vectors`, with the
     /// model in `model_dir`, both loaded at the first search that ranks by
     /// meaning, so that a command that never asks one never pays for the
-    /// model. Nothing is embedded here: a memory changed since the file
-    /// was written is found by its words alone.
+    /// model. A memory changed since the file was written is found by its
+    /// words alone, unless it is one of a few short ones, which a search
+    /// embeds itself (see `Semantic::embed_waiting`).
     pub fn enable_semantic_on_demand(
         &self,
         model_dir: PathBuf,
@@ -770,6 +781,13 @@ impl Index {
         {
             match semantic::Semantic::frozen(&model_dir, Arc::clone(store), &vectors, questions) {
                 Ok(frozen) => {
+                    // A few memories written since a daemon last embedded
+                    // (a command's own `write`, say) are embedded by the
+                    // search itself; more wait for a daemon.
+                    let missing = self.memories().saturating_sub(frozen.embedded() as u64);
+                    if (1..=semantic::INLINE_MEMORIES as u64).contains(&missing) {
+                        frozen.waiting_here(self.memory_paths());
+                    }
                     let _ = core.semantic.set(frozen);
                 }
                 Err(e) => tracing::warn!("search is by words only: {e}"),

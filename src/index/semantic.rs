@@ -74,7 +74,7 @@ const RECENT_QUERIES: usize = 32;
 /// A search embeds the memories waiting for their vectors itself when
 /// there are at most this many, of at most [`INLINE_BYTES`] in all (a few
 /// chunks, some tens of milliseconds on the CPU).
-const INLINE_MEMORIES: usize = 4;
+pub(crate) const INLINE_MEMORIES: usize = 4;
 /// See [`INLINE_MEMORIES`].
 const INLINE_BYTES: u64 = 8 << 10;
 
@@ -174,11 +174,11 @@ impl Semantic {
     }
 
     /// A memory was added or changed: its vectors are made again (a
-    /// frozen table forgets them instead).
+    /// frozen table forgets them, and a search embeds them itself when
+    /// they are few and short, see [`embed_waiting`](Self::embed_waiting)).
     pub(crate) fn changed(&self, path: StorePath) {
         if self.frozen {
             self.table.write().remove(&path);
-            return;
         }
         let mut queue = self.queue.lock();
         if queue.queued.insert(path.clone()) {
@@ -215,8 +215,22 @@ impl Semantic {
         self.table.write().remove(path);
     }
 
+    /// For a frozen table: of `paths` (the memories the index holds), those
+    /// without vectors wait to be embedded by a search here, which does so
+    /// when they are few and short.
+    pub(crate) fn waiting_here(&self, paths: Vec<StorePath>) {
+        let table = self.table.read();
+        let mut queue = self.queue.lock();
+        for path in paths {
+            if !table.contains(&path) && queue.queued.insert(path.clone()) {
+                queue.paths.push_back(path);
+            }
+        }
+    }
+
     /// Whether no worker embeds here (a command without a daemon): what
-    /// is not in the table waits for a daemon.
+    /// is not in the table waits for a daemon, or for a search here when
+    /// it is a few short memories.
     pub(crate) fn is_frozen(&self) -> bool {
         self.frozen
     }
@@ -269,9 +283,6 @@ impl Semantic {
     /// Embeds at the caller's priority the memories `pick` chooses from
     /// the queue, if they are short enough; those still queued leave it.
     fn embed_inline(&self, pick: impl FnOnce(&Queue) -> Vec<StorePath>) {
-        if self.frozen {
-            return;
-        }
         let paths: Vec<StorePath> = {
             let mut queue = self.queue.lock();
             let paths = pick(&queue);
