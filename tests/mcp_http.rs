@@ -335,3 +335,47 @@ fn a_mount_answers_mcp_over_http_and_its_readers_see_the_writes() {
         std::fs::read_to_string(mount.mnt.join("notes/remote.md")).expect("read on the mount");
     assert!(seen.ends_with("From afar.\n"), "{seen}");
 }
+
+/// A mount whose MCP server cannot start (no token yet) fails at once,
+/// saying why, and leaves no mount behind, though its organizer had an
+/// inbox note to file through the mount meanwhile.
+#[test]
+fn a_mount_whose_mcp_server_cannot_start_fails_at_once_and_unmounts() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state, mnt) = (
+        tmp.path().join("store"),
+        tmp.path().join("state"),
+        tmp.path().join("mnt"),
+    );
+    std::fs::create_dir_all(store.join("inbox")).expect("store");
+    std::fs::create_dir(&mnt).expect("mountpoint");
+    std::fs::write(store.join("inbox/raw.md"), "x\n").expect("inbox note");
+    for foreground in [true, false] {
+        let mut cmd = Command::new(common::bin());
+        cmd.arg("mount")
+            .arg(&mnt)
+            .arg("--store")
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["--mcp-http", "127.0.0.1:0"])
+            .env("XDG_RUNTIME_DIR", tmp.path())
+            .stdin(Stdio::null());
+        if foreground {
+            cmd.arg("--foreground");
+        }
+        let out = run_with_timeout(&mut cmd, Duration::from_secs(30));
+        let mounted = common::is_mounted(&mnt);
+        if mounted {
+            let _ = Command::new("fusermount3").arg("-uz").arg(&mnt).status();
+        }
+        let out = out.expect("the mount hung");
+        assert!(!out.status.success(), "foreground {foreground}: it served");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("no token can reach this server yet"),
+            "foreground {foreground}: {said}"
+        );
+        assert!(!mounted, "foreground {foreground}: left mounted");
+    }
+}

@@ -573,29 +573,43 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     let mut mounted = mount_store(config)?;
     let unmounter = mounted.session.unmount_callable();
     let serving = start_serving(config, &mounted)?;
-    let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
-    // The mount works without its public socket; agents are told why not.
-    let rpc = socket::RpcServer::start(&config.store, Arc::clone(&serving.ops))
-        .inspect_err(|e| tracing::warn!("no public socket: {e:#}"))
-        .ok();
-    let registration = registry::Registration::register(&registry::Entry {
-        store: config.store.clone(),
-        state_dir: config.state_dir.clone(),
-        mountpoint: Some(config.mountpoint.clone()),
-        pid: std::process::id(),
-        socket: control.path().to_path_buf(),
-        rpc_socket: rpc.as_ref().map(|r| r.path().to_path_buf()),
-    });
-    if let Err(e) = &registration {
-        tracing::warn!(
-            "cannot register in {} ({e}); commands need --state-dir {} to find this daemon",
-            registry::dir().display(),
-            config.state_dir.display()
-        );
-    }
-    let http = serve::start_mcp_http(&config.config.mcp, &config.state_dir, &serving.ops)?;
-    let signals =
-        SignalListener::start(unmounter, config.mountpoint.clone(), mounted.index.clone())?;
+    let started = (|| -> anyhow::Result<_> {
+        let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
+        // The mount works without its public socket; agents are told why not.
+        let rpc = socket::RpcServer::start(&config.store, Arc::clone(&serving.ops))
+            .inspect_err(|e| tracing::warn!("no public socket: {e:#}"))
+            .ok();
+        let registration = registry::Registration::register(&registry::Entry {
+            store: config.store.clone(),
+            state_dir: config.state_dir.clone(),
+            mountpoint: Some(config.mountpoint.clone()),
+            pid: std::process::id(),
+            socket: control.path().to_path_buf(),
+            rpc_socket: rpc.as_ref().map(|r| r.path().to_path_buf()),
+        });
+        if let Err(e) = &registration {
+            tracing::warn!(
+                "cannot register in {} ({e}); commands need --state-dir {} to find this daemon",
+                registry::dir().display(),
+                config.state_dir.display()
+            );
+        }
+        let http = serve::start_mcp_http(&config.config.mcp, &config.state_dir, &serving.ops)?;
+        let signals =
+            SignalListener::start(unmounter, config.mountpoint.clone(), mounted.index.clone())?;
+        Ok((control, rpc, registration, http, signals))
+    })();
+    let (control, rpc, registration, http, signals) = match started {
+        Ok(started) => started,
+        Err(e) => {
+            // Nothing answers the mount until its session runs, and the
+            // organizer may already wait on it: the session goes first,
+            // which fails what waits (and unmounts), then the rest.
+            drop(mounted);
+            drop(serving);
+            return Err(e);
+        }
+    };
     tracing::info!(
         "mounted {} at {}",
         config.store.display(),
