@@ -545,6 +545,79 @@ fn serving_session(
     daemon::Session::open_serving(target, &config, guide)
 }
 
+/// The session of a process that stays while an agent talks to it,
+/// opened again when the daemon it went through goes away: a request that
+/// daemon never took is sent once more through the new session (which
+/// serves the store itself, or goes through whoever does now), so the
+/// agent's call is answered, not lost.
+#[derive(Default)]
+struct Reopening {
+    current: parking_lot::Mutex<Option<std::sync::Arc<daemon::Session>>>,
+}
+
+impl Reopening {
+    /// Already open on `session`.
+    fn new(session: daemon::Session) -> Reopening {
+        Reopening {
+            current: parking_lot::Mutex::new(Some(std::sync::Arc::new(session))),
+        }
+    }
+
+    /// Runs `request` on the session, opening it with `open` first when
+    /// there is none.
+    fn call(
+        &self,
+        request: Request,
+        open: impl Fn() -> anyhow::Result<daemon::Session>,
+    ) -> crate::ops::Result<Response> {
+        use crate::ops::Error;
+        let session = self.session(&open)?;
+        let again = session.through_daemon().then(|| request.clone());
+        let answer = session.call(request);
+        match (&answer, again) {
+            (Err(Error::Unreached(_)), Some(request)) => {
+                self.forget(&session);
+                self.session(&open)?.call(request)
+            }
+            // A daemon that went away (restarted, unmounted) leaves the
+            // session useless: the next call opens a new one.
+            (Err(Error::Unavailable(_)), Some(_)) => {
+                self.forget(&session);
+                answer
+            }
+            _ => answer,
+        }
+    }
+
+    /// The session, opened now if there is none.
+    fn session(
+        &self,
+        open: &impl Fn() -> anyhow::Result<daemon::Session>,
+    ) -> crate::ops::Result<std::sync::Arc<daemon::Session>> {
+        let mut current = self.current.lock();
+        if let Some(session) = &*current {
+            return Ok(std::sync::Arc::clone(session));
+        }
+        let opened = std::sync::Arc::new(open().map_err(|e| {
+            tracing::error!("cannot open the store: {e:#}");
+            crate::ops::Error::Unavailable(format!("cannot open the store: {e:#}"))
+        })?);
+        *current = Some(std::sync::Arc::clone(&opened));
+        Ok(opened)
+    }
+
+    /// Drops `session`, unless another call has opened a new one since.
+    fn forget(&self, session: &std::sync::Arc<daemon::Session>) {
+        let mut current = self.current.lock();
+        if current
+            .as_ref()
+            .is_some_and(|c| std::sync::Arc::ptr_eq(c, session))
+        {
+            *current = None;
+        }
+    }
+}
+
 /// How `mnemofs brief` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum BriefFormat {
@@ -1294,9 +1367,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             guide,
             model,
         } => {
-            let session = serving_session(&at.target_made(None)?, guide, &model)?;
+            let target = at.target_made(None)?;
+            // Opened now, so that a store that cannot be opened is said
+            // at once, and again when the daemon it went through ends.
+            let session = Reopening::new(serving_session(&target, guide, &model)?);
             let (stdin, stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
-            let call = crate::front::in_scope(scope, |request| session.call(request));
+            let call = crate::front::in_scope(scope, |request| {
+                session.call(request, || serving_session(&target, guide, &model))
+            });
             crate::front::tool::serve(stdin, stdout, call)
                 .context("the memory tool's input or output failed")
         }
@@ -1327,7 +1405,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             // Opened on the first call; a call runs without holding the
             // lock, so calls over HTTP run side by side.
-            let session = parking_lot::Mutex::new(None::<std::sync::Arc<daemon::Session>>);
+            let session = Reopening::default();
             let call = move |request| {
                 // `remember` without a folder: the project's.
                 let request = match request {
@@ -1337,39 +1415,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     },
                     other => other,
                 };
-                let current = {
-                    let mut open = session.lock();
-                    match &*open {
-                        Some(current) => std::sync::Arc::clone(current),
-                        None => {
-                            let opened = std::sync::Arc::new(
-                                serving_session(&target, guide, &model).map_err(|e| {
-                                    tracing::error!("mcp: cannot open the store: {e:#}");
-                                    crate::ops::Error::Unavailable(format!(
-                                        "cannot open the store: {e:#}"
-                                    ))
-                                })?,
-                            );
-                            *open = Some(std::sync::Arc::clone(&opened));
-                            opened
-                        }
-                    }
-                };
-                let answer = current.call(request);
-                // A daemon that went away (restarted, unmounted) leaves this
-                // session useless: the next call opens a new one.
-                if current.through_daemon()
-                    && matches!(answer, Err(crate::ops::Error::Unavailable(_)))
-                {
-                    let mut open = session.lock();
-                    if open
-                        .as_ref()
-                        .is_some_and(|o| std::sync::Arc::ptr_eq(o, &current))
-                    {
-                        *open = None;
-                    }
-                }
-                answer
+                session.call(request, || serving_session(&target, guide, &model))
             };
             let call = crate::front::in_scope(scope, call);
             match (http.http, tokens_at) {

@@ -175,3 +175,137 @@ fn a_write_over_the_size_cap_is_answered() {
     );
     assert!(!store.join("knowledge").exists());
 }
+
+/// An MCP client on `mnemofs mcp` over stdio, for calls one at a time.
+struct Client {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+    next: u64,
+}
+
+impl Client {
+    /// Started on `store` with `state` and the runtime dir `runtime`,
+    /// and initialized.
+    fn start(store: &Path, state: &Path, runtime: &Path) -> Client {
+        let mut child = Command::new(bin())
+            .arg("mcp")
+            .arg("--store")
+            .arg(store)
+            .arg("--state-dir")
+            .arg(state)
+            .env("XDG_RUNTIME_DIR", runtime)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn mnemofs mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = Client {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next: 0,
+        };
+        client.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        client.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    fn send(&mut self, message: serde_json::Value) {
+        let stdin = self.stdin.as_mut().expect("open");
+        writeln!(stdin, "{message}").expect("send");
+    }
+
+    fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(60)) {
+            let message: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+            if message["id"] == id {
+                return message;
+            }
+        }
+        panic!("{method} was not answered");
+    }
+
+    /// A tool's text, `Err` when the tool answered with an error.
+    fn tool(&mut self, name: &str, arguments: serde_json::Value) -> Result<String, String> {
+        let answer = self.request(
+            "tools/call",
+            serde_json::json!({"name": name, "arguments": arguments}),
+        );
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if answer["result"]["isError"] == true {
+            Err(text)
+        } else {
+            Ok(text)
+        }
+    }
+
+    /// Closes its stdin and waits for it to end.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let status = wait_timeout(&mut self.child, Duration::from_secs(60)).expect("mcp exits");
+        assert!(status.success(), "mnemofs mcp failed: {status}");
+    }
+}
+
+/// Two agents' servers on one store: the second goes through the first,
+/// which serves the store; when the first ends, the second's next call
+/// is answered (it serves the store itself now), and nothing is lost.
+#[test]
+fn when_the_server_another_went_through_ends_the_next_call_is_answered() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    std::fs::create_dir(&store).expect("store");
+    let mut a = Client::start(&store, &state, tmp.path());
+    a.tool(
+        "write",
+        serde_json::json!({"content": "alpha fact one", "path": "a.md"}),
+    )
+    .expect("a writes");
+    let mut b = Client::start(&store, &state, tmp.path());
+    let found = b
+        .tool("search", serde_json::json!({"query": "alpha fact"}))
+        .expect("b searches through a");
+    assert!(found.contains("a.md"), "{found}");
+    a.close();
+    b.tool(
+        "write",
+        serde_json::json!({"content": "beta fact two", "path": "b.md"}),
+    )
+    .expect("b's write after a ended");
+    b.tool(
+        "write",
+        serde_json::json!({"content": "gamma fact three", "path": "c.md"}),
+    )
+    .expect("b's next write");
+    let found = b
+        .tool("search", serde_json::json!({"query": "beta gamma"}))
+        .expect("b searches");
+    assert!(found.contains("b.md") && found.contains("c.md"), "{found}");
+    b.close();
+    for name in ["a.md", "b.md", "c.md"] {
+        assert!(store.join(name).is_file(), "{name} is not in the store");
+    }
+}

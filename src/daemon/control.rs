@@ -114,6 +114,9 @@ pub(crate) struct ControlClient {
     /// False once a call lost its way (the connection broke, or a reply
     /// was not understood): the next call must not read what is left.
     sound: bool,
+    /// Whether the last request's line was all written: a request whose
+    /// line was not never ran.
+    delivered: bool,
 }
 
 impl ControlClient {
@@ -135,6 +138,7 @@ impl ControlClient {
             reader: BufReader::new(stream.try_clone()?),
             writer: stream,
             sound: true,
+            delivered: false,
         }))
     }
 
@@ -162,6 +166,7 @@ impl ControlClient {
             ops::Error::Unavailable(format!("lost the connection to the daemon: {e}"))
         };
         line.push(b'\n');
+        self.delivered = false;
         if let Err(e) = self.writer.write_all(&line) {
             // The daemon may have refused the request and hung up before
             // reading it all: its answer says why.
@@ -171,6 +176,7 @@ impl ControlClient {
                 _ => Err(lost(e)),
             };
         }
+        self.delivered = true;
         let mut reply = String::new();
         if self.reader.read_line(&mut reply).map_err(lost)? == 0 {
             return Err(ops::Error::Unavailable(
@@ -205,31 +211,45 @@ impl ControlPool {
     }
 
     /// Sends one request on a free connection and waits for its reply.
+    /// A kept connection whose daemon has gone takes no request: it is
+    /// sent once more on a new connection, and when nothing listens any
+    /// more, the answer is [`ops::Error::Unreached`] (nothing was done).
     pub(crate) fn call(&self, request: &Request) -> ops::Result<Response> {
         let taken = self.idle.lock().pop();
+        let kept = taken.is_some();
         let mut client = match taken {
             Some(client) => client,
-            None => match ControlClient::connect(&self.socket) {
-                Ok(Some(client)) => client,
-                Ok(None) => {
-                    return Err(ops::Error::Unavailable(
-                        "the daemon serving the store has stopped: start it again (mnemofs mount or serve), or start this session again to serve the store itself".into(),
-                    ));
-                }
-                Err(e) => {
-                    return Err(ops::Error::Unavailable(format!(
-                        "cannot reach the daemon at {}: {e}",
-                        self.socket.display()
-                    )));
-                }
-            },
+            None => self.connect()?,
         };
-        let result = client.call(request);
+        let mut result = client.call(request);
+        if result.is_err() && !client.delivered && kept {
+            self.idle.lock().clear();
+            client = self.connect()?;
+            result = client.call(request);
+        }
+        if result.is_err() && !client.delivered {
+            result = result.map_err(|e| ops::Error::Unreached(e.to_string()));
+        }
         let mut idle = self.idle.lock();
         if client.sound && idle.len() < KEPT_IDLE {
             idle.push(client);
         }
         result
+    }
+
+    /// A new connection to the daemon; [`ops::Error::Unreached`] when
+    /// nothing listens.
+    fn connect(&self) -> ops::Result<ControlClient> {
+        match ControlClient::connect(&self.socket) {
+            Ok(Some(client)) => Ok(client),
+            Ok(None) => Err(ops::Error::Unreached(
+                "the daemon serving the store has stopped: start it again (mnemofs mount or serve), or start this session again to serve the store itself".into(),
+            )),
+            Err(e) => Err(ops::Error::Unreached(format!(
+                "cannot reach the daemon at {}: {e}",
+                self.socket.display()
+            ))),
+        }
     }
 }
 

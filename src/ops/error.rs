@@ -112,6 +112,11 @@ pub enum Error {
     /// Something the operation needs is not running here.
     #[error("{0}")]
     Unavailable(String),
+    /// The daemon that served the store went away before it took the
+    /// request: nothing was done, and the request may be sent again to
+    /// whoever serves the store now.
+    #[error("{0}")]
+    Unreached(String),
     /// The search index failed.
     #[error("search index: {0}")]
     Index(String),
@@ -181,7 +186,7 @@ impl Error {
             Error::BadLine { .. } => libc::EINVAL,
             Error::Ambiguous { .. } => libc::EINVAL,
             Error::Conflict { .. } => libc::EAGAIN,
-            Error::Unavailable(_) => libc::ENOTSUP,
+            Error::Unavailable(_) | Error::Unreached(_) => libc::ENOTSUP,
             Error::Index(_) => libc::EIO,
             Error::Remote(e) => e.errno,
             Error::Io { error, .. } => error.raw_os_error().unwrap_or(libc::EIO),
@@ -205,7 +210,7 @@ impl Error {
             Error::BadLine { .. } => rpc::INVALID_PARAMS,
             Error::Ambiguous { .. } => rpc::AMBIGUOUS,
             Error::Conflict { .. } => rpc::CONFLICT,
-            Error::Unavailable(_) => rpc::UNAVAILABLE,
+            Error::Unavailable(_) | Error::Unreached(_) => rpc::UNAVAILABLE,
             Error::Index(_) => rpc::INTERNAL,
             Error::Remote(e) => e.code,
             Error::Io { error, .. } => match error.raw_os_error() {
@@ -253,7 +258,7 @@ impl Error {
                 candidates: candidates.clone(),
             },
             Error::Conflict { path } => Detail::Conflict { path: path.clone() },
-            Error::Unavailable(_) => Detail::Unavailable,
+            Error::Unavailable(_) | Error::Unreached(_) => Detail::Unavailable,
             Error::Index(_) => Detail::Index,
             Error::Remote(_) => Detail::Remote,
             Error::Io { path, .. } => Detail::Io { path: path.clone() },
@@ -281,7 +286,11 @@ impl Error {
     pub fn is_routine(&self) -> bool {
         !matches!(
             self,
-            Error::Io { .. } | Error::Index(_) | Error::Unavailable(_) | Error::Remote(_)
+            Error::Io { .. }
+                | Error::Index(_)
+                | Error::Unavailable(_)
+                | Error::Unreached(_)
+                | Error::Remote(_)
         )
     }
 }
