@@ -477,3 +477,21 @@ fn hooks_and_commands_reach_a_store_that_an_agents_tool_holds() {
     drop(to_tool);
     assert!(tool.wait().expect("the tool ends").success());
 }
+
+/// A note written outside mnemofs since a command last indexed the store
+/// (an editor's save, a `git pull`) is in the next brief, with no daemon.
+#[test]
+fn the_brief_without_a_daemon_shows_a_note_edited_outside_mnemofs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    fs::create_dir(&store).expect("store");
+    let out = hook(&["write", "first", "--title", "First"], &store, &state, b"");
+    assert!(out.status.success(), "{out:?}");
+    fs::write(
+        store.join("task-new.md"),
+        "---\ntitle: Rotate the signing key\ntype: task\nstatus: active\n---\nsoon\n",
+    )
+    .expect("a task written behind mnemofs's back");
+    let brief = stdout(&hook(&["brief"], &store, &state, b"{}"));
+    assert!(brief.contains("Rotate the signing key"), "{brief}");
+}

@@ -211,10 +211,11 @@ impl Session {
     }
 
     /// [`Session::open`] for a caller that only reads and cannot wait (a
-    /// session-start hook). Without a daemon it reads the index as last
-    /// committed (no lock, no catch-up: a brief must not wait on a walk of
-    /// the store) and refuses writes; with no index yet, it builds one
-    /// under the lock for at most `within` and answers with what it has.
+    /// session-start hook). Without a daemon it takes the store's lock if
+    /// it is free and lets the index catch up with the store (notes edited
+    /// in an editor, brought by `git pull`) for at most `within`, then
+    /// answers with what it has; while another command holds the lock it
+    /// reads the index as last committed and refuses writes.
     pub fn open_within(
         target: &Target,
         config: &Config,
@@ -277,9 +278,17 @@ impl Session {
     /// lives: hooks and commands started meanwhile reach the store through
     /// it instead of finding it locked.
     /// `guide` shows `MNEMOFS.md` at the root, as a mount does.
+    ///
+    /// A command that holds the store a moment (a hook's brief, a
+    /// one-shot `write`) is waited out, briefly, so that this session
+    /// serves the store after it rather than holding it unserved.
     pub fn open_serving(target: &Target, config: &Config, guide: bool) -> anyhow::Result<Session> {
-        let found = find(target)?;
-        if found.daemon.is_none() {
+        let deadline = std::time::Instant::now() + SERVER_SETTLING;
+        loop {
+            let found = find(target)?;
+            if found.daemon.is_some() {
+                break;
+            }
             let state_dir = target.state_dir_of(&found.store);
             let served = super::serve::Server::start(&super::serve::ServeConfig {
                 store: found.store.clone(),
@@ -296,6 +305,10 @@ impl Session {
                     way: Way::Serving(server),
                 });
             }
+            if std::time::Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
         Session::open(target, config)
     }
@@ -306,18 +319,28 @@ impl Session {
             return Ok(session);
         }
         let state_dir = target.state_dir_of(&found.store);
-        if let CatchUp::AtMost(_) = catch_up
-            && let Ok(store) = Store::open(&found.store).map(Arc::new)
-            && let Ok(index) = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
-        {
-            meaning_on_demand(&index, &state_dir, config);
-            return Ok(Session::read_only(store, index));
+        // A caller that cannot wait takes the store if it is free, and
+        // lets the index catch up for a moment; else it reads the index as
+        // last committed.
+        let mut taken = None;
+        if let CatchUp::AtMost(_) = catch_up {
+            taken = StoreLock::try_acquire(&found.store)?;
+            if taken.is_none()
+                && let Ok(store) = Store::open(&found.store).map(Arc::new)
+                && let Ok(index) = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
+            {
+                meaning_on_demand(&index, &state_dir, config);
+                return Ok(Session::read_only(store, index));
+            }
         }
         // A process that serves the store holds its lock a moment before
         // it answers (while it starts) and after (while it stops): a
         // command that comes then waits for it, briefly.
         let deadline = std::time::Instant::now() + SERVER_SETTLING;
         let lock = loop {
+            if let Some(lock) = taken.take() {
+                break lock;
+            }
             if let Some(lock) = StoreLock::try_acquire(&found.store)? {
                 break lock;
             }
