@@ -512,3 +512,27 @@ fn through_mounts_pulled_changes_reach_watchers_the_index_and_ids() {
         ],
     );
 }
+
+/// A note written on one machine and stamped by each machine's normalizer
+/// on its own (its own file time as `created_at`) is one note, the same
+/// on both, not a conflict; a body edited on both sides still is one.
+#[test]
+fn a_note_stamped_on_both_machines_is_no_conflict() {
+    let (_tmp, remote, a, b) = two_stores(&[("otter.md", "plain note\n")]);
+    let stamped = |at: &str| {
+        format!(
+            "---\nid: 0b6f3c1e-2d4a-4f70-9a81-b2c3d4e5f6a7\ncreated_at: {at}\nphase: organized\n---\nplain note\n"
+        )
+    };
+    a.write("otter.md", &stamped("2026-11-28T04:44:11Z"));
+    b.write("otter.md", &stamped("2026-11-28T04:44:04Z"));
+    a.sync();
+    let report = b.sync();
+    assert!(!report.contains("conflict"), "{report}");
+    a.sync();
+    b.sync();
+    // The earlier stamp, on both.
+    assert_eq!(a.read("otter.md"), stamped("2026-11-28T04:44:04Z"));
+    assert_eq!(a.tree().len(), 1, "{:?}", a.tree().keys());
+    settled(&a, &b, &remote, &[]);
+}

@@ -731,6 +731,19 @@ fn settle(
         let shown = String::from_utf8_lossy(path).into_owned();
         match (ours, theirs_stage) {
             (Some(ours), Some(other)) => {
+                // Stamped alike on both machines: one version, the same
+                // one whichever machine merges.
+                if other.oid != ours.oid
+                    && let Some(kept) = stamped_alike(git, &ours.oid, &other.oid)
+                {
+                    let mode = if kept == ours.oid {
+                        &ours.mode
+                    } else {
+                        &other.mode
+                    };
+                    entry(mode, &kept, path);
+                    continue;
+                }
                 entry(&ours.mode, &ours.oid, path);
                 if other.oid != ours.oid {
                     let copy = conflict_copy(git, theirs, &shown, &other.oid, tree, settings)?;
@@ -766,6 +779,52 @@ fn settle(
     let settled = scratch.run(&["write-tree"])?.trim().to_owned();
     let _ = std::fs::remove_file(&merge_index);
     Ok(settled)
+}
+
+/// Fields the normalizer adds to a memory that lacks them, each machine
+/// on its own: `created_at` from its own file time, so a note written on
+/// one machine and stamped on both differs there alone.
+const STAMPED: [&str; 4] = ["id", "created_at", "phase", "category"];
+
+/// The larger of two versions of a memory [`stamped_alike`] compares.
+const STAMPED_MAX: usize = 1 << 20;
+
+/// When blobs `a` and `b` are one memory that each machine's normalizer
+/// stamped on its own (the same body, frontmatter that differs only in
+/// [`STAMPED`] fields), the one to keep: the earlier `created_at`, then
+/// the smaller object name, so that both machines keep the same one and
+/// their next rounds agree. `None` when they differ otherwise.
+fn stamped_alike(git: &Git, a: &str, b: &str) -> Option<String> {
+    let read = |oid: &str| {
+        git.run_bytes(&["cat-file", "blob", oid], None)
+            .ok()
+            .filter(|bytes| bytes.len() <= STAMPED_MAX)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+    };
+    let (text_a, text_b) = (read(a)?, read(b)?);
+    let (fields_a, body_a) = crate::memory::own_frontmatter(&text_a).ok()??;
+    let (fields_b, body_b) = crate::memory::own_frontmatter(&text_b).ok()??;
+    if body_a != body_b {
+        return None;
+    }
+    let value = |fields: &serde_yaml::Mapping, key: &serde_yaml::Value| fields.get(key).cloned();
+    let differing_only_in_stamps = fields_a
+        .keys()
+        .chain(fields_b.keys())
+        .filter(|key| value(&fields_a, key) != value(&fields_b, key))
+        .all(|key| key.as_str().is_some_and(|k| STAMPED.contains(&k)));
+    if !differing_only_in_stamps {
+        return None;
+    }
+    let created = |fields: &serde_yaml::Mapping| {
+        fields
+            .get("created_at")
+            .and_then(|v| v.as_str())
+            .and_then(crate::memory::parse_timestamp)
+    };
+    let key_a = (created(&fields_a).unwrap_or(i64::MAX), a);
+    let key_b = (created(&fields_b).unwrap_or(i64::MAX), b);
+    Some(key_a.min(key_b).1.to_owned())
 }
 
 /// The path of the conflict copy of `path` holding blob `oid`: named
