@@ -365,3 +365,41 @@ fn a_command_waits_out_a_store_lock_held_a_moment() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Plums in the icebox."));
 }
+
+/// On a second machine, `sync init` makes the default store and brings
+/// the memories in, as the README's "once per machine" says.
+#[test]
+fn sync_init_on_a_new_machine_makes_the_default_store() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let remote = tmp.path().join("remote.git");
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    };
+    git(&[
+        "init",
+        "-q",
+        "--bare",
+        "-b",
+        "main",
+        remote.to_str().expect("utf-8"),
+    ]);
+    let (first, second) = (tmp.path().join("first"), tmp.path().join("second"));
+    let remote_arg = remote.to_str().expect("utf-8");
+    let out = mnemofs(
+        &first,
+        &["write", "kept on the first machine", "--path", "a.md"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = mnemofs(&first, &["sync", "init", remote_arg, "--host", "first"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = mnemofs(&second, &["sync", "init", remote_arg, "--host", "second"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let note = fs::read_to_string(second.join("data/mnemofs/store/a.md")).expect("brought in");
+    assert!(note.contains("kept on the first machine"), "{note}");
+}

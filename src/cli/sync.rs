@@ -64,7 +64,7 @@ pub(super) fn run(args: SyncArgs) -> anyhow::Result<()> {
             host,
             round: then,
         }) => {
-            let target = then.at.clone().target(None)?;
+            let target = then.at.clone().target_made(None)?;
             let found = daemon::find(&target)?;
             let options = InitOptions {
                 remote: remote.clone(),
@@ -78,8 +78,9 @@ pub(super) fn run(args: SyncArgs) -> anyhow::Result<()> {
                 "kept in step with"
             };
             eprintln!(
-                "mnemofs: {} is {kind} {remote} (its git remote {name})",
-                found.store.display()
+                "mnemofs: {} is {kind} {} (its git remote {name})",
+                found.store.display(),
+                crate::front::sync::without_credentials(&remote)
             );
             round(then)
         }

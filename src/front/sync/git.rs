@@ -462,6 +462,39 @@ pub(crate) fn parse_merge_tree(out: &[u8]) -> Option<(String, Vec<Stage>)> {
     Some((tree, stages))
 }
 
+/// `text` with the credentials of every URL in it masked: the user and
+/// password of `scheme://user:password@host`, and the whole user part of
+/// an `http(s)://` URL (where it is often a token). What git says, and
+/// the remote as the user named it, can reach a terminal or a journal.
+pub(crate) fn without_credentials(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let scheme_start = rest[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+            .map_or(0, |i| i + 1);
+        let scheme = rest[scheme_start..at].to_ascii_lowercase();
+        let authority_start = at + 3;
+        let authority_len = rest[authority_start..]
+            .find(|c: char| {
+                c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '\'' || c == '"'
+            })
+            .unwrap_or(rest.len() - authority_start);
+        let authority = &rest[authority_start..authority_start + authority_len];
+        out.push_str(&rest[..authority_start]);
+        match authority.rfind('@') {
+            Some(user_end) if authority[..user_end].contains(':') || scheme.starts_with("http") => {
+                out.push_str("***");
+                out.push_str(&authority[user_end..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &rest[authority_start + authority_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// What git said, in a line or two.
 fn first_lines(stderr: &[u8], stdout: &[u8]) -> String {
     let text = if stderr.iter().any(|b| !b.is_ascii_whitespace()) {
@@ -483,13 +516,37 @@ fn first_lines(stderr: &[u8], stdout: &[u8]) -> String {
     if lines.is_empty() {
         "no reason given".to_owned()
     } else {
-        lines.join("; ")
+        without_credentials(&lines.join("; "))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_urls_are_masked() {
+        for (text, shown) in [
+            (
+                "cannot reach http://user:ghp_SECRET@host/repo.git: refused",
+                "cannot reach http://***@host/repo.git: refused",
+            ),
+            (
+                "'https://ghp_TOKEN@github.com/me/mem.git/' not found",
+                "'https://***@github.com/me/mem.git/' not found",
+            ),
+            ("ssh://git@host:22/r.git", "ssh://git@host:22/r.git"),
+            ("ssh://me:pw@host/r.git", "ssh://***@host/r.git"),
+            ("git@github.com:me/r.git", "git@github.com:me/r.git"),
+            (
+                "/srv/remote.git and https://h/x",
+                "/srv/remote.git and https://h/x",
+            ),
+            ("https://a:b@h", "https://***@h"),
+        ] {
+            assert_eq!(without_credentials(text), shown, "{text}");
+        }
+    }
 
     #[test]
     fn raw_diffs_carry_renames_and_odd_names() {

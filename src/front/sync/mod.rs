@@ -36,6 +36,8 @@
 
 mod git;
 
+pub(crate) use git::without_credentials;
+
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -161,7 +163,7 @@ pub fn init(root: &Path, options: &InitOptions) -> Result<String, SyncError> {
         .map_or(options.remote.clone(), |(_, url)| url.clone());
     let url = absolute_remote(&url);
     let head = Git::remote_head(root, &url).map_err(|e| SyncError::Unreachable {
-        remote: options.remote.clone(),
+        remote: git::without_credentials(&options.remote),
         said: e.said,
     })?;
     let git = match existing {
@@ -424,7 +426,7 @@ fn locked_round(
         .with_fallback_identity("mnemofs", &email);
     seed_index(&git, own)?;
     let mut report = SyncReport {
-        remote: settings.remote.clone(),
+        remote: git::without_credentials(&settings.remote),
         branch: settings.branch.clone(),
         read_only: settings.read_only,
         resumed,
@@ -469,7 +471,7 @@ fn locked_round(
             false if attempt < PUSH_ATTEMPTS => continue,
             false => {
                 return Err(SyncError::Refused {
-                    remote: settings.remote.clone(),
+                    remote: git::without_credentials(&settings.remote),
                     said: "it moved on again while this round merged; sync again".into(),
                 });
             }
@@ -631,7 +633,7 @@ fn fetch(git: &Git, settings: &Settings) -> Result<(), SyncError> {
     git.run(&["fetch", "-q", "--no-tags", &settings.remote, &refspec])
         .map(drop)
         .map_err(|e| SyncError::Unreachable {
-            remote: settings.remote.clone(),
+            remote: git::without_credentials(&settings.remote),
             said: e.said,
         })
 }
@@ -1055,8 +1057,8 @@ fn push(git: &Git, settings: &Settings, merged: &str) -> Result<bool, SyncError>
         return Ok(false);
     }
     Err(SyncError::Refused {
-        remote: settings.remote.clone(),
-        said,
+        remote: git::without_credentials(&settings.remote),
+        said: git::without_credentials(&said),
     })
 }
 
