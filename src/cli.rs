@@ -502,11 +502,14 @@ impl StoreArgs {
         Ok(target)
     }
 
-    /// What the user named; the default store if nothing.
+    /// What the user named; if nothing, the primary store of the project
+    /// in the current folder (its `.claude/` settings block, as the hooks
+    /// and the MCP server read it), so that every command in a project
+    /// reaches the store its agent uses; else the default store.
     fn target(self, positional: Option<PathBuf>) -> anyhow::Result<daemon::Target> {
         let path = match positional.or(self.store) {
             Some(p) => absolute(&p)?,
-            None => daemon::default_store_dir(),
+            None => project::project_store().unwrap_or_else(daemon::default_store_dir),
         };
         Ok(daemon::Target {
             path,

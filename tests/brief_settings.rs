@@ -335,6 +335,25 @@ fn setup_then_remember_share_and_the_brief_follow_the_block() {
     let saved = fs::read_to_string(&note).expect("remembered note");
     assert!(saved.contains("manual-capture"), "{saved}");
     assert!(saved.ends_with(&format!("---\n{text}\n")), "{saved}");
+    // Every command in the project reaches that store, as the agent does;
+    // and it is private, as every store mnemofs makes.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(&mine).expect("store").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
+    let found = home.mnemofs(&["search", "ship the CLI before the plugin"]);
+    assert!(
+        found.contains("ship-the-cli-before-the-plugin.md"),
+        "{found}"
+    );
+    home.mnemofs(&[
+        "write",
+        "written from the project's shell",
+        "--path",
+        "shell.md",
+    ]);
+    assert!(mine.join("shell.md").is_file());
+    let read = home.mnemofs(&["read", "shell.md"]);
+    assert!(read.contains("written from the project's shell"), "{read}");
 
     // share: nothing without --yes; then a copy in the promote folder.
     home.mnemofs(&[

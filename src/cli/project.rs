@@ -325,7 +325,12 @@ pub(super) fn setup_claude(args: SetupArgs) -> anyhow::Result<()> {
     // The primary store is where captures go from the next session on: a
     // new one is made now, not at the first brief (which only reads).
     if let Some(store) = settings.store.as_deref().filter(|s| !s.exists()) {
-        std::fs::create_dir_all(store)
+        // Private, as every store mnemofs makes.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(store)
             .with_context(|| format!("cannot create the store {}", store.display()))?;
         println!("created the store {}", store.display());
     }
