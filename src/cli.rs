@@ -289,7 +289,8 @@ enum Command {
     /// default `remember/`), titled by its first line, tagged
     /// manual-capture. Prints its path and id
     Remember {
-        /// The text ("-" reads stdin).
+        /// The text ("-" reads stdin); it may start with "-" or "---".
+        #[arg(allow_hyphen_values = true)]
         text: String,
         /// The folder, relative to the store [default: the settings'
         /// rememberFolder, else remember].

@@ -22,6 +22,7 @@ pub(super) enum MemoryCommand {
     /// Write a new memory and print its id.
     Write {
         /// The content ("-" reads stdin). A whole note may open with its own frontmatter: its title, tags, category, type, status, scope, source and created_at count where no flag names them, and its other fields are kept.
+        #[arg(allow_hyphen_values = true)]
         content: String,
         /// Its category (it then goes to <category>/).
         #[arg(long)]

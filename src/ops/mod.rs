@@ -1763,9 +1763,10 @@ pub(crate) fn first_words(text: &str) -> String {
     title
 }
 
-/// A file-name-safe version of a title.
+/// A file-name-safe version of a title: at most 48 characters, cut
+/// after a whole word where one ends past the 16th.
 pub(crate) fn slug(title: &str) -> String {
-    let s: String = title
+    let all: Vec<char> = title
         .chars()
         .map(|c| {
             if c.is_alphanumeric() {
@@ -1774,8 +1775,18 @@ pub(crate) fn slug(title: &str) -> String {
                 '-'
             }
         })
-        .take(48)
         .collect();
+    let mut end = all.len().min(48);
+    if end < all.len()
+        && all[end] != '-'
+        && let Some(dash) = all[..end]
+            .iter()
+            .rposition(|&c| c == '-')
+            .filter(|&d| d > 16)
+    {
+        end = dash;
+    }
+    let s: String = all[..end].iter().collect();
     let mut out = String::new();
     for c in s.chars() {
         if !(c == '-' && out.ends_with('-')) {

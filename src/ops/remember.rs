@@ -34,7 +34,7 @@ impl Operations {
                 "{folder:?} is not a folder inside the store"
             )));
         }
-        let title = title_of(first);
+        let title = title_of(&title_line(text).unwrap_or_else(|| first.to_string()));
         let slug = match super::slug(&title) {
             s if s.is_empty() => "remembered".to_string(),
             s => s,
@@ -63,6 +63,49 @@ impl Operations {
     }
 }
 
+/// What names the text: the title its own frontmatter gives, else the
+/// first line of its body without markdown's marks (a heading's `#`, a
+/// list's `-`, a task's `[ ]`, a quote's `>`); `None` when it has no
+/// words.
+fn title_line(text: &str) -> Option<String> {
+    let body = match crate::memory::own_frontmatter(text) {
+        Ok(Some((fields, body))) => {
+            if let Some(title) = fields
+                .get("title")
+                .and_then(|t| t.as_str())
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+            {
+                return Some(title.to_string());
+            }
+            body
+        }
+        _ => text,
+    };
+    body.lines().find_map(|line| {
+        let mut line = line.trim();
+        loop {
+            let before = line;
+            line = line.trim_start_matches('#').trim_start();
+            for mark in ["- ", "* ", "+ ", "> ", "[ ] ", "[x] ", "[X] "] {
+                line = line.strip_prefix(mark).unwrap_or(line).trim_start();
+            }
+            let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            if digits > 0
+                && let Some(rest) = line[digits..].strip_prefix(". ")
+            {
+                line = rest.trim_start();
+            }
+            if line == before {
+                break;
+            }
+        }
+        line.chars()
+            .any(char::is_alphanumeric)
+            .then(|| line.to_string())
+    })
+}
+
 /// A line cut at [`TITLE_CHARS`] on the last space before the cut (at
 /// the cut when there is none), without an ellipsis: it is a title.
 fn title_of(line: &str) -> String {
@@ -80,6 +123,24 @@ fn title_of(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_title_is_the_texts_own_or_its_first_words_without_marks() {
+        for (text, title) in [
+            ("# Heading first\nbody", Some("Heading first")),
+            ("- [ ] buy milk", Some("buy milk")),
+            ("> 1. quoted step", Some("quoted step")),
+            ("---\ntitle: Its own\n---\nbody", Some("Its own")),
+            (
+                "---\ntags: [a]\n---\n\n## Below the block",
+                Some("Below the block"),
+            ),
+            ("---\n---\n", None),
+            ("#hashtag first", Some("hashtag first")),
+        ] {
+            assert_eq!(title_line(text).as_deref(), title, "{text:?}");
+        }
+    }
 
     #[test]
     fn titles_cut_on_a_word_boundary() {
