@@ -1,6 +1,7 @@
 //! `remember`: a text kept exactly as given, where the user asked for it.
 //!
-//! The note's title is the text's first line, cut at [`TITLE_CHARS`] on a
+//! The note's title is the title the text's own frontmatter gives, else
+//! its first line without markdown's marks, cut at [`TITLE_CHARS`] on a
 //! word boundary; its file is `<folder>/<slug of the title>.md`, with
 //! `-2`, `-3`, ... when the name is taken (a text remembered twice is two
 //! notes: the user asked twice); it is tagged `manual-capture`.
