@@ -633,8 +633,9 @@ enum BriefFormat {
     Json,
 }
 
-/// The most of a hook's stdin read.
-const HOOK_INPUT_MAX: u64 = 1 << 20;
+/// The most of a hook's stdin read (PostCompact's carries Claude Code's
+/// whole summary).
+const HOOK_INPUT_MAX: u64 = 16 << 20;
 /// The largest transcript a checkpoint reads (from its end).
 const TRANSCRIPT_MAX: u64 = 64 << 20;
 /// How long a brief lets an index without a daemon catch up.
@@ -642,21 +643,49 @@ const BRIEF_CATCH_UP: Duration = Duration::from_millis(600);
 
 /// A hook's JSON on stdin, if any: empty, missing or not JSON is `Null`.
 fn hook_input() -> serde_json::Value {
+    hook_input_said().0
+}
+
+/// [`hook_input`], and what was wrong with it when it is not an object:
+/// one sentence, for a hook that cannot go on without it.
+fn hook_input_said() -> (serde_json::Value, Option<String>) {
     use std::io::{IsTerminal, Read};
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
-        return serde_json::Value::Null;
+        return (
+            serde_json::Value::Null,
+            Some("no hook input: Claude Code gives it on stdin".into()),
+        );
     }
-    let mut text = String::new();
-    if stdin
+    let mut bytes = Vec::new();
+    if let Err(e) = stdin
         .lock()
-        .take(HOOK_INPUT_MAX)
-        .read_to_string(&mut text)
-        .is_err()
+        .take(HOOK_INPUT_MAX + 1)
+        .read_to_end(&mut bytes)
     {
-        return serde_json::Value::Null;
+        return (
+            serde_json::Value::Null,
+            Some(format!("cannot read the hook's input on stdin: {e}")),
+        );
     }
-    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+    let problem = if bytes.len() as u64 > HOOK_INPUT_MAX {
+        format!(
+            "the hook's input on stdin is over {} MiB",
+            HOOK_INPUT_MAX >> 20
+        )
+    } else if bytes.iter().all(u8::is_ascii_whitespace) {
+        "the hook's input on stdin is empty".into()
+    } else {
+        match std::str::from_utf8(&bytes) {
+            Err(e) => format!("the hook's input on stdin is not UTF-8 ({e})"),
+            Ok(text) => match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(value) if value.is_object() => return (value, None),
+                Ok(_) => "the hook's input on stdin is not a JSON object".into(),
+                Err(e) => format!("the hook's input on stdin is not JSON ({e})"),
+            },
+        }
+    };
+    (serde_json::Value::Null, Some(problem))
 }
 
 fn hook_str(input: &serde_json::Value, key: &str) -> Option<String> {
@@ -853,7 +882,7 @@ fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
     if claude_summary::is_child() {
         return Ok(());
     }
-    let input = hook_input();
+    let (input, input_problem) = hook_input_said();
     let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
     let cwd = hook_str(&input, "cwd");
     let settings = crate::front::claude_code::ProjectSettings::resolve(
@@ -863,17 +892,28 @@ fn checkpoint(at: StoreArgs) -> anyhow::Result<()> {
     let target = at.or_store(settings.store.clone()).target_made(None);
     let mut transcript = String::new();
     let result = (|| -> anyhow::Result<(String, String)> {
+        if let Some(problem) = &input_problem {
+            bail!("{problem}");
+        }
         let Some(session_id) = hook_str(&input, "session_id") else {
             bail!("no session_id in the hook's input on stdin");
         };
+        let summary = hook_str(&input, "compact_summary");
         if let Some(path) = hook_str(&input, "transcript_path") {
-            transcript = read_tail(Path::new(&path))?;
+            match read_tail(Path::new(&path)) {
+                Ok(text) => transcript = text,
+                // Claude Code's own summary is worth a note on its own.
+                Err(e) if summary.is_some() => {
+                    eprintln!("mnemofs: {e:#}; the checkpoint keeps Claude Code's summary alone");
+                }
+                Err(e) => return Err(e),
+            }
         }
         let checkpoint = crate::ops::Checkpoint {
             session_id,
             cwd: cwd.clone(),
             trigger: hook_str(&input, "trigger"),
-            summary: hook_str(&input, "compact_summary"),
+            summary,
             digest: crate::memory::transcript::digest(&transcript),
             folder: settings.capture_folder.clone(),
             summarized: None,
@@ -981,14 +1021,17 @@ fn report_note_problems(path: &str, text: &str, summarized: bool) {
 /// (a cut first line is skipped by the digest).
 fn read_tail(path: &Path) -> anyhow::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read the transcript {}", path.display()))?;
-    let len = file.metadata()?.len();
+    let cannot = || format!("cannot read the transcript {}", path.display());
+    let mut file = std::fs::File::open(path).with_context(cannot)?;
+    let len = file.metadata().with_context(cannot)?.len();
     if len > TRANSCRIPT_MAX {
-        file.seek(SeekFrom::Start(len - TRANSCRIPT_MAX))?;
+        file.seek(SeekFrom::Start(len - TRANSCRIPT_MAX))
+            .with_context(cannot)?;
     }
     let mut bytes = Vec::new();
-    file.take(TRANSCRIPT_MAX).read_to_end(&mut bytes)?;
+    file.take(TRANSCRIPT_MAX)
+        .read_to_end(&mut bytes)
+        .with_context(cannot)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -349,18 +349,63 @@ fn on_garbage_or_without_a_store_the_brief_says_so_and_the_checkpoint_fails_in_o
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("no-store");
     let state = dir.path().join("state");
-    for input in [&b"\xff\xfe not json {"[..], b"", b"[1,2,3]"] {
+    for (input, why) in [
+        (&b"\xff\xfe not json {"[..], "not UTF-8"),
+        (b"{not json", "not JSON"),
+        (b"", "empty"),
+        (b"[1,2,3]", "not a JSON object"),
+    ] {
         let text = stdout(&hook(&["brief"], &missing, &state, input));
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(text.starts_with("mnemofs: no memory brief"), "{text}");
-        // Nothing was written, and the user is told: exit 1, one line.
+        // Nothing was written, and the user is told why: exit 1, one line.
         let out = hook(&["checkpoint"], &missing, &state, input);
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.starts_with("mnemofs: no checkpoint written: "), "{err}");
+        assert!(err.contains(why), "{why}: {err}");
     }
     assert!(!missing.exists(), "a hook created the store");
+}
+
+/// PostCompact's input carries Claude Code's own summary: a transcript
+/// that cannot be read does not cost it, and its next step reaches the
+/// note's observations, which the brief shows.
+#[test]
+fn a_compact_summary_is_kept_without_its_transcript_and_its_next_step_is_observed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    fs::create_dir(&store).expect("store");
+    let input = serde_json::json!({
+        "session_id": "sess-9",
+        "hook_event_name": "PostCompact",
+        "transcript_path": tmp.path().join("gone.jsonl"),
+        "compact_summary": format!(
+            "1. Primary Request and Intent: speed up billing\n{}\n9. Optional Next Step: Benchmark the Rust billing job against the Go one.",
+            "x".repeat(2 << 20)
+        ),
+    });
+    let out = hook(
+        &["checkpoint"],
+        &store,
+        &state,
+        input.to_string().as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = stdout(&out);
+    let path = said
+        .trim()
+        .strip_prefix("mnemofs: session checkpoint in ")
+        .unwrap_or_else(|| panic!("{said}"));
+    let note = fs::read_to_string(store.join(path)).expect("the note");
+    assert!(
+        note.contains("- [next-step] Benchmark the Rust billing job against the Go one."),
+        "{}",
+        &note[note.len().saturating_sub(400)..]
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gone.jsonl"), "{err}");
 }
 
 #[test]

@@ -266,10 +266,55 @@ impl Checkpoint {
         add("attempted", &d.attempted);
         add("problem", &d.problems);
         add("next-step", &d.next_steps);
+        // Claude Code's own summary names the next step in a section of
+        // its own; the transcript may not.
+        if let Some(step) = self.summary.as_deref().and_then(next_step_of_summary)
+            && !d.next_steps.contains(&step)
+        {
+            add("next-step", &[step]);
+        }
         add("file", &d.files_edited);
         add("read", &d.files_read);
         out
     }
+}
+
+/// The next step a Claude Code compaction summary names in its section
+/// (`9. Optional Next Step: ...`, on the heading's line or below it), in
+/// one line of at most [`SUMMARY_ITEM_CHARS`] characters.
+fn next_step_of_summary(summary: &str) -> Option<String> {
+    let mut lines = summary.lines();
+    // A section's heading: a short label that names the next step.
+    let first = loop {
+        let line = lines.next()?;
+        if let Some((label, rest)) = line.split_once(':')
+            && label.chars().count() <= 40
+            && label.to_lowercase().contains("next step")
+        {
+            break rest.trim().to_string();
+        }
+    };
+    let mut step = first;
+    if step.is_empty() {
+        // Below the heading, up to a blank line or the next section.
+        for line in lines {
+            let line = line.trim();
+            let next_section = line
+                .split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            if line.is_empty() && !step.is_empty() || next_section {
+                break;
+            }
+            if !line.is_empty() {
+                if !step.is_empty() {
+                    step.push(' ');
+                }
+                step.push_str(line.trim_start_matches("- "));
+            }
+        }
+    }
+    let step = memory::transcript::clip_at_word(&step, SUMMARY_ITEM_CHARS);
+    (!step.is_empty()).then_some(step)
 }
 
 impl Operations {
@@ -494,6 +539,27 @@ fn slug(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_step_of_a_compact_summary_is_an_observation() {
+        for (summary, step) in [
+            (
+                "1. Primary Request: build X\n9. Optional Next Step: Benchmark the Rust billing job.",
+                Some("Benchmark the Rust billing job."),
+            ),
+            (
+                "8. Current Work:\n   the parser\n\n9. Optional Next Step:\n   Wire the parser\n   into the CLI.\n\n10. Other: x",
+                Some("Wire the parser into the CLI."),
+            ),
+            ("1. Primary Request: build X", None),
+            (
+                "1. Primary Request: plan the next steps of the parser: carefully",
+                None,
+            ),
+        ] {
+            assert_eq!(next_step_of_summary(summary).as_deref(), step, "{summary}");
+        }
+    }
 
     #[test]
     fn the_analysis_of_a_compact_summary_is_left_out() {
