@@ -410,7 +410,7 @@ fn bad_input_is_one_sentence_and_leaves_the_store_as_it_was() {
     said(&a.run(&["sync"]), "cannot reach origin");
     assert_eq!(a.tree(), before);
     let log = git(&a.store, &["log", "-1", "--format=%s"]);
-    assert!(log.contains("changes on laptop"), "{log}");
+    assert!(log.contains("1 change on laptop"), "{log}");
 }
 
 #[test]

@@ -22,7 +22,40 @@ pub const UNIT_NAME: &str = "mnemofs.service";
 
 /// The template with `binary` filled in, quoted for a systemd command line.
 pub fn render_unit(binary: &Path) -> String {
-    TEMPLATE.replace("@BINARY@", &systemd_quote(&binary.to_string_lossy()))
+    let binary = systemd_quote(&binary.to_string_lossy());
+    // The comment's instructions for filling the template by hand stay as
+    // they are.
+    fill_lines(
+        TEMPLATE,
+        |line, _| line.starts_with('#'),
+        &[("@BINARY@", &binary)],
+    )
+}
+
+/// `template` with each `(placeholder, value)` filled in, except on the
+/// lines `in_comment` says are a comment (given the line and whether the
+/// lines before left a comment open).
+fn fill_lines(
+    template: &str,
+    in_comment: impl Fn(&str, bool) -> bool,
+    values: &[(&str, &str)],
+) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut open = false;
+    for line in template.split_inclusive('\n') {
+        let comment = in_comment(line, open);
+        open = comment && !line.contains("-->");
+        if comment {
+            out.push_str(line);
+        } else {
+            let mut filled = line.to_string();
+            for (placeholder, value) in values {
+                filled = filled.replace(placeholder, value);
+            }
+            out.push_str(&filled);
+        }
+    }
+    out
 }
 
 /// Quotes a word for `ExecStart=`: `%` starts a specifier and `$` a
@@ -66,9 +99,15 @@ impl Manager {
 
 /// The LaunchAgent with the binary and the home folder filled in.
 pub fn render_plist(binary: &Path, home: &Path) -> String {
-    PLIST_TEMPLATE
-        .replace("@BINARY@", &xml_escape(&binary.to_string_lossy()))
-        .replace("@HOME@", &xml_escape(&home.to_string_lossy()))
+    let (binary, home) = (
+        xml_escape(&binary.to_string_lossy()),
+        xml_escape(&home.to_string_lossy()),
+    );
+    fill_lines(
+        PLIST_TEMPLATE,
+        |line, open| open || line.trim_start().starts_with("<!--"),
+        &[("@BINARY@", &binary), ("@HOME@", &home)],
+    )
 }
 
 fn xml_escape(text: &str) -> String {
@@ -288,7 +327,26 @@ mod tests {
         );
         let unit = render_unit(Path::new("/usr/local/bin/mnemofs"));
         assert!(unit.contains("ExecStop=/usr/local/bin/mnemofs unmount %h/memories"));
-        assert!(!unit.contains("@BINARY@"));
+        // Filled in where systemd reads it, not in the comment's
+        // instructions for filling it by hand.
+        let filled: Vec<&str> = unit.lines().filter(|l| l.contains("@BINARY@")).collect();
+        assert!(
+            !filled.is_empty() && filled.iter().all(|l| l.starts_with('#')),
+            "{unit}"
+        );
+        let plist = render_plist(Path::new("/opt/mnemofs"), Path::new("/Users/me"));
+        let left: Vec<&str> = plist
+            .lines()
+            .filter(|l| l.contains("@BINARY@") || l.contains("@HOME@"))
+            .collect();
+        assert!(
+            !left.is_empty() && left.iter().all(|l| l.contains("sed -e")),
+            "{plist}"
+        );
+        assert!(
+            plist.contains("<string>/Users/me/memories</string>"),
+            "{plist}"
+        );
     }
 
     #[test]
@@ -314,6 +372,13 @@ mod tests {
             plist.contains("/Users/a&amp;b/Library/Logs/mnemofs.log"),
             "{plist}"
         );
-        assert!(!plist.contains('@'), "{plist}");
+        // Every placeholder is filled but in the comment's instructions.
+        assert!(
+            plist
+                .lines()
+                .filter(|l| l.contains('@'))
+                .all(|l| l.contains("sed -e")),
+            "{plist}"
+        );
     }
 }

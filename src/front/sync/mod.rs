@@ -580,7 +580,11 @@ fn commit_local(git: &Git, settings: &Settings, resumed: bool) -> Result<Vec<Str
     }
     let changes = diff(git, &head_tree, &tree)?;
     let words: Vec<String> = changes.iter().map(describe).collect();
-    let mut message = format!("mnemofs: {} changes on {}", words.len(), settings.host);
+    let mut message = format!(
+        "mnemofs: {} on {}",
+        ops::counted(words.len(), "change"),
+        settings.host
+    );
     if resumed {
         message.push_str(", with what a sync cut short had applied");
     }
