@@ -411,6 +411,19 @@ fn bad_input_is_one_sentence_and_leaves_the_store_as_it_was() {
     assert_eq!(a.tree(), before);
     let log = git(&a.store, &["log", "-1", "--format=%s"]);
     assert!(log.contains("1 change on laptop"), "{log}");
+    // Back in reach, the next round pushes that commit, and says so.
+    git(
+        &a.store,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            &tmp.path().join("remote.git").to_string_lossy(),
+        ],
+    );
+    let report = a.sync();
+    assert!(report.contains("2 earlier commits pushed"), "{report}");
+    assert!(!report.contains("nothing to do"), "{report}");
 }
 
 #[test]

@@ -49,6 +49,10 @@ pub struct SyncReport {
     pub waiting: Vec<String>,
     /// True when the remote now has what the store has.
     pub pushed: bool,
+    /// Commits this round pushed that earlier rounds (or the user) made:
+    /// a round after one that could not reach the remote.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pushed_earlier: usize,
     /// True for a read-only clone, which never pushes.
     pub read_only: bool,
     /// The commit the store is at.
@@ -59,6 +63,10 @@ pub struct SyncReport {
     /// was, apart from what it says it applied).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `1 copy`, `2 copies`: a count and its noun (`-s` added, or `y` made
@@ -104,6 +112,12 @@ impl SyncReport {
             parts.push(format!(
                 "{} {verb} for the next round",
                 counted(n, "change")
+            ));
+        }
+        if self.pushed_earlier > 0 {
+            parts.push(format!(
+                "{} pushed",
+                counted(self.pushed_earlier, "earlier commit")
             ));
         }
         if parts.is_empty() {

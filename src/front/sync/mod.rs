@@ -463,9 +463,21 @@ fn locked_round(
             report.pushed = true;
             break;
         }
+        // What the remote lacks but this round's own commit.
+        let range = match &theirs {
+            Some(theirs) => format!("{theirs}..{merged}"),
+            None => merged.clone(),
+        };
+        let ahead = git
+            .run(&["rev-list", "--count", "--no-merges", &range])
+            .ok()
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .unwrap_or(0);
         match push(&git, settings, &merged)? {
             true => {
                 report.pushed = true;
+                let own = usize::from(!report.committed.is_empty());
+                report.pushed_earlier = ahead.saturating_sub(own);
                 break;
             }
             false if attempt < PUSH_ATTEMPTS => continue,
