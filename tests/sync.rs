@@ -407,7 +407,16 @@ fn bad_input_is_one_sentence_and_leaves_the_store_as_it_was() {
     );
     a.write("note.md", "written while the remote is away\n");
     let before = a.tree();
-    said(&a.run(&["sync"]), "cannot reach origin");
+    said(&a.run(&["sync"]), "1 local change committed here");
+    let out = a.run(&["sync", "--json"]);
+    assert!(!out.status.success());
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("JSON on failure too");
+    assert!(
+        answer["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot reach origin")),
+        "{answer}"
+    );
     assert_eq!(a.tree(), before);
     let log = git(&a.store, &["log", "-1", "--format=%s"]);
     assert!(log.contains("1 change on laptop"), "{log}");

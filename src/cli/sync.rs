@@ -91,7 +91,12 @@ pub(super) fn run(args: SyncArgs) -> anyhow::Result<()> {
 fn round(args: RoundArgs) -> anyhow::Result<()> {
     let RoundArgs { at, config, json } = args;
     let session = super::session(&at.target(None)?, config.as_deref())?;
-    let Response::Synced { report } = session.call(Request::Sync)? else {
+    let answer = session.call(Request::Sync);
+    // Asked for JSON, a round that fails answers in JSON too.
+    if json && let Err(e) = &answer {
+        println!("{}", serde_json::json!({ "error": e.to_string() }));
+    }
+    let Response::Synced { report } = answer? else {
         bail!("unexpected answer to sync");
     };
     if json {

@@ -436,7 +436,24 @@ fn locked_round(
     report.committed = commit_local(&git, settings, resumed)?;
 
     for attempt in 1..=PUSH_ATTEMPTS {
-        fetch(&git, settings)?;
+        fetch(&git, settings).map_err(|e| match e {
+            // What this round committed is safe, and goes out later.
+            SyncError::Unreachable { remote, said } if !report.committed.is_empty() => {
+                SyncError::Unreachable {
+                    remote,
+                    said: format!(
+                        "{said} ({} committed here; the next round that reaches it pushes {})",
+                        ops::counted(report.committed.len(), "local change"),
+                        if report.committed.len() == 1 {
+                            "it"
+                        } else {
+                            "them"
+                        }
+                    ),
+                }
+            }
+            e => e,
+        })?;
         let ours = git.rev("HEAD");
         let theirs = git.rev(&tracking(settings));
         let merged = merge(
