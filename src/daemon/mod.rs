@@ -307,8 +307,26 @@ fn wait_ready(read_end: OwnedFd, log_path: &Path) -> anyhow::Result<()> {
     }
     let message = String::from_utf8_lossy(&message);
     let message = message.trim();
+    if message == "ready" {
+        return Ok(());
+    }
+    // A daemon that failed is still undoing its mount: the command returns
+    // once it is gone (its end of the pipe closes as it exits), so nothing
+    // is left mounted behind a failed `mount`.
+    let mut pfd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(10_000) as i32) };
+        if n <= 0 || file.read(&mut byte).unwrap_or(0) == 0 {
+            break;
+        }
+    }
     match message {
-        "ready" => Ok(()),
         "" => bail!(
             "the daemon exited before mounting (see {})",
             log_path.display()
@@ -607,6 +625,13 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
             // which fails what waits (and unmounts), then the rest.
             drop(mounted);
             drop(serving);
+            // A request that waited on the session made the mount busy
+            // when the session went: detach what is left of it.
+            if mountpoint::is_mounted(&config.mountpoint)
+                && let Err(e) = mountpoint::unmount(&config.mountpoint, true)
+            {
+                tracing::warn!("cannot detach {}: {e:#}", config.mountpoint.display());
+            }
             return Err(e);
         }
     };
