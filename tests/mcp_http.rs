@@ -243,12 +243,16 @@ fn without_tokens_a_loopback_server_answers_anyone() {
 /// Posts one JSON-RPC message to an MCP URL with a token; returns the
 /// status line and the body.
 fn post(url: &str, token: &str, message: &serde_json::Value) -> (String, serde_json::Value) {
+    post_bytes(url, token, message.to_string().as_bytes())
+}
+
+/// [`post`] of any bytes as the body.
+fn post_bytes(url: &str, token: &str, body: &[u8]) -> (String, serde_json::Value) {
     use std::io::{Read, Write};
     let authority = url
         .strip_prefix("http://")
         .and_then(|u| u.strip_suffix("/mcp"))
         .expect("an http URL");
-    let body = message.to_string();
     let mut stream = std::net::TcpStream::connect(authority).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -258,10 +262,11 @@ fn post(url: &str, token: &str, message: &serde_json::Value) -> (String, serde_j
         "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n\
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
          MCP-Protocol-Version: 2025-06-18\r\nConnection: close\r\n\
-         Content-Length: {}\r\n\r\n{body}",
+         Content-Length: {}\r\n\r\n",
         body.len()
     )
     .expect("send");
+    stream.write_all(body).expect("send the body");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("answer");
     let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
@@ -297,6 +302,19 @@ fn serve_answers_mcp_over_http_beside_its_sockets() {
     )
     .expect("cat timed out");
     assert!(succeeded(&out).contains("Plums."));
+    // What is not JSON-RPC is answered as JSON-RPC answers it.
+    let deep = format!("{}{}", "[".repeat(2000), "]".repeat(2000));
+    for body in [&b"{not json"[..], b"", b"\xff\xfe", deep.as_bytes()] {
+        let (status, answer) = post_bytes(&url, &owner, body);
+        assert!(status.contains("400"), "{status} {answer}");
+        assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    }
+    let mut bad_arguments = write_call("notes/y.md", "y\n");
+    bad_arguments["params"]["arguments"] = serde_json::json!("x");
+    let (status, answer) = post(&url, &owner, &bad_arguments);
+    assert!(status.contains("400"), "{status} {answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["id"], 7, "{answer}");
     let (status, _) = post(&url, "mnemofs_wrong", &write_call("notes/x.md", "x\n"));
     assert!(status.contains("401"), "{status}");
     drop(daemon);

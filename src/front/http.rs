@@ -310,8 +310,82 @@ impl Gate {
             },
         };
         request.extensions_mut().insert(grant);
-        self.service.handle(request).await
+        if request.method() != hyper::Method::POST {
+            return self.service.handle(request).await;
+        }
+        // A message that is not JSON-RPC is answered as JSON-RPC answers
+        // it, before the transport sees it.
+        let (parts, body) = request.into_parts();
+        let bytes = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return refusal(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("the request's body is over {} MiB", MAX_BODY >> 20),
+                );
+            }
+            Err(e) => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    &format!("cannot read the request's body: {e}"),
+                );
+            }
+        };
+        if let Some(response) = not_json_rpc(&bytes) {
+            return response;
+        }
+        self.service
+            .handle(HttpRequest::from_parts(parts, Full::new(bytes)))
+            .await
     }
+}
+
+/// JSON-RPC's error answer, with HTTP status 400, to a body that is not a
+/// JSON-RPC message: not UTF-8 or not JSON (-32700), or a `tools/call`
+/// whose `arguments` are not an object (-32602). `None` for anything else,
+/// which the transport answers.
+fn not_json_rpc(body: &[u8]) -> Option<HttpResponse<Body>> {
+    let error = |id: serde_json::Value, code: i32, message: String| {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": { "code": code, "message": message },
+        })
+        .to_string();
+        let mut response = HttpResponse::new(Full::new(Bytes::from(body)).boxed());
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
+        response
+    };
+    let message: serde_json::Value = match serde_json::from_slice(body) {
+        Ok(message) => message,
+        Err(e) => {
+            return Some(error(
+                serde_json::Value::Null,
+                -32700,
+                format!("the body is not JSON: {e}"),
+            ));
+        }
+    };
+    let calls = match &message {
+        serde_json::Value::Array(batch) => batch.iter().collect(),
+        one => vec![one],
+    };
+    calls.into_iter().find_map(|call| {
+        let arguments = call.get("params").and_then(|p| p.get("arguments"));
+        (call.get("method").and_then(|m| m.as_str()) == Some("tools/call")
+            && arguments.is_some_and(|a| !a.is_object() && !a.is_null()))
+        .then(|| {
+            error(
+                call.get("id").cloned().unwrap_or_default(),
+                -32602,
+                "a tool's arguments are an object of named values".into(),
+            )
+        })
+    })
 }
 
 /// The token of `Authorization: Bearer <token>`.
