@@ -711,6 +711,9 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
     let config = Config::load(None).map(|(c, _)| c).unwrap_or_default();
     let project = cwd.as_deref().map(Path::new);
     let settings = ProjectSettings::resolve(project, config.claude.as_ref());
+    // A store named on the command line (the plugin passes
+    // `MNEMOFS_STORE` so) is a configuration too: no nudge then.
+    let unconfigured = settings.source.is_none() && at.store.is_none();
     let at = at.or_store(settings.store.clone());
     // Started first: they run while the primary store answers.
     let others = settings.recall_stores();
@@ -729,7 +732,7 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
     match answer {
         Ok(mut brief) => {
             brief.notices.extend(settings.warnings.iter().cloned());
-            if settings.source.is_none() {
+            if unconfigured {
                 brief.notices.push(NOT_CONFIGURED.into());
             }
             let listed = others.len();
@@ -755,7 +758,7 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
         Err(e) => {
             eprintln!("mnemofs: {e:#}");
             // One line still, with the nudge: a first run has no store.
-            let nudge = if settings.source.is_none() {
+            let nudge = if unconfigured {
                 format!(" {NOT_CONFIGURED}")
             } else {
                 String::new()
@@ -1032,7 +1035,9 @@ fn read_tail(path: &Path) -> anyhow::Result<String> {
     file.take(TRANSCRIPT_MAX)
         .read_to_end(&mut bytes)
         .with_context(cannot)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    // Bytes that are not UTF-8 are dropped, not carried into the note as
+    // replacement characters.
+    Ok(String::from_utf8_lossy(&bytes).replace('\u{FFFD}', ""))
 }
 
 /// Whether the virtual folders appear in the root listing.
@@ -1446,6 +1451,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let target = at.or_store(settings.store).target_made(None)?;
             let remember_folder = settings.remember_folder;
+            let recall_window = settings.recall_window.as_secs();
+            let project = project.map(|p| p.display().to_string());
             let tokens_at = match http.http {
                 Some(_) => Some(target.state_dir()?),
                 None => None,
@@ -1459,6 +1466,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     Request::Remember { text, folder: None } => Request::Remember {
                         text,
                         folder: Some(remember_folder.clone()),
+                    },
+                    // The brief of the project it was started in, as the
+                    // session-start hook gives it.
+                    Request::Brief { cwd: None, within } => Request::Brief {
+                        cwd: project.clone(),
+                        within: within.or(Some(recall_window)),
                     },
                     other => other,
                 };

@@ -122,6 +122,17 @@ fn brief_reads_the_settings_block_and_the_secondary_stores() {
     assert!(text.contains(NUDGE), "{text}");
     assert!(text.contains("search mnemofs first"), "{text}");
     assert!(!text.contains("Pick the storage engine"), "{text}");
+    // A store named as the plugin names `MNEMOFS_STORE`: no nudge.
+    let project = home.path("project");
+    let store = home.path("data/mnemofs/store");
+    let text = home.mnemofs(&[
+        "brief",
+        "--cwd",
+        project.to_str().expect("utf-8"),
+        "--store",
+        store.to_str().expect("utf-8"),
+    ]);
+    assert!(!text.contains(NUDGE), "{text}");
 
     // The block in the project's settings: its store, its secondary
     // store's decision labelled with the store, its recall prompt.

@@ -540,3 +540,35 @@ fn the_brief_without_a_daemon_shows_a_note_edited_outside_mnemofs() {
     let brief = stdout(&hook(&["brief"], &store, &state, b"{}"));
     assert!(brief.contains("Rotate the signing key"), "{brief}");
 }
+
+/// Bytes of a transcript that are not UTF-8 are left out of the note, not
+/// carried into it (and the brief) as replacement characters.
+#[test]
+fn a_transcript_that_is_not_utf8_leaves_no_replacement_characters() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    fs::create_dir(&store).expect("store");
+    let transcript = tmp.path().join("t.jsonl");
+    let damaged = TRANSCRIPT
+        .replace("We decided", "We \u{1}decided")
+        .into_bytes();
+    let at = damaged.iter().position(|&b| b == 1).expect("the mark");
+    let mut bytes = damaged[..at].to_vec();
+    bytes.extend_from_slice(b"\xff\xfe");
+    bytes.extend_from_slice(&damaged[at + 1..]);
+    fs::write(&transcript, bytes).expect("transcript");
+    let input = serde_json::json!({"session_id": "sess-u", "transcript_path": transcript});
+    let said = stdout(&hook(
+        &["checkpoint"],
+        &store,
+        &state,
+        input.to_string().as_bytes(),
+    ));
+    let path = said
+        .trim()
+        .strip_prefix("mnemofs: session checkpoint in ")
+        .unwrap_or_else(|| panic!("{said}"));
+    let note = fs::read_to_string(store.join(path)).expect("the note");
+    assert!(note.contains("[decision]"), "{note}");
+    assert!(!note.contains('\u{FFFD}'), "{note}");
+}
