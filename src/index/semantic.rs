@@ -191,16 +191,8 @@ impl Semantic {
     /// The memories the index holds, once it has taken in the store: those
     /// without vectors are queued.
     pub(crate) fn seed(&self, paths: Vec<StorePath>) {
-        let table = self.table.read();
-        let mut queue = self.queue.lock();
-        for path in paths {
-            if !table.contains(&path) && queue.queued.insert(path.clone()) {
-                queue.paths.push_back(path);
-            }
-        }
-        queue.seeded = true;
-        drop(queue);
-        drop(table);
+        self.waiting_here(paths);
+        self.queue.lock().seeded = true;
         self.wake.notify_one();
     }
 
@@ -215,9 +207,9 @@ impl Semantic {
         self.table.write().remove(path);
     }
 
-    /// For a frozen table: of `paths` (the memories the index holds), those
-    /// without vectors wait to be embedded by a search here, which does so
-    /// when they are few and short.
+    /// Of `paths` (the memories the index holds), those without vectors
+    /// are queued: for the worker, or, in a frozen table, for a search
+    /// here, which embeds them when they are few and short.
     pub(crate) fn waiting_here(&self, paths: Vec<StorePath>) {
         let table = self.table.read();
         let mut queue = self.queue.lock();
