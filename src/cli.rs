@@ -725,7 +725,10 @@ fn brief(at: StoreArgs, cwd: Option<PathBuf>, format: BriefFormat) -> anyhow::Re
             cwd: cwd.clone(),
             within,
         })? {
-            Response::Brief { brief } => Ok(brief),
+            Response::Brief { mut brief } => {
+                brief.notices.extend(session.changed_since_indexed());
+                Ok(brief)
+            }
             _ => bail!("unexpected answer to brief"),
         }
     });

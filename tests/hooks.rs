@@ -572,3 +572,29 @@ fn a_transcript_that_is_not_utf8_leaves_no_replacement_characters() {
     assert!(note.contains("[decision]"), "{note}");
     assert!(!note.contains('\u{FFFD}'), "{note}");
 }
+
+/// A store read as its index was last committed (a brief of a store too
+/// large to walk in a moment, or one another command holds) says when a
+/// folder changed since that commit: what it answers may miss a note.
+#[test]
+fn a_read_of_the_committed_index_says_when_the_store_changed_since() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    fs::create_dir_all(store.join("notes")).expect("store");
+    fs::write(store.join("notes/a.md"), "a note\n").expect("seed");
+    let out = hook(&["reindex"], &store, &state, b"");
+    assert!(out.status.success(), "{out:?}");
+    let target = mnemofs::daemon::Target {
+        path: store.clone(),
+        state_dir: Some(state.clone()),
+    };
+    let session = mnemofs::daemon::Session::open_read_only(&target).expect("read-only");
+    assert_eq!(session.changed_since_indexed(), None);
+    drop(session);
+    // Folder times have a clock tick's grain: step past the commit's.
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(store.join("notes/b.md"), "written behind mnemofs's back\n").expect("b");
+    let session = mnemofs::daemon::Session::open_read_only(&target).expect("read-only");
+    let said = session.changed_since_indexed().expect("a change is said");
+    assert!(said.contains("may be missing"), "{said}");
+}

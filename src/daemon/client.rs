@@ -163,6 +163,12 @@ pub fn find(target: &Target) -> anyhow::Result<Found> {
 /// but does not answer yet (it is starting or stopping).
 const SERVER_SETTLING: Duration = Duration::from_secs(5);
 
+/// The most memories a caller that cannot wait (a session-start brief)
+/// lets the index catch up with: a store of 10k is walked and brought up
+/// to date in about 70 ms, one of 100k takes over half a second, and is
+/// read as last committed instead (see [`Session::changed_since_indexed`]).
+const CATCH_UP_MEMORIES: u64 = 20_000;
+
 /// A command's way to the operations: a daemon, or the store itself.
 pub struct Session {
     way: Way,
@@ -186,6 +192,8 @@ enum Way {
     ReadOnly {
         ops: Operations,
         index: Index,
+        /// The store's folder.
+        root: PathBuf,
     },
     /// This process serves the store to the others while it lives.
     Serving(super::serve::Server),
@@ -260,6 +268,7 @@ impl Session {
 
     /// Answers from `index` as last committed, refusing writes.
     fn read_only(store: Arc<Store>, index: Index) -> Session {
+        let root = store.root_path().to_path_buf();
         let ops = Operations::new(
             store,
             index.clone(),
@@ -268,7 +277,7 @@ impl Session {
             ServedBy::Local,
         );
         Session {
-            way: Way::ReadOnly { ops, index },
+            way: Way::ReadOnly { ops, index, root },
         }
     }
 
@@ -319,15 +328,27 @@ impl Session {
             return Ok(session);
         }
         let state_dir = target.state_dir_of(&found.store);
-        // A caller that cannot wait takes the store if it is free, and
-        // lets the index catch up for a moment; else it reads the index as
-        // last committed.
+        // A caller that cannot wait takes a store small enough to walk in
+        // a moment if it is free, and lets the index catch up; else it
+        // reads the index as last committed.
         let mut taken = None;
         if let CatchUp::AtMost(_) = catch_up {
-            taken = StoreLock::try_acquire(&found.store)?;
+            let committed = Store::open(&found.store)
+                .map(Arc::new)
+                .ok()
+                .and_then(|store| {
+                    Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
+                        .ok()
+                        .map(|index| (store, index))
+                });
+            let small = committed
+                .as_ref()
+                .is_none_or(|(_, index)| index.memories() <= CATCH_UP_MEMORIES);
+            if small {
+                taken = StoreLock::try_acquire(&found.store)?;
+            }
             if taken.is_none()
-                && let Ok(store) = Store::open(&found.store).map(Arc::new)
-                && let Ok(index) = Index::open_read_only(&state_dir, Some(Arc::clone(&store)))
+                && let Some((store, index)) = committed
             {
                 meaning_on_demand(&index, &state_dir, config);
                 return Ok(Session::read_only(store, index));
@@ -380,6 +401,44 @@ impl Session {
                 _lock: lock,
             },
         })
+    }
+
+    /// For a session that reads the index as last committed: one sentence
+    /// when a folder of the store changed after that commit (a note added,
+    /// removed or saved by rename), so that what it answers may miss it.
+    /// A walk of the folders alone, not of the notes: 27 ms for 500
+    /// folders of 100k notes. `None` for any other session.
+    pub fn changed_since_indexed(&self) -> Option<String> {
+        let Way::ReadOnly { index, root, .. } = &self.way else {
+            return None;
+        };
+        let committed_ms = index.status().last_commit;
+        let mut folders = vec![root.clone()];
+        while let Some(folder) = folders.pop() {
+            let changed = std::fs::metadata(&folder)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .is_some_and(|t| t.as_millis() as i64 > committed_ms);
+            if changed {
+                return Some(
+                    "notes changed in the store since its index was last brought up to date \
+                     may be missing here: a mount or `mnemofs serve` keeps it current, \
+                     `mnemofs reindex` brings it up to date now"
+                        .into(),
+                );
+            }
+            let Ok(entries) = std::fs::read_dir(&folder) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let hidden = entry.file_name().as_encoded_bytes().starts_with(b".");
+                if !hidden && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    folders.push(entry.path());
+                }
+            }
+        }
+        None
     }
 
     /// True when a daemon answers.

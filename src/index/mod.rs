@@ -447,9 +447,16 @@ impl Index {
         store: Option<Arc<Store>>,
     ) -> Result<Index, IndexError> {
         let dir = index_dir(state_dir);
-        if !dir.join("meta.json").exists() {
+        // Its last commit, as far as a reader can tell: when the commit
+        // record was last written.
+        let Ok(meta) = std::fs::metadata(dir.join("meta.json")) else {
             return Err(IndexError::Missing(dir));
-        }
+        };
+        let committed_ms = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64);
         let (directory, mapped) = mapped::MappedDirectory::open(&dir)
             .map_err(|e| TantivyError::SystemError(e.to_string()))?;
         let index = tantivy::Index::open(directory)?;
@@ -466,7 +473,7 @@ impl Index {
             progress: Mutex::new(Progress::default()),
             progress_changed: Condvar::new(),
             generation: AtomicU64::new(0),
-            last_commit: AtomicI64::new(0),
+            last_commit: AtomicI64::new(committed_ms),
             writable: false,
             ids: ids::IdTable::snapshot(state_dir),
             store,
