@@ -269,7 +269,10 @@ impl Checkpoint {
         // Claude Code's own summary names the next step in a section of
         // its own; the transcript may not.
         if let Some(step) = self.summary.as_deref().and_then(next_step_of_summary)
-            && !d.next_steps.contains(&step)
+            && !d
+                .next_steps
+                .iter()
+                .any(|said| step_key(said) == step_key(&step))
         {
             add("next-step", &[step]);
         }
@@ -313,8 +316,28 @@ fn next_step_of_summary(summary: &str) -> Option<String> {
             }
         }
     }
+    // Claude Code wraps its summary in tags (`</summary>`): not the step's.
+    let mut step = step.trim().to_string();
+    while let Some(open) = step.rfind("</")
+        && step.ends_with('>')
+    {
+        step.truncate(open);
+        step = step.trim_end().to_string();
+    }
     let step = memory::transcript::clip_at_word(&step, SUMMARY_ITEM_CHARS);
     (!step.is_empty()).then_some(step)
+}
+
+/// A next step as compared: lowercase, without a "next step:" of its own.
+fn step_key(step: &str) -> String {
+    let lower = step.trim().to_lowercase();
+    lower
+        .strip_prefix("next step:")
+        .or_else(|| lower.strip_prefix("next steps:"))
+        .unwrap_or(&lower)
+        .trim()
+        .trim_end_matches('.')
+        .to_string()
 }
 
 impl Operations {
@@ -541,6 +564,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_next_step_the_transcript_said_is_not_observed_twice() {
+        let mut cp = Checkpoint {
+            session_id: "s".into(),
+            summary: Some("9. Optional Next Step: Confirm the list with Priya.</summary>".into()),
+            ..Checkpoint::default()
+        };
+        cp.digest.next_steps = vec!["Next step: confirm the list with Priya".into()];
+        let steps: Vec<String> = cp
+            .observations()
+            .into_iter()
+            .filter(|l| l.starts_with("- [next-step]"))
+            .collect();
+        assert_eq!(steps.len(), 1, "{steps:?}");
+    }
+
+    #[test]
     fn the_next_step_of_a_compact_summary_is_an_observation() {
         for (summary, step) in [
             (
@@ -550,6 +589,10 @@ mod tests {
             (
                 "8. Current Work:\n   the parser\n\n9. Optional Next Step:\n   Wire the parser\n   into the CLI.\n\n10. Other: x",
                 Some("Wire the parser into the CLI."),
+            ),
+            (
+                "9. Optional Next Step: confirm the list with Priya.</summary>",
+                Some("confirm the list with Priya."),
             ),
             ("1. Primary Request: build X", None),
             (
