@@ -402,4 +402,19 @@ fn sync_init_on_a_new_machine_makes_the_default_store() {
     assert!(out.status.success(), "{}", stderr(&out));
     let note = fs::read_to_string(second.join("data/mnemofs/store/a.md")).expect("brought in");
     assert!(note.contains("kept on the first machine"), "{note}");
+    // A store named for a clone (a team's, read-only) is made too.
+    let team = tmp.path().join("team");
+    let out = mnemofs(
+        &second,
+        &[
+            "sync",
+            "init",
+            remote_arg,
+            "--store",
+            team.to_str().expect("utf-8"),
+            "--read-only",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(team.join("a.md").is_file());
 }

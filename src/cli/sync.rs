@@ -65,6 +65,11 @@ pub(super) fn run(args: SyncArgs) -> anyhow::Result<()> {
             round: then,
         }) => {
             let target = then.at.clone().target_made(None)?;
+            // A store named for a clone (a team's, read-only) is made here
+            // as the default one is: the remote fills it.
+            if !target.path.exists() {
+                super::make_store(&target.path)?;
+            }
             let found = daemon::find(&target)?;
             let options = InitOptions {
                 remote: remote.clone(),
