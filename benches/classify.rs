@@ -9,9 +9,17 @@
 //! one-line definitions by someone who never saw the classifier) is filed
 //! with a head trained on every other note, as a new user's notes would
 //! be. Beside it, from the same run: the rules alone, and the rules with
-//! the categories' example sentences (no head). Heads are trained at
-//! several penalties, the shipped one's marked; the bar a head must clear
-//! is the shipped one's (`head::FLOOR`).
+//! the categories' example sentences (no head). Two heads are measured:
+//! the one that reads letters alone (the organizer's without a model)
+//! and the one that reads letters and the note's embedding, at several
+//! penalties, the shipped one's marked; the bar a head must clear is the
+//! shipped one's (`head::FLOOR`).
+//!
+//! `MNEMOFS_WRITE_HEADS=1` also trains both heads on every labeled note
+//! and writes them where the build takes them from
+//! (`src/memory/head.words.bin`, `src/memory/head.all-MiniLM-L6-v2.bin`):
+//! run it after changing the labeled set, the heads' fit or the first
+//! prototype sentence.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -19,8 +27,8 @@ use std::time::Instant;
 
 use mnemofs::embed::Embedder;
 use mnemofs::memory::classify::{self, Note};
+use mnemofs::memory::head::{self, Example, Head, INVERSE_PENALTY, NONSENSE};
 use mnemofs::memory::{self, Category};
-use mnemofs::tasks::meaning::head::{Head, INVERSE_PENALTY};
 use mnemofs::tasks::meaning::{self, CategoryPrototypes, Meaning};
 
 #[path = "common/model.rs"]
@@ -28,8 +36,8 @@ mod model;
 
 const LABELED: &str = include_str!("../tests/data/classify/labeled.jsonl");
 
-/// The inverse penalties a head is trained with.
-const PENALTIES: [f32; 4] = [2.0, 4.0, 8.0, 16.0];
+/// The inverse penalties a head that reads embeddings is trained with.
+const PENALTIES: [f32; 3] = [8.0, 16.0, 32.0];
 
 #[derive(serde::Deserialize)]
 struct Labeled {
@@ -41,15 +49,19 @@ struct Labeled {
     linked_from: usize,
 }
 
-/// Hits and notes per category.
+/// Hits and notes per category, and where each label went.
 #[derive(Default, Clone)]
-struct Tally(BTreeMap<Category, (usize, usize)>);
+struct Tally(
+    BTreeMap<Category, (usize, usize)>,
+    BTreeMap<(Category, Category), usize>,
+);
 
 impl Tally {
     fn add(&mut self, expected: Category, got: Category) {
         let e = self.0.entry(expected).or_default();
         e.0 += usize::from(expected == got);
         e.1 += 1;
+        *self.1.entry((expected, got)).or_default() += 1;
     }
 
     fn total(&self) -> (usize, usize) {
@@ -63,6 +75,9 @@ impl Tally {
             let e = self.0.entry(*c).or_default();
             e.0 += h;
             e.1 += n;
+        }
+        for (pair, n) in &other.1 {
+            *self.1.entry(*pair).or_default() += n;
         }
     }
 }
@@ -116,6 +131,7 @@ fn main() {
     // Every note embedded on its own, as the organizer embeds one.
     let started = Instant::now();
     let texts: Vec<String> = notes.iter().map(meaning::note_text).collect();
+    let texts = &texts;
     let vectors: Vec<Vec<f32>> = texts
         .iter()
         .map(|t| model.embed(&[t.as_str()]).expect("embedded").remove(0))
@@ -144,9 +160,11 @@ fn main() {
         .collect();
     authors.sort_unstable();
     authors.dedup();
-    let file = |prototypes: Option<&CategoryPrototypes>, i: usize| {
+    // With `prototypes`, the order with a model; without, the order
+    // without one, with `words` as its head.
+    let file = |prototypes: Option<&CategoryPrototypes>, words: Option<&Head>, i: usize| {
         let got = match prototypes {
-            None => classify::classify_note(&notes[i], &[]),
+            None => classify::filing_with(&notes[i], &[], words).map(|f| f.0),
             Some(prototypes) => meaning::classify_note(
                 &notes[i],
                 &[],
@@ -158,33 +176,55 @@ fn main() {
         };
         got.unwrap_or(Category::Inbox)
     };
+    // Made-up words beside the labeled notes, learned as fragments.
+    let nonsense = head::nonsense(NONSENSE);
+    let nonsense_vectors: Vec<Vec<f32>> = nonsense
+        .iter()
+        .map(|t| model.embed(&[t.as_str()]).expect("embedded").remove(0))
+        .collect();
+    let examples = |keep: &dyn Fn(usize) -> bool, with_vectors: bool| -> Vec<Example> {
+        let vector = |v: &Vec<f32>| if with_vectors { v.clone() } else { Vec::new() };
+        (0..items.len())
+            .filter(|&i| keep(i))
+            .map(|i| (expected[i], vector(&vectors[i]), texts[i].clone()))
+            .chain(
+                nonsense
+                    .iter()
+                    .zip(&nonsense_vectors)
+                    .map(|(t, v)| (Category::Inbox, vector(v), t.clone())),
+            )
+            .collect()
+    };
 
-    // Columns: rules, rules with examples, then a head per penalty.
-    let columns = 2 + PENALTIES.len();
+    // Columns: rules, rules with examples, the head of letters, then a
+    // head that reads embeddings per penalty.
+    let columns = 3 + PENALTIES.len();
     let mut rows: Vec<(&str, Vec<Tally>)> = Vec::new();
     let mut training = Vec::new();
     for author in &authors {
         let theirs: Vec<usize> = (0..items.len())
             .filter(|&i| items[i].split == *author)
             .collect();
+        let others = |i: usize| items[i].split != *author;
         let mut tallies = vec![Tally::default(); columns];
+        let started = Instant::now();
+        let words = Head::train(&examples(&others, false), Vec::new()).expect("trained");
+        training.push(started.elapsed().as_secs_f64());
         for &i in &theirs {
-            tallies[0].add(expected[i], file(None, i));
-            tallies[1].add(expected[i], file(Some(&prototypes), i));
+            tallies[0].add(expected[i], file(None, None, i));
+            tallies[1].add(expected[i], file(Some(&prototypes), None, i));
+            tallies[2].add(expected[i], file(None, Some(&words), i));
         }
-        let others: Vec<(Category, Vec<f32>)> = (0..items.len())
-            .filter(|&i| items[i].split != *author)
-            .map(|i| (expected[i], vectors[i].clone()))
-            .collect();
+        let others = examples(&others, true);
         for (column, penalty) in PENALTIES.iter().enumerate() {
             let started = Instant::now();
             let head =
                 Head::train_penalized(&others, fingerprint.clone(), *penalty).expect("trained");
             training.push(started.elapsed().as_secs_f64());
             let with_head = prototypes.clone().with_head(head);
-            assert!(with_head.has_head(), "the head fits its model");
+            assert!(with_head.has_model_head(), "the head fits its model");
             for &i in &theirs {
-                tallies[2 + column].add(expected[i], file(Some(&with_head), i));
+                tallies[3 + column].add(expected[i], file(Some(&with_head), None, i));
             }
         }
         rows.push((author, tallies));
@@ -204,13 +244,14 @@ fn main() {
             } else {
                 ""
             };
-            format!("head, C = {c}{shipped}")
+            format!("letters and meaning, C = {c}{shipped}")
         })
         .collect();
     println!(
-        "\nEach outside author's notes, filed with a head trained on every other note:\n\n\
-         | author | notes | rules only (baseline) | rules, examples, words (baseline) | {} |\n\
-         |---|---|---|---|{}",
+        "\nEach outside author's notes, filed with heads trained on every other note:\n\n\
+         | author | notes | rules only (baseline) | rules, examples, words (baseline) | \
+         letters, no model | {} |\n\
+         |---|---|---|---|---|{}",
         heads.join(" | "),
         "---|".repeat(heads.len())
     );
@@ -225,31 +266,79 @@ fn main() {
             cells.join(" | ")
         );
     }
-    let shipped = 2 + PENALTIES
+    let shipped = 3 + PENALTIES
         .iter()
         .position(|c| *c == INVERSE_PENALTY)
         .expect("the shipped penalty is measured");
+    println!("\nPer category, every outside author together:\n");
     println!(
-        "\nPer category, every outside author together (rules only / examples / shipped head's C):\n"
-    );
-    println!(
-        "| category | notes | rules only | rules, examples, words | head |\n|---|---|---|---|---|"
+        "| category | notes | rules only | rules, examples, words | letters, no model | \
+         letters and meaning |\n|---|---|---|---|---|---|"
     );
     for c in Category::ALL {
         let cell = |t: &Tally| percent(t.0.get(&c).copied().unwrap_or_default());
         let n = pooled[0].0.get(&c).map_or(0, |(_, n)| *n);
         println!(
-            "| {c} | {n} | {} | {} | {} |",
+            "| {c} | {n} | {} | {} | {} | {} |",
             cell(&pooled[0]),
             cell(&pooled[1]),
+            cell(&pooled[2]),
             cell(&pooled[shipped])
         );
     }
+    print_confusion("letters and meaning", &pooled[shipped]);
     training.sort_by(f64::total_cmp);
+    if std::env::var_os("MNEMOFS_WRITE_HEADS").is_some() {
+        let everyone = |_: usize| true;
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/memory");
+        for (name, head) in [
+            (
+                "head.words.bin",
+                Head::train(&examples(&everyone, false), Vec::new()),
+            ),
+            (
+                "head.all-MiniLM-L6-v2.bin",
+                Head::train(&examples(&everyone, true), fingerprint.clone()),
+            ),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, head.expect("trained").to_bytes()).expect("head written");
+            println!("wrote {}", path.display());
+        }
+    }
     println!(
         "\na head trained on about {} notes in {:.1} s (median of {})",
         items.len() - items.len() / authors.len().max(1),
         training[training.len() / 2],
         training.len()
     );
+}
+
+/// Where each outside author's notes went (rows: the label).
+fn print_confusion(name: &str, tally: &Tally) {
+    println!("\nConfusion, {name} (rows: the label, columns: where it was filed):\n");
+    let names: Vec<&str> = Category::ALL.iter().map(|c| &c.as_str()[..4]).collect();
+    println!(
+        "| | {} |\n|---|{}",
+        names.join(" | "),
+        "---|".repeat(names.len())
+    );
+    for expected in Category::ALL {
+        let cells: Vec<String> = Category::ALL
+            .iter()
+            .map(|got| {
+                let n = tally.1.get(&(expected, *got)).copied().unwrap_or(0);
+                match (n, expected == *got) {
+                    (0, _) => String::new(),
+                    (n, true) => format!("**{n}**"),
+                    (n, false) => n.to_string(),
+                }
+            })
+            .collect();
+        println!(
+            "| **{}** | {} |",
+            &expected.as_str()[..4],
+            cells.join(" | ")
+        );
+    }
 }

@@ -1027,9 +1027,22 @@ fn report_note_problems(path: &str, text: &str, summarized: bool) {
 /// (a cut first line is skipped by the digest).
 fn read_tail(path: &Path) -> anyhow::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
     let cannot = || format!("cannot read the transcript {}", path.display());
-    let mut file = std::fs::File::open(path).with_context(cannot)?;
-    let len = file.metadata().with_context(cannot)?.len();
+    // Not blocking on open: a FIFO or a device would wait for a writer.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .with_context(cannot)?;
+    let metadata = file.metadata().with_context(cannot)?;
+    if !metadata.is_file() {
+        anyhow::bail!(
+            "cannot read the transcript {}: not a regular file",
+            path.display()
+        );
+    }
+    let len = metadata.len();
     if len > TRANSCRIPT_MAX {
         file.seek(SeekFrom::Start(len - TRANSCRIPT_MAX))
             .with_context(cannot)?;

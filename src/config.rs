@@ -898,6 +898,12 @@ impl Config {
                 .unwrap_or_default(),
             message,
         };
+        if crate::memory::nests_too_deep(text) {
+            return Err(parse_error(format!(
+                "nested more than {} levels deep",
+                crate::memory::MAX_YAML_DEPTH
+            )));
+        }
         let tree: Value = serde_yaml::from_str(text).map_err(|e| parse_error(e.to_string()))?;
         let mut config: Config = match &tree {
             Value::Null => Config::default(),

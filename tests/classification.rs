@@ -16,10 +16,10 @@
 //! `unseen`, `unseen-2`, `unseen-3` and `unseen-4` for notes four
 //! outside authors wrote from the categories' one-line definitions, each
 //! in a voice of their own, without seeing the classifier or the rest of
-//! the set. The organizer's learned head (`src/tasks/meaning/head.rs`) is
-//! trained on every note (`train_the_head` below), so its figures here
-//! are its fit; `cargo bench --bench classify` files each outside
-//! author's notes with a head trained without them.
+//! the set. The organizer's learned heads (`src/memory/head.rs`) are
+//! trained on every note (`MNEMOFS_WRITE_HEADS=1 cargo bench --bench
+//! classify`), so their figures here are their fit; the same bench files
+//! each outside author's notes with heads trained without them.
 
 mod common;
 
@@ -32,11 +32,10 @@ use std::time::{Duration, Instant};
 use mnemofs::config::Config;
 use mnemofs::embed::Embedder;
 use mnemofs::index::Index;
-use mnemofs::memory::classify::{Note, classify_note, said_by_note};
+use mnemofs::memory::classify::{self, Note, classify_note, said_by_note};
 use mnemofs::memory::{self, Category};
 use mnemofs::ops::{DirectWriter, Organizer, Writer};
 use mnemofs::store::Store;
-use mnemofs::tasks::meaning::head::Head;
 use mnemofs::tasks::meaning::{self, CategoryPrototypes, Meaning};
 use mnemofs::tasks::{OneShot, Setup};
 use mnemofs::views::Views;
@@ -72,11 +71,17 @@ fn parsed(item: &Labeled) -> memory::Memory {
     memory::parse(&stem, &item.text)
 }
 
-/// What the classifier makes of one note; nothing placed is the inbox.
-fn classified(item: &Labeled) -> Category {
+/// What the classifier makes of one note without a model, with its
+/// head of letters or without it; nothing placed is the inbox.
+fn classified(item: &Labeled, with_head: bool) -> Category {
     let parsed = parsed(item);
     let note = Note::of(&parsed, &item.text, &item.path, item.linked_from);
-    classify_note(&note, &[]).unwrap_or(Category::Inbox)
+    let got = if with_head {
+        classify_note(&note, &[])
+    } else {
+        classify::filing_with(&note, &[], None).map(|f| f.0)
+    };
+    got.unwrap_or(Category::Inbox)
 }
 
 fn category(name: &str) -> Category {
@@ -227,15 +232,24 @@ const SPLITS: &[(&str, &str)] = &[
 fn figures() {
     let items = labeled();
     println!("\n## rules only");
-    let got: Vec<Category> = items.iter().map(classified).collect();
+    let got: Vec<Category> = items.iter().map(|i| classified(i, false)).collect();
     let (total, untuned) = print_tables(&items, &got);
+    println!(
+        "\n## rules, then the head of letters, then words (no model; the head \
+         was trained on every part: its fit, not a test)"
+    );
+    let got: Vec<Category> = items.iter().map(|i| classified(i, true)).collect();
+    print_tables(&items, &got);
 
     let model = Embedder::load(&common::minilm()).expect("the model loads");
     let started = Instant::now();
     let prototypes =
         CategoryPrototypes::new(|texts| model.embed(texts).ok()).expect("prototypes embedded");
     let prototypes_took = started.elapsed();
-    assert!(prototypes.has_head(), "the shipped head fits the model");
+    assert!(
+        prototypes.has_model_head(),
+        "the shipped head fits the model"
+    );
     let (vectors, cost) = unsure_vectors(&items, &model);
 
     println!("\n## rules, then the prototypes (all-MiniLM-L6-v2), then words");
@@ -340,41 +354,6 @@ fn classified_by_meaning(
             .unwrap_or(Category::Inbox)
         })
         .collect()
-}
-
-/// Makes the learned head the organizer ships
-/// (`src/tasks/meaning/head.all-MiniLM-L6-v2.bin`) from every labeled
-/// note, embedded as the organizer embeds a note. Run it
-/// after changing the labeled set, the head's fit or the first prototype
-/// sentence: `cargo test --test classification -- --ignored train_the_head`.
-#[test]
-#[ignore = "writes the shipped head; run by hand"]
-fn train_the_head() {
-    let model = Embedder::load(&common::minilm()).expect("the model loads");
-    let items = labeled();
-    let trained: Vec<&Labeled> = items.iter().collect();
-    let mut notes = Vec::with_capacity(trained.len());
-    for item in &trained {
-        let parsed = parsed(item);
-        let note = Note::of(&parsed, &item.text, &item.path, item.linked_from);
-        let vector = model
-            .embed(&[meaning::note_text(&note).as_str()])
-            .expect("embedded")
-            .remove(0);
-        notes.push((category(&item.expected), vector));
-    }
-    let first = CategoryPrototypes::sentences()[0].1;
-    let fingerprint = model.embed(&[first]).expect("embedded").remove(0);
-    let started = Instant::now();
-    let head = Head::train(&notes, fingerprint).expect("trained");
-    println!(
-        "trained on {} notes in {} ms",
-        notes.len(),
-        started.elapsed().as_millis()
-    );
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tasks/meaning/head.all-MiniLM-L6-v2.bin");
-    fs::write(&path, head.to_bytes()).expect("head written");
 }
 
 // ---------------------------------------------------------------------------
@@ -571,7 +550,11 @@ fn with_a_model_a_note_that_says_nothing_about_itself_is_placed_by_meaning() {
     let text = "Nothing matters more to me than telling the truth, even when it hurts.\n";
     let parsed = memory::parse("truth", text);
     let note = Note::of(&parsed, text, "inbox/truth.md", 0);
-    assert_eq!(classify_note(&note, &[]), None, "the words alone place it");
+    assert_eq!(
+        classify::filing_with(&note, &[], None),
+        None,
+        "the rules and the words alone place it"
+    );
     let s = store_with("", &[("inbox/truth.md", text)]);
     let model = Embedder::load(&common::minilm()).expect("the model loads");
     s.index

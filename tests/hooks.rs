@@ -408,6 +408,38 @@ fn a_compact_summary_is_kept_without_its_transcript_and_its_next_step_is_observe
     assert!(err.contains("gone.jsonl"), "{err}");
 }
 
+/// A transcript path that names a FIFO (or a device) is refused at once:
+/// opening it would wait for a writer and hold up the compaction.
+#[test]
+fn a_transcript_that_is_not_a_regular_file_is_refused_without_waiting() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    fs::create_dir(&store).expect("store");
+    let fifo = tmp.path().join("transcript.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+        let input = serde_json::json!({
+            "session_id": "sess-fifo",
+            "hook_event_name": "PreCompact",
+            "transcript_path": path,
+        });
+        let out = hook(
+            &["checkpoint"],
+            &store,
+            &state,
+            input.to_string().as_bytes(),
+        );
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not a regular file"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}
+
 #[test]
 fn through_a_daemon_the_brief_is_a_file_on_the_mount_and_checkpoints_go_through_it() {
     let m = Mount::with_options(MountOptions::default());

@@ -947,6 +947,35 @@ fn bad_input_is_one_sentence_and_a_failure() {
         "stdin is not JSON",
     );
     refused(&run_stdin(&store, &["agent"], ""), "no tool call on stdin");
+    // Input that never ends costs a bounded buffer and one sentence.
+    for (args, what) in [
+        (&["write", "-"][..], "the text on stdin is over 64 MiB"),
+        (&["remember", "-"][..], "the text on stdin is over 64 MiB"),
+        (&["agent"][..], "the tool calls on stdin is over"),
+    ] {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg("exec \"$0\" \"$@\" < /dev/zero")
+            .arg(bin())
+            .args(args)
+            .arg("--store")
+            .arg(&store)
+            .env("XDG_RUNTIME_DIR", store.with_extension("run"))
+            .env("XDG_CONFIG_HOME", store.with_extension("config"))
+            .env("MNEMOFS_LOG", "warn");
+        let out = run_with_timeout(&mut cmd, Duration::from_secs(180)).expect("the command hung");
+        refused(&out, what);
+    }
+    // A line too long to be a memory is named and skipped; the rest go in.
+    let long = format!(
+        "{{\"content\": \"{}\"}}\n{{\"content\": \"after the long line\"}}\n",
+        "x".repeat(400 << 20)
+    );
+    let out = run(&store, &["import"], Some(&long));
+    refused(&out, "line 1: longer than");
+    assert!(
+        ok(&run(&store, &["search", "after the long line"], None)).contains("after the long line")
+    );
     let missing = store.with_extension("absent.jsonl");
     let out = run(
         &store,

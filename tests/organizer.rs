@@ -857,7 +857,7 @@ fn expired_inbox_items_and_decayed_memories_go_to_the_archive_and_nothing_is_del
         "00000000-0000-4000-8000-000000000001",
         "inbox",
         "inbox",
-        "zxqv old unsortable thought\n",
+        "zxqv old blorp wibble\n",
     )
     .replacen("---\nid:", "---\nexpires_at: 2020-01-08T00:00:00Z\nid:", 1);
     let stale = complete(
@@ -878,21 +878,21 @@ fn expired_inbox_items_and_decayed_memories_go_to_the_archive_and_nothing_is_del
             ("inbox/old.md", &old_inbox, 8 * DAY),
             ("notes/stale.md", &stale, 40 * DAY),
             ("notes/fresh.md", &fresh, 0),
-            ("inbox/young.md", "zhrk young unsortable thought\n", 0),
+            ("inbox/young.md", "zhrk young blorp wibble\n", 0),
             // Aged after its normalization, below.
             (
                 "inbox/late.md",
-                "---\nexpires_at: 2020-01-08T00:00:00Z\n---\nwxyv late unsortable thought\n",
+                "---\nexpires_at: 2020-01-08T00:00:00Z\n---\nwxyv late blorp wibble\n",
                 0,
             ),
         ],
     );
     let bodies = [
-        "zxqv old unsortable thought",
+        "zxqv old blorp wibble",
         "qwfp stale organized memory",
         "arst fresh organized memory",
-        "zhrk young unsortable thought",
-        "wxyv late unsortable thought",
+        "zhrk young blorp wibble",
+        "wxyv late blorp wibble",
     ];
     wait_content(&o, &o.s("inbox/late.md"), "an id", has_id);
     age_file(&o.s("inbox/late.md"), 8 * DAY);
@@ -1254,25 +1254,46 @@ fn dream_without_a_daemon_organizes_the_store_and_releases_its_lock() {
 // Scale.
 
 const KINDS: [(&str, &str); 8] = [
-    ("preferences", "I prefer"),
-    ("lessons", "Lesson learned: never"),
-    ("decisions", "We decided to"),
-    ("habits", "Every morning I"),
-    ("skills", "How to"),
-    ("people", "Talked to a colleague about"),
-    ("feedback", "Feedback from review:"),
-    ("project", "In the project we"),
+    (
+        "preferences",
+        "I prefer dark themes and tabs over spaces in every editor.",
+    ),
+    (
+        "lessons",
+        "Lesson learned: never deploy on a Friday afternoon.",
+    ),
+    (
+        "decisions",
+        "We decided to use Postgres instead of MySQL for billing.",
+    ),
+    ("habits", "Every morning I run five kilometres before work."),
+    (
+        "skills",
+        "Good at SQL query tuning and reading execution plans.",
+    ),
+    (
+        "people",
+        "My colleague Tom Baker leads the platform team and lives in Leeds.",
+    ),
+    (
+        "feedback",
+        "Feedback from review: the error messages should say what to do next.",
+    ),
+    (
+        "project",
+        "In the project we ship the mobile beta next sprint.",
+    ),
 ];
 
 /// An inbox item of about 1 KB: a classifiable sentence, a unique token,
-/// and filler no rule matches.
+/// and the sentence again until the note is long enough.
 fn scale_item(i: usize) -> (String, String) {
     let (category, cue) = KINDS[i % KINDS.len()];
     let token = format!("tok{i:05}x");
-    let filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod ";
-    let mut body = format!("{cue} {token} work item number {i}.\n\n");
+    let mut body = format!("{cue} {token}\n\n");
     while body.len() < 1000 {
-        body.push_str(filler);
+        body.push_str(cue);
+        body.push(' ');
     }
     body.push('\n');
     (category.to_string(), body)
@@ -1288,7 +1309,7 @@ fn a_thousand_inbox_items_are_all_organized_none_lost_while_the_mount_stays_resp
     for j in 0..UNSORTABLE {
         seed.push((
             format!("inbox/odd-{j:03}.md"),
-            format!("zqxj odd{j:03}q nothing to sort here\n"),
+            format!("zqxj odd{j:03}q blorp wibble\n"),
         ));
     }
     let seed_refs: Vec<(&str, &str, i64)> = seed

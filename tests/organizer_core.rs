@@ -334,7 +334,7 @@ const CLASSIFIED: [(&str, &str, &str); 10] = [
     ),
     (
         "inbox/ann.md",
-        "Talked to a colleague about the release\n",
+        "Ann Lee is my manager; she joined the company in 2021\n",
         "people",
     ),
     (
@@ -344,7 +344,7 @@ const CLASSIFIED: [(&str, &str, &str); 10] = [
     ),
     (
         "inbox/ci.md",
-        "In the project we run the tests on every push\n",
+        "In the project we ship the mobile beta next sprint\n",
         "project",
     ),
     ("inbox/深色主题.md", "我更喜欢用深色主题\n", "preferences"),
@@ -603,26 +603,22 @@ fn an_expired_inbox_item_goes_to_archive_expired_with_a_reason() {
             // An agent's capture: `write` gave it a date to expire.
             (
                 "inbox/old.md",
-                b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzxqv old unsortable thought\n",
+                b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzxqv old blorp wibble\n",
                 8 * DAY,
             ),
             (
                 "inbox/young.md",
-                b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzhrk young unsortable thought\n",
+                b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzhrk young blorp wibble\n",
                 0,
             ),
             // Its date not yet come, although nobody touched it for a week.
             (
                 "inbox/not-yet.md",
-                b"---\nexpires_at: 2999-01-01T00:00:00Z\n---\nvbnm later unsortable thought\n",
+                b"---\nexpires_at: 2999-01-01T00:00:00Z\n---\nvbnm later blorp wibble\n",
                 8 * DAY,
             ),
             // What a person wrote into the inbox never expires.
-            (
-                "inbox/by-hand.md",
-                b"qzpx hand-written thought\n",
-                400 * DAY,
-            ),
+            ("inbox/by-hand.md", b"qzpx hand-written blorp\n", 400 * DAY),
             // Classifiable items are organized, however old, and what
             // was the inbox's date to expire goes with the inbox.
             (
@@ -636,7 +632,7 @@ fn an_expired_inbox_item_goes_to_archive_expired_with_a_reason() {
     let report = f.dream(1);
     assert_eq!((report.expired, report.organized), (1, 1), "{report:#?}");
     let bytes = f.bytes("archive/expired/old.md");
-    assert_eq!(split(&bytes).1, b"zxqv old unsortable thought\n");
+    assert_eq!(split(&bytes).1, b"zxqv old blorp wibble\n");
     for kept in ["inbox/not-yet.md", "inbox/by-hand.md"] {
         assert!(f.p(kept).exists(), "{kept} expired: {report:#?}");
     }
@@ -661,7 +657,7 @@ fn an_expired_inbox_item_goes_to_archive_expired_with_a_reason() {
     assert!(!f.p("inbox/old.md").exists());
     assert_eq!(
         f.bytes("inbox/young.md"),
-        b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzhrk young unsortable thought\n"
+        b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzhrk young blorp wibble\n"
     );
     assert_eq!(f.files().len(), before, "a file was lost: {:?}", f.files());
     assert!(f.writer.removed.lock().expect("lock").is_empty());
@@ -677,7 +673,7 @@ fn an_inbox_ttl_of_zero_never_expires_anything() {
         "lifecycle: { inbox_ttl: 0s }\n",
         &[(
             "inbox/old.md",
-            b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzxqv old unsortable thought\n",
+            b"---\nexpires_at: 2020-01-08T00:00:00Z\n---\nzxqv old blorp wibble\n",
             400 * DAY,
         )],
     );

@@ -550,7 +550,7 @@ fn two_reminders_of_one_sentence_stay_two_and_a_dismissed_one_stays_dismissed() 
 }
 
 #[test]
-fn a_capture_whose_time_became_a_reminder_is_filed_and_a_task_stays_without_expiring() {
+fn a_capture_with_a_time_is_filed_as_its_own_reminder_and_a_task_does_not_expire() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let s = store(tmp.path(), "s", &[]);
     for (text, kind) in [
@@ -565,25 +565,27 @@ fn a_capture_whose_time_became_a_reminder_is_filed_and_a_task_stays_without_expi
     }
     let report = dream3(&s);
     assert_eq!(report["reminders"].as_u64(), Some(2), "{report:#}");
+    // Both are what they say, reminders: each is filed under reminders/
+    // and is its own reminder, due when its text says (no second one).
     let filed = report["filed"].as_array().expect("filed");
-    assert_eq!(filed.len(), 1, "{report:#}");
-    assert_eq!(filed[0]["to"], "date/send-the-invoice-in-two-weeks.md");
-    let why = filed[0]["by"].as_str().unwrap_or_default();
-    assert!(why.contains("reminder"), "{why}");
-    // Filed, so not also skipped; the task alone stays.
-    let skipped: Vec<&str> = report["skipped"]
-        .as_array()
-        .expect("skipped")
-        .iter()
-        .filter_map(|s| s["path"].as_str())
-        .collect();
-    assert_eq!(skipped, ["inbox/send-the-contract-in-two-weeks.md"]);
-    let task = fs::read_to_string(s.join("inbox/send-the-contract-in-two-weeks.md"))
-        .expect("the task stays in the inbox");
-    assert!(!task.contains("expires_at"), "{task}");
+    assert_eq!(filed.len(), 2, "{report:#}");
+    assert_eq!(reminders(&s).len(), 2, "{:?}", file_tree(&s).keys());
+    assert!(
+        report["skipped"].as_array().is_none_or(Vec::is_empty),
+        "{report:#}"
+    );
     let invoice =
-        fs::read_to_string(s.join("date/send-the-invoice-in-two-weeks.md")).expect("filed");
-    assert!(!invoice.contains("expires_at"), "{invoice}");
+        fs::read_to_string(s.join("reminders/send-the-invoice-in-two-weeks.md")).expect("filed");
+    assert!(invoice.contains("due_at: "), "{invoice}");
+    assert!(invoice.contains("expires_at: "), "{invoice}");
+    // The task is due then, and stays until it is done.
+    let task =
+        fs::read_to_string(s.join("reminders/send-the-contract-in-two-weeks.md")).expect("filed");
+    assert!(task.contains("due_at: "), "{task}");
+    assert!(!task.contains("expires_at"), "{task}");
+    // Again: nothing new.
+    let again = dream3(&s);
+    assert_eq!(again["reminders"].as_u64(), Some(0), "{again:#}");
 }
 
 #[test]

@@ -345,7 +345,11 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             json,
         } => {
             let content = if content == "-" {
-                std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?
+                crate::front::input::read_text(
+                    std::io::stdin(),
+                    crate::ops::DEFAULT_MAX_FILE_SIZE,
+                    "the text on stdin",
+                )?
             } else {
                 content
             };
@@ -681,7 +685,11 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
                 return Ok(());
             }
             let scope = parse_scope(scope.as_deref())?;
-            let input = std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?;
+            let input = crate::front::input::read_text(
+                std::io::stdin(),
+                crate::ops::max_request_line(crate::ops::DEFAULT_MAX_FILE_SIZE),
+                "the tool calls on stdin",
+            )?;
             let calls = agent::parse_calls(&input).map_err(anyhow::Error::msg)?;
             let session = session(&at.target_made(None)?, None)?;
             let call = crate::front::in_scope(scope, |r| session.call(r));

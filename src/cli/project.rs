@@ -47,7 +47,11 @@ pub(super) fn remember(
     json: bool,
 ) -> anyhow::Result<()> {
     let text = if text == "-" {
-        std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?
+        crate::front::input::read_text(
+            std::io::stdin(),
+            crate::ops::DEFAULT_MAX_FILE_SIZE,
+            "the text on stdin",
+        )?
     } else {
         text
     };

@@ -31,7 +31,10 @@ use std::io::{BufRead, Write};
 
 use serde_json::{Map, Value};
 
+use anyhow::Context;
+
 use super::batch::{Batcher, Summary};
+use super::input::{self, Line};
 use crate::ops::{self, Incoming, RecordFilter, Request, Response, Verbatim};
 
 /// Records per request when exporting.
@@ -161,30 +164,36 @@ pub fn import(
     progress: &mut dyn FnMut(&Summary),
 ) -> anyhow::Result<Summary> {
     let mut batcher = Batcher::new(call);
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     let mut number = 0;
+    let max =
+        usize::try_from(ops::max_request_line(ops::DEFAULT_MAX_FILE_SIZE)).unwrap_or(usize::MAX);
     loop {
-        line.clear();
-        let read = input.read_line(&mut line);
+        let read = input::read_line(input, &mut bytes, max);
         number += 1;
-        match read {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+        match read.context("cannot read the input")? {
+            Line::End => break,
+            Line::Read => {}
+            Line::TooLong => {
                 batcher.read();
-                batcher.skip(format!("line {number}"), "not UTF-8 text");
+                let why = format!("longer than {}", input::size(max as u64));
+                batcher.skip(format!("line {number}"), why);
                 continue;
             }
-            Err(e) => return Err(anyhow::Error::new(e).context("cannot read the input")),
         }
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            batcher.read();
+            batcher.skip(format!("line {number}"), "not UTF-8 text");
+            continue;
+        };
         if line.trim().is_empty() {
             continue;
         }
         batcher.read();
-        match carried_file(&line) {
+        match carried_file(line) {
             Some(Ok((path, bytes))) => attach(call, &mut batcher, number, path, bytes),
             Some(Err(why)) => batcher.skip(format!("line {number}"), why),
-            None => match described(&line) {
+            None => match described(line) {
                 Ok(memory) => batcher.push_verbatim(format!("line {number}"), memory)?,
                 Err(why) => batcher.skip(format!("line {number}"), why),
             },

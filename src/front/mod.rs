@@ -13,6 +13,7 @@ pub mod claude_code;
 pub mod claude_summary;
 pub mod http;
 pub mod ingest;
+pub mod input;
 pub mod jsonl;
 pub mod mcp;
 pub mod sync;

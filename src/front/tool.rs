@@ -57,6 +57,7 @@ use std::io::{self, BufRead, Write};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::input::{self, Line};
 use crate::ops::{self, Counting, Detail, Entry, EntryKind, Failure, Request, Response, WireError};
 
 /// The root every tool path starts with.
@@ -95,10 +96,28 @@ pub fn serve(
     };
     let mut pending = Vec::new();
     let mut line = Vec::new();
+    let max =
+        usize::try_from(ops::max_request_line(ops::DEFAULT_MAX_FILE_SIZE)).unwrap_or(usize::MAX);
+    let too_long = || {
+        Parsed::Invalid(format!(
+            "the input is longer than {}",
+            input::size(max as u64)
+        ))
+    };
     loop {
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            break;
+        match input::read_line(&mut input, &mut line, max)? {
+            Line::End => break,
+            Line::Read => {}
+            Line::TooLong => {
+                pending.clear();
+                answer(tool.answer(too_long()))?;
+                continue;
+            }
+        }
+        if !pending.is_empty() && pending.len() + line.len() > max {
+            // An object left open over more lines than a command holds.
+            pending.clear();
+            answer(tool.answer(too_long()))?;
         }
         if pending.is_empty() && line.iter().all(u8::is_ascii_whitespace) {
             continue;

@@ -45,6 +45,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::memory::head::{Head, note_text};
 use crate::memory::{Category, Frontmatter, Memory};
 
 /// How much of a body classification reads.
@@ -1005,9 +1006,31 @@ pub fn classify_note(note: &Note<'_>, rules: &[Rule]) -> Option<Category> {
 
 /// [`classify_note`], with what decided it.
 pub fn filing(note: &Note<'_>, rules: &[Rule]) -> Option<(Category, FiledBy)> {
-    said_by_note_why(note)
-        .or_else(|| voted_by_rules(note, rules).map(|c| (c, FiledBy::Rules)))
-        .or_else(|| voted_by_words(note, rules).map(|c| (c, FiledBy::Words)))
+    filing_with(note, rules, Head::words())
+}
+
+/// [`filing`] with `head` (one that reads letters alone) as the learned
+/// head, or none: what a note says about itself, then the user's rules,
+/// then the head when it is sure enough of a category, then the words.
+pub fn filing_with(
+    note: &Note<'_>,
+    rules: &[Rule],
+    head: Option<&Head>,
+) -> Option<(Category, FiledBy)> {
+    if let Some(filed) =
+        said_by_note_why(note).or_else(|| voted_by_rules(note, rules).map(|c| (c, FiledBy::Rules)))
+    {
+        return Some(filed);
+    }
+    // The head finding the note most like a fragment is not sure of a
+    // category: its words may still be.
+    if let Some((category, p)) = head
+        .and_then(|h| h.decide(None, &note_text(note)))
+        .filter(|(c, _)| *c != Category::Inbox)
+    {
+        return Some((as_filed(note, category), FiledBy::LearnedFromWords(p)));
+    }
+    voted_by_words(note, rules).map(|c| (c, FiledBy::Words))
 }
 
 /// What placed a note in its category, for the organizer's report.
@@ -1021,6 +1044,9 @@ pub enum FiledBy {
     Rules,
     /// Its meaning, by the learned head, this sure (0..1).
     Learned(f32),
+    /// Its words, by the learned head that reads letters alone, this
+    /// sure (0..1).
+    LearnedFromWords(f32),
     /// Its meaning, nearest to the category's example sentences.
     Examples,
     /// Its words.
@@ -1038,6 +1064,11 @@ impl std::fmt::Display for FiledBy {
             FiledBy::Learned(p) => write!(
                 f,
                 "its meaning, by the classifier learned from labeled notes ({:.0}% sure)",
+                p * 100.0
+            ),
+            FiledBy::LearnedFromWords(p) => write!(
+                f,
+                "its words, by the classifier learned from labeled notes ({:.0}% sure)",
                 p * 100.0
             ),
             FiledBy::Examples => f.write_str("its meaning, nearest to the category's examples"),
@@ -2154,10 +2185,49 @@ mod tests {
         assert_eq!(c(&body), None);
     }
 
+    /// What the rules make of a note (without the learned head).
     fn note(path: &str, text: &str, linked_from: usize) -> Option<Category> {
         let stem = path.rsplit('/').next().unwrap_or_default();
         let memory = crate::memory::parse(stem.trim_end_matches(".md"), text);
-        classify_note(&Note::of(&memory, text, path, linked_from), &[])
+        filing_with(&Note::of(&memory, text, path, linked_from), &[], None).map(|f| f.0)
+    }
+
+    #[test]
+    fn the_head_of_letters_speaks_after_the_note_and_the_rules_and_before_the_words() {
+        let filed = |text: &str, rules: &[Rule]| {
+            let memory = crate::memory::parse("n", text);
+            filing(&Note::of(&memory, text, "inbox/n.md", 0), rules)
+        };
+        // Its words alone placed nothing; the head reads what they are.
+        for (text, category) in [
+            (
+                "Lesson learned: never deploy on a Friday afternoon; the rollback took all weekend.",
+                Lessons,
+            ),
+            (
+                "踩坑记录：升级依赖前一定要先看变更日志，上次直接升级导致线上报错。",
+                Lessons,
+            ),
+            (
+                "I'm patient with beginners but blunt in code review.",
+                Character,
+            ),
+            ("我喜欢用深色主题，字体要大一点。", Preferences),
+        ] {
+            let got = filed(text, &[]);
+            assert!(
+                matches!(got, Some((c, FiledBy::LearnedFromWords(_))) if c == category),
+                "{text}: {got:?}"
+            );
+        }
+        // What the note says about itself and the user's rules come first.
+        let text = "---\ncategory: habits\n---\nLesson learned: never deploy on a Friday.\n";
+        assert_eq!(filed(text, &[]).map(|f| f.1), Some(FiledBy::Named));
+        let rules = [Rule::new(Project, &["deploy"])];
+        let text = "Lesson learned: never deploy on a Friday afternoon.";
+        assert_eq!(filed(text, &rules), Some((Project, FiledBy::Rules)));
+        // A fragment stays where it is.
+        assert_eq!(filed("asdf qwer", &[]), None);
     }
 
     #[test]

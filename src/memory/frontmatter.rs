@@ -188,11 +188,63 @@ impl YamlProblem {
     }
 }
 
+/// How deeply YAML may nest before it is refused unread. The YAML
+/// parser's time grows with the square of the depth (a 200 KB file of
+/// nested brackets took 52 s), and no frontmatter or config nests this
+/// deep.
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// Whether `yaml` nests deeper than [`MAX_YAML_DEPTH`]: flow collections
+/// (`[`, `{`) opened and not yet closed outside quotes and comments, plus
+/// the block sequences a line opens at once (`- - - x`). A bound, not a
+/// parse: brackets inside a plain scalar count too, which only matters
+/// past the limit.
+pub fn nests_too_deep(yaml: &str) -> bool {
+    let mut depth = 0usize;
+    for line in yaml.lines() {
+        let dashes = line
+            .trim_start()
+            .as_bytes()
+            .chunks(2)
+            .take_while(|c| matches!(c, [b'-', b' '] | [b'-']))
+            .count();
+        if depth + dashes > MAX_YAML_DEPTH {
+            return true;
+        }
+        let mut quote = None;
+        let mut previous = ' ';
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') if previous.is_whitespace() => break,
+                (None, '[' | '{') => {
+                    depth += 1;
+                    if depth > MAX_YAML_DEPTH {
+                        return true;
+                    }
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            previous = c;
+        }
+    }
+    false
+}
+
 /// Parses frontmatter YAML into its top-level map. Empty or comment-only
 /// YAML is an empty map.
 pub(crate) fn parse_yaml(yaml: &str) -> Result<Mapping, YamlProblem> {
     if yaml.trim().is_empty() {
         return Ok(Mapping::new());
+    }
+    if nests_too_deep(yaml) {
+        return Err(YamlProblem::Syntax {
+            line: Some(FIRST_YAML_LINE),
+            message: format!("nested more than {MAX_YAML_DEPTH} levels deep"),
+        });
     }
     match serde_yaml::from_str::<Value>(yaml) {
         Ok(value) => match untag(value) {

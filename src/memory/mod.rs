@@ -28,6 +28,8 @@ mod date;
 pub mod duration;
 mod edit;
 mod frontmatter;
+pub mod grams;
+pub mod head;
 mod links;
 mod markdown;
 mod observations;
@@ -48,7 +50,7 @@ pub use edit::{
     EditError, add_missing_fields, add_to_list_field, remove_field, remove_from_list_field,
     set_fields, yaml_scalar,
 };
-pub use frontmatter::Frontmatter;
+pub use frontmatter::{Frontmatter, MAX_YAML_DEPTH, nests_too_deep};
 pub use links::{Link, LinkKind};
 pub use observations::Observation;
 pub use render::render_frontmatter;

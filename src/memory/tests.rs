@@ -157,6 +157,34 @@ fn malformed_yaml_keeps_the_body() {
 }
 
 #[test]
+fn yaml_nested_past_the_limit_is_malformed_at_once_and_below_it_parses() {
+    let deep = 200_000;
+    for yaml in [
+        format!("tags: {}{}\n", "[".repeat(deep), "]".repeat(deep)),
+        format!("tags: {}\n", "{a: ".repeat(deep)),
+        format!("tags:\n  {}x\n", "- ".repeat(deep)),
+    ] {
+        let text = format!("---\n{yaml}---\nBody\n");
+        // Minutes if the parser read it; the scan refuses it at once.
+        let m = parse("s", &text);
+        assert!(m.has_malformed_frontmatter());
+        assert!(
+            m.lint[0].message.contains("nested more than"),
+            "{}",
+            m.lint[0]
+        );
+        assert_eq!(m.body(&text), "Body\n");
+    }
+    let depth = super::MAX_YAML_DEPTH - 1;
+    let yaml = format!("tags: {}x{}\n", "[".repeat(depth), "]".repeat(depth));
+    let text = format!("---\n{yaml}---\nBody\n");
+    assert!(!parse("s", &text).has_malformed_frontmatter());
+    // Brackets in quotes and comments do not nest.
+    let quoted = format!("title: '{}'  # {}\n", "[".repeat(500), "{".repeat(500));
+    assert!(!super::nests_too_deep(&quoted));
+}
+
+#[test]
 fn a_list_where_a_map_is_expected() {
     let m = parse("s", "---\n- title: x\n- id: y\n---\nbody");
     assert!(m.has_malformed_frontmatter());

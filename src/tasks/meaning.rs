@@ -1,15 +1,16 @@
 //! Placing an inbox note by meaning, with the model semantic search
-//! already holds: a head learned from labeled notes ([`head`]), then the
-//! note's embedding against each category's prototype sentences
-//! (`memory::prototypes`).
+//! already holds: a head learned from labeled notes
+//! ([`crate::memory::head`]), then the note's embedding against each
+//! category's prototype sentences (`memory::prototypes`).
 //!
 //! The organizer asks this only for a note that says nothing about itself
 //! (no category, type, tag, folder, person's name or hub shape: see
 //! [`classify::said_by_note`]); those decisions always win, and then the
 //! user's own `classification.rules` (they said what those words mean).
-//! The learned
-//! head speaks first, when its likeliest category is likely enough
-//! ([`head::FLOOR`]) and the model is the one it was trained for. Else
+//! The learned head speaks first, when its likeliest category is likely
+//! enough ([`crate::memory::head::FLOOR`]): the one that reads the note's
+//! embedding and its letters when the model is the one it was trained
+//! for, else the one that reads letters alone (as without a model). Else
 //! the nearest prototypes' category is taken when it is near enough
 //! ([`FLOOR`]) and clearly nearer than the next ([`MARGIN`]); otherwise
 //! the note's words decide as they do without a model. Either one
@@ -27,18 +28,12 @@
 //!   (or [`NOTE_CHARS`] characters, for Chinese, which has no spaces):
 //!   one window of the encoder, so each unsure note costs one short pass.
 
-pub mod head;
-
-use self::head::Head;
 use crate::embed::cosine;
 use crate::memory::Category;
 use crate::memory::classify::{self, FiledBy, Note};
+use crate::memory::head::Head;
+pub use crate::memory::head::{NOTE_CHARS, NOTE_WORDS, note_text};
 use crate::memory::prototypes::PROTOTYPES;
-
-/// How much of a note is embedded: its title and this many words...
-pub const NOTE_WORDS: usize = 150;
-/// ...or this many characters, whichever is shorter.
-pub const NOTE_CHARS: usize = 600;
 
 /// A category's similarity is the mean of its best this many sentences:
 /// one lucky example does not carry it, and a note need not resemble all.
@@ -57,8 +52,9 @@ pub const MARGIN: f32 = 0.05;
 /// Prototype sentences embedded at once.
 const PROTOTYPE_BATCH: usize = 16;
 
-/// The categories' prototype sentences, embedded, and the learned head
-/// when it was trained for the model that embedded them.
+/// The categories' prototype sentences, embedded, and the learned head:
+/// the one trained for the model that embedded them, else the one that
+/// reads letters alone.
 #[derive(Debug, Clone)]
 pub struct CategoryPrototypes {
     rows: Vec<(Category, Vec<f32>)>,
@@ -94,7 +90,9 @@ impl CategoryPrototypes {
             return None;
         }
         // The first sentence's vector is the model's fingerprint.
-        let head = Head::shipped().filter(|h| h.fits(&vectors[0]));
+        let head = Head::shipped()
+            .filter(|h| h.fits(&vectors[0]))
+            .or_else(|| Head::words().cloned());
         let rows = sentences.into_iter().map(|(c, _)| c).zip(vectors).collect();
         Some(CategoryPrototypes { rows, head })
     }
@@ -106,16 +104,23 @@ impl CategoryPrototypes {
     }
 
     /// The same prototypes with `head` instead of the shipped one, if it
-    /// fits their model: for measuring a head trained without some notes.
+    /// reads letters alone or fits their model: for measuring a head
+    /// trained without some notes.
     pub fn with_head(self, head: Head) -> Self {
-        let head = Some(head).filter(|h| self.rows.first().is_some_and(|(_, v)| h.fits(v)));
+        let head = Some(head)
+            .filter(|h| h.dim() == 0 || self.rows.first().is_some_and(|(_, v)| h.fits(v)));
         CategoryPrototypes { head, ..self }
     }
 
-    /// Whether the learned head is used (the model is the one it was
-    /// trained for).
+    /// Whether a learned head is used.
     pub fn has_head(&self) -> bool {
         self.head.is_some()
+    }
+
+    /// Whether the learned head reads the model's embeddings (it was
+    /// trained for this model), not letters alone.
+    pub fn has_model_head(&self) -> bool {
+        self.head.as_ref().is_some_and(|h| h.dim() > 0)
     }
 
     /// Each category's similarity to `note` (a unit vector), nearest
@@ -142,39 +147,32 @@ impl CategoryPrototypes {
         out
     }
 
-    /// The learned head's category for `note` if it is sure enough, else
-    /// the category nearest to it if that passes [`FLOOR`] and beats the
-    /// next by [`MARGIN`]. `Some(Inbox)`: it is most like a fragment.
-    pub fn nearest(&self, note: &[f32]) -> Option<(Category, FiledBy)> {
-        if let Some((category, p)) = self.head.as_ref().and_then(|h| h.decide(note)) {
-            return Some((category, FiledBy::Learned(p)));
+    /// The learned head's category for a note (its unit vector and its
+    /// [`note_text`]) if it is sure enough, else the category nearest to
+    /// it if that passes [`FLOOR`] and beats the next by [`MARGIN`].
+    /// `Some(Inbox)`: it is most like a fragment.
+    pub fn nearest(&self, note: &[f32], text: &str) -> Option<(Category, FiledBy)> {
+        if let Some(head) = &self.head {
+            let reads_vectors = head.dim() > 0;
+            // Most like a fragment, the head is not sure of a category:
+            // the examples or the words may still be.
+            if let Some((category, p)) = head
+                .decide(reads_vectors.then_some(note), text)
+                .filter(|(c, _)| *c != Category::Inbox)
+            {
+                let by = if reads_vectors {
+                    FiledBy::Learned(p)
+                } else {
+                    FiledBy::LearnedFromWords(p)
+                };
+                return Some((category, by));
+            }
         }
         let sims = self.similarities(note);
         let (best, score) = *sims.first()?;
         let second = sims.get(1).map_or(f32::MIN, |s| s.1);
         (score >= FLOOR && score - second >= MARGIN).then_some((best, FiledBy::Examples))
     }
-}
-
-/// The text a note is embedded from: its title, then the start of its
-/// body.
-pub fn note_text(note: &Note<'_>) -> String {
-    let mut text = String::new();
-    let title = note.title.trim();
-    if !title.is_empty() {
-        text.push_str(title);
-        text.push('\n');
-    }
-    for word in note.body.split_whitespace().take(NOTE_WORDS) {
-        if text.chars().count() + word.chars().count() > NOTE_CHARS {
-            let room = NOTE_CHARS.saturating_sub(text.chars().count());
-            text.extend(word.chars().take(room));
-            break;
-        }
-        text.push_str(word);
-        text.push(' ');
-    }
-    text.trim_end().to_owned()
 }
 
 /// What placing a note by meaning needs: the prototypes, and a way to
@@ -198,22 +196,24 @@ pub fn classify_note(
     filing(note, rules, meaning).map(|(category, _)| category)
 }
 
-/// [`classify_note`], with what decided it.
+/// [`classify_note`], with what decided it. Without `meaning`, or when
+/// the note cannot be embedded, it is [`classify::filing`].
 pub fn filing(
     note: &Note<'_>,
     rules: &[classify::Rule],
     meaning: Option<Meaning<'_>>,
 ) -> Option<(Category, FiledBy)> {
+    let text = note_text(note);
+    let Some((meaning, vector)) = meaning.and_then(|m| Some((m, (m.embed)(&text)?))) else {
+        return classify::filing(note, rules);
+    };
     if let Some(filed) = classify::said_by_note_why(note) {
         return Some(filed);
     }
     if let Some(category) = classify::voted_by_rules(note, rules) {
         return Some((category, FiledBy::Rules));
     }
-    if let Some(meaning) = meaning
-        && let Some(vector) = (meaning.embed)(&note_text(note))
-        && let Some((category, by)) = meaning.prototypes.nearest(&vector)
-    {
+    if let Some((category, by)) = meaning.prototypes.nearest(&vector, &text) {
         return (category != Category::Inbox).then(|| (classify::as_filed(note, category), by));
     }
     classify::voted_by_words(note, rules).map(|c| (c, FiledBy::Words))
@@ -253,6 +253,7 @@ mod tests {
             )
         })
         .expect("embedded")
+        .without_head()
     }
 
     #[test]
@@ -260,16 +261,16 @@ mod tests {
         let prototypes = on_axes();
         let (lessons, skills) = (9, 11);
         assert_eq!(
-            prototypes.nearest(&axis(lessons, skills, 0.2)),
+            prototypes.nearest(&axis(lessons, skills, 0.2), ""),
             Some((Category::Lessons, FiledBy::Examples))
         );
         // Almost as near to skills: too close to call.
-        assert_eq!(prototypes.nearest(&axis(lessons, skills, 0.97)), None);
+        assert_eq!(prototypes.nearest(&axis(lessons, skills, 0.97), ""), None);
         // Near nothing at all.
         let mut flat = vec![1.0f32; Category::ALL.len()];
         let norm = (flat.len() as f32).sqrt();
         flat.iter_mut().for_each(|x| *x /= norm);
-        assert_eq!(prototypes.nearest(&flat), None);
+        assert_eq!(prototypes.nearest(&flat, ""), None);
     }
 
     #[test]
@@ -353,17 +354,5 @@ mod tests {
             classify_note(&note, &[], None),
             classify::classify_note(&note, &[])
         );
-    }
-
-    #[test]
-    fn a_note_is_embedded_from_its_title_and_first_words() {
-        let body = "w ".repeat(400);
-        let note = Note::text("Title", &body);
-        let text = note_text(&note);
-        assert!(text.starts_with("Title\nw w"));
-        assert_eq!(text.split_whitespace().count(), 1 + NOTE_WORDS);
-        let chinese = "汉".repeat(2000);
-        let note = Note::text("", &chinese);
-        assert_eq!(note_text(&note).chars().count(), NOTE_CHARS);
     }
 }

@@ -1077,7 +1077,12 @@ impl Organizing {
                     .map(|d| memory::parse_timestamp(d).unwrap_or(i64::MIN));
                 if let (None, Some(first)) = (due, found.first()) {
                     let at = reminders::format_rfc3339(first.due, &tz);
-                    let fields = [("due_at", at.clone()), ("expires_at", at)];
+                    // A task is due then, and stays until it is done.
+                    let fields = if is_task(&parsed) {
+                        vec![("due_at", at)]
+                    } else {
+                        vec![("due_at", at.clone()), ("expires_at", at)]
+                    };
                     self.set_fields(&path, &fields, &mut report);
                     report.reminders += 1;
                     due = Some(first.due);
@@ -1177,18 +1182,28 @@ impl Organizing {
     }
 
     /// Files an inbox item whose time became a reminder: as the
-    /// classifier places it, else under `date/` (what it holds is a time),
-    /// unless it is a task, whose date is when to do it. Where it went.
+    /// classifier places it (but for `reminders/`: its reminder is made),
+    /// else under `date/` (what it holds is a time), unless it is a task,
+    /// whose date is when to do it. Where it went.
     fn file_reminded(
         &self,
         path: &StorePath,
         parsed: &memory::Memory,
         report: &mut Report,
     ) -> Option<StorePath> {
-        let is_task = |w: &str| matches!(w.trim().to_lowercase().as_str(), "task" | "todo");
-        let task = parsed.frontmatter.kind.as_deref().is_some_and(is_task)
-            || parsed.tags.iter().any(|t| is_task(t));
-        match self.upgrade(path, None, report) {
+        let task = is_task(parsed);
+        // Its reminder is made: what it holds is a time, not a reminder
+        // of its own (filed under reminders/ it would be one twice).
+        let placed = self
+            .read_text(path)
+            .and_then(|(_, text)| self.category_of(path, parsed, &text))
+            .filter(|(c, _)| *c != Category::Reminders)
+            .map(|(c, by)| (c, by.to_string()));
+        let filed = match placed {
+            Some(placed) => self.file_now(path, Some(placed), report),
+            None => Err(ops::Error::InvalidInput("nothing placed it".into())),
+        };
+        match filed {
             Ok(to) => Some(to),
             Err(ops::Error::InvalidInput(_)) if !task => {
                 let why = "a time it holds became a reminder, and nothing else placed it";
@@ -1229,4 +1244,10 @@ impl Organizing {
         due.sort();
         due
     }
+}
+
+/// Whether a memory is a task: its `type` or a tag says `task` or `todo`.
+fn is_task(parsed: &memory::Memory) -> bool {
+    let says = |w: &str| matches!(w.trim().to_lowercase().as_str(), "task" | "todo");
+    parsed.frontmatter.kind.as_deref().is_some_and(says) || parsed.tags.iter().any(|t| says(t))
 }

@@ -1,0 +1,105 @@
+//! Reading what a person or a program pipes in, within bounds: input
+//! that never ends a line (`< /dev/zero`) costs a bounded buffer and one
+//! sentence, not the machine's memory.
+
+use std::io::{self, BufRead, Read};
+
+/// What [`read_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The end of the input: nothing was read.
+    End,
+    /// A line (with its newline, unless the input ended first).
+    Read,
+    /// A line longer than allowed: it was read past and dropped.
+    TooLong,
+}
+
+/// Reads the next line of `input` into `line` (cleared first), keeping at
+/// most `max` bytes: a longer line is read through to its end (or the
+/// input's) without being kept, and is [`Line::TooLong`].
+pub fn read_line(input: &mut dyn BufRead, line: &mut Vec<u8>, max: usize) -> io::Result<Line> {
+    line.clear();
+    let (mut any, mut over) = (false, false);
+    loop {
+        let buffer = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buffer.is_empty() {
+            return Ok(match (any, over) {
+                (false, _) => Line::End,
+                (true, false) => Line::Read,
+                (true, true) => Line::TooLong,
+            });
+        }
+        any = true;
+        let (taken, ended) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buffer.len(), false),
+        };
+        if !over && line.len() + taken <= max {
+            line.extend_from_slice(&buffer[..taken]);
+        } else if !over {
+            over = true;
+            line.clear();
+            line.shrink_to_fit();
+        }
+        input.consume(taken);
+        if ended {
+            return Ok(if over { Line::TooLong } else { Line::Read });
+        }
+    }
+}
+
+/// All of `input` as text, if it is UTF-8 and at most `max` bytes; else
+/// one sentence naming `what` (such as "the text on stdin").
+pub fn read_text(input: impl Read, max: u64, what: &str) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    input
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("cannot read {what}: {e}"))?;
+    if bytes.len() as u64 > max {
+        anyhow::bail!("{what} is over {}", size(max));
+    }
+    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{what} is not UTF-8 text ({e})"))
+}
+
+/// `bytes` for a person: whole MiB when it is a number of them.
+pub fn size(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_past_the_limit_is_read_through_and_dropped() {
+        let mut input = io::BufReader::with_capacity(4, &b"short\nmuch too long a line\nok"[..]);
+        let mut line = Vec::new();
+        assert_eq!(read_line(&mut input, &mut line, 8).unwrap(), Line::Read);
+        assert_eq!(line, b"short\n");
+        assert_eq!(read_line(&mut input, &mut line, 8).unwrap(), Line::TooLong);
+        assert!(line.is_empty());
+        assert_eq!(read_line(&mut input, &mut line, 8).unwrap(), Line::Read);
+        assert_eq!(line, b"ok");
+        assert_eq!(read_line(&mut input, &mut line, 8).unwrap(), Line::End);
+    }
+
+    #[test]
+    fn endless_input_is_one_sentence() {
+        let endless = io::repeat(b'x');
+        let e = read_text(endless, 1 << 20, "the text on stdin").unwrap_err();
+        assert_eq!(e.to_string(), "the text on stdin is over 1 MiB");
+        let e = read_text(&b"\xff"[..], 10, "the text on stdin").unwrap_err();
+        assert!(e.to_string().starts_with("the text on stdin is not UTF-8"));
+        assert_eq!(read_text(&b"hi"[..], 2, "x").unwrap(), "hi");
+    }
+}

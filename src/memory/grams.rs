@@ -1,0 +1,162 @@
+//! A note's letters as features: the runs of one to three characters
+//! inside each of its words, weighed by tf-idf, for the learned head
+//! ([`super::head`]).
+//!
+//! Runs of characters rather than words, because they need no word list
+//! and no stemmer: "decided", "decision" and "decide" share "dec" and
+//! "eci"; Chinese, written without spaces, is read as its characters and
+//! their pairs ("决定", "教训"), which an English encoder cannot read.
+//!
+//! Subtleties:
+//! - Each word is read with a space on each side, so a run can say that
+//!   a word starts or ends there (" un", "ed ").
+//! - Only runs that at least [`MIN_NOTES`] training notes hold are kept:
+//!   a run one note has teaches nothing about the next author.
+//! - A run's count is damped (1 + ln n) and weighed by its rarity
+//!   (smoothed idf); the note's features then have length [`WEIGHT`].
+
+use std::collections::{BTreeMap, HashMap};
+
+/// The shortest and longest runs of characters read.
+const SHORTEST: usize = 1;
+/// See [`SHORTEST`].
+const LONGEST: usize = 3;
+
+/// A run is kept when at least this many training notes hold it.
+pub const MIN_NOTES: usize = 2;
+
+/// The length of a note's features, against the unit length of its
+/// embedding beside them: chosen with the head's penalty by leaving
+/// each outside author out (BENCHMARKS.md, "Classification").
+pub const WEIGHT: f32 = 3.0;
+
+/// The runs a head reads, and how rare each was in its training notes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Grams {
+    runs: Vec<String>,
+    index: HashMap<String, u32>,
+    idf: Vec<f32>,
+}
+
+impl Grams {
+    /// The runs of `texts` held by at least [`MIN_NOTES`] of them, in
+    /// sorted order (so the same notes always give the same features).
+    pub fn learn(texts: &[&str]) -> Grams {
+        let mut notes_holding: BTreeMap<String, usize> = BTreeMap::new();
+        for text in texts {
+            for run in counts(text).into_keys() {
+                *notes_holding.entry(run).or_default() += 1;
+            }
+        }
+        let n = texts.len() as f32;
+        let (runs, idf): (Vec<String>, Vec<f32>) = notes_holding
+            .into_iter()
+            .filter(|(_, df)| *df >= MIN_NOTES)
+            .map(|(run, df)| (run, ((1.0 + n) / (1.0 + df as f32)).ln() + 1.0))
+            .unzip();
+        Grams::new(runs, idf)
+    }
+
+    /// Runs with their idf, as [`Grams::parts`] gave them; `None` if the
+    /// lengths differ.
+    pub fn from_parts(runs: Vec<String>, idf: Vec<f32>) -> Option<Grams> {
+        (runs.len() == idf.len()).then(|| Grams::new(runs, idf))
+    }
+
+    fn new(runs: Vec<String>, idf: Vec<f32>) -> Grams {
+        let index = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.clone(), i as u32))
+            .collect();
+        Grams { runs, index, idf }
+    }
+
+    /// The runs and their idf, in feature order.
+    pub fn parts(&self) -> (&[String], &[f32]) {
+        (&self.runs, &self.idf)
+    }
+
+    /// How many features a note has.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Whether no run is read.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// `text`'s features: (feature, value) for each known run it holds,
+    /// in feature order, of length [`WEIGHT`] together (none if it holds
+    /// no known run).
+    pub fn features(&self, text: &str) -> Vec<(u32, f32)> {
+        let mut out: Vec<(u32, f32)> = counts(text)
+            .into_iter()
+            .filter_map(|(run, n)| {
+                let i = *self.index.get(&run)?;
+                Some((i, (1.0 + (n as f32).ln()) * self.idf[i as usize]))
+            })
+            .collect();
+        out.sort_unstable_by_key(|(i, _)| *i);
+        let norm = out.iter().map(|(_, v)| v * v).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            out.iter_mut().for_each(|(_, v)| *v *= WEIGHT / norm);
+        }
+        out
+    }
+}
+
+/// How often each run of [`SHORTEST`] to [`LONGEST`] characters occurs
+/// within `text`'s words, lowercased, each word with a space either side.
+fn counts(text: &str) -> HashMap<String, u32> {
+    let mut counts = HashMap::new();
+    for word in text.split_whitespace() {
+        let padded: Vec<char> = std::iter::once(' ')
+            .chain(word.chars().flat_map(char::to_lowercase))
+            .chain(std::iter::once(' '))
+            .collect();
+        for n in SHORTEST..=LONGEST {
+            for run in padded.windows(n) {
+                *counts.entry(run.iter().collect::<String>()).or_default() += 1;
+            }
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_read_within_words_with_their_edges() {
+        let c = counts("Go ok");
+        for run in [
+            " ", "g", "o", " g", "go", "o ", " go", "go ", " o", "ok", "k ",
+        ] {
+            assert!(c.contains_key(run), "{run:?} in {c:?}");
+        }
+        assert!(!c.contains_key("o o"), "no run crosses a space");
+        assert_eq!(c["o"], 2);
+        let c = counts("决定用它");
+        assert!(c.contains_key("决定") && c.contains_key("决定用"));
+    }
+
+    #[test]
+    fn only_runs_two_notes_share_are_learned_and_features_have_the_weight() {
+        let grams = Grams::learn(&["we decided", "decided again", "zebra"]);
+        assert!(grams.index.contains_key("dec"));
+        assert!(!grams.index.contains_key("zeb"), "one note's run");
+        let f = grams.features("Decided!");
+        let norm = f.iter().map(|(_, v)| v * v).sum::<f32>().sqrt();
+        assert!((norm - WEIGHT).abs() < 1e-4, "{norm}");
+        assert!(f.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(grams.features("").is_empty());
+        let (runs, idf) = grams.parts();
+        assert_eq!(
+            Grams::from_parts(runs.to_vec(), idf.to_vec()),
+            Some(grams.clone())
+        );
+    }
+}
