@@ -404,6 +404,61 @@ fn a_change_of_tool_goes_above_the_setup_it_replaces() {
     index.shutdown();
 }
 
+/// Whatever the limit, the first hits are the same: a newer memory that
+/// goes above an older one does so at every limit.
+#[test]
+fn the_first_hits_do_not_depend_on_the_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (rel, created, body) in [
+        (
+            "people/lily.md",
+            "2026-09-02T10:00:00Z",
+            "# Lily\n\nLily is the user's daughter, 9 years old. Plays piano, lessons with Mrs. Okafor on Tuesdays after school. Loves dragons.",
+        ),
+        (
+            "people/lily-piano.md",
+            "2026-11-04T10:00:00Z",
+            "Lily's piano lessons moved from Tuesdays to Thursdays starting November because Mrs. Okafor's schedule changed.",
+        ),
+        (
+            "decisions/atlas-database.md",
+            "2026-09-03T10:00:00Z",
+            "# Atlas database\n\nDecided: Atlas stores its data in SQLite for now.",
+        ),
+        (
+            "decisions/atlas-postgres.md",
+            "2026-10-23T10:00:00Z",
+            "Decision: Atlas moves from SQLite to Postgres, because the new sync service writes concurrently and we hit database-is-locked errors.",
+        ),
+        (
+            "decisions/atlas-ci.md",
+            "2026-11-16T10:00:00Z",
+            "Decision: Atlas CI moves from Jenkins to GitHub Actions. Jenkins gets shut down by the end of January.",
+        ),
+    ] {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, format!("---\ncreated_at: {created}\n---\n{body}\n")).expect("write");
+    }
+    let index = embedded_index(dir.path());
+    let paths = |q: &str, limit: usize| -> Vec<String> {
+        let hits = index.search(q, limit).expect("search");
+        hits.iter().map(|h| h.path.to_string()).collect()
+    };
+    for q in [
+        "how old is Lily?",
+        "what did we decide about the database?",
+        "which database does Atlas use?",
+    ] {
+        let ten = paths(q, 10);
+        for limit in [1, 2, 3] {
+            let prefix = &ten[..limit.min(ten.len())];
+            assert_eq!(paths(q, limit), prefix, "{q} at limit {limit}");
+        }
+    }
+    index.shutdown();
+}
+
 /// A question that names the older of two memories on one subject asks
 /// about it: the newer one stays below.
 #[test]

@@ -535,10 +535,15 @@ impl Index {
             None => (text, None),
         };
         // The limit comes from user text: never size buffers by it.
-        let limit = limit.min(searcher.num_docs() as usize);
-        if limit == 0 {
+        let wanted = limit.min(searcher.num_docs() as usize);
+        if wanted == 0 {
             return Ok(None);
         }
+        // Ranked as deep as a newer memory may move up from, whatever is
+        // asked for: the first hits never depend on how many are wanted.
+        let limit = wanted
+            .max(super::supersede::WINDOW)
+            .min(searcher.num_docs() as usize);
         // A question that names a day, a month or a year asks first of all
         // about what was written then. The rest of its words are what it
         // asks about the period: they alone are searched, on both sides,
@@ -629,6 +634,7 @@ impl Index {
                 &mut top,
             );
         }
+        top.truncate(wanted);
         if top.is_empty() && query.is_none() {
             return Ok(None);
         }

@@ -26,6 +26,8 @@
 //!   are embedded by the search first (a few short ones at most).
 //! - A chain (v1, v2, v3) ends newest first, each above the one it
 //!   supersedes.
+//! - The first hits are ranked [`WINDOW`] deep whatever the limit, so
+//!   what comes first never depends on how many hits are asked for.
 //! - A moved memory takes the score of the one it goes above, so that
 //!   scores never rise down the list.
 
@@ -44,7 +46,7 @@ use crate::memory::Category;
 use crate::store::StorePath;
 
 /// How many of the first hits are compared: the ones an agent reads.
-const WINDOW: usize = 10;
+pub(super) const WINDOW: usize = 10;
 
 /// How alike two memories' first chunks must be (cosine) for the newer to
 /// be about the same thing. all-MiniLM-L6-v2 gives "We decided to use
@@ -57,7 +59,8 @@ const ALIKE: f32 = 0.4;
 /// that is closer still in meaning ([`CHANGED_ALIKE`]) to an older one of
 /// its category replaces it, though it names no word of the older one's
 /// title.
-const CHANGE_WORDS: &str = "switched moved migrated replaced dropped stopped abandoned instead";
+const CHANGE_WORDS: &str =
+    "switched moved migrated replaced dropped stopped abandoned instead changed updated";
 
 /// How alike a newer memory that tells of a change and names nothing of
 /// the older one's title must be to it: "Moved to Neovim and dropped VS
