@@ -435,6 +435,32 @@ fn bad_input_is_one_sentence_and_leaves_the_store_as_it_was() {
     assert!(!report.contains("nothing to do"), "{report}");
 }
 
+/// A symlink another machine pushed is left alone here, and stays on the
+/// remote: rounds here never push its deletion.
+#[test]
+fn what_another_machine_pushed_and_this_one_does_not_sync_stays_on_the_remote() {
+    let (tmp, remote, a, _b) = two_stores(&[("notes/seed.md", "seed\n")]);
+    let other = tmp.path().join("other");
+    git(
+        tmp.path(),
+        &["clone", "-q", &remote.to_string_lossy(), "other"],
+    );
+    std::os::unix::fs::symlink("/etc/passwd", other.join("notes/passwd.md")).expect("symlink");
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-qm", "a symlink"]);
+    git(&other, &["push", "-q", "origin", "HEAD:main"]);
+    let remote_has_it =
+        || git(&remote, &["ls-tree", "-r", "main", "--", "notes/passwd.md"]).contains("120000");
+    assert!(remote_has_it());
+    a.sync();
+    assert!(!a.store.join("notes/passwd.md").exists(), "left alone here");
+    a.write("notes/new.md", "written on a\n");
+    a.sync();
+    a.sync();
+    assert!(remote_has_it(), "a's rounds pushed its deletion");
+    assert!(git(&remote, &["ls-tree", "-r", "main"]).contains("notes/new.md"));
+}
+
 #[test]
 fn a_read_only_clone_follows_and_never_pushes() {
     let (tmp, remote, a, b) = two_stores(&[("team.md", "the team's note\n")]);

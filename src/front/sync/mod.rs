@@ -600,6 +600,7 @@ fn tracking(settings: &Settings) -> String {
 /// Commits every change in the store; the changes, in words.
 fn commit_local(git: &Git, settings: &Settings, resumed: bool) -> Result<Vec<String>, SyncError> {
     git.run(&["add", "-A"])?;
+    keep_what_is_not_synced(git)?;
     let tree = git.run(&["write-tree"])?.trim().to_owned();
     let head_tree = git
         .rev("HEAD^{tree}")
@@ -625,6 +626,50 @@ fn commit_local(git: &Git, settings: &Settings, resumed: bool) -> Result<Vec<Str
         Some(message.as_bytes()),
     )?;
     Ok(words)
+}
+
+/// Puts back into git's index what the last commit holds and the store
+/// never had: entries that are not regular files (a symlink, a
+/// submodule), which another machine pushed and a round leaves alone
+/// (see [`apply`]). Without this, `git add -A` would take their absence
+/// from the store for a deletion and push it, and the machine that
+/// made them would lose them on its next round.
+fn keep_what_is_not_synced(git: &Git) -> Result<(), SyncError> {
+    if git.rev("HEAD").is_none() {
+        return Ok(());
+    }
+    let listed = git.run_bytes(&["ls-tree", "-r", "-z", "--full-tree", "HEAD"], None)?;
+    for entry in listed.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        // "MODE TYPE OID\tPATH"
+        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let (head, path) = (String::from_utf8_lossy(&entry[..tab]), &entry[tab + 1..]);
+        let mut fields = head.split(' ');
+        let (Some(mode), Some(_), Some(oid)) = (fields.next(), fields.next(), fields.next()) else {
+            continue;
+        };
+        if is_file(mode) {
+            continue;
+        }
+        let path = String::from_utf8_lossy(path);
+        let staged = git.run_bytes(
+            &[
+                "--literal-pathspecs",
+                "ls-files",
+                "-z",
+                "--stage",
+                "--",
+                &path,
+            ],
+            None,
+        )?;
+        if staged.is_empty() {
+            let info = format!("{mode},{oid},{path}");
+            git.run(&["update-index", "--add", "--cacheinfo", &info])?;
+        }
+    }
+    Ok(())
 }
 
 /// Up to [`LISTED`] changes, one a line.
