@@ -309,6 +309,19 @@ fn serve_answers_mcp_over_http_beside_its_sockets() {
         assert!(status.contains("400"), "{status} {answer}");
         assert_eq!(answer["error"]["code"], -32700, "{answer}");
     }
+    for body in [
+        &b"{}"[..],
+        b"5",
+        b"null",
+        br#"{"jsonrpc":"2.0","id":3,"method":5}"#,
+        br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+    ] {
+        let (status, answer) = post_bytes(&url, &owner, body);
+        assert!(status.contains("400"), "{status} {answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    }
+    let (_, answer) = post_bytes(&url, &owner, br#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#);
+    assert_eq!(answer["id"], 9, "{answer}");
     let mut bad_arguments = write_call("notes/y.md", "y\n");
     bad_arguments["params"]["arguments"] = serde_json::json!("x");
     let (status, answer) = post(&url, &owner, &bad_arguments);

@@ -341,8 +341,9 @@ impl Gate {
 }
 
 /// JSON-RPC's error answer, with HTTP status 400, to a body that is not a
-/// JSON-RPC message: not UTF-8 or not JSON (-32700), or a `tools/call`
-/// whose `arguments` are not an object (-32602). `None` for anything else,
+/// JSON-RPC message: not UTF-8 or not JSON (-32700), JSON that is not a
+/// JSON-RPC 2.0 message or a batch (-32600), or a `tools/call` whose
+/// `arguments` are not an object (-32602). `None` for anything else,
 /// which the transport answers.
 fn not_json_rpc(body: &[u8]) -> Option<HttpResponse<Body>> {
     let error = |id: serde_json::Value, code: i32, message: String| {
@@ -370,11 +371,31 @@ fn not_json_rpc(body: &[u8]) -> Option<HttpResponse<Body>> {
             ));
         }
     };
-    let calls = match &message {
-        serde_json::Value::Array(batch) => batch.iter().collect(),
-        one => vec![one],
-    };
-    calls.into_iter().find_map(|call| {
+    if message.is_array() {
+        return Some(error(
+            serde_json::Value::Null,
+            -32600,
+            "a batch is not answered: send one JSON-RPC message per request".into(),
+        ));
+    }
+    let id = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned()
+        .unwrap_or_default();
+    let is_message = message.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")
+        && (message.get("method").is_some_and(|m| m.is_string())
+            || (message.get("id").is_some()
+                && (message.get("result").is_some() || message.get("error").is_some())));
+    if !is_message {
+        return Some(error(
+            id,
+            -32600,
+            "not a JSON-RPC 2.0 message: an object with \"jsonrpc\": \"2.0\" and a \"method\" name"
+                .into(),
+        ));
+    }
+    [&message].into_iter().find_map(|call| {
         let arguments = call.get("params").and_then(|p| p.get("arguments"));
         (call.get("method").and_then(|m| m.as_str()) == Some("tools/call")
             && arguments.is_some_and(|a| !a.is_object() && !a.is_null()))
