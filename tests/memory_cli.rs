@@ -154,6 +154,18 @@ fn writing_a_whole_note_keeps_its_own_frontmatter() {
         text.ends_with("---\nThe user has 25 vacation days a year.\n"),
         "{text}"
     );
+    // Its own zone stays: 19:00 in Seattle on the 27th is not the 28th.
+    let evening = "---\ntitle: Black Friday\ncreated_at: 2026-11-27T19:00:00-08:00\n---\nBought the dado blade.\n";
+    ok(&run_stdin(
+        &store,
+        &["write", "-", "--category", "date"],
+        evening,
+    ));
+    let text = fs::read_to_string(store.join("date/black-friday.md")).expect("read");
+    assert!(
+        text.contains("created_at: 2026-11-27T19:00:00-08:00\n"),
+        "{text}"
+    );
     let broken = run_stdin(&store, &["write", "-"], "---\ntitle: [broken\n---\nbody\n");
     refused(&broken, "frontmatter that cannot be read");
     assert!(!store.join("inbox").exists());

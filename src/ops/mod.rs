@@ -83,6 +83,9 @@ pub fn max_request_line(max_file_size: u64) -> u64 {
 #[derive(Default)]
 pub(crate) struct OwnFields {
     created: Option<i64>,
+    /// `created_at` as the note wrote it (when it parses): its own zone
+    /// says which day it was written.
+    created_as_written: Option<String>,
     rest: String,
 }
 
@@ -178,7 +181,15 @@ fn with_own_fields(new: &NewMemory) -> Result<(NewMemory, OwnFields)> {
         serde_yaml::to_string(&others).map_err(|e| Error::InvalidInput(e.to_string()))?
     };
     let created = own.created_at.as_deref().and_then(memory::parse_timestamp);
-    Ok((merged, OwnFields { created, rest }))
+    let created_as_written = created.and(own.created_at.clone());
+    Ok((
+        merged,
+        OwnFields {
+            created,
+            created_as_written,
+            rest,
+        },
+    ))
 }
 
 /// How many archived memories a search looks past to fill its results.
@@ -1280,7 +1291,9 @@ impl Operations {
         }
         let now = now_unix();
         let created = own.created.unwrap_or(now);
-        field("created_at", &memory::format_timestamp(created));
+        let written = own.created_as_written.as_deref();
+        let created_at = written.map_or_else(|| memory::format_timestamp(created), str::to_owned);
+        field("created_at", &created_at);
         // A capture the inbox holds for the organizer (no place and no
         // category asked for) says when it expires, as memory-cli's do.
         // What a caller put somewhere on purpose never expires.
