@@ -495,14 +495,14 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
         &store,
         &[
             "write",
-            "zxqv fleeting unsortable thought",
+            "zxqv fleeting blorp wibble",
             "--title",
             "scratch",
         ],
     ));
     fs::write(
         store.join("inbox/by-hand.md"),
-        "qzpx hand-written thought\n",
+        "qzpx hand-written blorp\n",
     )
     .expect("by hand");
     std::thread::sleep(Duration::from_millis(1500));
