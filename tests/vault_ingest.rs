@@ -493,18 +493,9 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
     configure(&store, "lifecycle: { inbox_ttl: 1s }\n");
     succeeded(&run(
         &store,
-        &[
-            "write",
-            "zxqv fleeting blorp wibble",
-            "--title",
-            "scratch",
-        ],
+        &["write", "zxqv fleeting blorp wibble", "--title", "scratch"],
     ));
-    fs::write(
-        store.join("inbox/by-hand.md"),
-        "qzpx hand-written blorp\n",
-    )
-    .expect("by hand");
+    fs::write(store.join("inbox/by-hand.md"), "qzpx hand-written blorp\n").expect("by hand");
     std::thread::sleep(Duration::from_millis(1500));
     let report = succeeded(&run(&store, &["dream", "--level", "3", "--json"]));
     let report: Value = serde_json::from_str(&report).expect("json");
