@@ -601,7 +601,8 @@ fn repeats_or_past(sentence: &str, start: usize) -> bool {
 /// Whether `sentence` tells of a habit or a rule, not of one occasion:
 /// "every" or "each" before a day, a part of one or a week ("I run every
 /// Monday and Thursday morning"), days in the plural ("on Fridays"),
-/// "never", "always", "usually", or 每天, 每周, 每个, 每逢, 总是, 从不.
+/// "never", "always", "usually", or 每天, 每周, 每个, 每逢, 总是, 从不, and
+/// the prohibitions 不要在, 别在, 禁止在, 绝不.
 fn is_habit_or_rule(sentence: &str) -> bool {
     const RULES: [&str; 4] = ["never", "always", "usually", "daily"];
     const PERIODS: [&str; 12] = [
@@ -628,6 +629,13 @@ fn is_habit_or_rule(sentence: &str) -> bool {
         "总是",
         "从不",
         "从来不",
+        // Prohibitions: "不要在周五下午部署", "千万别在周一早上开长会".
+        "不要在",
+        "别在",
+        "不能在",
+        "禁止在",
+        "绝不",
+        "切勿",
     ]
     .iter()
     .any(|w| sentence.contains(w))
@@ -1756,6 +1764,9 @@ mod tests {
         none("Standup is daily at 9:30.");
         none("On Fridays at 5pm the office closes early.");
         none("每天早上八点跑步。");
+        none("不要在周五下午部署生产环境。");
+        none("千万别在周一早上开长会。");
+        one("别忘了周五下午三点交报告。");
         one("Deploy the hotfix on Friday afternoon at 3pm.");
         one("Each of us presents on Friday at 3pm.");
         // A day of its own is one occasion, whatever else the sentence says.
