@@ -1461,6 +1461,16 @@ fn a_question_finds_its_memory() {
 }
 
 #[test]
+fn a_chinese_questions_own_words_match_nothing() {
+    let fx = agent_memories();
+    fx.write("zh/猫.md", "宠物：家里的猫叫团子。\n");
+    fx.write("zh/为什么.md", "我们为什么选了 Postgres：并发写入。\n");
+    fx.sync();
+    assert_eq!(fx.search("猫叫什么名字"), paths(&["zh/猫.md"]));
+    assert_eq!(fx.search("怎么部署"), Vec::<StorePath>::new());
+}
+
+#[test]
 fn one_unknown_word_does_not_empty_a_result() {
     let fx = agent_memories();
     assert_eq!(

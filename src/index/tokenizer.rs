@@ -189,6 +189,13 @@ pub(crate) const STOP_WORDS: &[&str] = &[
     "yours",
     "yourself",
     "yourselves",
+    // Chinese questions' own words, as their bigrams: "猫叫什么名字" asks
+    // about the cat, not about "为什么".
+    "为什",
+    "什么",
+    "哪个",
+    "哪些",
+    "怎么",
 ];
 
 /// Whether `word` (lowercase, as the tokenizer gives it) is one of
