@@ -687,7 +687,7 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
             let scope = parse_scope(scope.as_deref())?;
             let input = crate::front::input::read_text(
                 std::io::stdin(),
-                crate::ops::max_request_line(crate::ops::DEFAULT_MAX_FILE_SIZE),
+                crate::front::input::max_line() as u64,
                 "the tool calls on stdin",
             )?;
             let calls = agent::parse_calls(&input).map_err(anyhow::Error::msg)?;

@@ -395,17 +395,15 @@ fn not_json_rpc(body: &[u8]) -> Option<HttpResponse<Body>> {
                 .into(),
         ));
     }
-    [&message].into_iter().find_map(|call| {
-        let arguments = call.get("params").and_then(|p| p.get("arguments"));
-        (call.get("method").and_then(|m| m.as_str()) == Some("tools/call")
-            && arguments.is_some_and(|a| !a.is_object() && !a.is_null()))
-        .then(|| {
-            error(
-                call.get("id").cloned().unwrap_or_default(),
-                -32602,
-                "a tool's arguments are an object of named values".into(),
-            )
-        })
+    let arguments = message.get("params").and_then(|p| p.get("arguments"));
+    (message.get("method").and_then(|m| m.as_str()) == Some("tools/call")
+        && arguments.is_some_and(|a| !a.is_object() && !a.is_null()))
+    .then(|| {
+        error(
+            id,
+            -32602,
+            "a tool's arguments are an object of named values".into(),
+        )
     })
 }
 

@@ -4,6 +4,15 @@
 
 use std::io::{self, BufRead, Read};
 
+use crate::ops;
+
+/// The longest request line read from a pipe: a write of a whole memory
+/// at the store's default size cap, in JSON, fits, so that it fails on
+/// the cap, in one sentence, not on the line.
+pub fn max_line() -> usize {
+    usize::try_from(ops::max_request_line(ops::DEFAULT_MAX_FILE_SIZE)).unwrap_or(usize::MAX)
+}
+
 /// What [`read_line`] found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Line {

@@ -166,8 +166,7 @@ pub fn import(
     let mut batcher = Batcher::new(call);
     let mut bytes = Vec::new();
     let mut number = 0;
-    let max =
-        usize::try_from(ops::max_request_line(ops::DEFAULT_MAX_FILE_SIZE)).unwrap_or(usize::MAX);
+    let max = input::max_line();
     loop {
         let read = input::read_line(input, &mut bytes, max);
         number += 1;

@@ -53,14 +53,6 @@ const GUIDE_PROMPT: &str = "memory_guide";
 /// without holding a thread.
 pub(super) const MAX_CALLS: usize = 16;
 
-/// The longest request line read: a write of a whole memory at the
-/// store's default size cap, in JSON, fits, so that it fails on the cap,
-/// in one sentence, not on the line (a line longer still is dropped by
-/// the transport, unanswered).
-fn max_line() -> usize {
-    usize::try_from(ops::max_request_line(ops::DEFAULT_MAX_FILE_SIZE)).unwrap_or(usize::MAX)
-}
-
 /// Serves MCP on stdin and stdout until the client closes stdin.
 pub fn serve(
     call: impl Fn(Request) -> ops::Result<Response> + Send + Sync + 'static,
@@ -78,7 +70,7 @@ pub fn serve(
             .serve({
                 let (read, write) = rmcp::transport::stdio_pipes();
                 rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
-                    .with_max_line_length(max_line())
+                    .with_max_line_length(super::input::max_line())
             })
             .await
             .map_err(io::Error::other)?;

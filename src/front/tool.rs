@@ -96,8 +96,7 @@ pub fn serve(
     };
     let mut pending = Vec::new();
     let mut line = Vec::new();
-    let max =
-        usize::try_from(ops::max_request_line(ops::DEFAULT_MAX_FILE_SIZE)).unwrap_or(usize::MAX);
+    let max = input::max_line();
     let too_long = || {
         Parsed::Invalid(format!(
             "the input is longer than {}",

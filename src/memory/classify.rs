@@ -952,7 +952,7 @@ impl<'a> Note<'a> {
     }
 
     /// A task or to-do: its date is when to do it, not a date to keep.
-    fn is_task(&self) -> bool {
+    pub fn is_task(&self) -> bool {
         let task = |w: &str| matches!(w, "task" | "tasks" | "todo" | "to-do");
         self.kind().is_some_and(|k| task(&k))
             || self

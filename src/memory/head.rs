@@ -388,12 +388,12 @@ fn softmax(logits: &[f32]) -> Vec<f32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A unit vector along axis `i` of a space with one axis per
     /// category, tilted towards axis `j` by `tilt`.
-    fn axis(i: usize, j: usize, tilt: f32) -> Vec<f32> {
+    pub(crate) fn axis(i: usize, j: usize, tilt: f32) -> Vec<f32> {
         let mut v = vec![0.0; Category::ALL.len()];
         v[i] = 1.0;
         v[j] += tilt;

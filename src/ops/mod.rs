@@ -82,10 +82,9 @@ pub fn max_request_line(max_file_size: u64) -> u64 {
 /// its other fields as YAML lines.
 #[derive(Default)]
 pub(crate) struct OwnFields {
-    created: Option<i64>,
-    /// `created_at` as the note wrote it (when it parses): its own zone
-    /// says which day it was written.
-    created_as_written: Option<String>,
+    /// `created_at` as the note wrote it, when it parses: kept as written,
+    /// its own zone says which day it was written.
+    created_at: Option<String>,
     rest: String,
 }
 
@@ -180,16 +179,11 @@ fn with_own_fields(new: &NewMemory) -> Result<(NewMemory, OwnFields)> {
     } else {
         serde_yaml::to_string(&others).map_err(|e| Error::InvalidInput(e.to_string()))?
     };
-    let created = own.created_at.as_deref().and_then(memory::parse_timestamp);
-    let created_as_written = created.and(own.created_at.clone());
-    Ok((
-        merged,
-        OwnFields {
-            created,
-            created_as_written,
-            rest,
-        },
-    ))
+    let created_at = own
+        .created_at
+        .clone()
+        .filter(|c| memory::parse_timestamp(c).is_some());
+    Ok((merged, OwnFields { created_at, rest }))
 }
 
 /// How many archived memories a search looks past to fill its results.
@@ -1290,9 +1284,10 @@ impl Operations {
             field("source", source);
         }
         let now = now_unix();
-        let created = own.created.unwrap_or(now);
-        let written = own.created_as_written.as_deref();
-        let created_at = written.map_or_else(|| memory::format_timestamp(created), str::to_owned);
+        let created_at = own
+            .created_at
+            .clone()
+            .unwrap_or_else(|| memory::format_timestamp(now));
         field("created_at", &created_at);
         // A capture the inbox holds for the organizer (no place and no
         // category asked for) says when it expires, as memory-cli's do.

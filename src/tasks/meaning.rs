@@ -203,8 +203,7 @@ pub fn filing(
     rules: &[classify::Rule],
     meaning: Option<Meaning<'_>>,
 ) -> Option<(Category, FiledBy)> {
-    let text = note_text(note);
-    let Some((meaning, vector)) = meaning.and_then(|m| Some((m, (m.embed)(&text)?))) else {
+    let Some(meaning) = meaning else {
         return classify::filing(note, rules);
     };
     if let Some(filed) = classify::said_by_note_why(note) {
@@ -213,6 +212,11 @@ pub fn filing(
     if let Some(category) = classify::voted_by_rules(note, rules) {
         return Some((category, FiledBy::Rules));
     }
+    // Embedded only when what the note says and the rules leave it open.
+    let text = note_text(note);
+    let Some(vector) = (meaning.embed)(&text) else {
+        return classify::filing(note, rules);
+    };
     if let Some((category, by)) = meaning.prototypes.nearest(&vector, &text) {
         return (category != Category::Inbox).then(|| (classify::as_filed(note, category), by));
     }
@@ -223,16 +227,7 @@ pub fn filing(
 mod tests {
     use super::*;
     use crate::memory;
-
-    /// A unit vector along axis `i` of a space with one axis per
-    /// category, tilted towards axis `j` by `tilt`.
-    pub(super) fn axis(i: usize, j: usize, tilt: f32) -> Vec<f32> {
-        let mut v = vec![0.0; Category::ALL.len()];
-        v[i] = 1.0;
-        v[j] += tilt;
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.iter().map(|x| x / norm).collect()
-    }
+    use crate::memory::head::tests::axis;
 
     /// Prototypes whose sentences all lie on their category's axis.
     fn on_axes() -> CategoryPrototypes {

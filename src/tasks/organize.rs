@@ -1078,7 +1078,8 @@ impl Organizing {
                 if let (None, Some(first)) = (due, found.first()) {
                     let at = reminders::format_rfc3339(first.due, &tz);
                     // A task is due then, and stays until it is done.
-                    let fields = if is_task(&parsed) {
+                    let shown = path.to_string();
+                    let fields = if Note::of(&parsed, &text, &shown, 0).is_task() {
                         vec![("due_at", at)]
                     } else {
                         vec![("due_at", at.clone()), ("expires_at", at)]
@@ -1096,7 +1097,7 @@ impl Organizing {
                 continue;
             }
             let source = if in_inbox(&path) && (asked || age(&st) >= self.settings.quiet_period) {
-                self.file_reminded(&path, &parsed, &mut report)
+                self.file_reminded(&path, &parsed, &text, &mut report)
                     .unwrap_or_else(|| path.clone())
             } else {
                 path.clone()
@@ -1189,14 +1190,15 @@ impl Organizing {
         &self,
         path: &StorePath,
         parsed: &memory::Memory,
+        text: &str,
         report: &mut Report,
     ) -> Option<StorePath> {
-        let task = is_task(parsed);
+        let shown = path.to_string();
+        let task = Note::of(parsed, text, &shown, 0).is_task();
         // Its reminder is made: what it holds is a time, not a reminder
         // of its own (filed under reminders/ it would be one twice).
         let placed = self
-            .read_text(path)
-            .and_then(|(_, text)| self.category_of(path, parsed, &text))
+            .category_of(path, parsed, text)
             .filter(|(c, _)| *c != Category::Reminders)
             .map(|(c, by)| (c, by.to_string()));
         let filed = match placed {
@@ -1244,10 +1246,4 @@ impl Organizing {
         due.sort();
         due
     }
-}
-
-/// Whether a memory is a task: its `type` or a tag says `task` or `todo`.
-fn is_task(parsed: &memory::Memory) -> bool {
-    let says = |w: &str| matches!(w.trim().to_lowercase().as_str(), "task" | "todo");
-    parsed.frontmatter.kind.as_deref().is_some_and(says) || parsed.tags.iter().any(|t| says(t))
 }

@@ -600,15 +600,38 @@ fn tracking(settings: &Settings) -> String {
 /// Commits every change in the store; the changes, in words.
 fn commit_local(git: &Git, settings: &Settings, resumed: bool) -> Result<Vec<String>, SyncError> {
     git.run(&["add", "-A"])?;
-    keep_what_is_not_synced(git)?;
-    let tree = git.run(&["write-tree"])?.trim().to_owned();
+    let mut tree = git.run(&["write-tree"])?.trim().to_owned();
     let head_tree = git
         .rev("HEAD^{tree}")
         .unwrap_or_else(|| EMPTY_TREE.to_owned());
     if tree == head_tree {
         return Ok(Vec::new());
     }
-    let changes = diff(git, &head_tree, &tree)?;
+    let mut changes = diff(git, &head_tree, &tree)?;
+    // What the last commit holds that is not a regular file (a symlink,
+    // a submodule) another machine pushed, and a round leaves out of the
+    // store (see [`apply`]): its absence here is no deletion. Put back in
+    // git's index, or the machine that made it loses it on its next round.
+    let not_synced: Vec<&RawChange> = changes
+        .iter()
+        .filter(|c| c.status == 'D' && !is_file(&c.old_mode))
+        .collect();
+    if !not_synced.is_empty() {
+        for change in not_synced {
+            let info = format!(
+                "{},{},{}",
+                change.old_mode,
+                change.old_oid,
+                change.path.to_string_lossy()
+            );
+            git.run(&["update-index", "--add", "--cacheinfo", &info])?;
+        }
+        tree = git.run(&["write-tree"])?.trim().to_owned();
+        if tree == head_tree {
+            return Ok(Vec::new());
+        }
+        changes = diff(git, &head_tree, &tree)?;
+    }
     let words: Vec<String> = changes.iter().map(describe).collect();
     let mut message = format!(
         "mnemofs: {} on {}",
@@ -626,50 +649,6 @@ fn commit_local(git: &Git, settings: &Settings, resumed: bool) -> Result<Vec<Str
         Some(message.as_bytes()),
     )?;
     Ok(words)
-}
-
-/// Puts back into git's index what the last commit holds and the store
-/// never had: entries that are not regular files (a symlink, a
-/// submodule), which another machine pushed and a round leaves alone
-/// (see [`apply`]). Without this, `git add -A` would take their absence
-/// from the store for a deletion and push it, and the machine that
-/// made them would lose them on its next round.
-fn keep_what_is_not_synced(git: &Git) -> Result<(), SyncError> {
-    if git.rev("HEAD").is_none() {
-        return Ok(());
-    }
-    let listed = git.run_bytes(&["ls-tree", "-r", "-z", "--full-tree", "HEAD"], None)?;
-    for entry in listed.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-        // "MODE TYPE OID\tPATH"
-        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
-            continue;
-        };
-        let (head, path) = (String::from_utf8_lossy(&entry[..tab]), &entry[tab + 1..]);
-        let mut fields = head.split(' ');
-        let (Some(mode), Some(_), Some(oid)) = (fields.next(), fields.next(), fields.next()) else {
-            continue;
-        };
-        if is_file(mode) {
-            continue;
-        }
-        let path = String::from_utf8_lossy(path);
-        let staged = git.run_bytes(
-            &[
-                "--literal-pathspecs",
-                "ls-files",
-                "-z",
-                "--stage",
-                "--",
-                &path,
-            ],
-            None,
-        )?;
-        if staged.is_empty() {
-            let info = format!("{mode},{oid},{path}");
-            git.run(&["update-index", "--add", "--cacheinfo", &info])?;
-        }
-    }
-    Ok(())
 }
 
 /// Up to [`LISTED`] changes, one a line.
