@@ -252,8 +252,15 @@ pub fn described(line: &str) -> Result<Verbatim, String> {
         return Err("not a JSON object".into());
     };
     let mut fields: Map<String, Value> = Map::new();
+    // Fields a record has beyond memory-cli's and mnemofs's own, as
+    // spelled: they go into the frontmatter rather than be lost.
+    let mut others: Vec<(String, Value)> = Vec::new();
     for (key, value) in object {
-        fields.insert(loose(&key), value);
+        let known = loose(&key);
+        if !RECORD_KEYS.contains(&known.as_str()) && !value.is_null() {
+            others.push((key, value.clone()));
+        }
+        fields.insert(known, value);
     }
     let text = |key: &str| -> Option<String> {
         match fields.get(key) {
@@ -287,10 +294,9 @@ pub fn described(line: &str) -> Result<Verbatim, String> {
         Some(_) => return Err("`frontmatter_text` is not a string".into()),
     };
     match (path, frontmatter) {
-        (Some(path), frontmatter) => {
+        (Some(path), Some(frontmatter)) => {
             // mnemofs's own export: the frontmatter as it was.
             let fields = frontmatter
-                .unwrap_or_default()
                 .into_iter()
                 .filter(|(k, _)| k != "id")
                 .collect();
@@ -305,20 +311,49 @@ pub fn described(line: &str) -> Result<Verbatim, String> {
                 copy: false,
             })
         }
-        (None, _) => memory_cli(id, content, &fields).map(|memory| Verbatim {
+        (path, None) => memory_cli(id, content, &fields, others, path).map(|memory| Verbatim {
             memory,
             frontmatter_text: None,
             copy: false,
         }),
+        (None, Some(_)) => Err("a `frontmatter` without a `path`".into()),
     }
 }
 
+/// The fields of a record that mean something to import, as [`loose`]
+/// spells them: memory-cli's `Memory`, and what mnemofs's export adds.
+const RECORD_KEYS: &[&str] = &[
+    "id",
+    "content",
+    "contenthash",
+    "phase",
+    "category",
+    "scope",
+    "tags",
+    "source",
+    "createdat",
+    "updatedat",
+    "expiresat",
+    "accesscount",
+    "links",
+    "version",
+    "path",
+    "title",
+    "frontmatter",
+    "frontmattertext",
+    "filebase64",
+];
+
 /// A line of memory-cli's export (its `Memory` object), placed as
-/// memory-cli files it.
+/// memory-cli files it, or at `path` when the line names one; `others`
+/// are its fields that neither memory-cli nor mnemofs defines, kept in
+/// the frontmatter as spelled.
 fn memory_cli(
     id: String,
     content: String,
     fields: &Map<String, Value>,
+    others: Vec<(String, Value)>,
+    path: Option<String>,
 ) -> Result<Incoming, String> {
     // A content that opens with frontmatter (a whole note): its fields
     // count where the record names none, and its body is the content.
@@ -397,7 +432,7 @@ fn memory_cli(
         }
     }
     // The note's other fields, as written; never its volatile counters.
-    for (key, value) in own_fields {
+    for (key, value) in own_fields.into_iter().chain(others) {
         let volatile = ["id", "contenthash", "accesscount", "version", "updatedat"]
             .contains(&loose(&key).as_str());
         if !volatile && !out.iter().any(|(k, _)| loose(k) == loose(&key)) {
@@ -410,9 +445,23 @@ fn memory_cli(
     } else {
         stem
     };
+    let path = match path {
+        Some(path) => {
+            // Where it goes says its category; a phase the record did
+            // not give is left for the store to derive.
+            // So is a title it did not give: the file's own name or
+            // heading.
+            out.retain(|(k, _)| {
+                (k != "phase" || text("phase").is_some())
+                    && (k != "title" || text("title").is_some())
+            });
+            path
+        }
+        None => format!("{folder}/{stem}.md"),
+    };
     Ok(Incoming {
         id,
-        path: format!("{folder}/{stem}.md"),
+        path,
         fields: out,
         content,
     })
@@ -491,6 +540,26 @@ mod tests {
         let m = incoming(r#"{"content":"x","phase":"archived","category":"lessons"}"#)
             .expect("a memory");
         assert!(m.path.starts_with("archive/"), "{}", m.path);
+    }
+
+    #[test]
+    fn a_record_keeps_fields_import_does_not_know_and_its_path_keeps_its_fields() {
+        let line = r#"{"content":"x","category":"knowledge","type":"fact","Extra_Field":"keep","metadata":{"a":1},"gone":null,"access_count":3}"#;
+        let m = incoming(line).expect("a memory");
+        let keys: Vec<&str> = m.fields.iter().map(|(k, _)| k.as_str()).collect();
+        for kept in ["type", "Extra_Field", "metadata", "category"] {
+            assert!(keys.contains(&kept), "{kept} in {keys:?}");
+        }
+        assert!(!keys.contains(&"gone") && !keys.contains(&"access_count"));
+        // A path without a `frontmatter`: the record's fields still count.
+        let m = incoming(r#"{"path":"k/z.md","content":"hi","title":"Z","tags":["a"]}"#)
+            .expect("a memory");
+        assert_eq!(m.path, "k/z.md");
+        let keys: Vec<&str> = m.fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["title", "tags"]);
+        let m = incoming(r#"{"path":"k/w.md","content":"no title"}"#).expect("a memory");
+        assert!(m.fields.is_empty(), "{:?}", m.fields);
+        assert!(incoming(r#"{"content":"x","frontmatter":{}}"#).is_err());
     }
 
     #[test]
