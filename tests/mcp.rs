@@ -176,6 +176,71 @@ fn a_write_over_the_size_cap_is_answered() {
     assert!(!store.join("knowledge").exists());
 }
 
+/// Lines that are no JSON-RPC message are each answered with JSON-RPC's
+/// error, and the server goes on answering the calls after them.
+#[test]
+fn a_line_that_is_no_message_is_answered_and_the_next_call_is_too() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    std::fs::create_dir(&store).expect("store");
+    std::fs::write(store.join("tea.md"), "# Tea\nPrefers green tea.\n").expect("a memory");
+    let mut child = mcp_on(&store, &state);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}});
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let bad_arguments = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search", "arguments": "tea"}});
+    let search = serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "tea"}}});
+    let input = format!(
+        "not json at all\n\n{initialize}\n[1, 2]\n{{\"id\": 9}}\n{initialized}\n{bad_arguments}\n\u{ff}\n{search}"
+    );
+    stdin.write_all(input.as_bytes()).expect("send");
+    drop(stdin);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut out)
+        .expect("read the answers");
+    let status = wait_timeout(&mut child, Duration::from_secs(60)).expect("mcp exits at EOF");
+    assert!(status.success(), "{status}");
+    let answers: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each answer is one line of JSON"))
+        .collect();
+    let errors: Vec<(serde_json::Value, i64)> = answers
+        .iter()
+        .filter(|a| a["error"].is_object())
+        .map(|a| (a["id"].clone(), a["error"]["code"].as_i64().unwrap_or(0)))
+        .collect();
+    let null = serde_json::Value::Null;
+    assert_eq!(
+        errors,
+        [
+            (null.clone(), -32700),
+            (null.clone(), -32600),
+            (serde_json::json!(9), -32600),
+            (serde_json::json!(2), -32602),
+            (null, -32700),
+        ],
+        "{out}"
+    );
+    let found = answers
+        .iter()
+        .find(|a| a["id"] == 3)
+        .expect("the search is answered");
+    assert!(
+        found["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("green tea")),
+        "{found}"
+    );
+}
+
 /// An MCP client on `mnemofs mcp` over stdio, for calls one at a time.
 struct Client {
     child: std::process::Child,

@@ -341,70 +341,18 @@ impl Gate {
 }
 
 /// JSON-RPC's error answer, with HTTP status 400, to a body that is not a
-/// JSON-RPC message: not UTF-8 or not JSON (-32700), JSON that is not a
-/// JSON-RPC 2.0 message or a batch (-32600), or a `tools/call` whose
-/// `arguments` are not an object (-32602). `None` for anything else,
-/// which the transport answers.
+/// JSON-RPC message or calls a tool with arguments that are not an
+/// object (see [`mcp::screen`](super::mcp::screen)). `None` for anything
+/// else, which the transport answers.
 fn not_json_rpc(body: &[u8]) -> Option<HttpResponse<Body>> {
-    let error = |id: serde_json::Value, code: i32, message: String| {
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": { "code": code, "message": message },
-        })
-        .to_string();
-        let mut response = HttpResponse::new(Full::new(Bytes::from(body)).boxed());
-        *response.status_mut() = StatusCode::BAD_REQUEST;
-        response.headers_mut().insert(
-            hyper::header::CONTENT_TYPE,
-            hyper::header::HeaderValue::from_static("application/json"),
-        );
-        response
-    };
-    let message: serde_json::Value = match serde_json::from_slice(body) {
-        Ok(message) => message,
-        Err(e) => {
-            return Some(error(
-                serde_json::Value::Null,
-                -32700,
-                format!("the body is not JSON: {e}"),
-            ));
-        }
-    };
-    if message.is_array() {
-        return Some(error(
-            serde_json::Value::Null,
-            -32600,
-            "a batch is not answered: send one JSON-RPC message per request".into(),
-        ));
-    }
-    let id = message
-        .get("id")
-        .filter(|id| id.is_string() || id.is_number())
-        .cloned()
-        .unwrap_or_default();
-    let is_message = message.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")
-        && (message.get("method").is_some_and(|m| m.is_string())
-            || (message.get("id").is_some()
-                && (message.get("result").is_some() || message.get("error").is_some())));
-    if !is_message {
-        return Some(error(
-            id,
-            -32600,
-            "not a JSON-RPC 2.0 message: an object with \"jsonrpc\": \"2.0\" and a \"method\" name"
-                .into(),
-        ));
-    }
-    let arguments = message.get("params").and_then(|p| p.get("arguments"));
-    (message.get("method").and_then(|m| m.as_str()) == Some("tools/call")
-        && arguments.is_some_and(|a| !a.is_object() && !a.is_null()))
-    .then(|| {
-        error(
-            id,
-            -32602,
-            "a tool's arguments are an object of named values".into(),
-        )
-    })
+    let error = super::mcp::screen(body, "the body")?;
+    let mut response = HttpResponse::new(Full::new(Bytes::from(error.to_string())).boxed());
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    Some(response)
 }
 
 /// The token of `Authorization: Bearer <token>`.

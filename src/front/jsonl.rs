@@ -296,10 +296,7 @@ pub fn described(line: &str) -> Result<Verbatim, String> {
     match (path, frontmatter) {
         (Some(path), Some(frontmatter)) => {
             // mnemofs's own export: the frontmatter as it was.
-            let fields = frontmatter
-                .into_iter()
-                .filter(|(k, _)| k != "id")
-                .collect();
+            let fields = frontmatter.into_iter().filter(|(k, _)| k != "id").collect();
             Ok(Verbatim {
                 memory: Incoming {
                     id,

@@ -66,16 +66,218 @@ pub fn serve(
             calls: Arc::new(Semaphore::new(MAX_CALLS)),
             over_http: false,
         };
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        let (read, write, answering) = screened(stdin, stdout);
         let running = server
-            .serve({
-                let (read, write) = rmcp::transport::stdio_pipes();
+            .serve(
                 rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
-                    .with_max_line_length(super::input::max_line())
-            })
+                    .with_max_line_length(super::input::max_line()),
+            )
             .await
             .map_err(io::Error::other)?;
         running.waiting().await.map_err(io::Error::other)?;
+        // What the server wrote last reaches stdout before the end.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), answering).await;
         Ok(())
+    })
+}
+
+/// The server's ends of a pipe between it and `stdin` and `stdout`: each
+/// line of `stdin` that [`screen`] finds to be no JSON-RPC message (or
+/// longer than a request may be) is answered on `stdout` with JSON-RPC's
+/// error, one line, and the server never sees it; the server's lines are
+/// written as they come. The task ends once the server's side is closed
+/// and every line is written.
+fn screened(
+    stdin: impl tokio::io::AsyncRead + Send + Unpin + 'static,
+    mut stdout: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+) -> (
+    tokio::io::DuplexStream,
+    tokio::io::DuplexStream,
+    tokio::task::JoinHandle<()>,
+) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    const PIPE: usize = 64 * 1024;
+    let (server_read, mut to_server) = tokio::io::duplex(PIPE);
+    let (server_write, from_server) = tokio::io::duplex(PIPE);
+    let (errors, mut refused) = tokio::sync::mpsc::unbounded_channel::<serde_json::Value>();
+    tokio::spawn(async move {
+        let mut input = BufReader::new(stdin);
+        let max = super::input::max_line();
+        let mut line = Vec::new();
+        for number in 1usize.. {
+            let error = match read_line(&mut input, &mut line, max).await {
+                Ok(Line::End) | Err(_) => break,
+                Ok(Line::TooLong) => Some(error_answer(
+                    serde_json::Value::Null,
+                    -32700,
+                    format!(
+                        "line {number} is longer than {}",
+                        super::input::size(max as u64)
+                    ),
+                )),
+                // A blank line is no message, and asks for no answer.
+                Ok(Line::Read) if line.trim_ascii().is_empty() => continue,
+                Ok(Line::Read) => screen(&line, &format!("line {number}")),
+            };
+            match error {
+                Some(error) => {
+                    if errors.send(error).is_err() {
+                        break;
+                    }
+                }
+                None => {
+                    if line.last() != Some(&b'\n') {
+                        line.push(b'\n');
+                    }
+                    if to_server.write_all(&line).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        // Dropping the pipe tells the server that input ended.
+    });
+    let answering = tokio::spawn(async move {
+        let mut answers = BufReader::new(from_server);
+        let mut line = Vec::new();
+        let (mut server_open, mut errors_open) = (true, true);
+        while server_open || errors_open {
+            let written = tokio::select! {
+                read = answers.read_until(b'\n', &mut line), if server_open => match read {
+                    Ok(0) | Err(_) => {
+                        server_open = false;
+                        Ok(())
+                    }
+                    Ok(_) => {
+                        let written = stdout.write_all(&line).await;
+                        line.clear();
+                        written
+                    }
+                },
+                error = refused.recv(), if errors_open => match error {
+                    Some(error) => stdout.write_all(format!("{error}\n").as_bytes()).await,
+                    None => {
+                        errors_open = false;
+                        Ok(())
+                    }
+                },
+            };
+            if written.and(stdout.flush().await).is_err() {
+                break;
+            }
+        }
+    });
+    (server_read, server_write, answering)
+}
+
+/// What [`read_line`] found.
+enum Line {
+    End,
+    Read,
+    TooLong,
+}
+
+/// [`input::read_line`](super::input::read_line) on an async reader: the
+/// next line into `line` (cleared first), at most `max` bytes kept; a
+/// longer one is read through and dropped.
+async fn read_line(
+    input: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Line> {
+    use tokio::io::AsyncBufReadExt;
+    line.clear();
+    let (mut any, mut over) = (false, false);
+    loop {
+        let buffer = input.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(match (any, over) {
+                (false, _) => Line::End,
+                (true, false) => Line::Read,
+                (true, true) => Line::TooLong,
+            });
+        }
+        any = true;
+        let (taken, ended) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buffer.len(), false),
+        };
+        if !over && line.len() + taken <= max {
+            line.extend_from_slice(&buffer[..taken]);
+        } else if !over {
+            over = true;
+            line.clear();
+            line.shrink_to_fit();
+        }
+        input.consume(taken);
+        if ended {
+            return Ok(if over { Line::TooLong } else { Line::Read });
+        }
+    }
+}
+
+/// JSON-RPC's error answer.
+fn error_answer(id: serde_json::Value, code: i32, message: String) -> serde_json::Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message },
+    })
+}
+
+/// JSON-RPC's error answer to `message` (named `what` in it: "the body",
+/// "line 3") when it is not a JSON-RPC message: not UTF-8 or not JSON
+/// (-32700), JSON that is not a JSON-RPC 2.0 message, or a batch
+/// (-32600), or a `tools/call` whose `arguments` are not an object
+/// (-32602), which rmcp would answer as an unknown method. `None` for a
+/// message the server should have.
+pub(super) fn screen(message: &[u8], what: &str) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    let message: Value = match serde_json::from_slice(message) {
+        Ok(message) => message,
+        Err(e) => {
+            return Some(error_answer(
+                Value::Null,
+                -32700,
+                format!("{what} is not JSON: {e}"),
+            ));
+        }
+    };
+    if message.is_array() {
+        return Some(error_answer(
+            Value::Null,
+            -32600,
+            "a batch is not answered: send one JSON-RPC message at a time".into(),
+        ));
+    }
+    let id = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+        .cloned()
+        .unwrap_or_default();
+    let is_message = message.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0")
+        && (message.get("method").is_some_and(|m| m.is_string())
+            || (message.get("id").is_some()
+                && (message.get("result").is_some() || message.get("error").is_some())));
+    if !is_message {
+        return Some(error_answer(
+            id,
+            -32600,
+            format!(
+                "{what} is not a JSON-RPC 2.0 message: an object with \"jsonrpc\": \"2.0\" and a \"method\" name"
+            ),
+        ));
+    }
+    let arguments = message.get("params").and_then(|p| p.get("arguments"));
+    (message.get("method").and_then(|m| m.as_str()) == Some("tools/call")
+        && arguments.is_some_and(|a| !a.is_object() && !a.is_null()))
+    .then(|| {
+        error_answer(
+            id,
+            -32602,
+            "a tool's arguments are an object of named values".into(),
+        )
     })
 }
 
