@@ -5,7 +5,9 @@
 //! speaks too: here each answer becomes `structuredContent` plus a short
 //! text, and each failure, bad input included, a tool result with
 //! `isError` and one sentence; the server never exits because of what a
-//! call sent. Memories are also resources, by id (`mnemofs://memory/<id>`,
+//! call sent. A line that is no JSON-RPC message (not JSON, a batch, an
+//! object without a method) is answered with JSON-RPC's error, one line,
+//! before rmcp sees it (rmcp would drop it without a word). Memories are also resources, by id (`mnemofs://memory/<id>`,
 //! the whole file as markdown), and the `memory_guide` prompt explains the
 //! store.
 //!
