@@ -253,8 +253,14 @@ impl RecordFilter {
             .tag
             .as_deref()
             .map(|t| t.trim().trim_start_matches('#').to_lowercase());
+        // A category by any of its names (`人物`, `person`) is the one it
+        // names.
+        let category = self.category.as_deref().map(|c| {
+            c.parse::<crate::memory::Category>()
+                .map_or_else(|_| c.to_string(), |c| c.as_str().to_string())
+        });
         same(&self.phase, Some(&record.phase))
-            && same(&self.category, record.category.as_deref())
+            && same(&category, record.category.as_deref())
             && same(&self.kind, record.kind.as_deref())
             && same(&self.source, record.source.as_deref())
             && tag.is_none_or(|t| record.tags.contains(&t))

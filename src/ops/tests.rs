@@ -858,3 +858,30 @@ fn a_capture_dropped_in_the_inbox_says_when_it_expires_and_nothing_else_does() {
         .expect("write");
     assert!(!f.text(&path.to_string()).contains("expires_at"));
 }
+
+#[test]
+fn a_category_is_listed_by_any_of_its_names() {
+    let f = Fixture::new();
+    f.seed(
+        "people/bob.md",
+        "---\ncategory: people\n---\nBob is a colleague\n",
+    );
+    f.seed("habits/run.md", "---\ncategory: habits\n---\nRuns at six\n");
+    let listed = |category: &str| -> Vec<String> {
+        let filter = RecordFilter {
+            category: Some(category.into()),
+            ..RecordFilter::default()
+        };
+        f.ops
+            .records(&filter, None, 10)
+            .expect("records")
+            .records
+            .into_iter()
+            .map(|r| r.path)
+            .collect()
+    };
+    for name in ["people", "People", "person", "人物"] {
+        assert_eq!(listed(name), ["people/bob.md"], "{name}");
+    }
+    assert_eq!(listed("习惯"), ["habits/run.md"]);
+}
