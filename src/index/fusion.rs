@@ -90,14 +90,27 @@ pub(super) fn words_weights(
     docs: &[DocAddress],
 ) -> Vec<f32> {
     let stems = stems(searcher, fields, text);
+    // A lone CJK character is held as itself or in a bigram (see
+    // `query::cjk_forms`): each stem as the terms that hold it.
+    let stem_fields = [fields.body_stem, fields.title_stem];
+    let forms: Vec<Vec<String>> = stems
+        .iter()
+        .map(
+            |stem| match super::query::lone_cjk(&Term::from_field_text(fields.body_stem, stem)) {
+                Some(c) => super::query::cjk_forms(searcher, &stem_fields, c),
+                None => vec![stem.clone()],
+            },
+        )
+        .collect();
     let all = searcher.num_docs() as f32;
     let mut weights = Vec::with_capacity(stems.len());
-    for stem in &stems {
-        let df = [fields.body_stem, fields.title_stem]
+    for forms in &forms {
+        let df = stem_fields
             .iter()
-            .map(|f| {
+            .flat_map(|f| forms.iter().map(|form| (*f, form)))
+            .map(|(f, form)| {
                 searcher
-                    .doc_freq(&Term::from_field_text(*f, stem))
+                    .doc_freq(&Term::from_field_text(f, form))
                     .unwrap_or(0)
             })
             .max()
@@ -110,10 +123,14 @@ pub(super) fn words_weights(
     }
     docs.iter()
         .map(|address| {
-            let (held, weight) = stems
+            let (held, weight) = forms
                 .iter()
                 .zip(&weights)
-                .filter(|(stem, _)| holds(searcher, fields, *address, stem))
+                .filter(|(forms, _)| {
+                    forms
+                        .iter()
+                        .any(|form| holds(searcher, fields, *address, form))
+                })
                 .fold((0, 0.0f32), |(n, sum), (_, w)| (n + 1, sum + w));
             let share = weight / total;
             // One word in common with a question of several is as likely

@@ -224,8 +224,31 @@ fn and_not(rest: &str) -> Option<&str> {
         .then_some(not)
 }
 
+/// The words a Chinese question asks with, longest first. Outside a
+/// phrase each becomes a space: written without spaces, "喝什么" would
+/// otherwise be searched as the bigram "喝什", which no memory holds,
+/// where "喝" finds what the user drinks.
+const CHINESE_QUESTION_WORDS: &[&str] = &[
+    "什么时候",
+    "为什么",
+    "什么",
+    "哪个",
+    "哪些",
+    "哪里",
+    "怎么",
+    "怎样",
+    "如何",
+    "是否",
+    "多少",
+    "谁",
+    "吗",
+    "呢",
+];
+
 /// Maps friendly field names to schema fields, dates to RFC 3339 and
 /// `prefix*` to the words it stands for; reports values it had to drop.
+/// A Chinese question's own words become spaces
+/// ([`CHINESE_QUESTION_WORDS`]).
 pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
     let mut out = Rewritten {
         text: String::with_capacity(query.len() + 16),
@@ -240,6 +263,12 @@ pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
             out.text.push_str(&rest[..end]);
             rest = &rest[end..];
             at_boundary = false;
+            continue;
+        }
+        if let Some(word) = CHINESE_QUESTION_WORDS.iter().find(|w| rest.starts_with(*w)) {
+            out.text.push(' ');
+            rest = &rest[word.len()..];
+            at_boundary = true;
             continue;
         }
         if !at_boundary {

@@ -172,6 +172,11 @@ fn one_line(text: &str, max: usize) -> String {
 /// four term queries, and a word that is not a tag or an alias anywhere
 /// has empty postings there: the union then scored every document that
 /// has the word (a common word over 100k notes: all of them).
+///
+/// One CJK character alone is indexed only where it stands alone; within
+/// a longer run it is in two bigrams. So a term of one such character is
+/// searched as itself and as the bigrams that hold it ([`cjk_forms`]):
+/// `茶` finds `喝茶偏好`.
 struct Tuning<'a> {
     searcher: &'a Searcher,
     fields: &'a super::schema::Fields,
@@ -182,6 +187,29 @@ impl Tuning<'_> {
     fn tune(&self, query: &dyn Query) -> Option<Box<dyn Query>> {
         if let Some(boolean) = query.downcast_ref::<BooleanQuery>() {
             return self.tune_boolean(boolean);
+        }
+        if let Some(c) = query
+            .downcast_ref::<TermQuery>()
+            .and_then(|term| lone_cjk(term.term()))
+        {
+            let field = query.downcast_ref::<TermQuery>()?.term().field();
+            let forms: Vec<(Occur, Box<dyn Query>)> = cjk_forms(self.searcher, &[field], c)
+                .into_iter()
+                .map(|form| {
+                    let term = TermQuery::new(
+                        Term::from_field_text(field, &form),
+                        IndexRecordOption::WithFreqs,
+                    );
+                    (Occur::Should, Box::new(term) as Box<dyn Query>)
+                })
+                .collect();
+            return match forms.len() {
+                0 => None,
+                _ => Some(Box::new(BoostQuery::new(
+                    Box::new(BooleanQuery::new(forms)),
+                    boost(self.fields, field),
+                ))),
+            };
         }
         let field = if let Some(term) = query.downcast_ref::<TermQuery>() {
             if !self.present(term.term()) {
@@ -242,6 +270,53 @@ impl Tuning<'_> {
 /// Whether some document has `term` (true when the searcher cannot tell).
 fn some_document_has(searcher: &Searcher, term: &Term) -> bool {
     searcher.doc_freq(term).map_or(true, |n| n > 0)
+}
+
+/// The one CJK character `term` is, if it is one.
+pub(super) fn lone_cjk(term: &Term) -> Option<char> {
+    let value = term.value();
+    let mut chars = value.as_str()?.chars();
+    let c = chars.next()?;
+    (chars.next().is_none() && super::tokenizer::is_cjk(c)).then_some(c)
+}
+
+/// The terms of `fields` in which the CJK character `c` is indexed: itself
+/// (where it stood alone) and the bigrams that hold it, the most frequent
+/// first, at most [`MAX_PREFIX_TERMS`]. Only the part of the dictionary
+/// past ASCII and the Latin scripts is read (terms from U+1000 on).
+pub(super) fn cjk_forms(searcher: &Searcher, fields: &[Field], c: char) -> Vec<String> {
+    let mut frequency: BTreeMap<String, u64> = BTreeMap::new();
+    for segment in searcher.segment_readers() {
+        for &field in fields {
+            let result = (|| -> tantivy::Result<()> {
+                let inverted = segment.inverted_index(field)?;
+                let mut stream = inverted.terms().range().ge([0xE1u8]).into_stream()?;
+                while stream.advance() {
+                    let Ok(word) = std::str::from_utf8(stream.key()) else {
+                        continue;
+                    };
+                    let mut chars = word.chars();
+                    let holds = match (chars.next(), chars.next(), chars.next()) {
+                        (Some(a), None, None) => a == c,
+                        (Some(a), Some(b), None) => a == c || b == c,
+                        _ => false,
+                    };
+                    if holds && stream.value().doc_freq > 0 {
+                        *frequency.entry(word.to_owned()).or_default() +=
+                            u64::from(stream.value().doc_freq);
+                    }
+                }
+                Ok(())
+            })();
+            if let Err(e) = result {
+                tracing::warn!("cannot look up the words that hold {c}: {e}");
+            }
+        }
+    }
+    let mut words: Vec<(String, u64)> = frequency.into_iter().collect();
+    words.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    words.truncate(MAX_PREFIX_TERMS);
+    words.into_iter().map(|(w, _)| w).collect()
 }
 
 impl Index {

@@ -1468,6 +1468,25 @@ fn a_chinese_questions_own_words_match_nothing() {
     fx.sync();
     assert_eq!(fx.search("猫叫什么名字"), paths(&["zh/猫.md"]));
     assert_eq!(fx.search("怎么部署"), Vec::<StorePath>::new());
+    // Written without spaces, a question word no longer glues the word
+    // before it into a bigram nothing holds ("叫什"), nor one after it.
+    assert_eq!(fx.search("团子是谁"), paths(&["zh/猫.md"]));
+    assert_eq!(fx.search("家里养了什么"), paths(&["zh/猫.md"]));
+    // Within quotes, the words are searched as written.
+    assert_eq!(fx.search("\"为什么\""), paths(&["zh/为什么.md"]));
+}
+
+#[test]
+fn one_chinese_character_finds_the_words_that_hold_it() {
+    let fx = agent_memories();
+    fx.write("zh/茶.md", "喝茶偏好：喜欢龙井，下午不喝咖啡。\n");
+    fx.write("zh/猫.md", "宠物：家里的猫叫团子。\n");
+    fx.sync();
+    assert_eq!(fx.search("茶"), paths(&["zh/茶.md"]));
+    assert_eq!(fx.search("猫"), paths(&["zh/猫.md"]));
+    assert_eq!(fx.search("喝什么"), paths(&["zh/茶.md"]));
+    assert_eq!(fx.search("+猫 团子"), paths(&["zh/猫.md"]));
+    assert_eq!(fx.search("狗"), Vec::<StorePath>::new());
 }
 
 #[test]

@@ -19,7 +19,8 @@
 //!
 //! Subtleties:
 //! - Queries go through the same tokenizer, so a one-character CJK query
-//!   only finds one-character runs; two characters are the useful minimum.
+//!   is one term that only one-character runs have; the query side
+//!   searches it as the bigrams that hold it (`query::cjk_forms`).
 //! - Tokens longer than [`MAX_WORD_BYTES`] (base64 blobs, hashes pasted
 //!   into notes) are dropped: they bloat the term dictionary and nobody
 //!   types them as a query.
