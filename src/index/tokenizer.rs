@@ -21,6 +21,8 @@
 //! - Queries go through the same tokenizer, so a one-character CJK query
 //!   is one term that only one-character runs have; the query side
 //!   searches it as the bigrams that hold it (`query::cjk_forms`).
+//! - Full-width letters and digits (`ＪＳＯＮ`, `５０００`, as Chinese input
+//!   methods type them) are indexed and searched as ASCII.
 //! - Tokens longer than [`MAX_WORD_BYTES`] (base64 blobs, hashes pasted
 //!   into notes) are dropped: they bloat the term dictionary and nobody
 //!   types them as a query.
@@ -277,6 +279,9 @@ impl MemoryTokenStream<'_> {
         } else if piece.is_ascii() {
             t.text.push_str(piece);
             t.text.make_ascii_lowercase();
+        } else if piece.chars().any(is_full_width) {
+            let narrow: String = piece.chars().map(narrow).collect();
+            t.text.push_str(&narrow.to_lowercase());
         } else {
             // str::to_lowercase knows word-final sigma; char's does not.
             t.text.push_str(&piece.to_lowercase());
@@ -399,6 +404,22 @@ pub(crate) fn is_cjk(c: char) -> bool {
     )
 }
 
+/// Whether `c` is a full-width form of an ASCII character (`Ｊ`, `５`),
+/// as Chinese and Japanese input methods type them.
+fn is_full_width(c: char) -> bool {
+    matches!(c as u32, 0xFF01..=0xFF5E)
+}
+
+/// `c` as ASCII if it is a full-width form of it, else `c`: `ＪＳＯＮ` is
+/// indexed and searched as `json`, `５０００` as `5000`.
+fn narrow(c: char) -> char {
+    if is_full_width(c) {
+        char::from_u32(c as u32 - 0xFEE0).unwrap_or(c)
+    } else {
+        c
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
     Word,
@@ -441,6 +462,15 @@ mod tests {
             texts("Dark-Mode, v2 café_au_lait"),
             ["dark", "mode", "v2", "café", "au", "lait"]
         );
+    }
+
+    #[test]
+    fn full_width_letters_and_digits_are_ascii() {
+        assert_eq!(
+            texts("用ＪＳＯＮ格式，预算５０００元"),
+            ["用", "json", "格式", "预算", "5000", "元"]
+        );
+        assert_eq!(texts("Ｄａｒｋ mode"), ["dark", "mode"]);
     }
 
     #[test]
