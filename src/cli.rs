@@ -1801,7 +1801,8 @@ fn reindex(at: StoreArgs) -> anyhow::Result<()> {
 /// own INFO lines (to its log file, or the journal under systemd); a
 /// command run at a terminal shows only warnings unless asked. rmcp's own
 /// lines (an MCP client that hung up mid-call, a tool's error answer,
-/// which the client is told) show only with -vv.
+/// which the client is told) show only with -vv; tantivy's warnings only
+/// in a daemon's log or with -v.
 fn log_filter(daemon: bool, verbose: u8) -> tracing_subscriber::EnvFilter {
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("MNEMOFS_LOG") {
         return filter;
@@ -1812,7 +1813,12 @@ fn log_filter(daemon: bool, verbose: u8) -> tracing_subscriber::EnvFilter {
         (false, 0) => "warn",
     };
     let rmcp = if verbose >= 2 { "debug" } else { "off" };
-    tracing_subscriber::EnvFilter::new(format!("warn,fuser=error,rmcp={rmcp},mnemofs={level}"))
+    // tantivy's warnings (a merge that lost a race with a commit and is
+    // dropped, harmlessly) say nothing a person at a terminal can act on.
+    let tantivy = if daemon || verbose >= 1 { "warn" } else { "error" };
+    tracing_subscriber::EnvFilter::new(format!(
+        "warn,fuser=error,rmcp={rmcp},tantivy={tantivy},mnemofs={level}"
+    ))
 }
 
 /// Sends logs to stderr: the terminal, the daemon's log file (its stderr
