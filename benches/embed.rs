@@ -568,7 +568,7 @@ fn write_vectors(file: &Path, dir: &Path, embedder: &Embedder) {
     });
     let mut out = std::io::BufWriter::new(std::fs::File::create(file).expect("vectors file"));
     let mut put = |bytes: &[u8]| out.write_all(bytes).expect("write the vectors file");
-    put(b"MNVEC01\n");
+    put(b"MNVEC02\n");
     let name = embedder.name().as_bytes();
     put(&(name.len() as u32).to_le_bytes());
     put(name);

@@ -1815,7 +1815,11 @@ fn log_filter(daemon: bool, verbose: u8) -> tracing_subscriber::EnvFilter {
     let rmcp = if verbose >= 2 { "debug" } else { "off" };
     // tantivy's warnings (a merge that lost a race with a commit and is
     // dropped, harmlessly) say nothing a person at a terminal can act on.
-    let tantivy = if daemon || verbose >= 1 { "warn" } else { "error" };
+    let tantivy = if daemon || verbose >= 1 {
+        "warn"
+    } else {
+        "error"
+    };
     tracing_subscriber::EnvFilter::new(format!(
         "warn,fuser=error,rmcp={rmcp},tantivy={tantivy},mnemofs={level}"
     ))

@@ -204,6 +204,52 @@ fn a_question_finds_a_paraphrase_by_meaning_and_filters_and_scopes_hold() {
     index.shutdown();
 }
 
+/// To an English model, Chinese texts are all alike: a Chinese question
+/// is then searched by its words, and a Chinese memory has no vectors, so
+/// neither brings in the rest of the store by "meaning".
+#[test]
+fn chinese_is_searched_by_its_words_with_a_model_that_cannot_read_it() {
+    let model = Embedder::load(&common::minilm()).expect("the model loads");
+    assert!(!model.reads_chinese());
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (rel, text) in [
+        (
+            "zh/tea.md",
+            "喝茶偏好：用户喜欢龙井和普洱，下午不喝咖啡以免失眠。\n",
+        ),
+        ("zh/db.md", "数据库迁移方案需要在周五前评审。\n"),
+        ("zh/cat.md", "我的猫叫团子，是一只橘猫。\n"),
+        ("zh/trip.md", "下个月去北京出差三天。\n"),
+        (
+            "en/drinks.md",
+            "# Mornings\nPrefers coffee over tea, black, no sugar.\n",
+        ),
+    ] {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let index = embedded_index(dir.path());
+    let paths = |query: &str| -> Vec<(String, Side)> {
+        index
+            .search(query, 10)
+            .expect("search")
+            .into_iter()
+            .map(|h| (h.path.to_string(), h.matched))
+            .collect()
+    };
+    assert_eq!(paths("咖啡"), [("zh/tea.md".to_string(), Side::Words)]);
+    assert_eq!(
+        paths("用户喝什么"),
+        [("zh/tea.md".to_string(), Side::Words)]
+    );
+    assert_eq!(paths("数据库迁移"), [("zh/db.md".to_string(), Side::Words)]);
+    // An English question finds no Chinese memory by meaning.
+    let drink = paths("what does the user like to drink?");
+    assert_eq!(drink, [("en/drinks.md".to_string(), Side::Meaning)]);
+    index.shutdown();
+}
+
 /// A question that names a day asks first about what was written that
 /// day, by words and by meaning, and scopes still hold there.
 #[test]
@@ -821,7 +867,7 @@ fn vectors_are_kept_between_runs_for_the_memories_unchanged() {
     assert_eq!(hits[0].path.to_string(), "a.md");
     index.shutdown();
     // A damaged file is nothing to load, never an error.
-    std::fs::write(&kept, b"MNVEC01\n\xff\xff").expect("damage");
+    std::fs::write(&kept, b"MNVEC02\n\xff\xff").expect("damage");
     let index = open();
     assert!(index.wait_embedded(WAIT));
     assert_eq!(index.status().embedded, 2);

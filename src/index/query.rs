@@ -734,9 +734,12 @@ impl Index {
     ) -> Result<Vec<(f32, DocAddress, Side)>, IndexError> {
         // Asked first: a model loaded on demand is loaded only for a search
         // that ranks by meaning.
+        // A Chinese question, to a model that cannot read it, is like
+        // every Chinese memory: it is searched by its words alone.
         let semantic = (mode != Mode::Words && is_plain_words(text))
             .then(|| self.semantic())
-            .flatten();
+            .flatten()
+            .filter(|s| !super::tokenizer::mostly_cjk(text) || s.reads_chinese());
         let Some(semantic) = semantic else {
             let Some(query) = query else {
                 return Ok(Vec::new());

@@ -173,6 +173,11 @@ impl Semantic {
         self.embedder.name()
     }
 
+    /// Whether the model reads Chinese (see [`Embedder::reads_chinese`]).
+    pub(crate) fn reads_chinese(&self) -> bool {
+        self.embedder.reads_chinese()
+    }
+
     /// A memory was added or changed: its vectors are made again (a
     /// frozen table forgets them, and a search embeds them itself when
     /// they are few and short, see [`embed_waiting`](Self::embed_waiting)).
@@ -407,7 +412,13 @@ impl Semantic {
             .as_ref()
             .map(|s| s.trim().to_lowercase())
             .filter(|s| !s.is_empty() && s != "global");
-        let mut chunks = crate::embed::chunks(title, memory.body(&text));
+        let body = memory.body(&text);
+        // A Chinese memory, to a model that cannot read it, is like every
+        // other: it is kept with no vectors, found by its words alone.
+        if super::tokenizer::mostly_cjk(&format!("{title}\n{body}")) && !self.reads_chinese() {
+            return Some((Vec::new(), scope));
+        }
+        let mut chunks = crate::embed::chunks(title, body);
         chunks.truncate(MAX_CHUNKS);
         Some((chunks, scope))
     }
@@ -527,6 +538,10 @@ impl Semantic {
         let mut owners = Vec::new();
         for path in batch {
             match self.texts_of(&path) {
+                // Kept with no vectors: a memory the model cannot read.
+                Some((chunks, scope)) if chunks.is_empty() => {
+                    self.table.write().insert(path, scope, &[]);
+                }
                 Some((chunks, scope)) => {
                     for chunk in chunks {
                         texts.push(chunk);
@@ -571,8 +586,10 @@ impl Semantic {
     }
 }
 
-/// The vectors file's first bytes; its format's version is in them.
-const MAGIC: &[u8; 8] = b"MNVEC01\n";
+/// The vectors file's first bytes; its format's version is in them. (2:
+/// Chinese memories are kept without vectors by a model that cannot read
+/// them, so the vectors an earlier version gave them are made again.)
+const MAGIC: &[u8; 8] = b"MNVEC02\n";
 
 impl Semantic {
     /// Writes every memory's vectors to `file` (atomically), with the

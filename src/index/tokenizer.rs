@@ -404,6 +404,30 @@ pub(crate) fn is_cjk(c: char) -> bool {
     )
 }
 
+/// Whether `text` is mostly CJK: it has more CJK characters than words
+/// in other scripts (a Chinese character is about a word's worth), so
+/// "决定：缓存层换成 Redis Cluster" is, and "the staging server, 用户名
+/// deploy" is not.
+pub(crate) fn mostly_cjk(text: &str) -> bool {
+    let (mut cjk, mut words, mut in_word) = (0usize, 0usize, false);
+    for c in text.chars() {
+        match class(c) {
+            Class::Cjk => {
+                cjk += 1;
+                in_word = false;
+            }
+            Class::Word => {
+                if !in_word {
+                    words += 1;
+                }
+                in_word = true;
+            }
+            Class::Other => in_word = false,
+        }
+    }
+    cjk > words
+}
+
 /// Whether `c` is a full-width form of an ASCII character (`Ｊ`, `５`),
 /// as Chinese and Japanese input methods type them.
 fn is_full_width(c: char) -> bool {
@@ -462,6 +486,17 @@ mod tests {
             texts("Dark-Mode, v2 café_au_lait"),
             ["dark", "mode", "v2", "café", "au", "lait"]
         );
+    }
+
+    #[test]
+    fn a_text_is_mostly_cjk_when_it_has_more_characters_than_other_words() {
+        assert!(mostly_cjk("决定：缓存层从 Memcached 换成 Redis Cluster"));
+        assert!(mostly_cjk("咖啡"));
+        assert!(!mostly_cjk(
+            "Remember: the staging server is staging.xinghe.internal, 用户名 deploy。"
+        ));
+        assert!(!mostly_cjk("prefers coffee"));
+        assert!(!mostly_cjk(""));
     }
 
     #[test]

@@ -280,7 +280,9 @@ impl VectorTable {
     /// opening words); `None` if either has no vectors.
     pub(crate) fn likeness(&self, a: &StorePath, b: &StorePath) -> Option<f32> {
         let row = |path: &StorePath| {
-            let entry = self.entries[*self.by_path.get(path)? as usize].as_ref()?;
+            let entry = self.entries[*self.by_path.get(path)? as usize]
+                .as_ref()
+                .filter(|e| e.count > 0)?;
             let at = entry.start;
             Some((
                 &self.values[at * self.dims..(at + 1) * self.dims],
