@@ -380,3 +380,34 @@ fn a_memory_the_index_would_take_for_binary_is_refused() {
         "hello\n"
     );
 }
+
+/// A `create` without its text makes nothing (the reference handler
+/// leaves an empty file), so the agent's retry with the text works.
+#[test]
+fn a_create_without_its_text_makes_nothing_and_the_retry_works() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, state) = (dir.path().join("store"), dir.path().join("state"));
+    fs::create_dir_all(&store).expect("store");
+    let calls = [
+        r#"{"command":"create","path":"/memories/new/a.md"}"#,
+        r#"{"command":"create","path":"/memories/new/a.md","file_text":7}"#,
+        r#"{"command":"create","path":"/memories/new/a.md","file_text":"the text\n"}"#,
+    ];
+    let answers = tool_session(&store, &state, &[], &(calls.join("\n") + "\n"));
+    assert_eq!(
+        answers[0].0,
+        "AttributeError(\"'NoneType' object has no attribute 'encode'\")"
+    );
+    assert!(answers[0].1 && answers[1].1, "{answers:?}");
+    assert_eq!(
+        answers[2],
+        (
+            "File created successfully at: /memories/new/a.md".to_string(),
+            false
+        )
+    );
+    assert_eq!(
+        fs::read_to_string(store.join("new/a.md")).expect("a"),
+        "the text\n"
+    );
+}

@@ -34,7 +34,10 @@
 //!   overwritten: the edit fails and says so (the reference has no such
 //!   case).
 //! - A rename whose source does not exist makes no folders for its
-//!   destination (the reference makes them before it fails).
+//!   destination (the reference makes them before it fails), and a
+//!   `create` without a string `file_text` makes no file (the reference
+//!   leaves an empty one, and the agent's retry then finds it there).
+//!   Each answers as the reference does.
 //! - A file that is not UTF-8 fails with a `UnicodeDecodeError` that names
 //!   the path, not the bytes. Files over the store's size cap are refused.
 //! - Writes into a view, or to the guide, fail as on the mount, with
@@ -454,11 +457,12 @@ impl<F: Fn(Request) -> ops::Result<Response>> MemoryTool<F> {
         if self.stat(&real).is_ok() {
             return Err(exists());
         }
-        let text = input.get("file_text");
-        // The handler creates the file before it reads the text.
-        let content = match text {
+        // The handler creates the file (and its folders) before it reads
+        // the text, and leaves it empty when the text is missing; here
+        // nothing is made, so that the agent's retry with the text works.
+        let content = match input.get("file_text") {
             Some(Value::String(text)) => text.clone(),
-            _ => String::new(),
+            other => return Err(attribute_error(other, "encode")),
         };
         let request = Request::Create {
             path: real,
@@ -466,13 +470,9 @@ impl<F: Fn(Request) -> ops::Result<Response>> MemoryTool<F> {
             overwrite: false,
         };
         match self.ask(request) {
-            Ok(_) => {}
-            Err(f) if matches!(f.detail, Detail::Exists { .. }) => return Err(exists()),
-            Err(f) => return Err(self.failure(&f, shown)),
-        }
-        match text {
-            Some(Value::String(_)) => Ok(format!("File created successfully at: {shown}")),
-            other => Err(attribute_error(other, "encode")),
+            Ok(_) => Ok(format!("File created successfully at: {shown}")),
+            Err(f) if matches!(f.detail, Detail::Exists { .. }) => Err(exists()),
+            Err(f) => Err(self.failure(&f, shown)),
         }
     }
 
