@@ -250,6 +250,28 @@ fn chinese_is_searched_by_its_words_with_a_model_that_cannot_read_it() {
     index.shutdown();
 }
 
+/// An empty memory, or one of a letter, means nothing: a question of one
+/// word it does not hold does not find it by meaning.
+#[test]
+fn a_memory_of_next_to_nothing_is_not_found_by_meaning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (rel, text) in [
+        ("empty.md", ""),
+        ("x.md", "x\n"),
+        ("drinks.md", "# Mornings\nPrefers coffee over tea.\n"),
+    ] {
+        std::fs::write(dir.path().join(rel), text).expect("write");
+    }
+    let index = embedded_index(dir.path());
+    for query in ["zebra", "xylophone", "armadillo"] {
+        let hits = index.search(query, 10).expect("search");
+        assert!(hits.is_empty(), "{query}: {hits:?}");
+    }
+    let hits = index.search("coffee", 10).expect("search");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    index.shutdown();
+}
+
 /// A question that names a day asks first about what was written that
 /// day, by words and by meaning, and scopes still hold there.
 #[test]

@@ -78,6 +78,13 @@ pub(crate) const INLINE_MEMORIES: usize = 4;
 /// See [`INLINE_MEMORIES`].
 const INLINE_BYTES: u64 = 8 << 10;
 
+/// Fewer letters and digits than this in a memory's title and body (an
+/// empty file, "x") and it is not embedded: all-MiniLM-L6-v2 puts an
+/// empty text at 0.33 from "zebra" and "x" at 0.27, above the floor that
+/// keeps what meaning alone finds, so every question of one word found
+/// them.
+const MIN_LETTERS: usize = 3;
+
 /// Chunks embedded of one memory at most (about 10,000 words): a huge
 /// file never holds the worker up for long.
 const MAX_CHUNKS: usize = 64;
@@ -413,9 +420,14 @@ impl Semantic {
             .map(|s| s.trim().to_lowercase())
             .filter(|s| !s.is_empty() && s != "global");
         let body = memory.body(&text);
-        // A Chinese memory, to a model that cannot read it, is like every
-        // other: it is kept with no vectors, found by its words alone.
-        if super::tokenizer::mostly_cjk(&format!("{title}\n{body}")) && !self.reads_chinese() {
+        let words = format!("{title}\n{body}");
+        // A memory with next to nothing in it ("", "x") means nothing, and
+        // its vector is near every short question; a Chinese memory, to a
+        // model that cannot read it, is like every other. Either is kept
+        // with no vectors, found by its words alone.
+        let letters = words.chars().filter(|c| c.is_alphanumeric()).count();
+        if letters < MIN_LETTERS || (super::tokenizer::mostly_cjk(&words) && !self.reads_chinese())
+        {
             return Some((Vec::new(), scope));
         }
         let mut chunks = crate::embed::chunks(title, body);
