@@ -1851,7 +1851,10 @@ fn prints_and_ends(command: &Command) -> bool {
             | Command::Serve { .. }
             | Command::Mcp { .. }
             | Command::Tool { .. }
-            | Command::Memories(memories::MemoryCommand::Agent { .. })
+            | Command::Memories(memories::MemoryCommand::Agent {
+                list_tools: false,
+                ..
+            })
     )
 }
 
