@@ -536,7 +536,17 @@ impl Operations {
                     (None, asked) => self.scoped(asked).handle(*request)?,
                 }
             }
-            Request::Expecting { version, request } => self.expecting(version).handle(*request)?,
+            Request::Expecting { version, request } => {
+                // A version nobody gave would only ever be a conflict.
+                if let Some(v) = version.as_deref().map(str::trim)
+                    && !crate::store::counters::is_content_hash(v)
+                {
+                    return Err(Error::InvalidInput(format!(
+                        "`{v}` is not a version: pass the one `read` gave (`fnv1a64:` and 16 hex digits)"
+                    )));
+                }
+                self.expecting(version).handle(*request)?
+            }
             Request::Record { reference } => Response::Record {
                 record: Box::new(self.record(&reference)?),
             },
@@ -1320,6 +1330,16 @@ impl Operations {
         let path = match &new.path {
             Some(p) => {
                 let path = self.writable(p)?;
+                let folder = p.trim_end().ends_with('/')
+                    || self
+                        .store
+                        .stat(&path)
+                        .is_ok_and(|st| st.kind == crate::store::FileKind::Directory);
+                if folder {
+                    return Err(Error::InvalidInput(format!(
+                        "`{path}` is a folder: give the path of a file in it (`{path}/<name>.md`), or no path and a category to place it"
+                    )));
+                }
                 let replace = self.expected_version.is_some();
                 self.create(&path.to_string(), &text, replace)?;
                 path

@@ -660,6 +660,20 @@ fn a_write_expecting_an_old_version_is_a_conflict_and_writes_nothing() {
     });
     assert!(matches!(answer, Ok(Response::Memory { .. })), "{answer:?}");
     assert!(f.text("a.md").ends_with("---\nreplaced\n"));
+    // A version `read` never gives is refused as such, not as a conflict.
+    for made_up in ["garbage", "", "fnv1a64:12"] {
+        let answer = f.ops.handle(Request::Expecting {
+            version: Some(made_up.into()),
+            request: Box::new(Request::Delete {
+                path: "a.md".into(),
+            }),
+        });
+        assert!(
+            matches!(&answer, Err(Error::InvalidInput(m)) if m.contains("not a version")),
+            "{made_up}: {answer:?}"
+        );
+    }
+    assert!(f.text("a.md").ends_with("---\nreplaced\n"));
     assert!(matches!(
         f.ops
             .expecting(Some("fnv1a64:0".into()))
@@ -884,4 +898,21 @@ fn a_category_is_listed_by_any_of_its_names() {
         assert_eq!(listed(name), ["people/bob.md"], "{name}");
     }
     assert_eq!(listed("习惯"), ["habits/run.md"]);
+}
+
+#[test]
+fn a_write_to_a_folder_says_it_is_one() {
+    let f = Fixture::new();
+    f.seed("people/bob.md", "Bob\n");
+    for path in ["people", "people/", "people/ "] {
+        let written = f.ops.write_memory(&NewMemory {
+            content: "x\n".into(),
+            path: Some(path.into()),
+            ..NewMemory::default()
+        });
+        assert!(
+            matches!(&written, Err(Error::InvalidInput(m)) if m.contains("is a folder")),
+            "{path}: {written:?}"
+        );
+    }
 }

@@ -414,6 +414,11 @@ pub fn content_hash(bytes: &[u8]) -> String {
     format_hash(fnv1a64(bytes))
 }
 
+/// Whether `text` is a [`content_hash`]: what `read` gives as a version.
+pub fn is_content_hash(text: &str) -> bool {
+    parse_hash(text).is_some()
+}
+
 fn format_hash(hash: u64) -> String {
     format!("{HASH_PREFIX}{hash:016x}")
 }
