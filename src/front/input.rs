@@ -24,9 +24,14 @@ pub enum Line {
     TooLong,
 }
 
+/// The UTF-8 byte-order mark, which Windows editors put at the top of a
+/// file: a line that opens with it is read without it.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Reads the next line of `input` into `line` (cleared first), keeping at
 /// most `max` bytes: a longer line is read through to its end (or the
-/// input's) without being kept, and is [`Line::TooLong`].
+/// input's) without being kept, and is [`Line::TooLong`]. A [`BOM`]
+/// opening the line is dropped.
 pub fn read_line(input: &mut dyn BufRead, line: &mut Vec<u8>, max: usize) -> io::Result<Line> {
     line.clear();
     let (mut any, mut over) = (false, false);
@@ -37,28 +42,51 @@ pub fn read_line(input: &mut dyn BufRead, line: &mut Vec<u8>, max: usize) -> io:
             Err(e) => return Err(e),
         };
         if buffer.is_empty() {
-            return Ok(match (any, over) {
-                (false, _) => Line::End,
-                (true, false) => Line::Read,
-                (true, true) => Line::TooLong,
-            });
+            return Ok(read(line, any, over));
         }
         any = true;
-        let (taken, ended) = match buffer.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (buffer.len(), false),
-        };
-        if !over && line.len() + taken <= max {
-            line.extend_from_slice(&buffer[..taken]);
-        } else if !over {
-            over = true;
-            line.clear();
-            line.shrink_to_fit();
-        }
+        let (taken, ended) = take_part(buffer, line, max, &mut over);
         input.consume(taken);
         if ended {
-            return Ok(if over { Line::TooLong } else { Line::Read });
+            return Ok(read(line, true, over));
         }
+    }
+}
+
+/// One step of [`read_line`] (and of its async twin): what of `buffer`
+/// belongs to the line goes into `line`, unless the line is then over
+/// `max` (it is dropped, and `over` set). Returns the bytes to consume and
+/// whether the line ended there.
+pub(super) fn take_part(
+    buffer: &[u8],
+    line: &mut Vec<u8>,
+    max: usize,
+    over: &mut bool,
+) -> (usize, bool) {
+    let (taken, ended) = match buffer.iter().position(|&b| b == b'\n') {
+        Some(i) => (i + 1, true),
+        None => (buffer.len(), false),
+    };
+    if !*over && line.len() + taken <= max {
+        line.extend_from_slice(&buffer[..taken]);
+    } else if !*over {
+        *over = true;
+        line.clear();
+        line.shrink_to_fit();
+    }
+    (taken, ended)
+}
+
+/// What [`read_line`] found once its line ended (or the input did), `any`
+/// byte of it read: its [`BOM`] dropped.
+pub(super) fn read(line: &mut Vec<u8>, any: bool, over: bool) -> Line {
+    if line.starts_with(BOM) {
+        line.drain(..BOM.len());
+    }
+    match (any, over) {
+        (false, _) => Line::End,
+        (true, false) => Line::Read,
+        (true, true) => Line::TooLong,
     }
 }
 
@@ -72,6 +100,9 @@ pub fn read_text(input: impl Read, max: u64, what: &str) -> anyhow::Result<Strin
         .map_err(|e| anyhow::anyhow!("cannot read {what}: {e}"))?;
     if bytes.len() as u64 > max {
         anyhow::bail!("{what} is over {}", size(max));
+    }
+    if bytes.starts_with(BOM) {
+        bytes.drain(..BOM.len());
     }
     String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{what} is not UTF-8 text ({e})"))
 }
@@ -100,6 +131,9 @@ mod tests {
         assert_eq!(read_line(&mut input, &mut line, 8).unwrap(), Line::Read);
         assert_eq!(line, b"ok");
         assert_eq!(read_line(&mut input, &mut line, 8).unwrap(), Line::End);
+        let mut input = std::io::Cursor::new(b"\xEF\xBB\xBF{}\n".to_vec());
+        assert_eq!(read_line(&mut input, &mut line, 8).unwrap(), Line::Read);
+        assert_eq!(line, b"{}\n");
     }
 
     #[test]

@@ -37,6 +37,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use tokio::sync::Semaphore;
 
+use super::input::Line;
 use super::tokens::Grant;
 pub use super::tools::Runner;
 use super::tools::{self, TOOLS};
@@ -173,13 +174,6 @@ fn screened(
     (server_read, server_write, answering)
 }
 
-/// What [`read_line`] found.
-enum Line {
-    End,
-    Read,
-    TooLong,
-}
-
 /// [`input::read_line`](super::input::read_line) on an async reader: the
 /// next line into `line` (cleared first), at most `max` bytes kept; a
 /// longer one is read through and dropped.
@@ -194,27 +188,13 @@ async fn read_line(
     loop {
         let buffer = input.fill_buf().await?;
         if buffer.is_empty() {
-            return Ok(match (any, over) {
-                (false, _) => Line::End,
-                (true, false) => Line::Read,
-                (true, true) => Line::TooLong,
-            });
+            return Ok(super::input::read(line, any, over));
         }
         any = true;
-        let (taken, ended) = match buffer.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (buffer.len(), false),
-        };
-        if !over && line.len() + taken <= max {
-            line.extend_from_slice(&buffer[..taken]);
-        } else if !over {
-            over = true;
-            line.clear();
-            line.shrink_to_fit();
-        }
+        let (taken, ended) = super::input::take_part(buffer, line, max, &mut over);
         input.consume(taken);
         if ended {
-            return Ok(if over { Line::TooLong } else { Line::Read });
+            return Ok(super::input::read(line, true, over));
         }
     }
 }
