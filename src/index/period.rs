@@ -57,14 +57,19 @@ impl Period {
                 .map(|t| t.to_zoned(TimeZone::UTC).date().to_string())
                 .unwrap_or_default()
         };
-        let first = self.ranges.iter().map(|r| r.0).min().unwrap_or(0);
-        let end = self.ranges.iter().map(|r| r.1).max().unwrap_or(0);
-        let last = end - 86_400;
-        if last <= first {
-            format!("on {}", day(first))
-        } else {
-            format!("from {} to {}", day(first), day(last))
-        }
+        let said: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|&(first, end)| {
+                let last = end - 86_400;
+                if last <= first {
+                    format!("on {}", day(first))
+                } else {
+                    format!("from {} to {}", day(first), day(last))
+                }
+            })
+            .collect();
+        said.join(" or ")
     }
 }
 
@@ -984,6 +989,21 @@ const LEADING: &[&str] = &[
     "till",
 ];
 
+/// How far ahead the next one of a day named without its year is asked
+/// about too (see [`named_period`]), in days.
+const UPCOMING: i64 = 92;
+
+/// Whether `text` says a year: a number such as 2023, "year" (last year,
+/// this year) or 年 (去年, 2023年).
+fn names_a_year(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.contains("year")
+        || text.contains('年')
+        || text
+            .split(|c: char| !c.is_ascii_digit())
+            .any(|digits| digits.len() == 4)
+}
+
 /// The period `text` names, as of `now`; `None` if it names none.
 pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     let today = now.date();
@@ -1090,6 +1110,22 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
                 range.1 = range.1.max(*last);
             }
             _ => ranges.push((*first, *last)),
+        }
+    }
+    // A day named without its year is its latest one, but when that was
+    // most of a year ago the next one, soon to come, is meant as much:
+    // "12月3日" asked on 28 November is also the coming one, which a
+    // memory may name ahead (a birthday, a deadline).
+    if !names_a_year(text) {
+        let soon = today.checked_add(UPCOMING.days()).ok()?;
+        for (first, last) in ranges.clone() {
+            if let (Ok(next), Ok(end)) = (first.checked_add(1.year()), last.checked_add(1.year()))
+                && first.tomorrow().ok() == Some(last)
+                && next > today
+                && next <= soon
+            {
+                ranges.push((next, end));
+            }
         }
     }
     let ranges: Vec<(i64, i64)> = ranges
@@ -1348,11 +1384,25 @@ mod tests {
             span("what did I do on June 3?"),
             pair("2026-06-03", "2026-06-04")
         );
+        assert_eq!(span("6月3号聊了什么"), pair("2026-06-03", "2026-06-04"));
+        // Most of a year ago: the coming one, which a memory may name
+        // ahead, is asked about too.
+        let today = now().date();
+        let both = named_period("what's on December 24th?", &now()).expect("a period");
         assert_eq!(
-            span("what did I do on December 24th?"),
+            both.described(),
+            "on 2025-12-24 or on 2026-12-24",
+            "today is {today}"
+        );
+        let both = named_period("12月3日有什么事", &now()).expect("a period");
+        assert_eq!(both.described(), "on 2025-12-03 or on 2026-12-03");
+        // Not when the question says the year, nor for more than a day.
+        assert_eq!(
+            span("what did I do on December 24th 2025?"),
             pair("2025-12-24", "2025-12-25")
         );
-        assert_eq!(span("6月3号聊了什么"), pair("2026-06-03", "2026-06-04"));
+        assert_eq!(span("去年12月3日"), pair("2025-12-03", "2025-12-04"));
+        assert_eq!(span("in December"), pair("2025-12-01", "2026-01-01"));
     }
 
     #[test]
