@@ -1152,6 +1152,9 @@ fn self_description(note: &Note<'_>) -> BTreeMap<Category, u32> {
     for folder in note.folders() {
         vote(named_category(folder), FOLDER_VOTE);
     }
+    if let Some(category) = labelled(note) {
+        vote(Some(category), TYPE_VOTE);
+    }
     if names_a_person(note) {
         vote(Some(Category::People), TAG_VOTE);
     }
@@ -1159,6 +1162,45 @@ fn self_description(note: &Note<'_>) -> BTreeMap<Category, u32> {
         vote(Some(Category::Project), TAG_VOTE);
     }
     votes
+}
+
+/// The category a note names in the label it opens with, as a `type`
+/// would: "Decision: use Postgres", "教训：Redis 的 KEYS 会阻塞",
+/// "Lesson learned - ...". The label is the words before the first colon
+/// (or full-width colon, or " - ") of the title or of the body's first
+/// line, at most three words or six characters of Chinese.
+fn labelled(note: &Note<'_>) -> Option<Category> {
+    let first_line = note
+        .body
+        .lines()
+        .map(|l| l.trim().trim_start_matches(['#', '-', '*', '>', ' ']))
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    [note.title.as_ref(), first_line].into_iter().find_map(|line| {
+        let (label, rest) = line
+            .split_once([':', '：'])
+            .or_else(|| line.split_once(" - "))?;
+        let label = label.trim();
+        let short = label.split_whitespace().count() <= 3 && label.chars().count() <= 24;
+        if !short || rest.trim().is_empty() {
+            return None;
+        }
+        named_category(label).or_else(|| label_category(label))
+    })
+}
+
+/// Labels that name a category without being one of its names.
+fn label_category(label: &str) -> Option<Category> {
+    use Category::*;
+    Some(match label.to_lowercase().as_str() {
+        "decided" | "we decided" | "final decision" | "决议" => Decisions,
+        "lesson learned" | "lessons learned" | "learned" | "gotcha" | "经验" | "经验教训" => {
+            Lessons
+        }
+        "todo" | "to do" | "to-do" | "待办" | "待办事项" => Reminders,
+        "preferred" | "prefer" | "likes" | "喜好" => Preferences,
+        _ => return None,
+    })
 }
 
 /// Votes: a `type` counts most, a tag's first level next, then a deeper
