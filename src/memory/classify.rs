@@ -1155,7 +1155,7 @@ fn self_description(note: &Note<'_>) -> BTreeMap<Category, u32> {
     if let Some(category) = labelled(note) {
         vote(Some(category), TYPE_VOTE);
     }
-    if names_a_person(note) {
+    if names_a_person(note) || introduces_a_person(note) {
         vote(Some(Category::People), TAG_VOTE);
     }
     if note.linked_from >= HUB_LINKS && outlines_a_project(note.body) {
@@ -1509,6 +1509,89 @@ fn names_a_person(note: &Note<'_>) -> bool {
         _ => honorific || known || backed,
     }
 }
+
+/// Whether the note opens by saying who someone is: "Bob Martinez is our
+/// backend lead", "Priya was my manager", "张伟是我们后端组的负责人",
+/// "孙强负责运维", "周杰（Jay Zhou）是我们的设计师". A name, then "is" and a
+/// role within a few words ([`ROLES`]); in Chinese a name (a surname and
+/// one or two characters), then 是 and a role, or 负责 (in charge of).
+fn introduces_a_person(note: &Note<'_>) -> bool {
+    let opening = note
+        .body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let opening = truncate_at_char(opening, 200);
+    if opening.chars().next().is_some_and(is_cjk) {
+        return introduces_in_chinese(opening);
+    }
+    let words: Vec<&str> = opening
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '.' | ':'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let name_len = words
+        .iter()
+        .take(3)
+        .take_while(|w| is_name_word(w) && !NOT_NAMES.contains(&w.to_lowercase().as_str()))
+        .count();
+    if name_len == 0 || !matches!(words.get(name_len), Some(&("is" | "was"))) {
+        return false;
+    }
+    words[name_len + 1..]
+        .iter()
+        .take(5)
+        .any(|w| ROLES.contains(&w.to_lowercase().trim_end_matches("'s")))
+}
+
+/// [`introduces_a_person`] for a note that opens in Chinese.
+fn introduces_in_chinese(opening: &str) -> bool {
+    let chars: Vec<char> = opening.chars().collect();
+    let start = usize::from(matches!(chars.first(), Some('老' | '小' | '阿')));
+    if !chars.get(start).is_some_and(|c| CJK_SURNAMES.contains(*c)) {
+        return false;
+    }
+    // The name's two or three characters, then what is said of it, past a
+    // name in brackets: 周杰（Jay Zhou）是…
+    (start + 2..=start + 3).any(|end| {
+        let mut rest: String = chars.get(end..).unwrap_or_default().iter().collect();
+        if let Some(after) = rest
+            .strip_prefix(['（', '('])
+            .and_then(|r| r.split_once(['）', ')']))
+            .map(|(_, after)| after.to_string())
+        {
+            rest = after;
+        }
+        let lower = rest.to_lowercase();
+        lower.starts_with("负责")
+            || (lower.starts_with('是')
+                && ROLES_ZH
+                    .iter()
+                    .any(|role| lower.chars().take(16).collect::<String>().contains(role)))
+    })
+}
+
+/// What a person is to the user, in English (one word each).
+const ROLES: &[&str] = &[
+    "lead", "manager", "boss", "designer", "engineer", "developer", "colleague", "coworker",
+    "co-worker", "teammate", "friend", "cto", "ceo", "cfo", "coo", "vp", "director", "dba", "pm",
+    "founder", "cofounder", "co-founder", "intern", "mentor", "teacher", "tutor", "doctor",
+    "dentist", "therapist", "wife", "husband", "partner", "girlfriend", "boyfriend", "daughter",
+    "son", "mother", "mom", "mum", "father", "dad", "sister", "brother", "aunt", "uncle",
+    "cousin", "neighbour", "neighbor", "landlord", "accountant", "lawyer", "recruiter",
+    "contractor", "assistant", "coach", "roommate", "classmate", "advisor", "adviser",
+    "consultant", "architect", "analyst", "researcher", "reviewer", "maintainer", "client",
+    "customer",
+];
+
+/// What a person is to the user, in Chinese (and the English titles
+/// Chinese notes use), lowercase.
+const ROLES_ZH: &[&str] = &[
+    "负责人", "组长", "经理", "主管", "总监", "老板", "上司", "领导", "同事", "朋友", "设计师",
+    "工程师", "架构师", "运维", "实习生", "老师", "导师", "医生", "律师", "会计", "妻子", "老婆",
+    "丈夫", "老公", "女儿", "儿子", "妈妈", "爸爸", "母亲", "父亲", "姐姐", "妹妹", "哥哥", "弟弟",
+    "邻居", "合伙人", "创始人", "客户", "顾问", "cto", "ceo", "dba", "pm",
+];
 
 /// A word of a name: capitalized letters (`Nguyen`, `O'Brien`,
 /// `Jean-Luc`) or an initial (`A.`).
