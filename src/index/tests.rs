@@ -1487,6 +1487,11 @@ fn one_chinese_character_finds_the_words_that_hold_it() {
     assert_eq!(fx.search("喝什么"), paths(&["zh/茶.md"]));
     assert_eq!(fx.search("+猫 团子"), paths(&["zh/猫.md"]));
     assert_eq!(fx.search("狗"), Vec::<StorePath>::new());
+    // A character that says nothing alone is no word of the question.
+    fx.write("zh/反馈.md", "反馈：这个建议很有用。\n");
+    fx.write("zh/教训.md", "教训：上线前要备份。\n");
+    fx.sync();
+    assert_eq!(fx.search("有什么教训"), paths(&["zh/教训.md"]));
 }
 
 #[test]

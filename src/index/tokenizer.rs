@@ -192,13 +192,50 @@ pub(crate) const STOP_WORDS: &[&str] = &[
     "yours",
     "yourself",
     "yourselves",
-    // Chinese questions' own words, as their bigrams: "猫叫什么名字" asks
-    // about the cat, not about "为什么".
+    // Chinese questions' own words, as their bigrams ("猫叫什么名字" asks
+    // about the cat, not about "为什么"), and Chinese words of one
+    // character that say nothing alone: where a question's own words are
+    // left out, "有什么教训" leaves 有 standing alone, and a character alone
+    // is searched as every pair that holds it.
+    "与",
+    "个",
+    "为",
     "为什",
+    "也",
+    "了",
     "什么",
+    "从",
+    "他",
+    "们",
+    "你",
+    "到",
+    "吗",
+    "吧",
+    "呢",
+    "和",
     "哪个",
     "哪些",
+    "啊",
+    "在",
+    "她",
+    "它",
+    "对",
+    "就",
     "怎么",
+    "我",
+    "把",
+    "是",
+    "有",
+    "的",
+    "着",
+    "给",
+    "被",
+    "让",
+    "过",
+    "还",
+    "这",
+    "那",
+    "都",
 ];
 
 /// Whether `word` (lowercase, as the tokenizer gives it) is one of

@@ -1176,17 +1176,19 @@ fn labelled(note: &Note<'_>) -> Option<Category> {
         .map(|l| l.trim().trim_start_matches(['#', '-', '*', '>', ' ']))
         .find(|l| !l.is_empty())
         .unwrap_or_default();
-    [note.title.as_ref(), first_line].into_iter().find_map(|line| {
-        let (label, rest) = line
-            .split_once([':', '：'])
-            .or_else(|| line.split_once(" - "))?;
-        let label = label.trim();
-        let short = label.split_whitespace().count() <= 3 && label.chars().count() <= 24;
-        if !short || rest.trim().is_empty() {
-            return None;
-        }
-        named_category(label).or_else(|| label_category(label))
-    })
+    [note.title.as_ref(), first_line]
+        .into_iter()
+        .find_map(|line| {
+            let (label, rest) = line
+                .split_once([':', '：'])
+                .or_else(|| line.split_once(" - "))?;
+            let label = label.trim();
+            let short = label.split_whitespace().count() <= 3 && label.chars().count() <= 24;
+            if !short || rest.trim().is_empty() {
+                return None;
+            }
+            named_category(label).or_else(|| label_category(label))
+        })
 }
 
 /// Labels that name a category without being one of its names.
@@ -1573,24 +1575,121 @@ fn introduces_in_chinese(opening: &str) -> bool {
 
 /// What a person is to the user, in English (one word each).
 const ROLES: &[&str] = &[
-    "lead", "manager", "boss", "designer", "engineer", "developer", "colleague", "coworker",
-    "co-worker", "teammate", "friend", "cto", "ceo", "cfo", "coo", "vp", "director", "dba", "pm",
-    "founder", "cofounder", "co-founder", "intern", "mentor", "teacher", "tutor", "doctor",
-    "dentist", "therapist", "wife", "husband", "partner", "girlfriend", "boyfriend", "daughter",
-    "son", "mother", "mom", "mum", "father", "dad", "sister", "brother", "aunt", "uncle",
-    "cousin", "neighbour", "neighbor", "landlord", "accountant", "lawyer", "recruiter",
-    "contractor", "assistant", "coach", "roommate", "classmate", "advisor", "adviser",
-    "consultant", "architect", "analyst", "researcher", "reviewer", "maintainer", "client",
+    "lead",
+    "manager",
+    "boss",
+    "designer",
+    "engineer",
+    "developer",
+    "colleague",
+    "coworker",
+    "co-worker",
+    "teammate",
+    "friend",
+    "cto",
+    "ceo",
+    "cfo",
+    "coo",
+    "vp",
+    "director",
+    "dba",
+    "pm",
+    "founder",
+    "cofounder",
+    "co-founder",
+    "intern",
+    "mentor",
+    "teacher",
+    "tutor",
+    "doctor",
+    "dentist",
+    "therapist",
+    "wife",
+    "husband",
+    "partner",
+    "girlfriend",
+    "boyfriend",
+    "daughter",
+    "son",
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "sister",
+    "brother",
+    "aunt",
+    "uncle",
+    "cousin",
+    "neighbour",
+    "neighbor",
+    "landlord",
+    "accountant",
+    "lawyer",
+    "recruiter",
+    "contractor",
+    "assistant",
+    "coach",
+    "roommate",
+    "classmate",
+    "advisor",
+    "adviser",
+    "consultant",
+    "architect",
+    "analyst",
+    "researcher",
+    "reviewer",
+    "maintainer",
+    "client",
     "customer",
 ];
 
 /// What a person is to the user, in Chinese (and the English titles
 /// Chinese notes use), lowercase.
 const ROLES_ZH: &[&str] = &[
-    "负责人", "组长", "经理", "主管", "总监", "老板", "上司", "领导", "同事", "朋友", "设计师",
-    "工程师", "架构师", "运维", "实习生", "老师", "导师", "医生", "律师", "会计", "妻子", "老婆",
-    "丈夫", "老公", "女儿", "儿子", "妈妈", "爸爸", "母亲", "父亲", "姐姐", "妹妹", "哥哥", "弟弟",
-    "邻居", "合伙人", "创始人", "客户", "顾问", "cto", "ceo", "dba", "pm",
+    "负责人",
+    "组长",
+    "经理",
+    "主管",
+    "总监",
+    "老板",
+    "上司",
+    "领导",
+    "同事",
+    "朋友",
+    "设计师",
+    "工程师",
+    "架构师",
+    "运维",
+    "实习生",
+    "老师",
+    "导师",
+    "医生",
+    "律师",
+    "会计",
+    "妻子",
+    "老婆",
+    "丈夫",
+    "老公",
+    "女儿",
+    "儿子",
+    "妈妈",
+    "爸爸",
+    "母亲",
+    "父亲",
+    "姐姐",
+    "妹妹",
+    "哥哥",
+    "弟弟",
+    "邻居",
+    "合伙人",
+    "创始人",
+    "客户",
+    "顾问",
+    "cto",
+    "ceo",
+    "dba",
+    "pm",
 ];
 
 /// A word of a name: capitalized letters (`Nguyen`, `O'Brien`,
