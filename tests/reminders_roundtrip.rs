@@ -351,18 +351,16 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
         "Reminder: Dentist appointment"
     );
     assert_eq!(title("next Tuesday"), "Reminder: Call the plumber");
-    assert_eq!(title("明天下午三点\n"), "Reminder: 看牙");
-    assert_eq!(
-        title("明天上午十点和王医生见面。"),
-        "Reminder: 和王医生见面"
-    );
+    // In the note's own language.
+    assert_eq!(title("明天下午三点\n"), "提醒：看牙");
+    assert_eq!(title("明天上午十点和王医生见面。"), "提醒：和王医生见面");
     for r in &all {
         let t = r.get("title").map(String::as_str).unwrap_or_default();
         assert!(
             ![
                 "Reminder: tomorrow 3pm",
                 "Reminder: next Tuesday",
-                "Reminder: 明天下午三点"
+                "提醒：明天下午三点"
             ]
             .contains(&t),
             "{r:#?}"

@@ -65,6 +65,7 @@ use tantivy::{IndexReader, ReloadPolicy, TantivyError};
 pub use document::normalize_key;
 pub use meaning::{MAX_LIMIT, nothing_found, take_limit};
 pub use schema::SCHEMA_VERSION;
+pub(crate) use tokenizer::mostly_cjk;
 
 use crate::store::{Store, StorePath};
 use schema::Fields;

@@ -810,6 +810,38 @@ fn is_edge(c: char) -> bool {
         || "，。、：；！？（【「《—–…".contains(c)
 }
 
+/// `piece` without the end of a stretch of time it opens with: "到五点",
+/// "至下午6点", "- 5pm", "to 5:30pm", "until 17:00".
+fn without_range_end(piece: &str) -> &str {
+    let Some(rest) = ["到", "至", "-", "–", "~", "to ", "until ", "till "]
+        .iter()
+        .find_map(|w| piece.strip_prefix(w))
+    else {
+        return piece;
+    };
+    let rest = rest.trim_start();
+    let rest = ["上午", "下午", "晚上", "中午", "早上"]
+        .iter()
+        .find_map(|w| rest.strip_prefix(w))
+        .unwrap_or(rest);
+    let time_len = rest
+        .char_indices()
+        .take_while(|(_, c)| {
+            c.is_ascii_digit() || "零一二三四五六七八九十两:：点时半刻分钟".contains(*c)
+        })
+        .last()
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    if time_len == 0 {
+        return piece;
+    }
+    let after = &rest[time_len..];
+    let after = ["am", "pm", "a.m.", "p.m."]
+        .iter()
+        .find_map(|w| after.strip_prefix(w))
+        .unwrap_or(after);
+    after.trim_start_matches(is_edge)
+}
+
 /// `sentence` without the `spans`, cleaned into a subject.
 fn about(sentence: &str, spans: &[(usize, usize, When)]) -> String {
     let mut pieces: Vec<&str> = Vec::with_capacity(spans.len() + 1);
@@ -828,6 +860,18 @@ fn about(sentence: &str, spans: &[(usize, usize, When)]) -> String {
             piece = piece.trim_start_matches(|c| is_edge(c) || matches!(c, ')' | ']' | '）'));
             if let Some(rest) = AFTER_TIME_ZH.iter().find_map(|w| piece.strip_prefix(w)) {
                 piece = rest.trim_start_matches(is_edge);
+            }
+            // The end of a stretch the phrase began ("三点到五点", "3pm
+            // to 5pm") belongs to it.
+            piece = without_range_end(piece);
+            // A time that was what the sentence is about ("12月3日是李娜
+            // 的生日", "December 3 is Lina's birthday") leaves its verb.
+            if out.is_empty() {
+                for copula in ["是", "is ", "was "] {
+                    if let Some(rest) = piece.strip_prefix(copula) {
+                        piece = rest.trim_start_matches(is_edge);
+                    }
+                }
             }
         }
         if i < last {
@@ -2233,6 +2277,19 @@ mod tests {
         assert_eq!(about("明天下午三点和王医生见面"), "和王医生见面");
         assert_eq!(about("在下周五前提交报告。"), "提交报告");
         assert_eq!(about("记得下周二交房租"), "交房租");
+        assert_eq!(
+            about("明天下午三点到五点在会议室A做架构评审"),
+            "在会议室A做架构评审"
+        );
+        assert_eq!(
+            about("Review tomorrow 3pm to 5pm in room A"),
+            "Review in room A"
+        );
+        assert_eq!(
+            about("12月3日是李娜的生日，记得买蛋糕"),
+            "李娜的生日，记得买蛋糕"
+        );
+        assert_eq!(about("December 3 is Lina's birthday"), "Lina's birthday");
     }
 
     #[test]

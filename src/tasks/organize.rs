@@ -1138,7 +1138,12 @@ impl Organizing {
                     .into_iter()
                     .find(|s| !s.is_empty())
                     .unwrap_or(found.phrase.as_str());
-                let title = format!("Reminder: {about}");
+                // In the note's own language.
+                let title = if crate::index::mostly_cjk(about) {
+                    format!("提醒：{about}")
+                } else {
+                    format!("Reminder: {about}")
+                };
                 // The body says when: two reminders from one sentence
                 // ("the talk on the 15th, the rehearsal on the 12th") are
                 // two memories, never duplicates of each other.
