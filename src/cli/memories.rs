@@ -716,6 +716,19 @@ pub(super) fn run(command: MemoryCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A timestamp as the reader's clock shows it (`2026-11-28 18:59 +08:00`),
+/// or as written when it cannot be read.
+fn local_time(timestamp: &str) -> String {
+    crate::memory::parse_timestamp(timestamp)
+        .and_then(|secs| jiff::Timestamp::from_second(secs).ok())
+        .map(|t| {
+            t.to_zoned(jiff::tz::TimeZone::system())
+                .strftime("%Y-%m-%d %H:%M %:z")
+                .to_string()
+        })
+        .unwrap_or_else(|| timestamp.to_string())
+}
+
 fn step(at: StoreArgs, step: Step, json: bool) -> anyhow::Result<()> {
     let session = session(&at.target(None)?, None)?;
     print_step(session.call(Request::Step { step })?, json)
@@ -739,7 +752,12 @@ fn print_step(answer: Response, json: bool) -> anyhow::Result<()> {
         }
     }
     for due in &report.due {
-        println!("due {}  {}  ({})", due.due_at, due.title, due.path);
+        println!(
+            "due {}  {}  ({})",
+            local_time(&due.due_at),
+            due.title,
+            due.path
+        );
     }
     for skipped in &report.report.skipped {
         println!("skipped {}: {}", skipped.path, skipped.reason);

@@ -188,7 +188,9 @@ impl Operations {
         let due = reminders.len();
         brief.push("Reminders due soon", (reminders, due), 8, &mut shown, |c| {
             let due = field(&c.memory, "due_at").unwrap_or_default();
-            (format!("due {due}"), Vec::new())
+            let past = memory::parse_timestamp(&due).is_some_and(|d| d < now);
+            let when = if past { "overdue since" } else { "due" };
+            (format!("{when} {due}"), Vec::new())
         });
 
         let mut recent: Vec<Candidate> = self

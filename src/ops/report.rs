@@ -85,11 +85,25 @@ impl Report {
             (self.links_redirected, "links redirected"),
             (self.links_resolved, "links resolved"),
             (self.links_unresolved, "links unresolved"),
-            (self.reminders, "reminders"),
+            (
+                self.reminders,
+                if self.reminders == 1 {
+                    "reminder"
+                } else {
+                    "reminders"
+                },
+            ),
             (self.malformed, "malformed"),
             (self.retried, "retried"),
             (self.skipped.len(), "skipped"),
-            (self.errors.len(), "errors"),
+            (
+                self.errors.len(),
+                if self.errors.len() == 1 {
+                    "error"
+                } else {
+                    "errors"
+                },
+            ),
         ];
         let words: Vec<String> = counts
             .iter()
