@@ -284,6 +284,9 @@ enum DateSpec {
     Days(i64),
     /// A weekday (0 = Monday) counted as `WeekMode` says.
     Weekday(u32, WeekMode),
+    /// The first (`false`) or last (`true`) day of the month this many
+    /// months from today's ("下个月初", "月底").
+    MonthEdge(i64, bool),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -439,6 +442,14 @@ impl Today<'_> {
                     .min_by_key(|day| (day.duration_since(self.date).unsigned_abs(), Reverse(*day)))
             }
             DateSpec::Days(n) => days_later(n),
+            DateSpec::MonthEdge(months, last) => {
+                let first = self
+                    .date
+                    .first_of_month()
+                    .checked_add(Span::new().try_months(months).ok()?)
+                    .ok()?;
+                Some(if last { first.last_of_month() } else { first })
+            }
             DateSpec::Weekday(wd, mode) => {
                 let target = Weekday::from_monday_zero_offset(i8::try_from(wd).ok()?).ok()?;
                 let from_monday = |weekday: Weekday| i64::from(weekday.to_monday_zero_offset());
@@ -1266,6 +1277,27 @@ impl Scan<'_> {
                 return Some((end, DateSpec::Days(days), default));
             }
         }
+        // The end or the start of a month, a weekend, a holiday.
+        for (w, spec) in [
+            ("the end of next month", DateSpec::MonthEdge(1, true)),
+            ("end of next month", DateSpec::MonthEdge(1, true)),
+            ("the end of the month", DateSpec::MonthEdge(0, true)),
+            ("end of the month", DateSpec::MonthEdge(0, true)),
+            ("end of month", DateSpec::MonthEdge(0, true)),
+            ("early next month", DateSpec::MonthEdge(1, false)),
+            ("the beginning of next month", DateSpec::MonthEdge(1, false)),
+            ("beginning of next month", DateSpec::MonthEdge(1, false)),
+            ("the start of next month", DateSpec::MonthEdge(1, false)),
+            ("start of next month", DateSpec::MonthEdge(1, false)),
+            ("next weekend", DateSpec::Weekday(5, WeekMode::NextWeek)),
+            ("this weekend", DateSpec::Weekday(5, WeekMode::ThisWeek)),
+            ("new year's day", DateSpec::MonthDay(1, 1)),
+            ("christmas", DateSpec::MonthDay(12, 25)),
+        ] {
+            if let Some(end) = self.word(pos, w) {
+                return Some((end, spec, AllDay));
+            }
+        }
         let weekday_after = |p: usize, mode| {
             let p = self.ws1(p)?;
             let (end, wd) = self.one_of(p, &WEEKDAYS_EN)?;
@@ -1512,6 +1544,29 @@ impl Scan<'_> {
                 return Some((end, DateSpec::Days(days), default));
             }
         }
+        // The end or the start of a month, a weekend, a holiday.
+        for (w, spec) in [
+            ("下个月底", DateSpec::MonthEdge(1, true)),
+            ("下月底", DateSpec::MonthEdge(1, true)),
+            ("下个月初", DateSpec::MonthEdge(1, false)),
+            ("下月初", DateSpec::MonthEdge(1, false)),
+            ("这个月底", DateSpec::MonthEdge(0, true)),
+            ("本月底", DateSpec::MonthEdge(0, true)),
+            ("月底", DateSpec::MonthEdge(0, true)),
+            ("下下周末", DateSpec::Weekday(5, WeekMode::WeekAfterNext)),
+            ("下个周末", DateSpec::Weekday(5, WeekMode::NextWeek)),
+            ("下周末", DateSpec::Weekday(5, WeekMode::NextWeek)),
+            ("这个周末", DateSpec::Weekday(5, WeekMode::ThisWeek)),
+            ("这周末", DateSpec::Weekday(5, WeekMode::ThisWeek)),
+            ("本周末", DateSpec::Weekday(5, WeekMode::ThisWeek)),
+            ("元旦", DateSpec::MonthDay(1, 1)),
+            ("国庆", DateSpec::MonthDay(10, 1)),
+            ("圣诞", DateSpec::MonthDay(12, 25)),
+        ] {
+            if let Some(end) = self.lit(pos, w) {
+                return Some((end, spec, AllDay));
+            }
+        }
         let prev = self.s[..pos].chars().next_back();
         for (prefix, mode) in [
             ("下下个星期", WeekMode::WeekAfterNext),
@@ -1651,8 +1706,20 @@ impl Scan<'_> {
         let (p, n) = self.cn_number(pos)?;
         let p = self.lit(p, "个").unwrap_or(p);
         let n = i64::from(n);
+        // 一个半小时: and a half.
+        if let Some(q) = self.lit(p, "半小时").or_else(|| self.lit(p, "半钟头")) {
+            return Some((after(q)?, When::After(n * 3600 + 1800)));
+        }
         for (w, seconds) in [("小时", 3600), ("钟头", 3600), ("分钟", 60)] {
             if let Some(q) = self.lit(p, w) {
+                // 1小时30分钟后: the minutes too.
+                if seconds == 3600
+                    && let Some((r, minutes)) = self.cn_number(q)
+                    && let Some(r) = self.lit(r, "分钟").or_else(|| self.lit(r, "分"))
+                    && let Some(end) = after(r)
+                {
+                    return Some((end, When::After(n * 3600 + i64::from(minutes) * 60)));
+                }
                 return Some((after(q)?, When::After(n * seconds)));
             }
         }
@@ -2088,6 +2155,25 @@ mod tests {
     }
 
     #[test]
+    fn ends_and_starts_of_months_weekends_and_holidays() {
+        // Today is Sunday 22 November 2026.
+        let day = |m, d| at(if m == 1 { 2027 } else { 2026 }, m, d, 9, 0);
+        assert_eq!(due("月底前交季度报告"), (day(11, 30), true));
+        assert_eq!(due("下个月初续签劳动合同"), (day(12, 1), true));
+        assert_eq!(due("下月底交房租"), (day(12, 31), true));
+        assert_eq!(due("下周末去杭州"), (day(11, 28), true));
+        assert_eq!(due("元旦前把年终总结写完"), (day(1, 1), true));
+        assert_eq!(
+            due("Submit the report by end of month"),
+            (day(11, 30), true)
+        );
+        assert_eq!(due("Renew the lease early next month"), (day(12, 1), true));
+        assert_eq!(due("Visit grandma next weekend"), (day(11, 28), true));
+        assert_eq!(due("Buy presents before Christmas"), (day(12, 25), true));
+        assert_eq!(about("月底前交季度报告"), "交季度报告");
+    }
+
+    #[test]
     fn chinese_durations() {
         assert_eq!(due("3天后"), (at(2026, 11, 25, 9, 0), true));
         assert_eq!(due("三天之后"), (at(2026, 11, 25, 9, 0), true));
@@ -2095,6 +2181,9 @@ mod tests {
         assert_eq!(due("2个小时后"), (now() + 7200, false));
         assert_eq!(due("半小时后"), (now() + 1800, false));
         assert_eq!(due("十分钟后"), (now() + 600, false));
+        assert_eq!(due("1小时30分钟后关掉压测机器"), (now() + 5400, false));
+        assert_eq!(due("一个半小时后开会"), (now() + 5400, false));
+        assert_eq!(about("1小时30分钟后关掉压测机器"), "关掉压测机器");
         none("三天"); // a length, not a time
     }
 
