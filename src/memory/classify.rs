@@ -2425,7 +2425,7 @@ mod tests {
         // Its words alone placed nothing; the head reads what they are.
         for (text, category) in [
             (
-                "Lesson learned: never deploy on a Friday afternoon; the rollback took all weekend.",
+                "Learned the hard way: never deploy on a Friday afternoon; the rollback took all weekend.",
                 Lessons,
             ),
             (
@@ -2448,8 +2448,11 @@ mod tests {
         let text = "---\ncategory: habits\n---\nLesson learned: never deploy on a Friday.\n";
         assert_eq!(filed(text, &[]).map(|f| f.1), Some(FiledBy::Named));
         let rules = [Rule::new(Project, &["deploy"])];
-        let text = "Lesson learned: never deploy on a Friday afternoon.";
+        let text = "Learned the hard way: never deploy on a Friday afternoon.";
         assert_eq!(filed(text, &rules), Some((Project, FiledBy::Rules)));
+        // A label naming its category is the note's own word, as a type is.
+        let text = "Lesson learned: never deploy on a Friday afternoon.";
+        assert_eq!(filed(text, &rules), Some((Lessons, FiledBy::SaidByNote)));
         // A fragment stays where it is.
         assert_eq!(filed("asdf qwer", &[]), None);
     }
