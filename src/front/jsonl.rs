@@ -444,10 +444,9 @@ fn memory_cli(
     };
     let path = match path {
         Some(path) => {
-            // Where it goes says its category; a phase the record did
-            // not give is left for the store to derive.
-            // So is a title it did not give: the file's own name or
-            // heading.
+            // Where it goes says its category: a phase or a title the
+            // record did not give is left for the store to derive (from
+            // the folder, and the file's name or heading).
             out.retain(|(k, _)| {
                 (k != "phase" || text("phase").is_some())
                     && (k != "title" || text("title").is_some())

@@ -7,9 +7,9 @@
 //! `isError` and one sentence; the server never exits because of what a
 //! call sent. A line that is no JSON-RPC message (not JSON, a batch, an
 //! object without a method) is answered with JSON-RPC's error, one line,
-//! before rmcp sees it (rmcp would drop it without a word). Memories are also resources, by id (`mnemofs://memory/<id>`,
-//! the whole file as markdown), and the `memory_guide` prompt explains the
-//! store.
+//! before rmcp sees it (rmcp would drop it without a word). Memories are
+//! also resources, by id (`mnemofs://memory/<id>`, the whole file as
+//! markdown), and the `memory_guide` prompt explains the store.
 //!
 //! The runner may open the store lazily: `initialize` and the listings of
 //! tools and prompts never call it, so a client is answered at once even

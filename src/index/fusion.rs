@@ -95,12 +95,10 @@ pub(super) fn words_weights(
     let stem_fields = [fields.body_stem, fields.title_stem];
     let forms: Vec<Vec<String>> = stems
         .iter()
-        .map(
-            |stem| match super::query::lone_cjk(&Term::from_field_text(fields.body_stem, stem)) {
-                Some(c) => super::query::cjk_forms(searcher, &stem_fields, c),
-                None => vec![stem.clone()],
-            },
-        )
+        .map(|stem| match super::tokenizer::lone_cjk(stem) {
+            Some(c) => super::query::cjk_forms(searcher, &stem_fields, c),
+            None => vec![stem.clone()],
+        })
         .collect();
     let all = searcher.num_docs() as f32;
     let mut weights = Vec::with_capacity(stems.len());

@@ -265,7 +265,9 @@ pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
             at_boundary = false;
             continue;
         }
-        if let Some(word) = CHINESE_QUESTION_WORDS.iter().find(|w| rest.starts_with(*w)) {
+        if super::tokenizer::is_cjk(c)
+            && let Some(word) = CHINESE_QUESTION_WORDS.iter().find(|w| rest.starts_with(*w))
+        {
             out.text.push(' ');
             rest = &rest[word.len()..];
             at_boundary = true;

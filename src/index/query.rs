@@ -40,6 +40,7 @@ use super::meaning::{
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
 use super::snippet::SnippetWords;
+use super::tokenizer::lone_cjk;
 use super::{Hit, Index, IndexError, Side};
 use crate::store::StorePath;
 
@@ -176,10 +177,14 @@ fn one_line(text: &str, max: usize) -> String {
 /// One CJK character alone is indexed only where it stands alone; within
 /// a longer run it is in two bigrams. So a term of one such character is
 /// searched as itself and as the bigrams that hold it ([`cjk_forms`]):
-/// `茶` finds `喝茶偏好`.
+/// `茶` finds `喝茶偏好`. They are looked up once a character, in the
+/// text fields (the stemmed ones hold the same Chinese), for every field
+/// the word is searched in.
 struct Tuning<'a> {
     searcher: &'a Searcher,
     fields: &'a super::schema::Fields,
+    /// The forms of each lone character met so far.
+    forms: std::cell::RefCell<Vec<(char, Vec<String>)>>,
 }
 
 impl Tuning<'_> {
@@ -188,19 +193,18 @@ impl Tuning<'_> {
         if let Some(boolean) = query.downcast_ref::<BooleanQuery>() {
             return self.tune_boolean(boolean);
         }
-        if let Some(c) = query
-            .downcast_ref::<TermQuery>()
-            .and_then(|term| lone_cjk(term.term()))
+        if let Some(term) = query.downcast_ref::<TermQuery>()
+            && let Some(c) = term.term().value().as_str().and_then(lone_cjk)
         {
-            let field = query.downcast_ref::<TermQuery>()?.term().field();
-            let forms: Vec<(Occur, Box<dyn Query>)> = cjk_forms(self.searcher, &[field], c)
-                .into_iter()
-                .map(|form| {
-                    let term = TermQuery::new(
-                        Term::from_field_text(field, &form),
-                        IndexRecordOption::WithFreqs,
-                    );
-                    (Occur::Should, Box::new(term) as Box<dyn Query>)
+            let field = term.term().field();
+            let forms: Vec<(Occur, Box<dyn Query>)> = self
+                .forms_of(c)
+                .iter()
+                .map(|form| Term::from_field_text(field, form))
+                .filter(|term| self.present(term))
+                .map(|term| {
+                    let query = TermQuery::new(term, IndexRecordOption::WithFreqs);
+                    (Occur::Should, Box::new(query) as Box<dyn Query>)
                 })
                 .collect();
             return match forms.len() {
@@ -265,19 +269,21 @@ impl Tuning<'_> {
     fn present(&self, term: &Term) -> bool {
         some_document_has(self.searcher, term)
     }
+
+    /// The forms of the lone character `c` ([`cjk_forms`]), looked up once.
+    fn forms_of(&self, c: char) -> Vec<String> {
+        if let Some((_, forms)) = self.forms.borrow().iter().find(|(k, _)| *k == c) {
+            return forms.clone();
+        }
+        let forms = cjk_forms(self.searcher, &[self.fields.title, self.fields.body], c);
+        self.forms.borrow_mut().push((c, forms.clone()));
+        forms
+    }
 }
 
 /// Whether some document has `term` (true when the searcher cannot tell).
 fn some_document_has(searcher: &Searcher, term: &Term) -> bool {
     searcher.doc_freq(term).map_or(true, |n| n > 0)
-}
-
-/// The one CJK character `term` is, if it is one.
-pub(super) fn lone_cjk(term: &Term) -> Option<char> {
-    let value = term.value();
-    let mut chars = value.as_str()?.chars();
-    let c = chars.next()?;
-    (chars.next().is_none() && super::tokenizer::is_cjk(c)).then_some(c)
 }
 
 /// The terms of `fields` in which the CJK character `c` is indexed: itself
@@ -443,6 +449,7 @@ impl Index {
         let tuning = Tuning {
             searcher,
             fields: &self.inner.core.fields,
+            forms: Default::default(),
         };
         let words = || {
             words_of(text).and_then(|ast| {

@@ -420,14 +420,21 @@ impl Semantic {
             .map(|s| s.trim().to_lowercase())
             .filter(|s| !s.is_empty() && s != "global");
         let body = memory.body(&text);
-        let words = format!("{title}\n{body}");
         // A memory with next to nothing in it ("", "x") means nothing, and
         // its vector is near every short question; a Chinese memory, to a
         // model that cannot read it, is like every other. Either is kept
         // with no vectors, found by its words alone.
-        let letters = words.chars().filter(|c| c.is_alphanumeric()).count();
-        if letters < MIN_LETTERS || (super::tokenizer::mostly_cjk(&words) && !self.reads_chinese())
-        {
+        let letters = title
+            .chars()
+            .chain(body.chars())
+            .filter(|c| c.is_alphanumeric())
+            .take(MIN_LETTERS)
+            .count();
+        let (cjk, words) = [title, body]
+            .map(super::tokenizer::cjk_and_words)
+            .into_iter()
+            .fold((0, 0), |(c, w), (cjk, words)| (c + cjk, w + words));
+        if letters < MIN_LETTERS || (cjk > words && !self.reads_chinese()) {
             return Some((Vec::new(), scope));
         }
         let mut chunks = crate::embed::chunks(title, body);

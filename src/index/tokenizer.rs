@@ -441,11 +441,25 @@ pub(crate) fn is_cjk(c: char) -> bool {
     )
 }
 
+/// The one CJK character `word` is, if it is one.
+pub(crate) fn lone_cjk(word: &str) -> Option<char> {
+    let mut chars = word.chars();
+    let c = chars.next()?;
+    (chars.next().is_none() && is_cjk(c)).then_some(c)
+}
+
 /// Whether `text` is mostly CJK: it has more CJK characters than words
 /// in other scripts (a Chinese character is about a word's worth), so
 /// "决定：缓存层换成 Redis Cluster" is, and "the staging server, 用户名
 /// deploy" is not.
 pub(crate) fn mostly_cjk(text: &str) -> bool {
+    let (cjk, words) = cjk_and_words(text);
+    cjk > words
+}
+
+/// How many CJK characters `text` has, and how many words in other
+/// scripts (see [`mostly_cjk`]).
+pub(crate) fn cjk_and_words(text: &str) -> (usize, usize) {
     let (mut cjk, mut words, mut in_word) = (0usize, 0usize, false);
     for c in text.chars() {
         match class(c) {
@@ -462,7 +476,7 @@ pub(crate) fn mostly_cjk(text: &str) -> bool {
             Class::Other => in_word = false,
         }
     }
-    cjk > words
+    (cjk, words)
 }
 
 /// Whether `c` is a full-width form of an ASCII character (`Ｊ`, `５`),

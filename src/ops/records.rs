@@ -231,17 +231,22 @@ pub fn phase_of_path(path: &str) -> Phase {
 }
 
 impl RecordFilter {
-    /// The filter's values checked, so a typo is one sentence rather than
-    /// an empty list.
-    fn check(&self) -> Result<()> {
+    /// The filter with its values checked, so a typo is one sentence
+    /// rather than an empty list, and its category by its own name,
+    /// whichever of its names was given (`人物`, `person`).
+    fn checked(&self) -> Result<RecordFilter> {
         if let Some(p) = &self.phase {
             p.parse::<Phase>()
                 .map_err(|e| Error::InvalidInput(e.to_string()))?;
         }
-        if let Some(c) = &self.category {
-            super::error::category(c)?;
-        }
-        Ok(())
+        let category = match &self.category {
+            Some(c) => Some(super::error::category(c)?.as_str().to_string()),
+            None => None,
+        };
+        Ok(RecordFilter {
+            category,
+            ..self.clone()
+        })
     }
 
     fn matches(&self, record: &MemoryRecord) -> bool {
@@ -253,14 +258,8 @@ impl RecordFilter {
             .tag
             .as_deref()
             .map(|t| t.trim().trim_start_matches('#').to_lowercase());
-        // A category by any of its names (`人物`, `person`) is the one it
-        // names.
-        let category = self.category.as_deref().map(|c| {
-            c.parse::<crate::memory::Category>()
-                .map_or_else(|_| c.to_string(), |c| c.as_str().to_string())
-        });
         same(&self.phase, Some(&record.phase))
-            && same(&category, record.category.as_deref())
+            && same(&self.category, record.category.as_deref())
             && same(&self.kind, record.kind.as_deref())
             && same(&self.source, record.source.as_deref())
             && tag.is_none_or(|t| record.tags.contains(&t))
@@ -376,7 +375,7 @@ impl Operations {
         after: Option<&str>,
         limit: usize,
     ) -> Result<RecordPage> {
-        filter.check()?;
+        let filter = filter.checked()?;
         let limit = limit.max(1);
         let mut records: Vec<MemoryRecord> = Vec::new();
         let mut next = None;

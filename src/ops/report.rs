@@ -76,40 +76,26 @@ impl Report {
     /// The non-zero counts in a few words: `3 organized, 1 merged`, or
     /// `nothing to do`; errors counted last.
     pub fn summary(&self) -> String {
-        let counts = [
-            (self.normalized, "normalized"),
-            (self.organized, "organized"),
-            (self.expired, "expired"),
-            (self.decayed, "decayed"),
-            (self.merged, "merged"),
-            (self.links_redirected, "links redirected"),
-            (self.links_resolved, "links resolved"),
-            (self.links_unresolved, "links unresolved"),
-            (
-                self.reminders,
-                if self.reminders == 1 {
-                    "reminder"
-                } else {
-                    "reminders"
-                },
-            ),
-            (self.malformed, "malformed"),
-            (self.retried, "retried"),
-            (self.skipped.len(), "skipped"),
-            (
-                self.errors.len(),
-                if self.errors.len() == 1 {
-                    "error"
-                } else {
-                    "errors"
-                },
-            ),
-        ];
-        let words: Vec<String> = counts
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, what)| format!("{n} {what}"))
-            .collect();
+        let said = |n: usize, what: &str| (n > 0).then(|| format!("{n} {what}"));
+        let noun = |n: usize, what: &str| (n > 0).then(|| super::sync::counted(n, what));
+        let words: Vec<String> = [
+            said(self.normalized, "normalized"),
+            said(self.organized, "organized"),
+            said(self.expired, "expired"),
+            said(self.decayed, "decayed"),
+            said(self.merged, "merged"),
+            said(self.links_redirected, "links redirected"),
+            said(self.links_resolved, "links resolved"),
+            said(self.links_unresolved, "links unresolved"),
+            noun(self.reminders, "reminder"),
+            said(self.malformed, "malformed"),
+            said(self.retried, "retried"),
+            said(self.skipped.len(), "skipped"),
+            noun(self.errors.len(), "error"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if words.is_empty() {
             "nothing to do".to_owned()
         } else {
