@@ -1788,11 +1788,20 @@ fn reindex(at: StoreArgs) -> anyhow::Result<()> {
         && let Some(meaning) = status.meaning
         && meaning.backlog > 0
     {
-        println!(
-            "{} memories are being embedded again by {} (`mnemofs status` shows the backlog; \
-             until then they are found by their words)",
-            meaning.backlog, meaning.model
-        );
+        if session.through_daemon() {
+            println!(
+                "{} memories are being embedded again by {} (`mnemofs status` shows the backlog; \
+                 until then they are found by their words)",
+                meaning.backlog, meaning.model
+            );
+        } else {
+            println!(
+                "{} memories wait for their vectors from {}: a daemon embeds them (a mount, \
+                 `mnemofs serve` or `mnemofs mcp`), each search here the newest few; until then \
+                 they are found by their words",
+                meaning.backlog, meaning.model
+            );
+        }
     }
     Ok(())
 }

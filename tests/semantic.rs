@@ -955,7 +955,23 @@ fn a_command_without_a_daemon_finds_its_own_fresh_write_by_meaning() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, state) = (dir.path().join("store"), dir.path().join("state"));
     std::fs::create_dir_all(store.join("prefs")).expect("store");
+    // Written first, so the oldest: no daemon ever embeds this store.
+    std::fs::write(
+        store.join("prefs/drinks.md"),
+        "# Mornings\nPrefers coffee over tea, black, no sugar.\n",
+    )
+    .expect("seed");
     std::fs::write(store.join("prefs/editor.md"), "# Editor\nUses vim.\n").expect("seed");
+    let plants = [
+        "tomatoes", "basil", "peppers", "squash", "beans", "kale", "leeks", "garlic", "onions",
+    ];
+    for (i, plant) in plants.iter().enumerate() {
+        std::fs::write(
+            store.join(format!("prefs/garden-{i}.md")),
+            format!("# Garden {i}\nPlanted {plant} along the south fence this spring.\n"),
+        )
+        .expect("seed");
+    }
     // The configuration every command reads.
     let configs = dir.path().join("config");
     std::fs::create_dir_all(configs.join("mnemofs")).expect("config dir");
@@ -987,10 +1003,22 @@ fn a_command_without_a_daemon_finds_its_own_fresh_write_by_meaning() {
         "--path",
         "people/dog.md",
     ]);
-    // No word in common with the memory.
-    let found = cli(&["search", "which animal lives with me?", "--json"]);
-    let first: serde_json::Value =
-        serde_json::from_str(found.lines().next().expect("a hit")).expect("json");
-    assert_eq!(first["path"], "people/dog.md", "{found}");
-    assert_eq!(first["matched"], "meaning", "{found}");
+    // No word in common with the memory, and more memories without
+    // vectors than a search embeds: it takes the newest.
+    let first_hit = |question: &str| -> serde_json::Value {
+        let found = cli(&["search", question, "--json"]);
+        serde_json::from_str(found.lines().next().expect("a hit")).expect("json")
+    };
+    let first = first_hit("which animal lives with me?");
+    assert_eq!(first["path"], "people/dog.md", "{first}");
+    assert_eq!(first["matched"], "meaning", "{first}");
+    // What it embedded is kept, and the next search takes the rest.
+    assert!(state.join("vectors.bin").is_file());
+    let first = first_hit("what does the user like to drink?");
+    assert_eq!(first["path"], "prefs/drinks.md", "{first}");
+    assert_eq!(first["matched"], "meaning", "{first}");
+    let status = cli(&["status", "--json"]);
+    let status: serde_json::Value = serde_json::from_str(&status).expect("status json");
+    assert_eq!(status["meaning"]["embedded"], 12, "{status}");
+    assert_eq!(status["meaning"]["backlog"], 0, "{status}");
 }

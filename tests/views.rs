@@ -436,8 +436,11 @@ fn unknown_tags_and_types_do_not_exist_and_nested_tags_nest() {
         ("b.md", "# B\nsome text #area/sub/deep\n"),
         ("c.md", "---\ntype: decision\n---\n# C\n"),
     ]);
+    // Each of the three indexed: b.md's inline tag is the deepest.
     wait_for("nested tags", || {
         names(&m.m("by-tag")).is_ok_and(|n| n == vec!["area".to_string()])
+            && names(&m.m("by-tag/area/sub")).is_ok_and(|n| n.contains(&"deep".to_string()))
+            && names(&m.m("by-type")).is_ok_and(|n| !n.is_empty())
     });
     assert_eq!(
         names(&m.m("by-tag/area")).expect("area"),

@@ -350,7 +350,7 @@ impl Session {
             if taken.is_none()
                 && let Some((store, index)) = committed
             {
-                meaning_on_demand(&index, &state_dir, config);
+                meaning_on_demand(&index, &state_dir, config, false);
                 return Ok(Session::read_only(store, index));
             }
         }
@@ -482,18 +482,17 @@ impl Drop for Session {
 }
 
 /// Search by meaning for a command run without a daemon, when a model is
-/// configured and a daemon left the store's vectors, or the store holds
-/// so few memories that a search embeds them itself: the model and the
-/// vectors are loaded at the first search that needs them. True if so.
-fn meaning_on_demand(index: &Index, state_dir: &Path, config: &Config) -> bool {
+/// configured: the model and the vectors a daemon (or an earlier command)
+/// kept are loaded at the first search or text to embed that needs them.
+/// With `keep` (the command holds the store's lock) what its searches
+/// embed is kept for the next. True if a model is configured.
+fn meaning_on_demand(index: &Index, state_dir: &Path, config: &Config, keep: bool) -> bool {
+    let Some(model) = config.search.model_dir() else {
+        return false;
+    };
     let vectors = state_dir.join(super::VECTORS_FILE);
-    match config.search.model_dir() {
-        Some(model) if vectors.is_file() || index.few_enough_to_embed_on_search() => {
-            index.enable_semantic_on_demand(model, vectors, config.search.questions);
-            true
-        }
-        _ => false,
-    }
+    index.enable_semantic_on_demand(model, vectors, config.search.questions, keep);
+    true
 }
 
 /// The operations on a store no daemon serves: its index brought up to
@@ -557,26 +556,12 @@ fn open_local(
         state_dir: Some(state_dir.to_path_buf()),
         history: Some(Arc::clone(&history)),
     });
-    let meaning_off = if meaning_on_demand(&index, state_dir, config) {
-        None
-    } else {
-        // No vectors to search, but a note is filed by meaning all the
-        // same, as a daemon files it.
-        if let Some(model) = config.search.model_dir() {
-            index.enable_model_on_demand(model);
-        }
-        config.search.model.is_some().then(|| {
-            "no daemon has embedded this store yet (a mount, `mnemofs serve` or `mnemofs mcp` \
-             does, and keeps the vectors for commands run without one)"
-                .to_owned()
-        })
-    };
+    meaning_on_demand(&index, state_dir, config, true);
     let ops = Operations::new(store, index.clone(), views, writer, ServedBy::Local)
         .with_organizer(Arc::new(organizer))
         .with_syncer(Arc::new(crate::front::sync::GitSync::new()))
         .with_history(history)
         .with_counters(counters)
-        .with_inbox_ttl(config.lifecycle.inbox_ttl)
-        .with_meaning_off(meaning_off);
+        .with_inbox_ttl(config.lifecycle.inbox_ttl);
     Ok((ops, index, sweep))
 }

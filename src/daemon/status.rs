@@ -122,9 +122,9 @@ impl Overview {
             "search",
             match &s.meaning {
                 Some(m) if s.served_by == "local" && self.served_from.is_none() && m.backlog > 0 => format!(
-                    "by words and meaning ({}; {} memories embedded, {} waiting for a daemon to \
-                     embed them: a mount, `mnemofs serve` or `mnemofs mcp`; until then they are \
-                     found by their words)",
+                    "by words and meaning ({}; {} memories embedded, {} waiting: a daemon embeds \
+                     them (a mount, `mnemofs serve` or `mnemofs mcp`), each search here the newest \
+                     few; until then they are found by their words)",
                     m.model, m.embedded, m.backlog
                 ),
                 Some(m) => format!(

@@ -210,15 +210,17 @@ struct Core {
     mapped: Option<mapped::Mapped>,
     /// Memories' vectors, when a model is configured.
     semantic: std::sync::OnceLock<Arc<semantic::Semantic>>,
-    /// The model's folder and the vectors file, for semantic search turned
-    /// on at the first search that needs it (see
+    /// Semantic search turned on at the first search that needs it (see
     /// [`Index::enable_semantic_on_demand`]).
-    semantic_on_demand: parking_lot::Mutex<Option<(PathBuf, PathBuf, crate::embed::Questions)>>,
-    /// The model's folder, for a command whose store has no vectors yet:
-    /// its texts are embedded (the organizer files by meaning) but its
-    /// searches stay by words. Loaded at the first text.
-    model_on_demand: parking_lot::Mutex<Option<PathBuf>>,
-    model: std::sync::OnceLock<crate::embed::Embedder>,
+    semantic_on_demand: parking_lot::Mutex<Option<OnDemand>>,
+}
+
+/// What [`Index::enable_semantic_on_demand`] loads when first asked.
+struct OnDemand {
+    model_dir: PathBuf,
+    vectors: PathBuf,
+    questions: crate::embed::Questions,
+    keep: bool,
 }
 
 impl Core {
@@ -481,8 +483,6 @@ impl Index {
             mapped: Some(mapped),
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
-            model_on_demand: Default::default(),
-            model: std::sync::OnceLock::new(),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -525,8 +525,6 @@ impl Index {
             mapped,
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
-            model_on_demand: Default::default(),
-            model: std::sync::OnceLock::new(),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
@@ -680,7 +678,7 @@ impl Index {
             model: semantic.map(|s| s.model().to_owned()),
             embedded: semantic.map_or(0, |s| s.embedded() as u64),
             // Without a worker, every memory the kept vectors lack waits
-            // for a daemon.
+            // (for a daemon, or the searches here).
             embed_backlog: semantic.map_or(0, |s| {
                 if s.is_frozen() {
                     self.memories().saturating_sub(s.embedded() as u64)
@@ -733,12 +731,6 @@ impl Index {
         Ok(())
     }
 
-    /// Whether the store holds so few memories that a search without a
-    /// worker embeds them all itself (see `Semantic::embed_waiting`).
-    pub fn few_enough_to_embed_on_search(&self) -> bool {
-        self.memories() <= semantic::INLINE_MEMORIES as u64
-    }
-
     /// The paths of the markdown files the index holds.
     fn memory_paths(&self) -> Vec<StorePath> {
         let searcher = self.inner.core.reader.searcher();
@@ -754,25 +746,28 @@ impl Index {
     }
 
     /// Semantic search for a process that only asks (a command run
-    /// without a daemon): the vectors a daemon kept in `vectors`, with the
-    /// model in `model_dir`, both loaded at the first search that ranks by
-    /// meaning, so that a command that never asks one never pays for the
-    /// model. A memory changed since the file was written is found by its
-    /// words alone, unless it is one of a few short ones, which a search
-    /// embeds itself (see `Semantic::embed_waiting`).
+    /// without a daemon): the vectors a daemon or an earlier command kept
+    /// in `vectors` (if any), with the model in `model_dir`, both loaded at
+    /// the first search that ranks by meaning or text to embed, so that a
+    /// command that needs neither never pays for the model. A memory
+    /// without vectors (changed since the file was written, or never
+    /// embedded) is found by its words until a search embeds it: each
+    /// embeds the newest few (see `Semantic::embed_waiting`), and saves
+    /// them to `vectors` when it stops if `keep` (the caller holds the
+    /// store's lock).
     pub fn enable_semantic_on_demand(
         &self,
         model_dir: PathBuf,
         vectors: PathBuf,
         questions: crate::embed::Questions,
+        keep: bool,
     ) {
-        *self.inner.core.semantic_on_demand.lock() = Some((model_dir, vectors, questions));
-    }
-
-    /// The model alone, for a command on a store no daemon has embedded:
-    /// [`Index::embed_texts`] loads it at its first text, searches never.
-    pub fn enable_model_on_demand(&self, model_dir: PathBuf) {
-        *self.inner.core.model_on_demand.lock() = Some(model_dir);
+        *self.inner.core.semantic_on_demand.lock() = Some(OnDemand {
+            model_dir,
+            vectors,
+            questions,
+            keep,
+        });
     }
 
     /// The vectors, if semantic search is on (loaded now if it is on
@@ -784,16 +779,20 @@ impl Index {
         }
         // Held while loading: a second search waits for the first's load.
         let mut pending = core.semantic_on_demand.lock();
-        if let Some((model_dir, vectors, questions)) = pending.take()
+        if let Some(on) = pending.take()
             && let Some(store) = &core.store
         {
-            match semantic::Semantic::frozen(&model_dir, Arc::clone(store), &vectors, questions) {
+            match semantic::Semantic::frozen(
+                &on.model_dir,
+                Arc::clone(store),
+                &on.vectors,
+                on.questions,
+                on.keep,
+            ) {
                 Ok(frozen) => {
-                    // A few memories written since a daemon last embedded
-                    // (a command's own `write`, say) are embedded by the
-                    // search itself; more wait for a daemon.
-                    let missing = self.memories().saturating_sub(frozen.embedded() as u64);
-                    if (1..=semantic::INLINE_MEMORIES as u64).contains(&missing) {
+                    // What a daemon did not embed (a command's own `write`,
+                    // a store no daemon served) waits for the searches here.
+                    if self.memories() > frozen.embedded() as u64 {
                         frozen.waiting_here(self.memory_paths());
                     }
                     let _ = core.semantic.set(frozen);
@@ -809,25 +808,7 @@ impl Index {
     /// now if it is on demand), so other parts compare texts by meaning
     /// without a second copy of the model. `None` without a model.
     pub fn embed_texts(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
-        if let Some(semantic) = self.semantic() {
-            return semantic.embed_texts(texts);
-        }
-        let core = &self.inner.core;
-        let mut pending = core.model_on_demand.lock();
-        if let Some(dir) = pending.take() {
-            match crate::embed::Embedder::load(&dir) {
-                Ok(model) => {
-                    let _ = core.model.set(model);
-                }
-                Err(e) => tracing::warn!("cannot load the model: {e}"),
-            }
-        }
-        drop(pending);
-        core.model
-            .get()?
-            .embed(texts)
-            .map_err(|e| tracing::warn!("cannot embed: {e}"))
-            .ok()
+        self.semantic()?.embed_texts(texts)
     }
 
     /// Waits until every memory has its vectors (benchmarks and tests).

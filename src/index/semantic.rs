@@ -78,6 +78,16 @@ pub(crate) const INLINE_MEMORIES: usize = 4;
 /// See [`INLINE_MEMORIES`].
 const INLINE_BYTES: u64 = 8 << 10;
 
+/// Without a daemon, each search embeds this many of the memories waiting
+/// for their vectors, the newest first, of at most [`ONE_SHOT_BYTES`] in
+/// all (about a third of a second for the largest), however many wait:
+/// what an agent wrote last is what it asks about next, and a command
+/// that holds the store's lock keeps them for the next one (see
+/// [`Semantic::frozen`]).
+const ONE_SHOT_MEMORIES: usize = 8;
+/// See [`ONE_SHOT_MEMORIES`].
+const ONE_SHOT_BYTES: u64 = 16 << 10;
+
 /// Fewer letters and digits than this in a memory's title and body (an
 /// empty file, "x") and it is not embedded: all-MiniLM-L6-v2 puts an
 /// empty text at 0.33 from "zebra" and "x" at 0.27, above the floor that
@@ -129,15 +139,20 @@ impl Semantic {
     }
 
     /// The vectors `file` kept, with the model in `model_dir`, for a
-    /// process that only asks: no worker, nothing embedded or saved. A
-    /// memory changed since the file was written is found by its words
-    /// alone. The model loads while the file is read: a command pays for
-    /// the slower of the two, not both.
+    /// process that only asks (a command run without a daemon): no worker.
+    /// A memory changed since the file was written waits for a search,
+    /// which embeds the newest of those waiting itself (see
+    /// [`embed_waiting`](Self::embed_waiting)); with `keep` (the process
+    /// holds the store's lock) what it embedded is saved to `file` when it
+    /// stops, so each command takes the next ones. The model loads while
+    /// the file is read: a command pays for the slower of the two, not
+    /// both.
     pub(crate) fn frozen(
         model_dir: &Path,
         store: Arc<Store>,
         file: &Path,
         questions: crate::embed::Questions,
+        keep: bool,
     ) -> Result<Arc<Semantic>, crate::embed::EmbedError> {
         let (embedder, kept) = std::thread::scope(|scope| {
             let model = scope.spawn(|| Embedder::load(model_dir));
@@ -150,7 +165,8 @@ impl Semantic {
         let mut embedder = embedder?;
         embedder.use_questions(questions);
         let table = Kept::table_for(kept, &embedder, file);
-        let semantic = Semantic::new(embedder, store, table, None, true);
+        let keep_in = keep.then(|| file.to_path_buf());
+        let semantic = Semantic::new(embedder, store, table, keep_in, true);
         semantic.queue.lock().seeded = true;
         Ok(semantic)
     }
@@ -257,8 +273,14 @@ impl Semantic {
     /// by its meaning too. A backlog is left to the worker, so a search
     /// never waits for one. Those the worker is embedding now are embedded
     /// here as well: the search does not wait for the worker either.
+    /// Without a worker (a frozen table), the newest of the waiting are
+    /// embedded, whatever the backlog.
     pub(crate) fn embed_waiting(&self) {
-        self.embed_inline(|queue| {
+        if self.frozen {
+            self.embed_inline(ONE_SHOT_BYTES, |queue| self.newest_waiting(queue));
+            return;
+        }
+        self.embed_inline(INLINE_BYTES, |queue| {
             let waiting = queue.paths.len() + queue.working.len();
             if waiting == 0 || waiting > INLINE_MEMORIES {
                 return Vec::new();
@@ -269,12 +291,36 @@ impl Semantic {
         });
     }
 
+    /// The newest of the memories waiting, as many as [`ONE_SHOT_MEMORIES`]
+    /// and [`ONE_SHOT_BYTES`] allow (one too large for them waits for a
+    /// daemon).
+    fn newest_waiting(&self, queue: &Queue) -> Vec<StorePath> {
+        let mut waiting: Vec<_> = queue
+            .paths
+            .iter()
+            .filter_map(|p| self.store.stat(p).ok().map(|st| (st.mtime, st.size, p)))
+            .collect();
+        waiting.sort_unstable_by_key(|w| std::cmp::Reverse(w.0));
+        let mut bytes = 0;
+        let mut picked = Vec::new();
+        for (_, size, path) in waiting {
+            if picked.len() == ONE_SHOT_MEMORIES {
+                break;
+            }
+            if bytes + size <= ONE_SHOT_BYTES {
+                bytes += size;
+                picked.push(path.clone());
+            }
+        }
+        picked
+    }
+
     /// Embeds here those of `paths` still waiting for their vectors, at
     /// most [`INLINE_MEMORIES`] of them and [`INLINE_BYTES`] in all: a
     /// search that compares its hits by meaning (see `supersede.rs`)
     /// does not wait for the worker to reach them after a burst of writes.
     pub(crate) fn embed_these(&self, paths: &[&StorePath]) {
-        self.embed_inline(|queue| {
+        self.embed_inline(INLINE_BYTES, |queue| {
             paths
                 .iter()
                 .filter(|p| queue.queued.contains(**p) || queue.working.contains(p))
@@ -285,8 +331,9 @@ impl Semantic {
     }
 
     /// Embeds at the caller's priority the memories `pick` chooses from
-    /// the queue, if they are short enough; those still queued leave it.
-    fn embed_inline(&self, pick: impl FnOnce(&Queue) -> Vec<StorePath>) {
+    /// the queue, if they hold at most `max_bytes`; those still queued
+    /// leave it.
+    fn embed_inline(&self, max_bytes: u64, pick: impl FnOnce(&Queue) -> Vec<StorePath>) {
         let paths: Vec<StorePath> = {
             let mut queue = self.queue.lock();
             let paths = pick(&queue);
@@ -298,7 +345,7 @@ impl Semantic {
                 .filter_map(|p| self.store.stat(p).ok())
                 .map(|st| st.size)
                 .sum();
-            if bytes > INLINE_BYTES {
+            if bytes > max_bytes {
                 return;
             }
             let taken: std::collections::HashSet<&StorePath> = paths.iter().collect();
@@ -323,8 +370,17 @@ impl Semantic {
     /// Stops the worker once its current batch is done, and keeps the
     /// vectors for the next start.
     pub(crate) fn stop(&self) {
-        self.queue.lock().stop = true;
+        let unsaved = {
+            let mut queue = self.queue.lock();
+            queue.stop = true;
+            queue.unsaved
+        };
         self.wake.notify_all();
+        // A command without a daemon rewrites the file only for what it
+        // embedded or saw go.
+        if self.frozen && unsaved == 0 {
+            return;
+        }
         if let Some(file) = &self.file
             && let Err(e) = self.save(file)
         {
