@@ -224,24 +224,35 @@ fn and_not(rest: &str) -> Option<&str> {
         .then_some(not)
 }
 
-/// The words a Chinese question asks with, longest first. Outside a
-/// phrase each becomes a space: written without spaces, "喝什么" would
-/// otherwise be searched as the bigram "喝什", which no memory holds,
-/// where "喝" finds what the user drinks.
+/// The words a Chinese question asks with, longest first, in simplified
+/// and traditional characters. Outside a phrase each becomes a space:
+/// written without spaces, "喝什么" would otherwise be searched as the
+/// bigram "喝什", which no memory holds, where "喝" finds what the user
+/// drinks.
 const CHINESE_QUESTION_WORDS: &[&str] = &[
     "什么时候",
+    "什麼時候",
     "为什么",
+    "為什麼",
     "什么",
+    "什麼",
     "哪个",
+    "哪個",
     "哪些",
     "哪里",
+    "哪裡",
+    "哪裏",
     "怎么",
+    "怎麼",
     "怎样",
+    "怎樣",
     "如何",
     "是否",
     "多少",
     "谁",
+    "誰",
     "吗",
+    "嗎",
     "呢",
 ];
 

@@ -34,7 +34,7 @@ use tantivy::schema::{
 use super::tokenizer::{KEYWORD_TOKENIZER, STEM_TOKENIZER, TEXT_TOKENIZER};
 
 /// Version of the schema and of the way documents are built from files.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// `kind` of a markdown memory.
 pub(crate) const KIND_MEMORY: &str = "memory";

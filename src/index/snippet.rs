@@ -129,8 +129,10 @@ impl SnippetWords {
     }
 
     fn exact(&self, piece: &str, lowercase: bool) -> Option<Score> {
-        if lowercase && !piece.is_ascii() {
-            return self.words.get(piece.to_lowercase().as_str()).copied();
+        if !piece.is_ascii() {
+            let mut folded = String::with_capacity(piece.len());
+            super::tokenizer::fold_into(piece, lowercase, &mut folded);
+            return self.words.get(folded.as_str()).copied();
         }
         // The words are few: a scan beats lowercasing every word of the text.
         self.words

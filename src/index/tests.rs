@@ -1495,6 +1495,33 @@ fn one_chinese_character_finds_the_words_that_hold_it() {
 }
 
 #[test]
+fn traditional_and_simplified_chinese_find_each_other() {
+    let fx = agent_memories();
+    fx.write("zh/張偉.md", "張偉是我們後端組的負責人，喜歡喝烏龍茶。\n");
+    fx.write("zh/李娜.md", "李娜负责设计，她的生日是十二月三日。\n");
+    fx.sync();
+    // Both have 负责; the one that is 张伟's comes first.
+    assert_eq!(
+        fx.search("张伟负责什么"),
+        paths(&["zh/張偉.md", "zh/李娜.md"])
+    );
+    assert_eq!(fx.search("后端"), paths(&["zh/張偉.md"]));
+    assert_eq!(fx.search("茶"), paths(&["zh/張偉.md"]));
+    assert_eq!(
+        fx.search("李娜負責什麼"),
+        paths(&["zh/李娜.md", "zh/張偉.md"])
+    );
+    assert_eq!(fx.search("設計"), paths(&["zh/李娜.md"]));
+    // The excerpt is the note as written.
+    let hits = fx.index.search("后端负责人", 5).unwrap();
+    assert!(
+        hits[0].snippet.contains("後端組的負責人"),
+        "{:?}",
+        hits[0].snippet
+    );
+}
+
+#[test]
 fn one_unknown_word_does_not_empty_a_result() {
     let fx = agent_memories();
     assert_eq!(

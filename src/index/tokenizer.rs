@@ -23,6 +23,10 @@
 //!   searches it as the bigrams that hold it (`query::cjk_forms`).
 //! - Full-width letters and digits (`ＪＳＯＮ`, `５０００`, as Chinese input
 //!   methods type them) are indexed and searched as ASCII.
+//! - Traditional Chinese characters are indexed and searched as their
+//!   simplified forms (`張偉` as `张伟`), one character for one, so a note
+//!   written in either is found by a question in the other; offsets stay
+//!   those of the text as written.
 //! - Tokens longer than [`MAX_WORD_BYTES`] (base64 blobs, hashes pasted
 //!   into notes) are dropped: they bloat the term dictionary and nobody
 //!   types them as a query.
@@ -311,21 +315,82 @@ impl MemoryTokenStream<'_> {
         t.position = self.count;
         t.position_length = 1;
         t.text.clear();
-        if !lowercase {
-            t.text.push_str(piece);
-        } else if piece.is_ascii() {
-            t.text.push_str(piece);
-            t.text.make_ascii_lowercase();
-        } else if piece.chars().any(is_full_width) {
-            let narrow: String = piece.chars().map(narrow).collect();
-            t.text.push_str(&narrow.to_lowercase());
-        } else {
-            // str::to_lowercase knows word-final sigma; char's does not.
-            t.text.push_str(&piece.to_lowercase());
-        }
+        fold_into(piece, lowercase, &mut t.text);
         self.count += 1;
     }
 }
+
+/// Appends to `out` a span of [`MemoryTokenStream::next_span`] as the
+/// index holds it: a word (`lowercase`) lowercased, its full-width forms
+/// made ASCII; CJK in simplified characters.
+pub(crate) fn fold_into(piece: &str, lowercase: bool, out: &mut String) {
+    if !lowercase {
+        out.extend(piece.chars().map(simplified));
+    } else if piece.is_ascii() {
+        out.push_str(piece);
+        out.make_ascii_lowercase();
+    } else if piece.chars().any(is_full_width) {
+        let narrow: String = piece.chars().map(narrow).collect();
+        out.push_str(&narrow.to_lowercase());
+    } else {
+        // str::to_lowercase knows word-final sigma; char's does not.
+        out.push_str(&piece.to_lowercase());
+    }
+}
+
+/// `c`'s simplified form if it is a traditional Chinese character, else
+/// `c`.
+pub(crate) fn simplified(c: char) -> char {
+    if (c as u32) < 0x3400 {
+        return c;
+    }
+    SIMPLIFIED.get(&c).copied().unwrap_or(c)
+}
+
+/// Each traditional character that OpenCC writes as one other character
+/// alone (its `TSCharacters` dictionary, about 4,000 of them), made once
+/// by converting every character of the CJK blocks, a line each, so that
+/// no phrase of the dictionary spans two of them.
+static SIMPLIFIED: std::sync::LazyLock<std::collections::HashMap<char, char>> =
+    std::sync::LazyLock::new(|| {
+        let blocks = [0x3400..=0x4DBF, 0x4E00..=0x9FFF, 0xF900..=0xFAFF];
+        let chars: Vec<char> = blocks
+            .into_iter()
+            .flatten()
+            .filter_map(char::from_u32)
+            .collect();
+        let mut lines = String::with_capacity(chars.len() * 4);
+        for c in &chars {
+            lines.push(*c);
+            lines.push('\n');
+        }
+        let converter =
+            match ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::T2s) {
+                Ok(converter) => converter,
+                Err(e) => {
+                    tracing::warn!("traditional Chinese is searched as written: {e}");
+                    return Default::default();
+                }
+            };
+        let converted = converter.convert(&lines);
+        if converted.split('\n').count() != chars.len() + 1 {
+            tracing::warn!(
+                "traditional Chinese is searched as written: the converter joined lines"
+            );
+            return Default::default();
+        }
+        chars
+            .iter()
+            .zip(converted.split('\n'))
+            .filter_map(|(&from, to)| {
+                let mut to_chars = to.chars();
+                match (to_chars.next(), to_chars.next()) {
+                    (Some(to), None) if to != from => Some((from, to)),
+                    _ => None,
+                }
+            })
+            .collect()
+    });
 
 impl MemoryTokenStream<'_> {
     /// The next token's byte range in the text, and whether its text is
@@ -557,6 +622,25 @@ mod tests {
             ["用", "json", "格式", "预算", "5000", "元"]
         );
         assert_eq!(texts("Ｄａｒｋ mode"), ["dark", "mode"]);
+    }
+
+    #[test]
+    fn traditional_characters_are_indexed_as_simplified_with_their_own_offsets() {
+        assert_eq!(texts("張偉負責"), ["张伟", "伟负", "负责"]);
+        assert_eq!(texts("後端"), texts("后端"));
+        // Characters that are the same in both, kana and Hangul stay.
+        assert_eq!(
+            texts("咖啡かな한국"),
+            ["咖啡", "啡か", "かな", "な한", "한국"]
+        );
+        let tokens = tokenize("用戶：張偉");
+        assert_eq!(
+            tokens
+                .iter()
+                .map(|t| (t.offset_from, t.offset_to))
+                .collect::<Vec<_>>(),
+            [(0, 6), (9, 15)]
+        );
     }
 
     #[test]
