@@ -313,8 +313,9 @@ fn skipped(report: &Report, path: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------
 // Level 1: classify and move.
 
-/// Inbox items in English (one per category cue) and Chinese.
-const CLASSIFIED: [(&str, &str, &str); 10] = [
+/// Inbox items in English (one per category cue) and Chinese, simplified
+/// and traditional.
+const CLASSIFIED: [(&str, &str, &str); 12] = [
     ("inbox/ui.md", "I prefer dark mode\n", "preferences"),
     (
         "inbox/rm.md",
@@ -349,6 +350,8 @@ const CLASSIFIED: [(&str, &str, &str); 10] = [
     ),
     ("inbox/深色主题.md", "我更喜欢用深色主题\n", "preferences"),
     ("inbox/坑.md", "踩坑：升级前一定要备份数据库\n", "lessons"),
+    ("inbox/教訓.md", "教訓：上線前一定要備份資料庫\n", "lessons"),
+    ("inbox/張偉.md", "張偉是我們後端組的負責人\n", "people"),
 ];
 
 #[test]

@@ -325,7 +325,7 @@ impl MemoryTokenStream<'_> {
 /// made ASCII; CJK in simplified characters.
 pub(crate) fn fold_into(piece: &str, lowercase: bool, out: &mut String) {
     if !lowercase {
-        out.extend(piece.chars().map(simplified));
+        out.extend(piece.chars().map(crate::memory::hanzi::simplified));
     } else if piece.is_ascii() {
         out.push_str(piece);
         out.make_ascii_lowercase();
@@ -337,60 +337,6 @@ pub(crate) fn fold_into(piece: &str, lowercase: bool, out: &mut String) {
         out.push_str(&piece.to_lowercase());
     }
 }
-
-/// `c`'s simplified form if it is a traditional Chinese character, else
-/// `c`.
-pub(crate) fn simplified(c: char) -> char {
-    if (c as u32) < 0x3400 {
-        return c;
-    }
-    SIMPLIFIED.get(&c).copied().unwrap_or(c)
-}
-
-/// Each traditional character that OpenCC writes as one other character
-/// alone (its `TSCharacters` dictionary, about 4,000 of them), made once
-/// by converting every character of the CJK blocks, a line each, so that
-/// no phrase of the dictionary spans two of them.
-static SIMPLIFIED: std::sync::LazyLock<std::collections::HashMap<char, char>> =
-    std::sync::LazyLock::new(|| {
-        let blocks = [0x3400..=0x4DBF, 0x4E00..=0x9FFF, 0xF900..=0xFAFF];
-        let chars: Vec<char> = blocks
-            .into_iter()
-            .flatten()
-            .filter_map(char::from_u32)
-            .collect();
-        let mut lines = String::with_capacity(chars.len() * 4);
-        for c in &chars {
-            lines.push(*c);
-            lines.push('\n');
-        }
-        let converter =
-            match ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::T2s) {
-                Ok(converter) => converter,
-                Err(e) => {
-                    tracing::warn!("traditional Chinese is searched as written: {e}");
-                    return Default::default();
-                }
-            };
-        let converted = converter.convert(&lines);
-        if converted.split('\n').count() != chars.len() + 1 {
-            tracing::warn!(
-                "traditional Chinese is searched as written: the converter joined lines"
-            );
-            return Default::default();
-        }
-        chars
-            .iter()
-            .zip(converted.split('\n'))
-            .filter_map(|(&from, to)| {
-                let mut to_chars = to.chars();
-                match (to_chars.next(), to_chars.next()) {
-                    (Some(to), None) if to != from => Some((from, to)),
-                    _ => None,
-                }
-            })
-            .collect()
-    });
 
 impl MemoryTokenStream<'_> {
     /// The next token's byte range in the text, and whether its text is

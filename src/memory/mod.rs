@@ -29,6 +29,7 @@ pub mod duration;
 mod edit;
 mod frontmatter;
 pub mod grams;
+pub mod hanzi;
 pub mod head;
 mod links;
 mod markdown;

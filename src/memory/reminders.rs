@@ -94,8 +94,13 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
     let Some(today) = Today::new(written, tz) else {
         return Vec::new();
     };
+    // Read in simplified characters, which keep every offset: what is
+    // kept of a sentence is cut from it as written.
+    let folded = super::hanzi::simplified_text(text);
     let mut found: Vec<Reminder> = Vec::new();
-    for sentence in sentences(text) {
+    for sentence in sentences(&folded) {
+        let at = sentence.as_ptr() as usize - folded.as_ptr() as usize;
+        let written_sentence = &text[at..at + sentence.len()];
         let mut spans = time_phrases(sentence);
         spans.retain(|span| !repeats_or_past(sentence, span.0));
         // A habit or a rule names weekdays ("never deploy on Friday
@@ -124,7 +129,7 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
             }
             starts.push(earlier.map(|(_, day)| day));
         }
-        let about = about(sentence, &spans);
+        let about = super::hanzi::as_written(&about(sentence, &spans), written_sentence);
         for ((start, end, when), first_day) in spans.into_iter().zip(starts) {
             let Some((due, all_day)) = today.resolve(when) else {
                 continue;
@@ -132,13 +137,13 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
             let due = first_day
                 .and_then(|day| earlier_day(due, day, tz))
                 .unwrap_or(due);
-            let phrase = sentence[start..end].trim().to_owned();
+            let phrase = written_sentence[start..end].trim().to_owned();
             if !found.iter().any(|r| r.phrase == phrase && r.due == due) {
                 found.push(Reminder {
                     phrase,
                     due,
                     all_day,
-                    context: cut_chars(sentence.trim(), MAX_CONTEXT_CHARS),
+                    context: cut_chars(written_sentence.trim(), MAX_CONTEXT_CHARS),
                     about: about.clone(),
                 });
             }
@@ -152,7 +157,8 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
 /// to the time ("on", "by", "在…前"); empty when nothing else is left.
 pub fn subject(text: &str) -> String {
     let text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
-    about(&text, &time_phrases(&text))
+    let folded = super::hanzi::simplified_text(&text);
+    super::hanzi::as_written(&about(&folded, &time_phrases(&folded)), &text)
 }
 
 /// When a note was written, for reading its relative dates: the day it
@@ -2123,6 +2129,19 @@ mod tests {
         assert_eq!(due("今天下午三点"), (at(2026, 11, 22, 15, 0), false));
         none("今天上午九点"); // past
         none("今天修好了构建");
+    }
+
+    #[test]
+    fn traditional_chinese_is_read_and_kept_as_written() {
+        let r = one("明天下午三點在會議室開會");
+        assert_eq!((r.due, r.all_day), (at(2026, 11, 23, 15, 0), false));
+        assert_eq!(r.phrase, "明天下午三點");
+        assert_eq!(r.about, "在會議室開會");
+        assert_eq!(r.context, "明天下午三點在會議室開會");
+        assert_eq!(due("下週五"), due("下周五"));
+        assert_eq!(due("下個月初"), due("下个月初"));
+        assert_eq!(due("兩小時後"), due("两小时后"));
+        assert_eq!(subject("記得下週二交房租"), "交房租");
     }
 
     #[test]

@@ -356,7 +356,10 @@ impl Organizing {
             .filter(|p| *p != path)
             .count();
         let shown = path.to_string();
-        let note = Note::of(parsed, text, &shown, linked_from);
+        // Traditional characters read as the simplified ones the rules and
+        // heads know (the same offsets, so `parsed` still fits).
+        let text = crate::memory::hanzi::simplified_text(text);
+        let note = Note::of(parsed, &text, &shown, linked_from);
         let rules = &self.config.classification.rules;
         // What a note says about itself needs no model (nor the
         // prototypes embedded).
