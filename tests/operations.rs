@@ -2140,6 +2140,19 @@ fn a_scoped_delete_of_a_folder_holding_hidden_memories_says_why_and_keeps_them()
     let text = format!("{answer:?}");
     assert!(text.contains("holds memories of other scopes"), "{text}");
     assert!(f.p("notes/a.md").is_file() && f.p("notes/g.md").is_file());
+    // Nor may it hand the open memory to another agent, and it says why.
+    let answer = tool(
+        &bob,
+        "memory",
+        serde_json::json!({"command": "str_replace", "path": "/memories/notes/g.md",
+            "old_str": "# Open", "new_str": "---\nscope: agent:alice\n---\n# Open"}),
+    );
+    let text = format!("{answer:?}");
+    assert!(
+        text.contains("cannot write a memory scoped to agent:alice"),
+        "{text}"
+    );
+    assert_eq!(f.text("notes/g.md"), "# Open\nshared\n");
 }
 
 #[test]

@@ -888,6 +888,49 @@ fn dream_level_2_records_wikilink_targets_by_id_and_reports_unresolved_links() {
     assert_eq!(f.bytes("notes/source.md"), bytes);
 }
 
+#[test]
+fn a_link_to_another_scopes_memory_is_not_recorded_by_its_id() {
+    let scoped = |id: &str, title: &str, scope: &str, body: &str| {
+        format!(
+            "---\nid: {id}\ntitle: {title}\nphase: organized\ncategory: knowledge\n\
+             scope: {scope}\ncreated_at: 2025-01-01T00:00:00Z\n---\n{body}"
+        )
+    };
+    let secret_id = "00000000-0000-4000-8000-0000000000b1";
+    let secret = scoped(secret_id, "Bob Secret", "agent:bob", "hunter2\n");
+    let bobs = scoped(
+        "00000000-0000-4000-8000-0000000000b2",
+        "Bob Notes",
+        "agent:bob",
+        "See [[Bob Secret]].\n",
+    );
+    let alices = scoped(
+        "00000000-0000-4000-8000-0000000000a1",
+        "Alice Notes",
+        "agent:alice",
+        "See [[Bob Secret]].\n",
+    );
+    let global = complete(
+        "00000000-0000-4000-8000-0000000000c1",
+        "Everyone",
+        "See [[Bob Secret]].\n",
+    );
+    let f = Fixture::new(
+        "",
+        &[
+            ("bob/secret.md", secret.as_bytes(), 0),
+            ("bob/notes.md", bobs.as_bytes(), 0),
+            ("alice/notes.md", alices.as_bytes(), 0),
+            ("everyone.md", global.as_bytes(), 0),
+        ],
+    );
+    let report = f.dream(2);
+    assert_eq!(report.links_resolved, 1, "{report:#?}");
+    assert_eq!(list_field(&f.bytes("bob/notes.md"), "links"), [secret_id]);
+    assert_eq!(f.bytes("alice/notes.md"), alices.as_bytes());
+    assert_eq!(f.bytes("everyone.md"), global.as_bytes());
+}
+
 // ---------------------------------------------------------------------------
 // Level 3: reminders.
 

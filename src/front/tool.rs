@@ -632,11 +632,6 @@ impl<F: Fn(Request) -> ops::Result<Response>> MemoryTool<F> {
         match self.ask(Request::Delete { path: real }) {
             Ok(_) => Ok(format!("Successfully deleted {shown}")),
             Err(f) if is_missing(&f) => Err(missing()),
-            // A refusal with a reason (a folder holding memories of other
-            // scopes): the reason, where a plain folder has nothing to say.
-            Err(f) if matches!(f.detail, Detail::InvalidInput) => {
-                Err(tool_error(f.error.message.clone()))
-            }
             Err(f) => Err(self.failure(&f, shown)),
         }
     }
@@ -811,9 +806,14 @@ impl<F: Fn(Request) -> ops::Result<Response>> MemoryTool<F> {
             Detail::Conflict { .. } => tool_error(format!(
                 "The file {shown} changed while it was being edited, or is open for writing; view it again and retry."
             )),
-            Detail::Ambiguous { .. } | Detail::Unavailable | Detail::Index | Detail::Remote => {
-                tool_error(failure.error.message.clone())
-            }
+            // mnemofs's own refusals (a scope this session may not give,
+            // a folder holding other scopes' memories): the reason, which
+            // the reference handler has no case for.
+            Detail::OtherScope
+            | Detail::Ambiguous { .. }
+            | Detail::Unavailable
+            | Detail::Index
+            | Detail::Remote => tool_error(failure.error.message.clone()),
         }
     }
 

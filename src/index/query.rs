@@ -1052,6 +1052,13 @@ impl Index {
     /// path or alias, compared case-insensitively. When `target` names
     /// existing memories, links to any of their names count.
     pub fn backlinks(&self, target: &str) -> Vec<StorePath> {
+        self.backlinks_seen(target, &HashSet::new())
+    }
+
+    /// [`backlinks`](Self::backlinks) for a session that may not see the
+    /// memories `hidden`: their names are not the target's, so a name of
+    /// theirs (an id, an alias) is only a link's text.
+    pub fn backlinks_seen(&self, target: &str, hidden: &HashSet<StorePath>) -> Vec<StorePath> {
         let f = self.inner.core.fields;
         let key = normalize_key(target);
         if key.is_empty() {
@@ -1064,6 +1071,7 @@ impl Index {
             .unwrap_or_default();
         for address in targets {
             match searcher.doc::<TantivyDocument>(address) {
+                Ok(doc) if stored_path(&doc, f.path).is_some_and(|p| hidden.contains(&p)) => {}
                 Ok(doc) => keys.extend(
                     doc.get_all(f.key)
                         .filter_map(|v| v.as_str())

@@ -332,9 +332,40 @@ pub(crate) fn decode_and_inspect(
         }
         Err(problem) => {
             lint.push(problem.into_lint());
-            Frontmatter::default()
+            Frontmatter {
+                scope: scope_as_written(block.yaml),
+                ..Frontmatter::default()
+            }
         }
     }
+}
+
+/// The `scope:` that frontmatter YAML could not read names, found by its
+/// lines: a memory whose scope cannot be read stays hidden from the
+/// sessions of other scopes (see `ops/scope.rs`), never shown to all.
+/// Quotes and brackets around it are dropped; an empty one is no scope.
+pub(crate) fn scope_as_written(yaml: &str) -> Option<String> {
+    yaml.lines()
+        .filter_map(|line| {
+            let line = line.trim_start_matches([' ', '\t']);
+            let unquoted = line
+                .strip_prefix(['"', '\''])
+                .and_then(|l| l.strip_prefix("scope"))
+                .and_then(|l| l.strip_prefix(['"', '\'']));
+            unquoted
+                .or_else(|| line.strip_prefix("scope"))?
+                .trim_start_matches([' ', '\t'])
+                .strip_prefix(':')
+        })
+        .map(|value| {
+            value
+                .split(" #")
+                .next()
+                .unwrap_or_default()
+                .trim_matches(|c: char| c.is_whitespace() || "\"'[]{}-".contains(c))
+                .to_owned()
+        })
+        .find(|value| !value.is_empty())
 }
 
 struct Decoder<'a> {
@@ -423,6 +454,17 @@ impl Decoder<'_> {
     }
 
     fn scope(&mut self, name: &str, value: &Value) -> Option<String> {
+        // A list or a map is no scope, but it names one: as written, so
+        // that no other scope's session sees the memory.
+        if let Err(found) = scalar_text(value) {
+            self.warn_field(
+                name,
+                format!("should be `global` or `agent:<name>`, found {found}"),
+            );
+            let written = serde_yaml::to_string(value).unwrap_or_default();
+            return scope_as_written(&format!("scope: {}", written.replace('\n', " ")))
+                .or_else(|| Some(found.to_owned()));
+        }
         let scope = self.string(name, value)?;
         let valid = scope == "global"
             || scope

@@ -190,7 +190,13 @@ pub fn parse(stem: &str, text: &str) -> Memory {
                 message: "frontmatter opened on line 1 is never closed; read the file as body"
                     .to_owned(),
             });
-            (Frontmatter::default(), None, body_start)
+            // A scope it names still hides the memory from other scopes.
+            let opened: String = text.lines().skip(1).take(64).collect::<Vec<_>>().join("\n");
+            let frontmatter = Frontmatter {
+                scope: frontmatter::scope_as_written(&opened),
+                ..Frontmatter::default()
+            };
+            (frontmatter, None, body_start)
         }
         Located::Found(block) => {
             let fm = frontmatter::decode_and_inspect(&block, &mut lint, |map| {

@@ -49,6 +49,10 @@ pub enum Error {
     /// A request whose arguments make no sense.
     #[error("{0}")]
     InvalidInput(String),
+    /// What a scoped session may not do to other scopes' memories (give
+    /// one a scope it may not see, move a folder that holds them).
+    #[error("{0}")]
+    OtherScope(String),
     /// A virtual path (a view), which cannot be written.
     #[error("{path}: read-only ({why})")]
     ReadOnly {
@@ -178,6 +182,7 @@ impl Error {
             Error::NotFolder { .. } => libc::ENOTDIR,
             Error::InvalidPath { .. } => libc::EINVAL,
             Error::InvalidInput(_) => libc::EINVAL,
+            Error::OtherScope(_) => libc::EPERM,
             Error::ReadOnly { .. } => libc::EROFS,
             Error::NotText { .. } => libc::EINVAL,
             Error::TooBig { .. } => libc::EFBIG,
@@ -201,7 +206,7 @@ impl Error {
             Error::IsFolder { .. } => rpc::INVALID_PARAMS,
             Error::NotFolder { .. } => rpc::INVALID_PARAMS,
             Error::InvalidPath { .. } => rpc::INVALID_PARAMS,
-            Error::InvalidInput(_) => rpc::INVALID_PARAMS,
+            Error::InvalidInput(_) | Error::OtherScope(_) => rpc::INVALID_PARAMS,
             Error::ReadOnly { .. } => rpc::READ_ONLY,
             Error::NotText { .. } => rpc::INVALID_PARAMS,
             Error::TooBig { .. } => rpc::INVALID_PARAMS,
@@ -234,6 +239,7 @@ impl Error {
             Error::NotFolder { path } => Detail::NotFolder { path: path.clone() },
             Error::InvalidPath { path, .. } => Detail::InvalidPath { path: path.clone() },
             Error::InvalidInput(_) => Detail::InvalidInput,
+            Error::OtherScope(_) => Detail::OtherScope,
             Error::ReadOnly { path, .. } => Detail::ReadOnly { path: path.clone() },
             Error::NotText { path } => Detail::NotText { path: path.clone() },
             Error::TooBig { path, limit } => Detail::TooBig {

@@ -1051,6 +1051,7 @@ impl Operations {
         self.check_version(path, bytes)?;
         self.check_size(path, new.len())?;
         check_text(path, real, new)?;
+        self.check_scope_kept(real, new)?;
         match self.writer.replace(real, bytes, new.as_bytes()) {
             Ok(Outcome::Done) => Ok(()),
             Ok(Outcome::Busy) => Err(Error::Conflict { path: path.into() }),

@@ -834,6 +834,8 @@ pub enum Detail {
     },
     /// A request whose arguments make no sense.
     InvalidInput,
+    /// What a scoped session may not do to other scopes' memories.
+    OtherScope,
     /// A view, which cannot be written.
     ReadOnly {
         /// The path.

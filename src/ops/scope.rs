@@ -124,8 +124,7 @@ impl Operations {
                 .store
                 .read(path)
                 .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok())
-                .is_some_and(|text| self.hides_text(&text)),
+                .is_some_and(|bytes| self.hides_text(&String::from_utf8_lossy(&bytes))),
             _ => false,
         }
     }
@@ -186,7 +185,7 @@ impl Operations {
             .into_iter()
             .any(|p| std::path::Path::new(&p).starts_with(folder.as_path()));
         if inside {
-            return Err(Error::InvalidInput(format!(
+            return Err(Error::OtherScope(format!(
                 "{shown} holds memories of other scopes; this session leaves it alone"
             )));
         }
@@ -209,13 +208,28 @@ impl Operations {
     pub(super) fn scope_for_new(&self, named: Option<&str>) -> Result<Option<String>> {
         let named = named.map(str::trim).filter(|s| !s.is_empty());
         match (&self.scope, named) {
-            (Some(scope), Some(named)) if !scope.sees(Some(named)) => Err(Error::InvalidInput(
+            (Some(scope), Some(named)) if !scope.sees(Some(named)) => Err(Error::OtherScope(
                 format!("a session in scope {scope} cannot write a memory scoped to {named}"),
             )),
             (_, Some(named)) => Ok(Some(named.to_string())),
             (Some(scope), None) if scope.is_agent() => Ok(Some(scope.to_string())),
             _ => Ok(None),
         }
+    }
+
+    /// Refuses an edit that would give a memory a scope this session may
+    /// not see: an agent never hands a memory to another agent, nor hides
+    /// a global one from everyone else.
+    pub(super) fn check_scope_kept(&self, path: &StorePath, new: &str) -> Result<()> {
+        let markdown = path
+            .as_path()
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        if self.scope.is_none() || !markdown {
+            return Ok(());
+        }
+        let named = memory::parse("", new).frontmatter.scope;
+        self.scope_for_new(named.as_deref()).map(drop)
     }
 
     /// A markdown file's text as an agent session writes it: with the

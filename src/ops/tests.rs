@@ -546,7 +546,7 @@ fn an_agent_sees_global_memories_and_its_own_never_another_agents() {
         alice.read(".mnemofs/brief.md"),
         Err(Error::Unavailable(_))
     ));
-    assert!(matches!(alice.delete("bob"), Err(Error::InvalidInput(_))));
+    assert!(matches!(alice.delete("bob"), Err(Error::OtherScope(_))));
 
     // The whole store for an unscoped session; only global ones for `global`.
     assert_eq!(f.ops.search("note", 20).expect("all").len(), 4);
@@ -591,7 +591,7 @@ fn an_agents_writes_get_its_scope_and_never_another_agents() {
             scope: Some("agent:bob".into()),
             ..NewMemory::default()
         }),
-        Err(Error::InvalidInput(_))
+        Err(Error::OtherScope(_))
     ));
     // Files made whole (the memory tool's create) get it too, markdown only.
     alice
@@ -622,6 +622,115 @@ fn an_agents_writes_get_its_scope_and_never_another_agents() {
         request: Box::new(Request::Status),
     });
     assert!(matches!(answer, Err(Error::InvalidInput(_))));
+}
+
+#[test]
+fn a_scope_that_cannot_be_read_hides_the_memory_from_other_scopes() {
+    let f = scoped_fixture();
+    f.seed_indexed(&[
+        (
+            "bob/broken.md",
+            "---\ntitle: broken\nscope: agent:bob\ntags: [unclosed\n---\nkumquat\n",
+        ),
+        ("bob/listed.md", "---\nscope: [agent:bob]\n---\nkumquat\n"),
+        ("bob/unclosed.md", "---\nscope: agent:bob\nkumquat\n"),
+        (
+            "bob/spaced.md",
+            "---\nscope: \"agent: bob\"\n---\nkumquat\n",
+        ),
+        ("open.md", "---\ntags: [unclosed\n---\nkumquat for all\n"),
+    ]);
+    let alice = f.ops.scoped(scope("agent:alice"));
+    for hidden in [
+        "bob/broken.md",
+        "bob/listed.md",
+        "bob/unclosed.md",
+        "bob/spaced.md",
+    ] {
+        assert!(
+            matches!(alice.read(hidden), Err(Error::NotFound { .. })),
+            "{hidden}"
+        );
+        assert!(
+            matches!(
+                alice.str_replace(hidden, "kumquat", "mine"),
+                Err(Error::NotFound { .. })
+            ),
+            "{hidden}"
+        );
+    }
+    let found: Vec<String> = alice
+        .search("kumquat", 20)
+        .expect("search")
+        .into_iter()
+        .map(|h| h.path)
+        .collect();
+    assert_eq!(found, ["open.md"], "broken YAML naming no scope is global");
+    let bob = f.ops.scoped(scope("agent:bob"));
+    bob.read("bob/broken.md").expect("its own");
+    bob.read("bob/listed.md").expect("its own, in a list");
+}
+
+#[test]
+fn an_edit_never_gives_a_memory_a_scope_the_session_may_not_see() {
+    let f = scoped_fixture();
+    let alice = f.ops.scoped(scope("agent:alice"));
+    let refused = |e: Result<()>| matches!(e, Err(Error::OtherScope(m)) if m.contains("agent:bob"));
+    assert!(refused(
+        alice
+            .str_replace("global.md", "scope: global", "scope: agent:bob")
+            .map(drop)
+    ));
+    assert!(refused(
+        alice
+            .str_replace("alice.md", "agent:alice", "agent:bob")
+            .map(drop)
+    ));
+    assert!(refused(
+        alice.insert("plain.md", 1, "scope: agent:bob").map(drop)
+    ));
+    assert!(f.text("global.md").contains("scope: global\n"));
+    assert!(f.text("plain.md").starts_with("---\nid: p-1\n"));
+    // Its own, or everyone's, it may give.
+    alice
+        .str_replace(
+            "plain.md",
+            "title: Plain",
+            "title: Plain\nscope: agent:alice",
+        )
+        .expect("its own");
+    alice
+        .str_replace("alice.md", "agent:alice", "global")
+        .expect("everyone's");
+}
+
+#[test]
+fn a_hidden_memorys_names_are_no_backlinks_target() {
+    let f = scoped_fixture();
+    f.seed_indexed(&[(
+        "mention.md",
+        "---\nid: m-1\ntitle: Mention\n---\nsee [[Secret]]\n",
+    )]);
+    let alice = f.ops.scoped(scope("agent:alice"));
+    let listed = |who: &Operations, dir: &str| -> Vec<String> {
+        who.list(dir, 1)
+            .expect(dir)
+            .into_iter()
+            .filter(|e| matches!(e.kind, EntryKind::Link { .. }))
+            .map(|e| e.path)
+            .collect()
+    };
+    // By its id, the hidden memory's other names are not followed.
+    assert!(listed(&alice, "backlinks/b-1").is_empty());
+    assert_eq!(
+        listed(&f.ops, "backlinks/b-1"),
+        ["backlinks/b-1/mention.md"]
+    );
+    // A link that writes the name itself is the text's own.
+    assert_eq!(
+        listed(&alice, "backlinks/Secret"),
+        ["backlinks/Secret/mention.md"]
+    );
 }
 
 #[test]

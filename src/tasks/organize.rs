@@ -885,7 +885,20 @@ impl Organizing {
     /// reported (returned as lint lines for `.mnemofs/lint`).
     pub(crate) fn resolve_links(&self, lint: &mut Vec<(StorePath, String)>) -> Report {
         let mut report = Report::default();
-        let mut ids: HashMap<StorePath, Option<String>> = HashMap::new();
+        // Each target's id and scope, read once.
+        let mut targets_read: HashMap<StorePath, (Option<String>, Option<String>)> = HashMap::new();
+        let mut read_target = |path: &StorePath| {
+            targets_read
+                .entry(path.clone())
+                .or_insert_with(|| match self.read_text(path) {
+                    Some((_, t)) => {
+                        let f = memory::parse(&stem(path), &t).frontmatter;
+                        (f.id, f.scope)
+                    }
+                    None => (None, None),
+                })
+                .clone()
+        };
         let attachments = std::cell::OnceCell::new();
         // `![[atlas.png]]` names a file that came along, not a memory.
         let an_attachment = |target: &str| {
@@ -910,19 +923,20 @@ impl Organizing {
                 if link.kind == memory::LinkKind::FrontmatterId {
                     continue;
                 }
-                let targets = self.index.resolve_link(&link.target);
+                // A memory of another scope is not there for this one: its
+                // id written here would tell this scope's readers of it.
+                let mut targets = self.index.resolve_link(&link.target);
+                targets.retain(|t| {
+                    scope_sees(
+                        parsed.frontmatter.scope.as_deref(),
+                        read_target(t).1.as_deref(),
+                    )
+                });
                 match targets.as_slice() {
                     [] if an_attachment(&link.target) => {}
                     [] => lint.push((path.clone(), format!("unresolved link [[{}]]", link.target))),
                     [one] if *one != path => {
-                        let id = ids
-                            .entry(one.clone())
-                            .or_insert_with(|| {
-                                let (_, t) = self.read_text(one)?;
-                                memory::parse(&stem(one), &t).frontmatter.id
-                            })
-                            .clone();
-                        if let Some(id) = id {
+                        if let (Some(id), _) = read_target(one) {
                             found.push(id);
                         }
                     }
@@ -1253,5 +1267,19 @@ impl Organizing {
         }
         due.sort();
         due
+    }
+}
+
+/// Whether a memory in scope `source` may name one in scope `target`: a
+/// global memory (no scope) names only global ones, an agent's memory
+/// those and its own agent's.
+fn scope_sees(source: Option<&str>, target: Option<&str>) -> bool {
+    let agent = |s: Option<&str>| {
+        s.map(|s| s.trim().to_lowercase())
+            .filter(|s| !s.is_empty() && s != "global")
+    };
+    match agent(target) {
+        None => true,
+        Some(target) => agent(source).is_some_and(|source| source == target),
     }
 }

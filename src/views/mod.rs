@@ -491,7 +491,10 @@ impl Views {
                 out
             }
             ViewDir::Backlinks(target) => {
-                let paths = without(self.index.backlinks(target), &self.hidden);
+                let paths = without(
+                    self.index.backlinks_seen(target, &self.hidden),
+                    &self.hidden,
+                );
                 links(dir, unique_names(&paths), &paths)
             }
             ViewDir::Category(c) => {
