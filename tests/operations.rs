@@ -2172,6 +2172,25 @@ fn a_path_too_long_for_the_system_is_refused_before_any_folder_is_made() {
         "{answer:?}"
     );
     assert!(!f.p("a").exists());
+    // Short enough, but deeper than mnemofs follows: refused too.
+    let deep = format!("{}x.md", "d/".repeat(101));
+    let e = f.ops.create(&deep, "hi\n", false).unwrap_err();
+    assert!(e.to_string().contains("more than 100 folders deep"), "{e}");
+    assert!(!f.p("d").exists());
+    f.ops
+        .create(&format!("{}x.md", "d/".repeat(100)), "hi\n", false)
+        .expect("100 deep");
+    // A tree made deeper on disk is not walked below the limit.
+    let mut below = f.p(&"d/".repeat(100));
+    for _ in 0..50 {
+        below.push("e");
+    }
+    std::fs::create_dir_all(&below).expect("deeper on disk");
+    std::fs::write(below.join("y.md"), "deeper\n").expect("file");
+    f.index.notify_path(&StorePath::root());
+    f.settle();
+    assert!(f.ops.search("deeper", 10).expect("search").is_empty());
+    assert_eq!(f.ops.search("hi", 10).expect("search").len(), 1);
 }
 
 /// Two agents share a store. Through every tool the agents' front ends

@@ -1112,7 +1112,8 @@ fn list(store: &Store, dir: &StorePath) -> (Vec<(StorePath, FileState)>, Vec<Sto
                     continue;
                 };
                 match entry.kind {
-                    FileKind::Directory => subdirs.push(child),
+                    FileKind::Directory if child.within_depth() => subdirs.push(child),
+                    FileKind::Directory => tracing::debug!("not followed, too deep: {child}"),
                     FileKind::File => match store.stat(&child) {
                         Ok(st) if st.kind == FileKind::File => {
                             files.push((child, FileState::of(&st)));

@@ -599,9 +599,11 @@ impl Operations {
 
     /// A real path, or an error naming what is wrong with it.
     fn store_path(&self, path: &str) -> Result<StorePath> {
-        // Longer than the system takes whole: refused before any folder
-        // on the way is made.
-        if path.len() >= libc::PATH_MAX as usize {
+        // Longer than the system takes whole, the store's own path
+        // included (the indexer, sync and the mount's callers name files
+        // by it): refused before any folder on the way is made.
+        let whole = self.store.root_path().as_os_str().len() + 1 + path.len();
+        if whole >= libc::PATH_MAX as usize {
             return Err(Error::io(
                 path,
                 std::io::Error::from_raw_os_error(libc::ENAMETOOLONG),
@@ -613,10 +615,21 @@ impl Operations {
                 why: "paths are relative to the store",
             });
         }
-        StorePath::new(path).ok_or_else(|| Error::InvalidPath {
+        let real = StorePath::new(path).ok_or_else(|| Error::InvalidPath {
             path: path.into(),
             why: "it leaves the store or holds an invalid name",
-        })
+        })?;
+        const _: () = assert!(
+            crate::store::MAX_DEPTH == 100,
+            "the sentence below names it"
+        );
+        if real.parent().is_some_and(|folder| !folder.within_depth()) {
+            return Err(Error::InvalidPath {
+                path: path.into(),
+                why: "it is more than 100 folders deep",
+            });
+        }
+        Ok(real)
     }
 
     /// Where `path` leads: a real path, or a place in a view.

@@ -19,7 +19,7 @@ mod path;
 mod sys;
 pub mod watch;
 
-pub use path::{StorePath, is_valid_name};
+pub use path::{MAX_DEPTH, StorePath, is_valid_name};
 pub(crate) use sys::renameat2;
 pub use sys::{
     DirEntry, FileKind, NO_XATTR, O_NOATIME, RENAME_EXCHANGE, RENAME_NOREPLACE, Stat, TimeSpec,

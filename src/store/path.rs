@@ -9,6 +9,13 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// Folders below the store's root that mnemofs follows (the indexer's
+/// walks, the watcher) and lets a path name. Each folder is opened from
+/// the root, one component at a time, so a tree thousands of folders deep
+/// (a runaway script's) would cost the square of its depth at every walk:
+/// below this depth it is left alone.
+pub const MAX_DEPTH: usize = 100;
+
 /// A normalized path beneath the store root. The empty path is the root.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct StorePath(PathBuf);
@@ -73,6 +80,11 @@ impl StorePath {
     /// Number of components (the root has depth 0).
     pub fn depth(&self) -> usize {
         self.0.components().count()
+    }
+
+    /// True for a folder mnemofs follows into ([`MAX_DEPTH`]).
+    pub fn within_depth(&self) -> bool {
+        self.depth() <= MAX_DEPTH
     }
 
     /// Builds a path from components known to be valid names.

@@ -271,7 +271,7 @@ impl StoreWatcher {
                 let Some(path) = dir.join(&entry.name) else {
                     continue;
                 };
-                if entry.kind == FileKind::Directory {
+                if entry.kind == FileKind::Directory && path.within_depth() {
                     stack.push(path.clone());
                 }
                 if let Some(found) = found.as_deref_mut() {
