@@ -1427,6 +1427,25 @@ fn serve(store: &Path, state: &Path) -> Serve {
     serving
 }
 
+/// A daemon whose socket file was removed (by hand, or a cleaner of
+/// `/run/user`) still stops at SIGTERM.
+#[test]
+fn a_daemon_whose_socket_file_is_gone_still_stops_on_sigterm() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let state = tmp.path().join("state");
+    let mut daemon = serve(&store, &state);
+    let status = run_served(&store, &["status", "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).expect("status json");
+    let socket = status["socket"].as_str().expect("socket").to_owned();
+    fs::remove_file(&socket).expect("remove the socket file");
+    common::signal(daemon.0.id(), libc::SIGTERM);
+    assert!(
+        common::wait_timeout(&mut daemon.0, Duration::from_secs(30)).is_some(),
+        "still running 30 s after SIGTERM"
+    );
+}
+
 /// A long-lived session (the memory tool here, MCP alike) outlives the
 /// daemon it was served by: once another serves the store, its next call
 /// goes there.

@@ -60,6 +60,9 @@ pub(crate) struct Listener {
     path: PathBuf,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The listening socket, again: shut down to wake the accept when the
+    /// socket's file is gone and cannot be connected to.
+    wake: UnixListener,
 }
 
 impl Listener {
@@ -77,6 +80,7 @@ impl Listener {
         let listener = UnixListener::bind(&path)
             .with_context(|| format!("cannot listen on {}", path.display()))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        let wake = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let stop = Arc::clone(&stop);
@@ -91,6 +95,7 @@ impl Listener {
             path,
             stop,
             thread: Some(thread),
+            wake,
         })
     }
 
@@ -103,7 +108,12 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        // Wake the blocking accept.
+        // Wake the blocking accept: shut the socket down (it then fails at
+        // once), and connect too where that does not wake it.
+        // SAFETY: `wake` is a listening socket this listener owns.
+        unsafe {
+            libc::shutdown(std::os::fd::AsRawFd::as_raw_fd(&self.wake), libc::SHUT_RDWR);
+        }
         let _ = UnixStream::connect(&self.path);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -129,6 +139,7 @@ fn accept(
         }
         let mut stream = match stream {
             Ok(s) => s,
+            Err(_) if stop.load(Ordering::Relaxed) => return,
             Err(e) => {
                 tracing::warn!("{name} socket: {e}");
                 std::thread::sleep(Duration::from_millis(100));
