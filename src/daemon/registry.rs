@@ -67,11 +67,7 @@ impl Registration {
     pub fn register(entry: &Entry) -> io::Result<Registration> {
         let file = file_for(&entry.store);
         if let Some(parent) = file.parent() {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)?;
+            super::paths::make_private_dir(parent)?;
         }
         let tmp = file.with_extension(format!("json.{}", std::process::id()));
         std::fs::write(&tmp, serde_json::to_vec_pretty(entry)?)?;
@@ -120,6 +116,11 @@ pub(crate) fn recorded_at(mountpoint: &Path) -> Option<Entry> {
 /// The entry in `file` if its daemon runs. A dead daemon's entry goes,
 /// unless its mount is still there: recovering that mount needs it.
 fn read_live(file: &Path) -> Option<Entry> {
+    // Another user's entry (in a runtime dir they can write) names their
+    // socket: never followed.
+    if !super::paths::is_ours(file) {
+        return None;
+    }
     let entry: Entry = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
     if alive(entry.pid) {
         return Some(entry);

@@ -27,7 +27,7 @@
 //! call never delays another client.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -192,13 +192,8 @@ impl RpcServer {
     pub(crate) fn start(store: &Path, ops: Arc<Operations>) -> anyhow::Result<RpcServer> {
         let path = path_for(store);
         if let Some(dir) = path.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-                .with_context(|| format!("cannot make {} private", dir.display()))?;
+            super::paths::make_private_dir(dir)
+                .with_context(|| format!("cannot use {}", dir.display()))?;
         }
         let listener = Listener::start(
             path,

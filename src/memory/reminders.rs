@@ -101,8 +101,11 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
     for sentence in sentences(&folded) {
         let at = sentence.as_ptr() as usize - folded.as_ptr() as usize;
         let written_sentence = &text[at..at + sentence.len()];
+        if done_or_cancelled(sentence) {
+            continue;
+        }
         let mut spans = time_phrases(sentence);
-        spans.retain(|span| !repeats_or_past(sentence, span.0));
+        spans.retain(|span| !repeats_or_past(sentence, span.0) && !struck_out(sentence, span.0));
         // A habit or a rule names weekdays ("never deploy on Friday
         // afternoons"); a day of its own ("tomorrow", "next Friday", a
         // date) is one occasion even in a sentence that says "always".
@@ -683,13 +686,35 @@ fn is_abbreviation(before: &str) -> bool {
         "dr", "mr", "mrs", "ms", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "approx",
         "no",
     ];
+    // The word as written, without what opens it: "(Dr", "[[Dr".
     let word = before
-        .rsplit(|c: char| c.is_whitespace() || c == '(')
+        .rsplit(|c: char| c.is_whitespace() || matches!(c, '(' | '[' | '"' | '\''))
         .next()
         .unwrap_or_default();
     let lower = word.to_ascii_lowercase();
     SHORT.contains(&lower.as_str())
         || (word.chars().count() == 1 && word.chars().all(|c| c.is_ascii_uppercase()))
+}
+
+/// A task ticked off (`- [x]`, Obsidian Tasks' `✅`, its cancelled `[-]`
+/// and `❌`) or a plan called off: nothing to be reminded of.
+fn done_or_cancelled(sentence: &str) -> bool {
+    let line = sentence.trim_start();
+    let line = line
+        .strip_prefix(['-', '*', '+'])
+        .map_or(line, str::trim_start);
+    let ticked = ["[x]", "[X]", "[-]"].iter().any(|t| line.starts_with(t));
+    let lower = sentence.to_lowercase();
+    ticked
+        || sentence.contains(['✅', '❌'])
+        || ["cancelled", "canceled", "called off", "已取消", "取消了"]
+            .iter()
+            .any(|w| lower.contains(w))
+}
+
+/// Whether the byte `at` of `sentence` is struck out (`~~like this~~`).
+fn struck_out(sentence: &str, at: usize) -> bool {
+    sentence[..at].matches("~~").count() % 2 == 1
 }
 
 /// A day alone just before the date phrase at `start`, joined to it ("from
@@ -2129,6 +2154,28 @@ mod tests {
         assert_eq!(due("今天下午三点"), (at(2026, 11, 22, 15, 0), false));
         none("今天上午九点"); // past
         none("今天修好了构建");
+    }
+
+    #[test]
+    fn what_is_done_or_called_off_makes_no_reminder() {
+        none("- [x] Submit the tax report by 10 December");
+        none("* [X] Submit the tax report tomorrow");
+        none("- [-] Call the caterer tomorrow");
+        none("- [ ] Done thing 📅 2026-12-02 ✅ 2026-11-27");
+        none("~~Call the caterer on 9 December~~ (moved)");
+        none("The offsite next Friday is cancelled");
+        none("明天的会议已取消");
+        assert_eq!(
+            one("- [ ] Submit the tax report tomorrow").phrase,
+            "tomorrow"
+        );
+        assert_eq!(
+            one("~~Monday~~ Call the caterer tomorrow").phrase,
+            "tomorrow"
+        );
+        // An abbreviation inside a link does not end the sentence.
+        let r = one("Dentist appointment with [[Dr. Chen Wei]] tomorrow at 3pm.");
+        assert_eq!(r.about, "Dentist appointment with [[Dr. Chen Wei]]");
     }
 
     #[test]
