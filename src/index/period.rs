@@ -777,21 +777,30 @@ fn counted(words: &[Word], today: Date, monday: Date) -> Option<(Date, Span, usi
             return Some((first, span, words));
         }
     }
-    // 上周五, 上星期五
-    let after_week = match (w(0), w(1), w(2)) {
-        (Some("上"), Some("周"), _) => Some(2),
-        (Some("上"), Some("星"), Some("期")) => Some(3),
+    // That day of a week: next Wednesday and this Friday (as reminders
+    // read them: next week's, this week's), 上周五, 这周三, 下星期三.
+    let day_of_week = |weeks: i64, day: Weekday| {
+        monday
+            .checked_add((7 * weeks + i64::from(day.to_monday_zero_offset())).days())
+            .ok()
+    };
+    let english = match w(0) {
+        Some("next") => Some(1),
+        Some("this") => Some(0),
         _ => None,
     };
-    if let Some(at) = after_week
+    if let (Some(weeks), Some(day)) = (english, w(1).and_then(weekday)) {
+        return day_of_week(weeks, day).map(|d| (d, Span::Day, 2));
+    }
+    let chinese = match (w(0).and_then(chinese_step), w(1), w(2)) {
+        (Some(weeks), Some("周"), _) => Some((weeks, 2)),
+        (Some(weeks), Some("星"), Some("期")) => Some((weeks, 3)),
+        _ => None,
+    };
+    if let Some((weeks, at)) = chinese
         && let Some(day) = w(at).and_then(weekday)
     {
-        let d = monday
-            .checked_sub(7.days())
-            .ok()?
-            .checked_add(i64::from(day.to_monday_zero_offset()).days())
-            .ok()?;
-        return Some((d, Span::Day, at + 1));
+        return day_of_week(weeks, day).map(|d| (d, Span::Day, at + 1));
     }
     None
 }
@@ -1550,6 +1559,18 @@ mod tests {
         );
         assert_eq!(span("三天前说的"), pair("2026-11-24", "2026-11-25"));
         assert_eq!(span("上周五的会"), pair("2026-11-20", "2026-11-21"));
+        // A day of this week or the next, ahead (as reminders read them).
+        assert_eq!(
+            span("what do I have next Wednesday?"),
+            pair("2026-12-02", "2026-12-03")
+        );
+        assert_eq!(span("this Friday"), pair("2026-11-27", "2026-11-28"));
+        assert_eq!(span("下周三有什么安排"), pair("2026-12-02", "2026-12-03"));
+        assert_eq!(span("下星期三"), pair("2026-12-02", "2026-12-03"));
+        assert_eq!(span("这周三"), pair("2026-11-25", "2026-11-26"));
+        // The week alone is still the week.
+        assert_eq!(span("下周的安排"), pair("2026-11-30", "2026-12-07"));
+        assert_eq!(span("next week"), pair("2026-11-30", "2026-12-07"));
     }
 
     #[test]
