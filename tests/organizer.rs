@@ -1064,6 +1064,22 @@ fn dream_level_2_merges_duplicates_and_redirects_links_to_the_copy_kept() {
 // Level 3: reminders; status.
 
 #[test]
+fn a_reminder_already_due_is_pending_from_the_mount_on() {
+    let reminder = "---\nid: 00000000-0000-4000-8000-0000000000e1\ntitle: \"Reminder: call Ann\"\n\
+                    phase: organized\ncategory: reminders\ncreated_at: 2020-01-01T00:00:00Z\n\
+                    due_at: 2020-01-02T09:00:00Z\n---\nCall Ann.\n";
+    // The organizer's interval is an hour: only the start can show it.
+    let o = organized(
+        "organizer:\n  interval: 1h\nnotifications: { method: none }\n",
+        &[("reminders/call-ann.md", reminder, 0)],
+    );
+    let pending = o.m(".mnemofs/pending.md");
+    wait_for_within(&o.m, Duration::from_secs(20), "the due reminder", || {
+        fs::read_to_string(&pending).is_ok_and(|t| t.contains("call Ann"))
+    });
+}
+
+#[test]
 fn dream_level_3_extracts_reminders_in_english_and_chinese_once_and_status_reports_it() {
     let o = organized(
         FAST,

@@ -720,6 +720,9 @@ impl Worker {
             );
         }
         self.runner.record("normalize", start);
+        // What is already due shows in `pending.md` from the start, not
+        // from the first interval's run.
+        let _ = self.runner.announce_due();
         let settings = self.runner.organizing.settings.clone();
         let mut next_tick = Instant::now() + settings.interval;
         let mut events = events.clone();
