@@ -1121,6 +1121,30 @@ fn the_last_report_of_each_level_is_kept_and_saved_in_the_state_dir() {
 }
 
 #[test]
+fn a_conflict_copy_is_left_as_sync_made_it() {
+    let copy = "inbox/plan.conflict-laptop-20250102T030405Z.md";
+    let original = complete(
+        "00000000-0000-4000-8000-0000000000f1",
+        "Plan",
+        "We decided to ship on Friday.\n",
+    );
+    let f = Fixture::new(
+        "",
+        &[
+            ("notes/plan.md", original.as_bytes(), 0),
+            (copy, b"We decided to ship on Friday.\n", 0),
+        ],
+    );
+    assert!(f._index.wait_idle(Duration::from_secs(20)));
+    let report = f.organizer.normalize(None).expect("normalize");
+    assert_eq!(report.normalized, 0, "{report:#?}");
+    let report = f.dream(3);
+    assert_eq!((report.organized, report.merged), (0, 0), "{report:#?}");
+    assert_eq!(f.bytes(copy), b"We decided to ship on Friday.\n");
+    assert_eq!(f.bytes("notes/plan.md"), original.as_bytes());
+}
+
+#[test]
 fn normalize_writes_the_ids_the_index_shows_and_leaves_busy_files_for_later() {
     let f = Fixture::new(
         "",

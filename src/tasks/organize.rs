@@ -136,9 +136,12 @@ fn normalized_body(text: &str) -> String {
 }
 
 impl Organizing {
-    /// Every memory below `dir` (not in dot-folders or `archive/`).
+    /// Every memory below `dir` (not in dot-folders or `archive/`), but
+    /// conflict copies: the organizer leaves them as sync made them.
     fn memories_under(&self, dir: &StorePath) -> Vec<(StorePath, Stat)> {
-        self.files_under(dir, is_memory_path)
+        self.files_under(dir, |p| {
+            is_memory_path(p) && !memory::conflict::is_conflict(&p.to_string())
+        })
     }
 
     /// The names of the files under the store that are not memories
@@ -264,9 +267,14 @@ impl Organizing {
         false
     }
 
-    /// Adds missing frontmatter to one memory.
+    /// Adds missing frontmatter to one memory. A conflict copy is left as
+    /// sync made it: it waits for someone to resolve it, and a change of
+    /// ours would count as an edit that brings it back once deleted.
     pub(crate) fn normalize_one(&self, path: &StorePath, report: &mut Report) -> Outcome {
-        if !is_memory_path(path) || self.in_nested_repository(path) {
+        if !is_memory_path(path)
+            || self.in_nested_repository(path)
+            || memory::conflict::is_conflict(&path.to_string())
+        {
             return Outcome::Done;
         }
         let Ok(st) = self.store.stat(path) else {
