@@ -860,6 +860,47 @@ fn update_takes_in_notes_edited_in_the_vault_and_keeps_the_earlier_text() {
     assert!(!again.contains("updated"), "{again}");
     assert_eq!(file_tree(&store), tree);
 
+    // Edited in the store after its vault file was: the store's stays.
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    fs::File::options()
+        .write(true)
+        .open(vault.join("b.md"))
+        .and_then(|f| f.set_modified(an_hour_ago))
+        .expect("age the vault's note");
+    let stored = fs::read_to_string(store.join("obsidian/b.md")).expect("b");
+    fs::write(store.join("obsidian/b.md"), format!("{stored}zqstore\n")).expect("edit");
+    let kept = ingest(&store, "obsidian", &vault, &["--update"]);
+    assert!(!kept.contains("updated"), "{kept}");
+    assert!(
+        fs::read_to_string(store.join("obsidian/b.md"))
+            .expect("b")
+            .ends_with("zqstore\n")
+    );
+    // Edited in the vault later: taken, with the id and date the store had.
+    let before = fs::read_to_string(store.join("obsidian/b.md")).expect("b");
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")).map(str::to_owned))
+    };
+    fs::write(vault.join("b.md"), "Other, zqvault\n").expect("vault edit");
+    fs::File::options()
+        .write(true)
+        .open(vault.join("b.md"))
+        .and_then(|f| {
+            f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        })
+        .expect("a later save");
+    let taken = ingest(&store, "obsidian", &vault, &["--update"]);
+    assert!(taken.contains("updated 1"), "{taken}");
+    let after = fs::read_to_string(store.join("obsidian/b.md")).expect("b");
+    assert!(after.ends_with("Other, zqvault\n"), "{after}");
+    assert_eq!(field(&after, "id"), field(&before, "id"), "{after}");
+    assert_eq!(
+        field(&after, "created_at"),
+        field(&before, "created_at"),
+        "{after}"
+    );
+
     // A note the organizer has filed since keeps where it went and what
     // it was given; only its text changes.
     let notes = tmp.path().join("notes");

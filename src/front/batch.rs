@@ -88,7 +88,7 @@ impl Summary {
     pub fn differing_line(&self) -> Option<String> {
         (!self.differing.is_empty()).then(|| {
             format!(
-                "kept the store's copy, whose text differs from the source's (one of them changed since it came in; --update takes the source's): {}",
+                "kept the store's copy, whose text differs from the source's (one of them changed since it came in; --update takes the source's unless the store's changed after it): {}",
                 first_few(&self.differing)
             )
         })
@@ -210,6 +210,7 @@ impl<'a> Batcher<'a> {
                 memory: incoming,
                 frontmatter_text: None,
                 copy: false,
+                modified: None,
             },
         )
     }

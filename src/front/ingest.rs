@@ -670,6 +670,7 @@ fn note(
         },
         frontmatter_text,
         copy: false,
+        modified,
     }))
 }
 
@@ -697,6 +698,7 @@ fn as_written(
     Ok(Note::AsWritten(Verbatim {
         frontmatter_text: Some(text[..text.len() - content.len()].to_string()),
         copy: false,
+        modified: None,
         memory: Incoming {
             id,
             path,

@@ -306,12 +306,14 @@ pub fn described(line: &str) -> Result<Verbatim, String> {
                 },
                 frontmatter_text,
                 copy: false,
+                modified: None,
             })
         }
         (path, None) => memory_cli(id, content, &fields, others, path).map(|memory| Verbatim {
             memory,
             frontmatter_text: None,
             copy: false,
+            modified: None,
         }),
         (None, Some(_)) => Err("a `frontmatter` without a `path`".into()),
     }

@@ -65,6 +65,10 @@ pub struct Verbatim {
     /// a duplicate only of a file there with its id.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub copy: bool,
+    /// When its source file was last changed (unix seconds), if it has
+    /// one: an update never replaces a memory changed in the store since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<i64>,
 }
 
 /// What became of one [`Incoming`].
@@ -119,7 +123,10 @@ impl Operations {
     /// batch. A memory whose name another took meanwhile (two in the batch
     /// wanting one name, say) is put again on its own, which plans anew.
     pub fn import(&self, batch: &[Incoming]) -> Vec<Placed> {
-        let batch: Vec<Wanted<'_>> = batch.iter().map(|memory| (memory, None, false)).collect();
+        let batch: Vec<Wanted<'_>> = batch
+            .iter()
+            .map(|memory| (memory, None, false, None))
+            .collect();
         self.import_all(&batch, false)
     }
 
@@ -132,7 +139,7 @@ impl Operations {
     pub fn import_verbatim(&self, batch: &[Verbatim], update: bool) -> Vec<Placed> {
         let batch: Vec<Wanted<'_>> = batch
             .iter()
-            .map(|v| (&v.memory, v.frontmatter_text.as_deref(), v.copy))
+            .map(|v| (&v.memory, v.frontmatter_text.as_deref(), v.copy, v.modified))
             .collect();
         self.import_all(&batch, update)
     }
@@ -264,14 +271,33 @@ impl Operations {
             });
         };
         let text = String::from_utf8_lossy(&bytes);
-        let body = memory::parse("", &text).body(&text);
+        let parsed = memory::parse("", &text);
+        let body = parsed.body(&text);
         let differs = body.trim_end() != wanted.0.content.trim_end();
-        if differs && update {
+        // Changed in the store after its source was: the store's is the
+        // newer text, and stays.
+        let newer_here = wanted
+            .3
+            .is_some_and(|source| self.store.stat(path).is_ok_and(|st| st.mtime.sec > source));
+        if differs && update && !newer_here {
             // Where the memory still is where it came in, it is written as
-            // it comes; one the organizer has filed since keeps the block
-            // the store gave it (its category, its phase).
+            // it comes, with the fields the store gave it since (its id,
+            // when it was written, its category, its links) where the
+            // source names none; one the organizer has filed since keeps
+            // the block the store gave it.
             let new = if path.to_string() == wanted.0.path {
-                self.text_at(path, wanted)
+                let taken = self.text_at(path, wanted);
+                let kept = store_fields(&parsed.frontmatter);
+                let pairs: Vec<(&str, String)> =
+                    kept.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+                let taken = match memory::set_fields(&taken, &created_only(&pairs)) {
+                    Ok(Some(with_date)) => with_date,
+                    _ => taken,
+                };
+                match memory::add_missing_fields(&taken, &pairs) {
+                    Ok(Some(with_fields)) => with_fields,
+                    _ => taken,
+                }
             } else {
                 format!("{}{}", &text[..text.len() - body.len()], wanted.0.content)
             };
@@ -295,7 +321,7 @@ impl Operations {
     /// written and its content when the block still says what the fields
     /// say (with the id added when the path would not give it), else
     /// rendered from its fields.
-    fn text_at(&self, path: &StorePath, (incoming, head, _): Wanted<'_>) -> String {
+    fn text_at(&self, path: &StorePath, (incoming, head, ..): Wanted<'_>) -> String {
         let id = incoming.id.trim();
         if let Some(head) = head.filter(|head| describes(head, incoming)) {
             let text = format!("{head}{}", incoming.content);
@@ -322,7 +348,7 @@ impl Operations {
     /// Whether a memory is a duplicate, and else where it goes and its
     /// text: the wanted path, or the first free `<stem>-N.md` beside it.
     fn plan(&self, asked: Wanted<'_>, update: bool) -> Result<Planned> {
-        let (incoming, head, copy) = asked;
+        let (incoming, head, copy, _) = asked;
         let id = incoming.id.trim();
         if id.is_empty() {
             return Err(Error::InvalidInput("a memory to import needs an id".into()));
@@ -403,9 +429,46 @@ impl Operations {
     }
 }
 
-/// A memory to put, the frontmatter block its file had, if known, and
-/// whether it is a copy ([`Verbatim::copy`]).
-type Wanted<'a> = (&'a Incoming, Option<&'a str>, bool);
+/// The fields mnemofs gives a memory after it comes in, as the store's
+/// copy has them: kept when an update takes its source's text.
+fn store_fields(frontmatter: &memory::Frontmatter) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(id) = &frontmatter.id {
+        out.push(("id".to_owned(), id.clone()));
+    }
+    if let Some(created) = &frontmatter.created_at {
+        out.push(("created_at".to_owned(), created.clone()));
+    }
+    if let Some(phase) = frontmatter.phase {
+        out.push(("phase".to_owned(), phase.as_str().to_owned()));
+    }
+    if let Some(category) = frontmatter.category {
+        out.push(("category".to_owned(), category.as_str().to_owned()));
+    }
+    if !frontmatter.links.is_empty() {
+        out.push((
+            "links".to_owned(),
+            format!("[{}]", frontmatter.links.join(", ")),
+        ));
+    }
+    out
+}
+
+/// Of `fields`, `created_at` alone: when a memory was written stays what
+/// the store first said (a source's date read from its file time moves
+/// with every save there).
+fn created_only<'a>(fields: &[(&'a str, String)]) -> Vec<(&'a str, String)> {
+    fields
+        .iter()
+        .filter(|(k, _)| *k == "created_at")
+        .cloned()
+        .collect()
+}
+
+/// A memory to put, the frontmatter block its file had, if known,
+/// whether it is a copy ([`Verbatim::copy`]) and when its source changed
+/// ([`Verbatim::modified`]).
+type Wanted<'a> = (&'a Incoming, Option<&'a str>, bool, Option<i64>);
 
 /// The id the store gives a memory created at `path` whose frontmatter
 /// names none (a note whose block cannot be read, taken in as written):
