@@ -533,6 +533,7 @@ mod tests {
             },
             frontmatter_text: Some(head.into()),
             copy: false,
+            modified: None,
         }
     }
 
