@@ -385,6 +385,25 @@ fn rewrite_field<'q>(
         *rest = &value_at[len..];
         return;
     }
+    // A tag names its nested tags too, as Obsidian's do: `tag:people`
+    // finds `people/colleague`.
+    if field == names::TAG && !value.is_empty() && !value.starts_with(['"', '(']) {
+        let nested = format!("{}/", value.trim_start_matches('#').to_lowercase());
+        let (words, _) = expand(Some(field), &nested);
+        if !words.is_empty() {
+            out.text.push('(');
+            out.text.push_str(field);
+            out.text.push(':');
+            out.text.push_str(value);
+            for word in words {
+                out.text
+                    .push_str(&format!(" OR {field}:\"{}\"", word.replace('"', "")));
+            }
+            out.text.push(')');
+            *rest = &value_at[len..];
+            return;
+        }
+    }
     out.text.push_str(field);
     out.text.push(':');
     if field == names::SCOPE && !value.starts_with('"') && value.contains(':') {

@@ -165,6 +165,30 @@ fn text_files_are_indexed_binaries_and_ignored_files_are_not() {
 }
 
 #[test]
+fn a_tag_finds_its_nested_tags() {
+    let fx = agent_memories();
+    fx.write(
+        "people/ann.md",
+        "---\ntags: [people/colleague]\n---\nAnn reviews code.\n",
+    );
+    fx.write(
+        "people/bo.md",
+        "---\ntags: [people]\n---\nBo plays chess.\n",
+    );
+    fx.write(
+        "misc/peoples.md",
+        "---\ntags: [peoples-history]\n---\nA book.\n",
+    );
+    fx.sync();
+    assert_eq!(
+        fx.search_sorted("tag:people"),
+        paths(&["people/ann.md", "people/bo.md"])
+    );
+    assert_eq!(fx.search("tag:people/colleague"), paths(&["people/ann.md"]));
+    assert_eq!(fx.search("tag:people chess"), paths(&["people/bo.md"]));
+}
+
+#[test]
 fn field_filters() {
     let fx = sample();
     assert_eq!(fx.search("tag:ui"), paths(&["user/preferences.md"]));

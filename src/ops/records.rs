@@ -117,7 +117,14 @@ impl SearchFilter {
         let bare = terms.clone();
         for tag in &self.tags {
             let tag = tag.trim().trim_start_matches('#');
-            if !tag.is_empty() {
+            // A plain tag unquoted, so that it finds its nested tags too.
+            let plain = tag
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '/' | '-' | '_'));
+            if plain && !tag.is_empty() {
+                // Lowercase, as tags are kept: never the parser's AND or OR.
+                terms.push(format!("tag:{}", tag.to_lowercase()));
+            } else if !tag.is_empty() {
                 terms.push(format!("tag:{}", quoted(tag)));
             }
         }
@@ -262,7 +269,13 @@ impl RecordFilter {
             && same(&self.category, record.category.as_deref())
             && same(&self.kind, record.kind.as_deref())
             && same(&self.source, record.source.as_deref())
-            && tag.is_none_or(|t| record.tags.contains(&t))
+            && tag.is_none_or(|t| {
+                // A tag names its nested tags too: `project` has `project/alpha`.
+                record.tags.iter().any(|h| {
+                    h.strip_prefix(t.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                })
+            })
     }
 }
 
@@ -530,7 +543,7 @@ mod tests {
         };
         assert_eq!(
             filter.apply("dark mode").expect("valid"),
-            "(dark mode) tag:\"ui\" tag:\"dark\" category:preferences \
+            "(dark mode) tag:ui tag:dark category:preferences \
              created:[2026-01-01 TO 2026-02-01}"
         );
         assert_eq!(SearchFilter::default().apply("a b").expect("valid"), "a b");
