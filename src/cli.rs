@@ -529,6 +529,10 @@ fn session(target: &daemon::Target, config: Option<&Path>) -> anyhow::Result<dae
 fn settings(config: Option<&Path>) -> anyhow::Result<Config> {
     Ok(match config {
         Some(path) => load_config(Some(path))?,
+        // A file `MNEMOFS_CONFIG` names was named on purpose.
+        None if std::env::var_os("MNEMOFS_CONFIG").is_some_and(|v| !v.is_empty()) => {
+            load_config(None)?
+        }
         None => Config::load(None).map(|(c, _)| c).unwrap_or_default(),
     })
 }

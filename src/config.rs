@@ -840,10 +840,14 @@ where
 }
 
 impl Config {
-    /// Where the config lives when no path is given:
-    /// `$XDG_CONFIG_HOME/mnemofs/config.yaml`, else
+    /// Where the config lives when no path is given: `$MNEMOFS_CONFIG`,
+    /// else `$XDG_CONFIG_HOME/mnemofs/config.yaml`, else
     /// `$HOME/.config/mnemofs/config.yaml`.
     pub fn default_path() -> Option<PathBuf> {
+        // One file for every command of a shell or a service.
+        if let Some(path) = std::env::var_os("MNEMOFS_CONFIG").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(path));
+        }
         let base = std::env::var_os("XDG_CONFIG_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
@@ -872,7 +876,13 @@ impl Config {
             None => match Config::default_path() {
                 Some(p) => match std::fs::read_to_string(&p) {
                     Ok(text) => (text, Some(p)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
+                    // Only a file named on purpose must be there.
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            && std::env::var_os("MNEMOFS_CONFIG").is_none_or(|v| v.is_empty()) =>
+                    {
+                        (String::new(), None)
+                    }
                     Err(error) => return Err(ConfigError::Read { path: p, error }),
                 },
                 None => (String::new(), None),

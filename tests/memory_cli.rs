@@ -1427,6 +1427,40 @@ fn serve(store: &Path, state: &Path) -> Serve {
     serving
 }
 
+/// `MNEMOFS_CONFIG` names the configuration of every command; a file it
+/// names that is not there is said, not taken for the defaults.
+#[test]
+fn the_config_named_by_the_environment_is_read_by_every_command() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let store = new_store(tmp.path(), "s");
+    let missing = tmp.path().join("nowhere.yaml");
+    let mut cmd = Command::new(bin());
+    cmd.args(["search", "anything", "--store"])
+        .arg(&store)
+        .env("MNEMOFS_CONFIG", &missing);
+    let out = run_with_timeout(&mut cmd, Duration::from_secs(60)).expect("search hung");
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cannot read config"), "{said}");
+    let config = tmp.path().join("c.yaml");
+    fs::write(&config, "search: { model: /nowhere/model }\n").expect("config");
+    let mut cmd = Command::new(bin());
+    cmd.args(["status", "--store"])
+        .arg(&store)
+        .env("MNEMOFS_CONFIG", &config);
+    let out = run_with_timeout(&mut cmd, Duration::from_secs(60)).expect("status hung");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("/nowhere/model"),
+        "the model it names: {said}"
+    );
+}
+
 /// A daemon whose socket file was removed (by hand, or a cleaner of
 /// `/run/user`) still stops at SIGTERM.
 #[test]
