@@ -1840,12 +1840,16 @@ fn log_filter(daemon: bool, verbose: u8) -> tracing_subscriber::EnvFilter {
 
 /// Sends logs to stderr: the terminal, the daemon's log file (its stderr
 /// is the file), or the journal under systemd, which stamps lines itself.
-fn init_logs(daemon: bool, verbose: u8) {
+/// A command that prints and ends (`terse`) says its warnings as
+/// sentences, without a time or a module's name.
+fn init_logs(daemon: bool, terse: bool, verbose: u8) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(log_filter(daemon, verbose))
         .with_writer(std::io::stderr)
         .with_ansi(false);
-    let result = if std::env::var_os("JOURNAL_STREAM").is_some() {
+    let result = if terse && verbose == 0 && std::env::var_os("MNEMOFS_LOG").is_none() {
+        builder.without_time().with_target(false).try_init()
+    } else if std::env::var_os("JOURNAL_STREAM").is_some() {
         builder.without_time().try_init()
     } else {
         builder.try_init()
@@ -1883,6 +1887,7 @@ pub fn main() -> ExitCode {
     }
     init_logs(
         matches!(cli.command, Command::Mount { .. } | Command::Serve { .. }),
+        prints_and_ends(&cli.command),
         cli.verbose,
     );
     match run(cli) {
