@@ -168,6 +168,8 @@ pub struct IndexStatus {
     /// Memories waiting for their vectors (a search never waits for a
     /// backlog; the few just written it embeds itself).
     pub embed_backlog: u64,
+    /// Why the configured model could not be loaded, if it could not.
+    pub model_failed: Option<String>,
 }
 
 /// What `wait_idle` waits on; guarded by `Core::progress`.
@@ -213,6 +215,8 @@ struct Core {
     /// Semantic search turned on at the first search that needs it (see
     /// [`Index::enable_semantic_on_demand`]).
     semantic_on_demand: parking_lot::Mutex<Option<OnDemand>>,
+    /// Why the model on demand could not be loaded.
+    model_failed: parking_lot::Mutex<Option<String>>,
 }
 
 /// What [`Index::enable_semantic_on_demand`] loads when first asked.
@@ -483,6 +487,7 @@ impl Index {
             mapped: Some(mapped),
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
+            model_failed: Default::default(),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -525,6 +530,7 @@ impl Index {
             mapped,
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
+            model_failed: Default::default(),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
@@ -676,6 +682,7 @@ impl Index {
             failing,
             kept_ids: core.ids.kept(),
             model: semantic.map(|s| s.model().to_owned()),
+            model_failed: core.model_failed.lock().clone(),
             embedded: semantic.map_or(0, |s| s.embedded() as u64),
             // Without a worker, every memory the kept vectors lack waits
             // (for a daemon, or the searches here).
@@ -797,7 +804,10 @@ impl Index {
                     }
                     let _ = core.semantic.set(frozen);
                 }
-                Err(e) => tracing::warn!("search is by words only: {e}"),
+                Err(e) => {
+                    tracing::warn!("search is by words only: {e}");
+                    *core.model_failed.lock() = Some(e.to_string());
+                }
             }
         }
         drop(pending);

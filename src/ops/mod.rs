@@ -1665,7 +1665,11 @@ impl Operations {
                     backlog: s.embed_backlog,
                 })
             }),
-            meaning_off: self.meaning_off.as_deref().map(str::to_owned),
+            meaning_off: self
+                .meaning_off
+                .as_deref()
+                .map(str::to_owned)
+                .or(s.model_failed.clone()),
             last_commit_ms: s.last_commit,
             index_failing: s.failing.clone(),
             rebuilding: s
