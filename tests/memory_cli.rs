@@ -1459,6 +1459,12 @@ fn the_config_named_by_the_environment_is_read_by_every_command() {
         said.contains("/nowhere/model"),
         "the model it names: {said}"
     );
+    // And the status says why search is by words only.
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("by words only, as the model in /nowhere/model"),
+        "{shown}"
+    );
 }
 
 /// A daemon whose socket file was removed (by hand, or a cleaner of
