@@ -716,6 +716,7 @@ impl Index {
                 &mut top,
             );
         }
+        copies_after_originals(&searcher, &mut top);
         top.truncate(wanted);
         if top.is_empty() && query.is_none() {
             return Ok(None);
@@ -1350,6 +1351,54 @@ impl Index {
 }
 
 /// The store path kept in a document's stored `path` field.
+/// A sync's conflict copy that ranks above the note it is a version of
+/// goes just below it: the note is the one to read, the copy what to
+/// reconcile it with. Paths come from the fast field, not the documents.
+fn copies_after_originals<T>(searcher: &Searcher, top: &mut Vec<(f32, DocAddress, T)>) {
+    let path_of = |address: DocAddress| -> Option<String> {
+        let column = searcher
+            .segment_reader(address.segment_ord)
+            .fast_fields()
+            .bytes(names::PATH)
+            .ok()??;
+        let ord = column.term_ords(address.doc_id).next()?;
+        let mut key = Vec::new();
+        column.ord_to_bytes(ord, &mut key).ok()?;
+        path_from_key(&key).map(|p| p.to_string())
+    };
+    let paths: Vec<Option<String>> = top.iter().map(|t| path_of(t.1)).collect();
+    let mut order: Vec<usize> = (0..top.len()).collect();
+    for (i, path) in paths.iter().enumerate() {
+        let Some(original) = path
+            .as_deref()
+            .and_then(crate::memory::conflict::parse)
+            .map(|c| c.original)
+        else {
+            continue;
+        };
+        let at = |k: usize| order.iter().position(|&o| o == k);
+        if let (Some(copy), Some(j)) = (
+            at(i),
+            paths.iter().position(|p| p.as_deref() == Some(&original)),
+        ) && let Some(note) = at(j)
+            && note > copy
+        {
+            let moved = order.remove(copy);
+            order.insert(note, moved);
+        }
+    }
+    if order.iter().enumerate().any(|(k, &o)| k != o) {
+        let mut taken: Vec<Option<(f32, DocAddress, T)>> = top.drain(..).map(Some).collect();
+        top.extend(order.into_iter().filter_map(|o| taken[o].take()));
+        // Scores stay in rank order: the copy scores as its note does.
+        for k in 1..top.len() {
+            if top[k].0 > top[k - 1].0 {
+                top[k].0 = top[k - 1].0;
+            }
+        }
+    }
+}
+
 fn stored_path(doc: &TantivyDocument, field: Field) -> Option<StorePath> {
     doc.get_first(field)
         .and_then(|v| v.as_bytes())

@@ -165,6 +165,32 @@ fn text_files_are_indexed_binaries_and_ignored_files_are_not() {
 }
 
 #[test]
+fn a_conflict_copy_ranks_below_the_note_it_is_a_version_of() {
+    let fx = agent_memories();
+    fx.write(
+        "notes/hosting.md",
+        "We moved the app to Fly for its hosting.\n",
+    );
+    fx.write(
+        "notes/hosting.conflict-laptop-20250102T030405Z.md",
+        "Hosting decision: we decided on Hetzner hosting.\n",
+    );
+    fx.sync();
+    assert_eq!(
+        fx.search("what did we decide about hosting"),
+        paths(&[
+            "notes/hosting.md",
+            "notes/hosting.conflict-laptop-20250102T030405Z.md"
+        ])
+    );
+    // Alone, a copy is found as any memory is.
+    assert_eq!(
+        fx.search("Hetzner"),
+        paths(&["notes/hosting.conflict-laptop-20250102T030405Z.md"])
+    );
+}
+
+#[test]
 fn a_tag_finds_its_nested_tags() {
     let fx = agent_memories();
     fx.write(
