@@ -174,6 +174,54 @@ fn export_then_import_into_an_empty_store_gives_every_file_back_byte_for_byte() 
     assert_eq!(ids(&export), ids(&succeeded(&run(&to, &["export"], None))));
 }
 
+/// Brought back through a running daemon, an export is the same files
+/// too: its normalizer leaves what came in as it came.
+#[test]
+fn an_import_through_a_daemon_is_left_as_it_came() {
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let files: &[(&str, &[u8])] = &[
+        ("notes/plain.md", b"No frontmatter at all.\n"),
+        ("notes/some.md", b"---\ntags: [x]\n---\nSome frontmatter.\n"),
+    ];
+    let from = store(tmp.path(), "from", files);
+    let export = succeeded(&run(&from, &["export"], None));
+    let to = store(tmp.path(), "to", &[]);
+    let config = tmp.path().join("daemon.yaml");
+    fs::write(&config, CONFIG).expect("config");
+    let mut daemon = store_command(&to, &["serve"])
+        .env("MNEMOFS_CONFIG", &config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs serve");
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(daemon.stdout.take().expect("stdout")),
+        &mut ready,
+    )
+    .expect("ready");
+    assert!(ready.starts_with("serving "), "{ready:?}");
+    let imported = succeeded(&run(&to, &["import"], Some(&export)));
+    assert!(imported.contains("written 2"), "{imported}");
+    // Past the normalizer's quiet period and debounce.
+    std::thread::sleep(Duration::from_secs(4));
+    let got = file_tree(&to);
+    for (path, bytes) in files {
+        assert_eq!(
+            String::from_utf8_lossy(&got[*path]),
+            String::from_utf8_lossy(bytes),
+            "{path} changed"
+        );
+    }
+    common::signal(daemon.id(), libc::SIGTERM);
+    if common::wait_timeout(&mut daemon, Duration::from_secs(30)).is_none() {
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+    }
+}
+
 #[test]
 fn a_record_whose_fields_were_edited_is_written_from_its_fields() {
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -183,6 +183,18 @@ impl Operations {
         for i in again {
             placed[i] = Some(self.put(batch[i], update).unwrap_or_else(failed));
         }
+        // What came in stays byte for byte as it came (an export brought
+        // back is the same files) until someone writes it: the normalizer
+        // leaves it, as it leaves a restored version.
+        if let Some(organizer) = &self.organizer {
+            for p in placed.iter().flatten() {
+                if let Placed::Written { path } | Placed::Updated { path } = p
+                    && let Some(path) = StorePath::new(path)
+                {
+                    organizer.restored(&path);
+                }
+            }
+        }
         placed
             .into_iter()
             .map(|p| {
