@@ -462,6 +462,33 @@ fn what_another_machine_pushed_and_this_one_does_not_sync_stays_on_the_remote() 
 }
 
 #[test]
+fn a_git_repository_inside_the_store_is_said_to_be_left_out() {
+    let (_tmp, _remote, a, _b) = two_stores(&[("notes/seed.md", "seed\n")]);
+    let nested = a.store.join("thoughts");
+    std::fs::create_dir_all(&nested).expect("mkdir");
+    std::fs::write(nested.join("idea.md"), "an idea\n").expect("note");
+    git(&nested, &["init", "-q"]);
+    git(&nested, &["add", "-A"]);
+    git(
+        &nested,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "own",
+        ],
+    );
+    let report = a.sync();
+    assert!(
+        report.contains("left out: thoughts/ is a git repository of its own"),
+        "{report}"
+    );
+}
+
+#[test]
 fn a_read_only_clone_follows_and_never_pushes() {
     let (tmp, remote, a, b) = two_stores(&[("team.md", "the team's note\n")]);
     let c = Machine::new(tmp.path(), "c");

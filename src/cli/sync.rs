@@ -123,6 +123,9 @@ fn print_report(report: &SyncReport) {
     for waiting in &report.waiting {
         println!("waiting: {waiting}");
     }
+    for left in &report.left_out {
+        println!("left out: {left}");
+    }
     if !report.conflicts.is_empty() {
         eprintln!(
             "mnemofs: keep what you want of each copy in its memory, then delete the copy \

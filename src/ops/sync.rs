@@ -47,6 +47,10 @@ pub struct SyncReport {
     /// Changes not applied yet (a file open for writing, or written since
     /// the round began); the next round finishes them.
     pub waiting: Vec<String>,
+    /// Folders sync leaves out, and why: a git repository of its own inside
+    /// the store, whose notes git records only as a commit id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
     /// True when the remote now has what the store has.
     pub pushed: bool,
     /// Commits this round pushed that earlier rounds (or the user) made:

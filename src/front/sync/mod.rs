@@ -434,6 +434,7 @@ fn locked_round(
     };
     let before = git.rev("HEAD");
     report.committed = commit_local(&git, settings, resumed)?;
+    report.left_out = nested_repositories(&git);
 
     for attempt in 1..=PUSH_ATTEMPTS {
         fetch(&git, settings).map_err(|e| match e {
@@ -598,6 +599,24 @@ fn tracking(settings: &Settings) -> String {
 }
 
 /// Commits every change in the store; the changes, in words.
+/// The folders of the store that are git repositories of their own: git
+/// records each as the commit it is at (a gitlink), never its files, so
+/// its notes reach no other machine. Said at every round.
+fn nested_repositories(git: &Git) -> Vec<String> {
+    let staged = git.run(&["ls-files", "--stage"]).unwrap_or_default();
+    staged
+        .lines()
+        .filter(|line| line.starts_with("160000 "))
+        .filter_map(|line| line.split_once('\t').map(|(_, path)| path.to_owned()))
+        .map(|path| {
+            format!(
+                "{path}/ is a git repository of its own: its notes are not synced \
+                 (remove its .git, or sync it with git itself)"
+            )
+        })
+        .collect()
+}
+
 fn commit_local(git: &Git, settings: &Settings, resumed: bool) -> Result<Vec<String>, SyncError> {
     git.run(&["add", "-A"])?;
     let mut tree = git.run(&["write-tree"])?.trim().to_owned();
@@ -940,7 +959,7 @@ fn apply(
         if !is_file(&change.old_mode) && change.status != 'A'
             || !is_file(&change.new_mode) && change.status != 'D'
         {
-            tracing::warn!(
+            tracing::info!(
                 "sync: {} is not a regular file in git (mode {} -> {}); left alone",
                 change.path.display(),
                 change.old_mode,
