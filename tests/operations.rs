@@ -2187,6 +2187,9 @@ fn a_path_too_long_for_the_system_is_refused_before_any_folder_is_made() {
     }
     std::fs::create_dir_all(&below).expect("deeper on disk");
     std::fs::write(below.join("y.md"), "deeper\n").expect("file");
+    // Made there by another program, it is read as any file is.
+    let deeper = format!("{}{}y.md", "d/".repeat(100), "e/".repeat(50));
+    assert_eq!(f.ops.read(&deeper).expect("read"), "deeper\n");
     f.index.notify_path(&StorePath::root());
     f.settle();
     assert!(f.ops.search("deeper", 10).expect("search").is_empty());

@@ -1528,7 +1528,9 @@ mod tests {
         assert_eq!(
             seen,
             [Request::Search {
-                query: "(dark mode) tag:\"ui\" tag:\"theme\" category:preferences created:[2026-01-01 TO *]".into(),
+                query:
+                    "(dark mode) tag:ui tag:theme category:preferences created:[2026-01-01 TO *]"
+                        .into(),
                 limit: 3,
             }]
         );
@@ -1549,7 +1551,7 @@ mod tests {
         assert_eq!(
             seen,
             [Request::Search {
-                query: "tag:\"a\" tag:\"b\" type:\"task\"".into(),
+                query: "tag:a tag:b type:\"task\"".into(),
                 limit: 20,
             }]
         );

@@ -1351,9 +1351,9 @@ impl Index {
 }
 
 /// The store path kept in a document's stored `path` field.
-/// A sync's conflict copy that ranks above the note it is a version of
-/// goes just below it: the note is the one to read, the copy what to
-/// reconcile it with. Paths come from the fast field, not the documents.
+/// A sync's conflict copy found with the note it is a version of goes
+/// just below it: the note is the one to read, the copy what to reconcile
+/// it with. Paths come from the fast field, not the documents.
 fn copies_after_originals<T>(searcher: &Searcher, top: &mut Vec<(f32, DocAddress, T)>) {
     let path_of = |address: DocAddress| -> Option<String> {
         let column = searcher
@@ -1381,10 +1381,12 @@ fn copies_after_originals<T>(searcher: &Searcher, top: &mut Vec<(f32, DocAddress
             at(i),
             paths.iter().position(|p| p.as_deref() == Some(&original)),
         ) && let Some(note) = at(j)
-            && note > copy
+            && copy != note + 1
         {
             let moved = order.remove(copy);
-            order.insert(note, moved);
+            // Just below the note, wherever it was.
+            let note = if note > copy { note - 1 } else { note };
+            order.insert(note + 1, moved);
         }
     }
     if order.iter().enumerate().any(|(k, &o)| k != o) {

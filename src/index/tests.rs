@@ -183,6 +183,17 @@ fn a_conflict_copy_ranks_below_the_note_it_is_a_version_of() {
             "notes/hosting.conflict-laptop-20250102T030405Z.md"
         ])
     );
+    // Below the note, with nothing between them.
+    fx.write("notes/other.md", "Hosting of the team's wiki.\n");
+    fx.sync();
+    let found = fx.search("hosting");
+    let note = found
+        .iter()
+        .position(|p| p.to_string() == "notes/hosting.md");
+    let copy = found
+        .iter()
+        .position(|p| p.to_string().contains(".conflict-"));
+    assert_eq!(copy, note.map(|n| n + 1), "{found:?}");
     // Alone, a copy is found as any memory is.
     assert_eq!(
         fx.search("Hetzner"),

@@ -132,7 +132,10 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
             }
             starts.push(earlier.map(|(_, day)| day));
         }
-        let about = super::hanzi::as_written(&about(sentence, &spans), written_sentence);
+        let about = without_struck(&super::hanzi::as_written(
+            &about(sentence, &spans),
+            written_sentence,
+        ));
         for ((start, end, when), first_day) in spans.into_iter().zip(starts) {
             let Some((due, all_day)) = today.resolve(when) else {
                 continue;
@@ -712,9 +715,41 @@ fn done_or_cancelled(sentence: &str) -> bool {
             .any(|w| lower.contains(w))
 }
 
-/// Whether the byte `at` of `sentence` is struck out (`~~like this~~`).
+/// Whether the byte `at` of `sentence` is struck out (`~~like this~~`,
+/// `<del>like this</del>`, `<s>this</s>`).
 fn struck_out(sentence: &str, at: usize) -> bool {
-    sentence[..at].matches("~~").count() % 2 == 1
+    let before = sentence[..at].to_ascii_lowercase();
+    let opened = before.matches("<del>").count() + before.matches("<s>").count();
+    let closed = before.matches("</del>").count() + before.matches("</s>").count();
+    before.matches("~~").count() % 2 == 1 || opened > closed
+}
+
+/// `text` without what is struck out in it, and the marks: "Lunch with
+/// ~~Alice~~ Carol" is about lunch with Carol.
+fn without_struck(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let next = [("~~", "~~"), ("<del>", "</del>"), ("<s>", "</s>")]
+            .into_iter()
+            .filter_map(|(open, close)| lower.find(open).map(|at| (at, open, close)))
+            .min_by_key(|(at, ..)| *at);
+        let Some((at, open, close)) = next else {
+            out.push_str(rest);
+            break;
+        };
+        out.push_str(&rest[..at]);
+        let after = at + open.len();
+        match lower[after..].find(close) {
+            Some(end) => rest = &rest[after + end + close.len()..],
+            None => {
+                out.push_str(&rest[after..]);
+                break;
+            }
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A day alone just before the date phrase at `start`, joined to it ("from
@@ -2172,6 +2207,16 @@ mod tests {
         assert_eq!(
             one("~~Monday~~ Call the caterer tomorrow").phrase,
             "tomorrow"
+        );
+        none("<del>Call Alice tomorrow 5pm</del>");
+        none("<s>Call Alice tomorrow 5pm</s>");
+        assert_eq!(
+            one("Lunch with ~~Alice~~ Carol tomorrow at noon").about,
+            "Lunch with Carol"
+        );
+        assert_eq!(
+            one("Lunch with <del>Alice</del> Carol tomorrow at noon").about,
+            "Lunch with Carol"
         );
         // An abbreviation inside a link does not end the sentence.
         let r = one("Dentist appointment with [[Dr. Chen Wei]] tomorrow at 3pm.");

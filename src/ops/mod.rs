@@ -615,21 +615,27 @@ impl Operations {
                 why: "paths are relative to the store",
             });
         }
-        let real = StorePath::new(path).ok_or_else(|| Error::InvalidPath {
+        StorePath::new(path).ok_or_else(|| Error::InvalidPath {
             path: path.into(),
             why: "it leaves the store or holds an invalid name",
-        })?;
+        })
+    }
+
+    /// Refuses to make a file or folder deeper than mnemofs follows
+    /// ([`MAX_DEPTH`](crate::store::MAX_DEPTH)); what is already there
+    /// is read and changed as any file is.
+    fn check_depth(real: &StorePath, shown: &str) -> Result<()> {
         const _: () = assert!(
             crate::store::MAX_DEPTH == 100,
             "the sentence below names it"
         );
         if real.parent().is_some_and(|folder| !folder.within_depth()) {
             return Err(Error::InvalidPath {
-                path: path.into(),
+                path: shown.into(),
                 why: "it is more than 100 folders deep",
             });
         }
-        Ok(real)
+        Ok(())
     }
 
     /// Where `path` leads: a real path, or a place in a view.
@@ -1019,6 +1025,7 @@ impl Operations {
     /// session's scope added), once its name and size are checked.
     fn checked_new_file(&self, path: &str, content: &str) -> Result<(StorePath, String)> {
         let real = self.writable(path)?;
+        Self::check_depth(&real, path)?;
         self.check_size(path, content.len())?;
         check_text(path, &real, content)?;
         if let Some(name) = real.file_name()
@@ -1181,6 +1188,7 @@ impl Operations {
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
         let source = self.writable(from)?;
         let target = self.writable(to)?;
+        Self::check_depth(&target, to)?;
         if target.as_path().starts_with(source.as_path()) {
             return Err(Error::InvalidInput(format!(
                 "cannot move {from} into itself"
@@ -1654,7 +1662,8 @@ impl Operations {
             writer: self.writer.describe(),
             pid: (self.served_by == ServedBy::Daemon).then(std::process::id),
             store: self.store.root_path().display().to_string(),
-            documents: s.documents,
+            // A scoped session counts what it may see.
+            documents: s.documents.saturating_sub(self.hidden_paths().len() as u64),
             pending_changes: s.pending_changes,
             reconciling: s.reconciling,
             kept_ids: s.kept_ids,

@@ -548,6 +548,9 @@ fn an_agent_sees_global_memories_and_its_own_never_another_agents() {
     ));
     assert!(matches!(alice.delete("bob"), Err(Error::OtherScope(_))));
 
+    // Its status counts what it may see.
+    assert_eq!(alice.status().documents, f.ops.status().documents - 1);
+
     // The whole store for an unscoped session; only global ones for `global`.
     assert_eq!(f.ops.search("note", 20).expect("all").len(), 4);
     let global = f.ops.scoped(scope("global"));
