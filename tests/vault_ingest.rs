@@ -817,6 +817,27 @@ fn a_note_whose_frontmatter_cannot_be_read_comes_in_as_written() {
 }
 
 #[test]
+fn an_empty_page_of_a_vault_comes_in_so_links_to_it_resolve() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let vault = tmp.path().join("vault");
+    seed_files(
+        &vault,
+        &[
+            ("Placeholder.md", b""),
+            ("Hub.md", b"See [[Placeholder]] later.\n"),
+        ],
+    );
+    let store = tmp.path().join("s");
+    fs::create_dir_all(&store).expect("store");
+    let report = ingest(&store, "obsidian", &vault, &[]);
+    assert!(report.contains("written 2"), "{report}");
+    let page = fs::read_to_string(store.join("obsidian/Placeholder.md")).expect("the page");
+    assert!(page.contains("title: Placeholder"), "{page}");
+    let again = ingest(&store, "obsidian", &vault, &[]);
+    assert!(again.contains("written 0"), "{again}");
+}
+
+#[test]
 fn update_takes_in_notes_edited_in_the_vault_and_keeps_the_earlier_text() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let vault = tmp.path().join("vault");

@@ -601,8 +601,10 @@ fn note(
         }
         Source::Obsidian => {}
     }
-    // A note of properties alone (frontmatter, no body) is a note.
-    if content.trim().is_empty() && fields.is_empty() {
+    // A note of properties alone (frontmatter, no body) is a note; so is
+    // an empty page of a vault, which links may name.
+    let a_vault = matches!(source, Source::Obsidian | Source::Logseq);
+    if content.trim().is_empty() && fields.is_empty() && !a_vault {
         return Err("empty".into());
     }
     // Links name notes by their names in the source: keep them findable.
