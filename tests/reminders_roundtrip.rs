@@ -189,16 +189,29 @@ fn an_import_through_a_daemon_is_left_as_it_came() {
     let to = store(tmp.path(), "to", &[]);
     let config = tmp.path().join("daemon.yaml");
     fs::write(&config, CONFIG).expect("config");
-    let mut daemon = store_command(&to, &["serve"])
-        .env("MNEMOFS_CONFIG", &config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn mnemofs serve");
+    /// The daemon, stopped when the test ends, passed or not.
+    struct Stopped(std::process::Child);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            common::signal(self.0.id(), libc::SIGTERM);
+            if common::wait_timeout(&mut self.0, Duration::from_secs(30)).is_none() {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+    }
+    let mut daemon = Stopped(
+        store_command(&to, &["serve"])
+            .env("MNEMOFS_CONFIG", &config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mnemofs serve"),
+    );
     let mut ready = String::new();
     std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(daemon.stdout.take().expect("stdout")),
+        &mut std::io::BufReader::new(daemon.0.stdout.take().expect("stdout")),
         &mut ready,
     )
     .expect("ready");
@@ -214,11 +227,6 @@ fn an_import_through_a_daemon_is_left_as_it_came() {
             String::from_utf8_lossy(bytes),
             "{path} changed"
         );
-    }
-    common::signal(daemon.id(), libc::SIGTERM);
-    if common::wait_timeout(&mut daemon, Duration::from_secs(30)).is_none() {
-        let _ = daemon.kill();
-        let _ = daemon.wait();
     }
 }
 
