@@ -836,12 +836,7 @@ impl Organizing {
             if parsed.has_malformed_frontmatter() || super::is_ingested(&parsed.frontmatter) {
                 continue;
             }
-            let scope = parsed
-                .frontmatter
-                .scope
-                .map(|s| s.trim().to_lowercase())
-                .filter(|s| !s.is_empty() && s != "global")
-                .unwrap_or_default();
+            let scope = agent_scope(parsed.frontmatter.scope.as_deref()).unwrap_or_default();
             let body = normalized_body(&text);
             if body.is_empty() {
                 continue;
@@ -1282,12 +1277,16 @@ impl Organizing {
 /// global memory (no scope) names only global ones, an agent's memory
 /// those and its own agent's.
 fn scope_sees(source: Option<&str>, target: Option<&str>) -> bool {
-    let agent = |s: Option<&str>| {
-        s.map(|s| s.trim().to_lowercase())
-            .filter(|s| !s.is_empty() && s != "global")
-    };
-    match agent(target) {
+    match agent_scope(target) {
         None => true,
-        Some(target) => agent(source).is_some_and(|source| source == target),
+        Some(target) => agent_scope(source).is_some_and(|source| source == target),
     }
+}
+
+/// A memory's `scope:` when it is an agent's (lowercase); `None` for a
+/// global one.
+fn agent_scope(scope: Option<&str>) -> Option<String> {
+    scope
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty() && s != "global")
 }
