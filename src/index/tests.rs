@@ -1741,19 +1741,27 @@ fn query_piece() -> impl Strategy<Value = String> {
     ]
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
-
-    /// No query, however malformed, panics or hangs a search: it answers
-    /// with results or an error.
-    #[test]
-    fn any_query_is_answered_without_a_panic(pieces in proptest::collection::vec(query_piece(), 0..300)) {
-        static FX: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
-        let fx = FX.get_or_init(agent_memories);
-        let query: String = pieces.concat();
-        let _ = fx.index.search(&query, 10);
-        let _ = fx.index.query_warnings(&query);
-    }
+/// No query, however malformed, panics or hangs a search: it answers
+/// with results or an error. One store serves every case, and is removed
+/// after them.
+#[test]
+fn any_query_is_answered_without_a_panic() {
+    let fx = agent_memories();
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 256,
+        ..ProptestConfig::default()
+    });
+    runner
+        .run(
+            &proptest::collection::vec(query_piece(), 0..300),
+            |pieces| {
+                let query: String = pieces.concat();
+                let _ = fx.index.search(&query, 10);
+                let _ = fx.index.query_warnings(&query);
+                Ok(())
+            },
+        )
+        .unwrap();
 }
 
 #[test]
