@@ -1610,3 +1610,37 @@ fn a_copy_through_the_mount_gets_its_own_id() {
         "the original keeps its id"
     );
 }
+
+/// `cp a.md b.md`, then the original is edited before the copy is: the
+/// original still keeps its id and the copy gets a new one, although the
+/// original's status changed last.
+#[test]
+fn an_original_edited_after_its_copy_keeps_its_id() {
+    const ID: &str = "22222222-2222-4222-8222-222222222222";
+    let o = organized(
+        FAST,
+        &[(
+            "a.md",
+            &format!("---\nid: {ID}\n---\n# A note\nhello there\n"),
+            0,
+        )],
+    );
+    // As a copy is made, well after its original was seen.
+    wait_for(&o, "the original to be indexed", || {
+        o.m(format!("by-id/{ID}.md")).exists()
+    });
+    fs::copy(o.m("a.md"), o.m("b.md")).expect("cp");
+    std::thread::sleep(Duration::from_millis(50));
+    let mut a = fs::OpenOptions::new()
+        .append(true)
+        .open(o.m("a.md"))
+        .expect("open a.md");
+    a.write_all(b"and more\n").expect("append");
+    drop(a);
+    let renewed = poll_until(Duration::from_secs(30), || {
+        field(&o.s("b.md"), "id").is_some_and(|id| id != ID)
+    });
+    assert!(renewed, "b.md: {:?}", field(&o.s("b.md"), "id"));
+    assert_eq!(field(&o.s("a.md"), "id").as_deref(), Some(ID));
+    assert!(text(&o.s("a.md")).ends_with("and more\n"));
+}

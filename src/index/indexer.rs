@@ -582,12 +582,14 @@ impl Indexer {
         let fields = &self.core.fields;
         let mut need = Vec::new();
         let mut files = Vec::new();
+        let mut copies = Vec::new();
         for (i, (key, change)) in changes.iter().enumerate() {
             let Change::Upsert(_, doc, _) = change else {
                 continue;
             };
             if !document::needs_id(fields, doc) {
                 self.core.ids.forget(key);
+                copies.push((key.clone(), own_id(fields, doc)));
                 continue;
             }
             let Some(stat) = path_from_key(key).and_then(|p| self.store.stat(&p).ok()) else {
@@ -595,9 +597,6 @@ impl Indexer {
             };
             need.push(i);
             files.push((key.clone(), Identity::of(&stat)));
-        }
-        if files.is_empty() {
-            return;
         }
         let searcher = self.core.reader.searcher();
         let taken = |id: &str, key: &[u8]| {
@@ -609,6 +608,10 @@ impl Indexer {
                 .is_ok_and(|paths| paths.iter().any(|p| path_key(p) != key))
         };
         let previous = |key: &[u8]| super::query::indexed_id_in(&searcher, fields, key);
+        self.note_copies(copies, &taken, &previous);
+        if files.is_empty() {
+            return;
+        }
         let ids = self
             .core
             .ids
@@ -616,6 +619,35 @@ impl Indexer {
         for (i, id) in need.into_iter().zip(ids) {
             if let Some((_, Change::Upsert(_, doc, _))) = changes.get_mut(i) {
                 document::add_id(fields, doc, &id);
+            }
+        }
+    }
+
+    /// Remembers which of `memories` (with the ids their files give) came
+    /// with an id another path already had in the committed index, and
+    /// had not had it here before: copies (`cp a.md b.md`), as opposed to
+    /// the memory they were copied from, whichever is edited first.
+    fn note_copies(
+        &self,
+        memories: Vec<(Vec<u8>, Option<String>)>,
+        taken: &dyn Fn(&str, &[u8]) -> bool,
+        previous: &dyn Fn(&[u8]) -> Option<String>,
+    ) {
+        if memories.is_empty() {
+            return;
+        }
+        let mut copies = self.core.copies.lock();
+        for (key, id) in memories {
+            let copy = id.filter(|id| {
+                !previous(&key).is_some_and(|p| p.eq_ignore_ascii_case(id)) && taken(id, &key)
+            });
+            match copy {
+                Some(id) => {
+                    copies.insert(key, id);
+                }
+                None => {
+                    copies.remove(&key);
+                }
             }
         }
     }
@@ -651,6 +683,7 @@ impl Indexer {
                 if self.mirror.remove(&key).is_some() {
                     self.ops.push(UserOperation::Delete(term));
                     self.core.ids.gone(&key, unix_ms() / 1000);
+                    self.core.copies.lock().remove(&key);
                 }
             }
             Change::Upsert(state, doc, _) => {
@@ -995,6 +1028,14 @@ fn is_gone(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ELOOP)
     )
+}
+
+/// The id a memory's own frontmatter gives it, if any.
+fn own_id(fields: &super::schema::Fields, doc: &TantivyDocument) -> Option<String> {
+    use tantivy::schema::Value;
+    doc.get_first(fields.id)
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
 }
 
 fn is_skipped(fields: &super::schema::Fields, doc: &TantivyDocument) -> bool {

@@ -217,6 +217,10 @@ struct Core {
     semantic_on_demand: parking_lot::Mutex<Option<OnDemand>>,
     /// Why the model on demand could not be loaded.
     model_failed: parking_lot::Mutex<Option<String>>,
+    /// Paths that came with an id another memory already had in the
+    /// index (`cp a.md b.md`: `b.md`), and that id. The organizer gives
+    /// such a copy an id of its own, whichever of the two changed last.
+    copies: parking_lot::Mutex<std::collections::HashMap<Vec<u8>, String>>,
 }
 
 /// What [`Index::enable_semantic_on_demand`] loads when first asked.
@@ -488,6 +492,7 @@ impl Index {
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
             model_failed: Default::default(),
+            copies: Default::default(),
         });
         Ok(Index {
             inner: Arc::new(Inner {
@@ -531,6 +536,7 @@ impl Index {
             semantic: Default::default(),
             semantic_on_demand: Default::default(),
             model_failed: Default::default(),
+            copies: Default::default(),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let spawn_core = Arc::clone(&core);
@@ -888,6 +894,18 @@ impl Index {
                 &previous,
             )
             .pop()
+    }
+
+    /// Whether the memory at `path` came into the index with the id `id`
+    /// while another memory already had it there: a copy of that one.
+    /// `false` when the index saw both arrive together, or never saw it.
+    pub fn came_as_copy(&self, path: &StorePath, id: &str) -> bool {
+        self.inner
+            .core
+            .copies
+            .lock()
+            .get(document::path_key(path))
+            .is_some_and(|kept| kept.eq_ignore_ascii_case(id.trim()))
     }
 
     /// The id a markdown file at `path` without one in its frontmatter

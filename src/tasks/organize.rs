@@ -399,20 +399,37 @@ impl Organizing {
     }
 
     /// `text` with a fresh id when `path` is a copy of another memory
-    /// (`cp a.md b.md`): another file has the same id and is older (changed
-    /// status earlier), so this one, the copy, gets a new id.
+    /// (`cp a.md b.md`) that still has the same id. The copy is the one
+    /// the index saw arrive with an id the other already had, whichever of
+    /// the two was edited since; when the index saw both arrive together,
+    /// the one whose status changed later.
     fn renewed_id_of_a_copy(&self, path: &StorePath, st: &Stat, text: &str) -> Option<String> {
         let id = memory::parse("", text).frontmatter.id?;
-        let older_twin = self.index.paths_with_id(&id).into_iter().any(|other| {
-            other != *path
-                && self.store.stat(&other).is_ok_and(|o| {
-                    (o.ctime.sec, o.ctime.nsec) < (st.ctime.sec, st.ctime.nsec)
-                        && self.read_text(&other).is_some_and(|(_, t)| {
-                            memory::parse("", &t).frontmatter.id.as_deref() == Some(id.as_str())
-                        })
-                })
-        });
-        if !older_twin {
+        let twins: Vec<(StorePath, Stat)> = self
+            .index
+            .paths_with_id(&id)
+            .into_iter()
+            .filter(|other| other != path)
+            .filter_map(|other| {
+                let o = self.store.stat(&other).ok()?;
+                let (_, t) = self.read_text(&other)?;
+                (memory::parse("", &t).frontmatter.id.as_deref() == Some(id.as_str()))
+                    .then_some((other, o))
+            })
+            .collect();
+        if twins.is_empty() {
+            return None;
+        }
+        let copy = if self.index.came_as_copy(path, &id) {
+            true
+        } else if twins.iter().any(|(o, _)| self.index.came_as_copy(o, &id)) {
+            false
+        } else {
+            twins
+                .iter()
+                .any(|(_, o)| (o.ctime.sec, o.ctime.nsec) < (st.ctime.sec, st.ctime.nsec))
+        };
+        if !copy {
             return None;
         }
         let fresh = uuid::Uuid::new_v4().to_string();
