@@ -1618,7 +1618,11 @@ fn a_copy_through_the_mount_gets_its_own_id() {
 fn an_original_edited_after_its_copy_keeps_its_id() {
     const ID: &str = "22222222-2222-4222-8222-222222222222";
     let o = organized(
-        FAST,
+        "\
+organizer: { interval: 1s, quiet_period: 4s, grace_period: 1h }
+dream: { idle_after: 0s }
+notifications: { method: none }
+",
         &[(
             "a.md",
             &format!("---\nid: {ID}\n---\n# A note\nhello there\n"),
@@ -1630,7 +1634,9 @@ fn an_original_edited_after_its_copy_keeps_its_id() {
         o.m(format!("by-id/{ID}.md")).exists()
     });
     fs::copy(o.m("a.md"), o.m("b.md")).expect("cp");
-    std::thread::sleep(Duration::from_millis(50));
+    // Long enough for the copy to be read again (a change within 2 s of
+    // its reading is), short of the quiet period.
+    std::thread::sleep(Duration::from_millis(2500));
     let mut a = fs::OpenOptions::new()
         .append(true)
         .open(o.m("a.md"))

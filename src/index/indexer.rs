@@ -638,8 +638,12 @@ impl Indexer {
         }
         let mut copies = self.core.copies.lock();
         for (key, id) in memories {
+            // A copy read again (its later writes, a re-read of a racy
+            // change) stays one while the other still has the id.
             let copy = id.filter(|id| {
-                !previous(&key).is_some_and(|p| p.eq_ignore_ascii_case(id)) && taken(id, &key)
+                let seen = copies.get(&key).is_some_and(|kept| kept == id)
+                    || !previous(&key).is_some_and(|p| p.eq_ignore_ascii_case(id));
+                seen && taken(id, &key)
             });
             match copy {
                 Some(id) => {
