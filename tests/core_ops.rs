@@ -339,3 +339,34 @@ fn requests_inside_a_folder_never_miss_while_it_is_renamed() {
         .collect();
     assert!(left.is_empty(), "left in the folder: {left:?}");
 }
+
+/// The kernel keeps a file's cached pages across opens only while the
+/// file is the same: a rewrite behind the mount that keeps the size and
+/// sets the mtime back (`rsync --inplace`, `touch -r`) drops them.
+#[test]
+fn a_rewrite_behind_the_mount_that_sets_the_mtime_back_drops_the_cache() {
+    let (dir, fs) = setup(1 << 20);
+    let path = dir.path().join("a.md");
+    std::fs::write(&path, "pangolin\n").expect("write");
+    let ino = fs.lookup(ROOT_INO, OsStr::new("a.md")).expect("lookup").ino;
+    let open = || {
+        let opened = fs.open(ino, libc::O_RDONLY, 0).expect("open");
+        fs.release(opened.fh).expect("release");
+        opened.keep_cache
+    };
+    open();
+    assert!(open(), "unchanged: the cache is kept");
+    let mtime = std::fs::metadata(&path)
+        .expect("stat")
+        .modified()
+        .expect("mtime");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&path, "aardvark\n").expect("rewrite");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open behind")
+        .set_modified(mtime)
+        .expect("set mtime back");
+    assert!(!open(), "rewritten: the cache is dropped");
+}

@@ -1175,7 +1175,7 @@ impl StoreFs {
             Some(st) => st,
             None => crate::store::fstat(&file)?,
         };
-        let version = (st.mtime, st.size);
+        let version = super::inodes::cache_version(&st);
         let (keep_cache, passthrough) = {
             let mut table = self.inodes.lock();
             // The kernel will not mix passthrough and cached opens of one
@@ -1531,7 +1531,7 @@ impl StoreFs {
             let version = if h.writable && !h.direct {
                 crate::store::fstat(&h.file)
                     .ok()
-                    .map(|st| (st.mtime, st.size))
+                    .map(|st| super::inodes::cache_version(&st))
             } else {
                 None
             };

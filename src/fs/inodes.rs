@@ -51,8 +51,19 @@ pub(crate) struct Node {
     /// Backing inode number, to notice a name now naming another object.
     pub(crate) backing_ino: u64,
     pub(crate) kind: FileKind,
-    /// (mtime, size) when the kernel's page cache was last known valid.
-    pub(crate) cached_version: Option<(TimeSpec, u64)>,
+    /// The file's version when the kernel's page cache was last known
+    /// valid.
+    pub(crate) cached_version: Option<CacheVersion>,
+}
+
+/// What tells whether the kernel's cached pages of a file still hold its
+/// content: mtime and size, and the status change time, which also moves
+/// when a rewrite sets the mtime back (`rsync --inplace`, `touch -r`).
+pub(crate) type CacheVersion = (TimeSpec, TimeSpec, u64);
+
+/// The version of the file `st` describes.
+pub(crate) fn cache_version(st: &crate::store::Stat) -> CacheVersion {
+    (st.mtime, st.ctime, st.size)
 }
 
 /// All known inodes. Callers wrap it in one lock; no method does I/O.

@@ -170,7 +170,7 @@ fn invalidations_for(fs: &StoreFs, path: &StorePath) -> Vec<Invalidation> {
         (None, Some(_)) => out.push(Invalidation::Inode(parent, true)),
         (None, None) => {}
         (Some((ino, node)), Some(st)) if node.kind == st.kind && node.backing_ino == st.ino => {
-            let version = (st.mtime, st.size);
+            let version = super::inodes::cache_version(&st);
             if node.cached_version.is_some_and(|v| v != version) && node.open_writers == 0 {
                 out.push(Invalidation::Inode(ino, true));
             } else {

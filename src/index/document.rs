@@ -30,24 +30,38 @@ use crate::store::{Store, StorePath};
 /// How much of a file is read and indexed.
 pub(crate) const MAX_INDEXED_BYTES: u64 = 8 * 1024 * 1024;
 
-/// What the index remembers to decide whether a file changed.
+/// What the index remembers to decide whether a file changed. Size and
+/// mtime alone miss another file renamed over this one with the same of
+/// both, and a rewrite that sets the mtime back; the inode and the status
+/// change time catch those.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FileState {
     pub(crate) size: u64,
     /// Nanoseconds since the epoch.
     pub(crate) mtime_ns: i64,
+    pub(crate) inode: u64,
+    /// Nanoseconds since the epoch.
+    pub(crate) ctime_ns: i64,
 }
 
 impl FileState {
     pub(crate) fn of(stat: &crate::store::Stat) -> FileState {
+        let ns =
+            |t: &crate::store::TimeSpec| t.sec.saturating_mul(1_000_000_000).saturating_add(t.nsec);
         FileState {
             size: stat.size,
-            mtime_ns: stat
-                .mtime
-                .sec
-                .saturating_mul(1_000_000_000)
-                .saturating_add(stat.mtime.nsec),
+            mtime_ns: ns(&stat.mtime),
+            inode: stat.ino,
+            ctime_ns: ns(&stat.ctime),
         }
+    }
+
+    /// Adds the state to a file's document.
+    pub(crate) fn add_to(self, f: &Fields, doc: &mut TantivyDocument) {
+        doc.add_u64(f.size, self.size);
+        doc.add_i64(f.mtime, self.mtime_ns);
+        doc.add_u64(f.inode, self.inode);
+        doc.add_i64(f.ctime, self.ctime_ns);
     }
 
     fn mtime_secs(self) -> i64 {
@@ -280,8 +294,7 @@ pub(crate) fn build(
     let bytes = clip(bytes);
     let mut doc = TantivyDocument::new();
     doc.add_bytes(f.path, path_key(path));
-    doc.add_u64(f.size, state.size);
-    doc.add_i64(f.mtime, state.mtime_ns);
+    state.add_to(f, &mut doc);
     let mtime = state.mtime_secs();
 
     if memory::is_probably_binary(bytes) {

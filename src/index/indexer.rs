@@ -199,19 +199,21 @@ fn open_writer(index: &tantivy::Index) -> tantivy::Result<IndexWriter> {
     Ok(writer)
 }
 
-/// Reads every indexed (path, size, mtime) from the fast fields of the
-/// last commit.
+/// Reads every indexed path and its file's state from the fast fields of
+/// the last commit.
 fn load_mirror(core: &Core) -> BTreeMap<Vec<u8>, FileState> {
     let mut mirror = BTreeMap::new();
     let searcher = core.reader.searcher();
     for segment in searcher.segment_readers() {
         let ff = segment.fast_fields();
-        let (Ok(Some(paths)), Ok(sizes), Ok(mtimes)) = (
+        let (Ok(Some(paths)), Ok(sizes), Ok(mtimes), Ok(inodes), Ok(ctimes)) = (
             ff.bytes(names::PATH),
             ff.u64(names::SIZE),
             ff.i64(names::MTIME),
+            ff.u64(names::INODE),
+            ff.i64(names::CTIME),
         ) else {
-            tracing::warn!("index segment without path/size/mtime columns; skipped");
+            tracing::warn!("index segment without path/size/mtime/inode/ctime columns; skipped");
             continue;
         };
         let mut by_ord = Vec::with_capacity(paths.num_terms());
@@ -237,6 +239,8 @@ fn load_mirror(core: &Core) -> BTreeMap<Vec<u8>, FileState> {
             let state = FileState {
                 size: sizes.first(doc).unwrap_or(0),
                 mtime_ns: mtimes.first(doc).unwrap_or(0),
+                inode: inodes.first(doc).unwrap_or(0),
+                ctime_ns: ctimes.first(doc).unwrap_or(0),
             };
             mirror.insert(key.clone(), state);
         }
@@ -566,8 +570,7 @@ impl Indexer {
                     tracing::warn!("cannot read {path} for indexing: {e}");
                     let mut doc = TantivyDocument::new();
                     doc.add_bytes(fields.path, &key);
-                    doc.add_u64(fields.size, state.size);
-                    doc.add_i64(fields.mtime, state.mtime_ns);
+                    state.add_to(fields, &mut doc);
                     doc.add_text(fields.kind, super::schema::KIND_SKIPPED);
                     (key, Change::Upsert(*state, Box::new(doc), false))
                 }

@@ -23,8 +23,12 @@
 //! - `title_stem` (title and aliases) and `body_stem` hold the same text as
 //!   `title`, `alias` and `body` through the stemming analyzer, with
 //!   frequencies but no positions: phrases run on the plain fields.
-//! - Binary files get a `kind = skipped` document with only path, size and
-//!   mtime, so the reconcile does not re-read them on every start.
+//! - Binary files get a `kind = skipped` document with only path, size,
+//!   mtime, inode and ctime, so the reconcile does not re-read them on
+//!   every start.
+//! - `inode` and `ctime` tell a file from one put in its place with the
+//!   same size and mtime (`mv` over it after `cp -p`, `rsync --inplace`):
+//!   size and mtime alone would keep the old file's document.
 
 use tantivy::schema::{
     BytesOptions, DateOptions, Field, INDEXED, IndexRecordOption, NumericOptions, STORED, Schema,
@@ -34,7 +38,7 @@ use tantivy::schema::{
 use super::tokenizer::{KEYWORD_TOKENIZER, STEM_TOKENIZER, TEXT_TOKENIZER};
 
 /// Version of the schema and of the way documents are built from files.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// `kind` of a markdown memory.
 pub(crate) const KIND_MEMORY: &str = "memory";
@@ -78,6 +82,8 @@ pub(crate) struct Fields {
     pub(crate) changed: Field,
     pub(crate) size: Field,
     pub(crate) mtime: Field,
+    pub(crate) inode: Field,
+    pub(crate) ctime: Field,
     pub(crate) flag: Field,
     pub(crate) lint: Field,
 }
@@ -122,6 +128,8 @@ pub(crate) mod names {
     pub(crate) const CHANGED: &str = "changed";
     pub(crate) const SIZE: &str = "size";
     pub(crate) const MTIME: &str = "mtime";
+    pub(crate) const INODE: &str = "inode";
+    pub(crate) const CTIME: &str = "ctime";
     pub(crate) const FLAG: &str = "flag";
     pub(crate) const LINT: &str = "lint";
 }
@@ -203,6 +211,8 @@ pub(crate) fn build() -> (Schema, Fields) {
         changed: b.add_i64_field(CHANGED, NumericOptions::default().set_fast()),
         size: b.add_u64_field(SIZE, NumericOptions::default().set_fast()),
         mtime: b.add_i64_field(MTIME, NumericOptions::default().set_fast()),
+        inode: b.add_u64_field(INODE, NumericOptions::default().set_fast()),
+        ctime: b.add_i64_field(CTIME, NumericOptions::default().set_fast()),
         flag: b.add_text_field(FLAG, keyword(false)),
         lint: b.add_text_field(LINT, STORED),
     };
@@ -238,6 +248,8 @@ pub(crate) fn fields_of(schema: &Schema) -> tantivy::Result<Fields> {
         changed: f(CHANGED)?,
         size: f(SIZE)?,
         mtime: f(MTIME)?,
+        inode: f(INODE)?,
+        ctime: f(CTIME)?,
         flag: f(FLAG)?,
         lint: f(LINT)?,
     })

@@ -1462,6 +1462,40 @@ fn a_walk_finds_every_file_of_a_tree_and_of_a_flat_or_empty_folder() {
     assert_eq!(names("").len(), expected.len() + 5);
 }
 
+/// A file renamed over another of the same size and mtime (`cp -p`, then
+/// `mv`), and a file rewritten in place with its mtime set back (`rsync
+/// --inplace`): each is read again, though size and mtime did not change.
+#[test]
+fn a_file_put_in_place_of_another_with_the_same_size_and_mtime_is_read_again() {
+    let fx = Fixture::new();
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let set_mtime = |rel: &str| {
+        std::fs::File::options()
+            .write(true)
+            .open(fx.abs(rel))
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        fx.index.notify_path(&sp(rel));
+    };
+    fx.write("a.md", "pangolin notes\n");
+    fx.write("b.md", "narwhal  notes\n");
+    set_mtime("a.md");
+    set_mtime("b.md");
+    fx.sync();
+    assert_eq!(fx.search("pangolin"), paths(&["a.md"]));
+
+    fx.rename("b.md", "a.md");
+    fx.sync();
+    assert_eq!(fx.search("narwhal"), paths(&["a.md"]));
+    assert!(fx.search("pangolin").is_empty());
+
+    std::fs::write(fx.abs("a.md"), "aardvark notes\n").unwrap();
+    set_mtime("a.md");
+    fx.sync();
+    assert_eq!(fx.search("aardvark"), paths(&["a.md"]));
+}
+
 /// The store of the query-semantics tests: memories as an agent writes
 /// them.
 fn agent_memories() -> Fixture {
