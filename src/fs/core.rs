@@ -997,8 +997,17 @@ impl StoreFs {
         // A background rewrite swapping its temp file in: under the lock
         // writers announce themselves with, so it is refused once one holds
         // the inode it would swap out, and writers arriving later with that
-        // inode find its successor.
-        let rewrite = exchange && is_temp_name(name) && !moves_folder;
+        // inode find its successor. It names the note first and its temp
+        // file second, so that watchers see the note moved away and then
+        // back (a swap back names them the other way round).
+        let note_first = is_temp_name(new_name) && !is_temp_name(name);
+        let rewrite = exchange && (is_temp_name(name) || note_first) && !moves_folder;
+        // The note's side of the exchange, and the temp file's.
+        let (note, temp) = if note_first {
+            ((parent, name), (new_parent, new_name))
+        } else {
+            ((new_parent, new_name), (parent, name))
+        };
         let replacing = rewrite.then(|| self.replacing.lock());
         let (names_shared, names_exclusive) = if moves_folder {
             (None, Some(self.names.write()))
@@ -1020,7 +1029,19 @@ impl StoreFs {
             None
         };
         let replaces_file = replaced.is_some();
-        if let Some(old) = replaced
+        if rewrite && note_first && replaces_file {
+            // The note's old content, which the rewrite removes under its
+            // temp name once exchanged.
+            self.check_may_change_in(&from)?;
+            self.check_may_change_in(&to)?;
+            if self
+                .store
+                .stat(&from)
+                .is_ok_and(|st| st.kind == FileKind::File)
+            {
+                self.keep_previous(&from, Why::Overwritten, Keep::LinkOrCopy);
+            }
+        } else if let Some(old) = replaced
             && !is_temp_name(new_name)
         {
             self.check_may_change_in(&from)?;
@@ -1037,8 +1058,8 @@ impl StoreFs {
         }
         let swap = replacing.as_ref().and_then(|replacing| {
             let table = self.inodes.lock();
-            let old = table.child(new_parent, new_name)?;
-            let new = table.child(parent, name)?;
+            let old = table.child(note.0, note.1)?;
+            let new = table.child(temp.0, temp.1)?;
             replacing
                 .values()
                 .any(|o| *o == Some(old))

@@ -201,8 +201,12 @@ impl Writer for MountWriter {
         // daemon refuses it (EBUSY) if a writer got hold of the file after
         // all, and sends writers that arrive later holding the old inode to
         // the new one. The guard is held to the end, so no writer opens
-        // the new content while it may still be swapped back.
-        if let Err(e) = held::rename(&tmp, &target, RENAME_EXCHANGE) {
+        // the new content while it may still be swapped back. The note is
+        // named first: inotify then reports it moved to the temp name and
+        // the new content moved to its name, in that order, so a watcher
+        // that follows the events (watchdog, @parcel/watcher) ends with
+        // the note there and changed, not moved away.
+        if let Err(e) = held::rename(&target, &tmp, RENAME_EXCHANGE) {
             let _ = fs::remove_file(&tmp);
             return match e.raw_os_error() {
                 Some(libc::ENOENT | libc::EBUSY) => Ok(Outcome::Busy),

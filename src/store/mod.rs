@@ -778,20 +778,23 @@ fn write_temp_with(dir: &impl AsFd, bytes: &[u8], mode: u32, sync: bool) -> io::
     Ok(tmp)
 }
 
-/// Renames the temp file onto `name` (removing it if that fails) and
-/// fsyncs the directory.
 /// Puts the temp file `tmp` in place of `name` only if `name` is still the
-/// inode `ino`: an exchange (`RENAME_EXCHANGE`) never creates `name`, so a
-/// file unlinked or renamed meanwhile is not brought back; if another file
-/// took the name meanwhile, the exchange is undone. The old file, now
-/// under the temp name, is removed. Returns whether the new content is in
-/// place.
+/// inode `ino`, and fsyncs the directory: an exchange (`RENAME_EXCHANGE`)
+/// never creates `name`, so a file unlinked or renamed meanwhile is not
+/// brought back; if another file took the name meanwhile, the exchange is
+/// undone. The old file, now under the temp name, is removed. Returns
+/// whether the new content is in place.
+///
+/// The exchange names `name` first: inotify then reports the note moved to
+/// the temp name and the new content moved to the note's name, in that
+/// order, so a watcher that follows the events ends with the note there
+/// and changed, not moved away.
 fn exchange_temp(dir: &impl AsFd, tmp: &CString, name: &CString, ino: u64) -> io::Result<bool> {
     let unlink_tmp = || {
         // SAFETY: valid fd and NUL-terminated name; best-effort clean-up.
         unsafe { libc::unlinkat(dir.as_fd().as_raw_fd(), tmp.as_ptr(), 0) };
     };
-    match sys::renameat2(dir.as_fd(), tmp, dir.as_fd(), name, RENAME_EXCHANGE) {
+    match sys::renameat2(dir.as_fd(), name, dir.as_fd(), tmp, RENAME_EXCHANGE) {
         Ok(()) => {}
         Err(e) => {
             unlink_tmp();
@@ -843,6 +846,53 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         (dir, store)
+    }
+
+    /// The events inotify gives for a folder, as (mask, name), while
+    /// `act` runs.
+    fn inotify_events(dir: &Path, act: impl FnOnce()) -> Vec<(u32, String)> {
+        use std::io::Read;
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain syscalls; the fd is owned by the File below.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(fd >= 0);
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        let path = CString::new(dir.as_os_str().as_bytes()).unwrap();
+        let mask = libc::IN_MOVED_FROM | libc::IN_MOVED_TO | libc::IN_CREATE | libc::IN_DELETE;
+        assert!(unsafe { libc::inotify_add_watch(fd, path.as_ptr(), mask) } >= 0);
+        act();
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = file.read(&mut buf).unwrap();
+        let mut events = Vec::new();
+        let mut at = 0;
+        while at < n {
+            let word = |i: usize| u32::from_ne_bytes(buf[at + i..at + i + 4].try_into().unwrap());
+            let (mask, len) = (word(4), word(12) as usize);
+            let name = &buf[at + 16..at + 16 + len];
+            let name = name.split(|b| *b == 0).next().unwrap_or_default();
+            events.push((mask, String::from_utf8_lossy(name).into_owned()));
+            at += 16 + len;
+        }
+        events
+    }
+
+    /// A watcher that follows the events of a rewrite ends with the note
+    /// there: the last event naming it moves the new content in.
+    #[test]
+    fn a_rewrite_shows_watchers_the_note_moved_back_in_last() {
+        let (dir, store) = store();
+        std::fs::write(dir.path().join("n.md"), b"before").unwrap();
+        let path = StorePath::new("n.md").unwrap();
+        let events = inotify_events(dir.path(), || {
+            assert!(
+                store
+                    .replace_if_unchanged(&path, b"before", b"after")
+                    .unwrap()
+            );
+        });
+        assert_eq!(std::fs::read(dir.path().join("n.md")).unwrap(), b"after");
+        let last = events.iter().rev().find(|(_, name)| name == "n.md");
+        assert_eq!(last.map(|e| e.0), Some(libc::IN_MOVED_TO), "{events:?}");
     }
 
     #[test]
