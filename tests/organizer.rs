@@ -1650,3 +1650,36 @@ notifications: { method: none }
     assert_eq!(field(&o.s("a.md"), "id").as_deref(), Some(ID));
     assert!(text(&o.s("a.md")).ends_with("and more\n"));
 }
+
+/// A program behind the mount that holds a note open for appending (a
+/// logger) keeps its writes: the note is not rewritten while it is open,
+/// and gets its frontmatter once closed.
+#[test]
+fn a_note_held_open_for_writing_behind_the_mount_keeps_later_writes() {
+    let o = organized(FAST, &[]);
+    fs::create_dir_all(o.s("held")).expect("mkdir");
+    let mut log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(o.s("held/log.md"))
+        .expect("open behind the mount");
+    log.write_all(b"line 1\n").expect("write");
+    log.flush().expect("flush");
+    // Several organizer rounds (every 3 s) while it is held.
+    std::thread::sleep(Duration::from_secs(8));
+    log.write_all(b"line 2\n").expect("write");
+    drop(log);
+    assert!(
+        field(&o.s("held/log.md"), "id").is_none(),
+        "rewritten while held open:\n{}",
+        text(&o.s("held/log.md"))
+    );
+    wait_for(&o, "the note to be normalized once closed", || {
+        field(&o.s("held/log.md"), "id").is_some()
+    });
+    assert!(
+        text(&o.s("held/log.md")).ends_with("line 1\nline 2\n"),
+        "{}",
+        text(&o.s("held/log.md"))
+    );
+}

@@ -155,7 +155,9 @@ impl Pinned {
 
 impl Writer for MountWriter {
     fn replace(&self, path: &StorePath, expected: &[u8], new: &[u8]) -> io::Result<Outcome> {
-        if self.is_busy(path) {
+        // Held open for writing through the mount, or by a program behind
+        // it, whose later writes would go to the file swapped out.
+        if self.is_busy(path) || self.fs.store().is_open_for_writing(path) {
             return Ok(Outcome::Busy);
         }
         let mount = self.pin()?;

@@ -585,11 +585,12 @@ impl Store {
     /// is the same inode holding exactly `expected`; returns `false` (and
     /// changes nothing) otherwise. The new file keeps the old one's mode.
     ///
-    /// The check and the rename are two steps: a writer that bypasses the
-    /// daemon between them is overwritten. Through the mount, writers wait
-    /// (see `fs`); on the store directly, the store lock keeps other
-    /// mnemofs processes out, and editors write by rename, which the inode
-    /// check sees.
+    /// A file another program holds open for writing is left alone (its
+    /// later writes would go to the old file). The check and the rename are
+    /// two steps: a writer that opens the file between them is overwritten.
+    /// Through the mount, writers wait (see `fs`); on the store directly,
+    /// the store lock keeps other mnemofs processes out, and editors write
+    /// by rename, which the inode check sees.
     pub fn replace_if_unchanged(
         &self,
         path: &StorePath,
@@ -613,7 +614,10 @@ impl Store {
                 0,
             )?;
             let now = sys::fstat(fd.as_fd())?;
-            if now.ino != before.ino || now.size != expected.len() as u64 {
+            if now.ino != before.ino
+                || now.size != expected.len() as u64
+                || sys::written_elsewhere(fd.as_fd()) == Some(true)
+            {
                 return Ok(false);
             }
             let file = File::from(fd);
@@ -632,6 +636,23 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Whether a program has the file at `path` open for writing behind
+    /// the mount (a logger appending to a note): its later writes would go
+    /// to the old file if it were replaced. `false` where that cannot be
+    /// told (see [`sys::written_elsewhere`]).
+    pub fn is_open_for_writing(&self, path: &StorePath) -> bool {
+        let Ok((dir, name)) = self.parent_and_name(path) else {
+            return false;
+        };
+        sys::openat(
+            dir.as_fd(),
+            &name,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+            0,
+        )
+        .is_ok_and(|fd| sys::written_elsewhere(fd.as_fd()) == Some(true))
     }
 
     /// Creates `path` and every missing folder above it (mode `mode`).
@@ -893,6 +914,35 @@ mod tests {
         assert_eq!(std::fs::read(dir.path().join("n.md")).unwrap(), b"after");
         let last = events.iter().rev().find(|(_, name)| name == "n.md");
         assert_eq!(last.map(|e| e.0), Some(libc::IN_MOVED_TO), "{events:?}");
+    }
+
+    /// A program appending to a note keeps writing to the note: while it
+    /// holds it open for writing, the note is not replaced under it.
+    #[test]
+    fn a_file_held_open_for_writing_is_not_replaced() {
+        let (dir, store) = store();
+        let file = dir.path().join("log.md");
+        std::fs::write(&file, b"line 1\n").unwrap();
+        let path = StorePath::new("log.md").unwrap();
+        let mut held = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        assert!(store.is_open_for_writing(&path));
+        assert!(
+            !store
+                .replace_if_unchanged(&path, b"line 1\n", b"new\n")
+                .unwrap()
+        );
+        held.write_all(b"line 2\n").unwrap();
+        drop(held);
+        assert_eq!(std::fs::read(&file).unwrap(), b"line 1\nline 2\n");
+        // Readers do not count.
+        let _reader = File::open(&file).unwrap();
+        assert!(!store.is_open_for_writing(&path));
+        let now = std::fs::read(&file).unwrap();
+        assert!(store.replace_if_unchanged(&path, &now, b"new\n").unwrap());
+        assert_eq!(std::fs::read(&file).unwrap(), b"new\n");
     }
 
     #[test]

@@ -331,6 +331,38 @@ pub(crate) fn openat(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Whether some open file description other than `fd` (which must be
+/// read-only) can write to its file: a read lease cannot be had then. The
+/// lease is let go at once. `None` where leases cannot tell (a filesystem
+/// without them, a file of another owner without `CAP_LEASE`).
+#[cfg(target_os = "linux")]
+pub(crate) fn written_elsewhere(fd: BorrowedFd<'_>) -> Option<bool> {
+    // A lease is broken by a writer's open with a signal (SIGIO) to its
+    // holder, which would end the process; the lease is held for two
+    // system calls, and such a signal means nothing to us.
+    static IGNORE_SIGIO: std::sync::Once = std::sync::Once::new();
+    // SAFETY: setting a signal's disposition to ignored.
+    IGNORE_SIGIO.call_once(|| unsafe {
+        libc::signal(libc::SIGIO, libc::SIG_IGN);
+    });
+    // SAFETY: fcntl on a valid descriptor.
+    match cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) }) {
+        Ok(_) => {
+            // SAFETY: as above.
+            unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+            Some(false)
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Some(true),
+        Err(_) => None,
+    }
+}
+
+/// Leases are Linux's: elsewhere nothing can tell.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn written_elsewhere(_fd: BorrowedFd<'_>) -> Option<bool> {
+    None
+}
+
 /// `fstat`.
 pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
     // SAFETY: stat is plain data; the kernel fills it.
