@@ -109,3 +109,85 @@ fn scopeguard(mnt: &std::path::Path) -> impl Drop + '_ {
     }
     Guard(mnt)
 }
+
+/// A copy of the mount in another mount namespace (a container given it
+/// as a volume, `unshare -m`) does not keep the daemon alive: `unmount`
+/// returns once it has exited, and the copy answers as unmounted.
+#[test]
+fn unmount_ends_the_daemon_while_another_namespace_holds_a_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, mnt, state) = (
+        tmp.path().join("store"),
+        tmp.path().join("mnt"),
+        tmp.path().join("state"),
+    );
+    for d in [&store, &mnt] {
+        fs::create_dir(d).unwrap();
+    }
+    let mnemofs = |args: &[&std::ffi::OsStr]| {
+        run_with_timeout(
+            Command::new(bin())
+                .args(args)
+                .env("XDG_RUNTIME_DIR", tmp.path().join("run"))
+                .env("XDG_CONFIG_HOME", tmp.path().join("config")),
+            TIMEOUT,
+        )
+        .expect("mnemofs timed out")
+    };
+    let guard = scopeguard(&mnt);
+    let out = mnemofs(&[
+        "mount".as_ref(),
+        mnt.as_os_str(),
+        "--store".as_ref(),
+        store.as_os_str(),
+        "--state-dir".as_ref(),
+        state.as_os_str(),
+        "--no-organizer".as_ref(),
+    ]);
+    assert!(
+        out.status.success(),
+        "mount failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid: u32 = fs::read_to_string(state.join("mnemofs.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let Ok(mut copy) = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sleep", "300"])
+        .spawn()
+    else {
+        eprintln!("skipped: unshare is not available");
+        return;
+    };
+    let shown = mnt.to_string_lossy().into_owned();
+    let copied = common::poll_until(Duration::from_secs(10), || {
+        fs::read_to_string(format!("/proc/{}/mountinfo", copy.id()))
+            .is_ok_and(|info| info.contains(&shown))
+            && fs::read_link(format!("/proc/{}/ns/mnt", copy.id())).ok()
+                != fs::read_link("/proc/self/ns/mnt").ok()
+    });
+    if !copied {
+        let _ = copy.kill();
+        let _ = copy.wait();
+        eprintln!("skipped: cannot make a mount namespace here (not root?)");
+        return;
+    }
+    let out = mnemofs(&["unmount".as_ref(), mnt.as_os_str()]);
+    let _ = copy.kill();
+    let _ = copy.wait();
+    assert!(
+        out.status.success(),
+        "unmount failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let running = !state.is_empty()
+        && state
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| !s.trim_start().starts_with('Z'));
+    assert!(!running, "the daemon still runs: {state}");
+    drop(guard);
+}

@@ -647,7 +647,9 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     let Mounted {
         index, session, fs, ..
     } = mounted;
+    let copies = mountpoint::CopiesWatch::start(&config.mountpoint);
     let result = session.run();
+    copies.stop();
     signals.stop();
     drop(http);
     drop(registration);

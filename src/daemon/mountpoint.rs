@@ -108,11 +108,7 @@ pub(crate) fn abort_orphaned(mountpoint: &Path) -> bool {
         return false;
     }
     let connections = Path::new("/sys/fs/fuse/connections");
-    let connection = connections.join(device.to_string());
-    if !connection.exists() {
-        mount_fusectl(connections);
-    }
-    match std::fs::write(connection.join("abort"), "1") {
+    match abort_connection(device) {
         Ok(()) => {
             tracing::warn!(
                 "the daemon (pid {}) of {} died while waiting on its own mount; its connection was aborted",
@@ -138,6 +134,83 @@ pub(crate) fn abort_orphaned(mountpoint: &Path) -> bool {
             false
         }
     }
+}
+
+/// Ends the session of a mount that was unmounted here but lives on in
+/// another mount namespace (a container given it as a volume, a process
+/// started with `unshare -m`): there it would keep the daemon, and the
+/// store's lock, until that namespace ends, and `unmount` and SIGTERM
+/// would wait for it. Once the mount is gone from this namespace and such
+/// a copy is seen, the connection is aborted (the copy then answers
+/// `ENOTCONN`) and the daemon stops as after any unmount. A mount detached
+/// lazily whose files are still open is in no namespace, and is left to
+/// end when they are closed.
+pub(crate) struct CopiesWatch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CopiesWatch {
+    #[cfg(target_os = "linux")]
+    pub(crate) fn start(mountpoint: &Path) -> CopiesWatch {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let device = super::registry::fuse_connection(mountpoint);
+        let thread = device.and_then(|device| {
+            let stop = std::sync::Arc::clone(&stop);
+            let shown = mountpoint.display().to_string();
+            std::thread::Builder::new()
+                .name("mnemofs-copies".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(COPIES_EVERY);
+                        if super::registry::connection_here(device)
+                            || !super::registry::connection_elsewhere(device)
+                        {
+                            continue;
+                        }
+                        tracing::warn!(
+                            "{shown} is unmounted here but still mounted in another mount namespace (a container?); closing its connection so that the daemon can stop"
+                        );
+                        if let Err(e) = abort_connection(device) {
+                            tracing::error!("cannot close the connection of {shown}: {e}");
+                        }
+                        return;
+                    }
+                })
+                .ok()
+        });
+        CopiesWatch { stop, thread }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn start(_mountpoint: &Path) -> CopiesWatch {
+        CopiesWatch {
+            stop: Default::default(),
+            thread: None,
+        }
+    }
+
+    pub(crate) fn stop(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// How often a mount's copies in other namespaces are looked for.
+const COPIES_EVERY: Duration = Duration::from_secs(1);
+
+/// Aborts the FUSE connection `device` through fusectl.
+#[cfg(target_os = "linux")]
+fn abort_connection(device: u32) -> io::Result<()> {
+    let connections = Path::new("/sys/fs/fuse/connections");
+    let connection = connections.join(device.to_string());
+    if !connection.exists() {
+        mount_fusectl(connections);
+    }
+    std::fs::write(connection.join("abort"), "1")
 }
 
 #[cfg(not(target_os = "linux"))]

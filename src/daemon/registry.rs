@@ -160,6 +160,55 @@ pub(crate) fn fuse_connection(mountpoint: &Path) -> Option<u32> {
     })
 }
 
+/// Whether a mount table (the text of a `mountinfo`) holds the mnemofs
+/// mount of connection `device` (the minor number of its `0:N` device).
+#[cfg(target_os = "linux")]
+fn holds_connection(mountinfo: &str, device: u32) -> bool {
+    let wanted = format!("0:{device}");
+    mountinfo
+        .lines()
+        .any(|line| mnemofs_mount(line).is_some_and(|(_, dev)| dev == wanted))
+}
+
+/// Whether this process's mount namespace still has the mount of
+/// connection `device`, wherever it was moved.
+#[cfg(target_os = "linux")]
+pub(crate) fn connection_here(device: u32) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .is_ok_and(|info| holds_connection(&info, device))
+}
+
+/// Whether another mount namespace holds a copy of the mount of
+/// connection `device` (a container given it as a volume, `unshare -m`):
+/// the session then lives on after its mount here is gone. Only the
+/// namespaces of processes this one may look into are seen.
+#[cfg(target_os = "linux")]
+pub(crate) fn connection_elsewhere(device: u32) -> bool {
+    let own = std::fs::read_link("/proc/self/ns/mnt").ok();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let mut seen = std::collections::HashSet::new();
+    procs.flatten().any(|p| {
+        let dir = p.path();
+        let is_pid = p
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        let Some(ns) = is_pid
+            .then(|| std::fs::read_link(dir.join("ns/mnt")).ok())
+            .flatten()
+        else {
+            return false;
+        };
+        if Some(&ns) == own.as_ref() || !seen.insert(ns) {
+            return false;
+        }
+        std::fs::read_to_string(dir.join("mountinfo"))
+            .is_ok_and(|info| holds_connection(&info, device))
+    })
+}
+
 /// Every mnemofs mountpoint.
 #[cfg(target_os = "macos")]
 pub(crate) fn mnemofs_mounts() -> Vec<PathBuf> {
