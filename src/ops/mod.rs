@@ -192,6 +192,10 @@ const MAX_ARCHIVED_PASSED: usize = 200;
 /// The longest [`Request::Settle`] waits for the index.
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How many times an edit is run again when another write landed between
+/// its reading and its writing (see `Operations::retrying`).
+const EDIT_RETRIES: u64 = 8;
+
 /// Whose process answers: a daemon serving the store, or the caller
 /// itself under the store lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1096,6 +1100,36 @@ impl Operations {
         new: &str,
         counting: Counting,
     ) -> Result<(String, usize)> {
+        self.retrying(|| self.replace_once(path, old, new, counting))
+    }
+
+    /// Runs an edit again, on the file as it is now, when another write
+    /// landed between its reading and its writing (two agents editing one
+    /// note at once): the edit then happens just after that write, as if
+    /// asked a moment later. Not when the caller named the version it
+    /// edits, which has changed, nor more than a few times.
+    fn retrying<T>(&self, edit: impl Fn() -> Result<T>) -> Result<T> {
+        let mut tries = 0u64;
+        loop {
+            match edit() {
+                Err(Error::Conflict { .. })
+                    if self.expected_version.is_none() && tries < EDIT_RETRIES =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(2 * tries));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn replace_once(
+        &self,
+        path: &str,
+        old: &str,
+        new: &str,
+        counting: Counting,
+    ) -> Result<(String, usize)> {
         let real = self.writable(path)?;
         let (real, bytes, text) = self.read_text(&real, path)?;
         if old.is_empty() && counting != Counting::Disjoint {
@@ -1151,6 +1185,16 @@ impl Operations {
     }
 
     fn insert_after(&self, path: &str, line: i64, text: &str, in_body: bool) -> Result<String> {
+        self.retrying(|| self.insert_after_once(path, line, text, in_body))
+    }
+
+    fn insert_after_once(
+        &self,
+        path: &str,
+        line: i64,
+        text: &str,
+        in_body: bool,
+    ) -> Result<String> {
         let real = self.writable(path)?;
         let (real, bytes, content) = self.read_text(&real, path)?;
         let mut lines: Vec<&str> = content.split('\n').collect();

@@ -736,6 +736,34 @@ fn a_hidden_memorys_names_are_no_backlinks_target() {
     );
 }
 
+/// Two agents editing one note at once: each edit lands, after the other
+/// one's, instead of failing as a conflict.
+#[test]
+fn edits_of_one_note_at_once_all_land() {
+    let f = Fixture::new();
+    f.seed_indexed(&[("log.md", "---\nid: log-1\n---\n")]);
+    std::thread::scope(|s| {
+        for who in ["a", "b"] {
+            let ops = &f.ops;
+            s.spawn(move || {
+                for i in 0..25 {
+                    ops.insert_in_body("log.md", 0, &format!("{who}{i}"))
+                        .expect("insert");
+                }
+            });
+        }
+    });
+    let text = f.text("log.md");
+    for who in ["a", "b"] {
+        for i in 0..25 {
+            assert!(
+                text.lines().any(|l| l == format!("{who}{i}")),
+                "{who}{i}:\n{text}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_write_expecting_an_old_version_is_a_conflict_and_writes_nothing() {
     let f = Fixture::new();
