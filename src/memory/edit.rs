@@ -44,6 +44,10 @@ pub enum EditError {
     /// Appending lines would change how existing fields read.
     #[error("adding fields would change how the existing frontmatter reads")]
     WouldChangeMeaning,
+    /// The file opens with a TOML block (`+++`, as Hugo and Zola write
+    /// it): a YAML block above it would break the page for those tools.
+    #[error("the file opens with TOML frontmatter (+++), which mnemofs does not read or change")]
+    TomlFrontmatter,
 }
 
 impl From<YamlProblem> for EditError {
@@ -55,6 +59,13 @@ impl From<YamlProblem> for EditError {
             YamlProblem::NotAMapping { found } => EditError::NotAMapping { found },
         }
     }
+}
+
+/// Whether `body` opens with a TOML frontmatter fence (`+++` alone on the
+/// first line).
+fn opens_with_toml(body: &str) -> bool {
+    let first = body.split('\n').next().unwrap_or_default();
+    first.trim_end_matches('\r') == "+++"
 }
 
 fn is_plain_key(key: &str) -> bool {
@@ -85,6 +96,9 @@ pub fn add_missing_fields(
             let missing = missing_fields(&Mapping::new(), fields);
             if missing.is_empty() {
                 return Ok(None);
+            }
+            if opens_with_toml(&text[body_start..]) {
+                return Err(EditError::TomlFrontmatter);
             }
             let eol = if first_line_is_crlf(text) {
                 "\r\n"
@@ -532,6 +546,27 @@ fn double_quoted(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Hugo or Zola page keeps its TOML block alone at the top.
+    #[test]
+    fn a_toml_block_gets_no_yaml_block_above_it() {
+        let id = [("id", "x-1".to_owned())];
+        for text in [
+            "+++\ntitle = \"Hi\"\n+++\nbody\n",
+            "\u{feff}+++\r\ntitle = 1\r\n+++\r\n",
+        ] {
+            assert_eq!(
+                add_missing_fields(text, &id),
+                Err(EditError::TomlFrontmatter)
+            );
+            assert_eq!(set_fields(text, &id), Err(EditError::TomlFrontmatter));
+        }
+        assert!(
+            add_missing_fields("++ not a fence\n", &id)
+                .unwrap()
+                .is_some()
+        );
+    }
 
     #[test]
     fn a_removed_field_takes_its_line_and_nothing_else() {
