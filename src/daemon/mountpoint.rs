@@ -111,7 +111,7 @@ pub(crate) fn abort_orphaned(mountpoint: &Path) -> bool {
     match abort_connection(device) {
         Ok(()) => {
             tracing::warn!(
-                "the daemon (pid {}) of {} died while waiting on its own mount; its connection was aborted",
+                "the daemon (pid {}) of {} is gone and left its mount behind; its connection was aborted",
                 entry.pid,
                 target.display()
             );
@@ -125,7 +125,7 @@ pub(crate) fn abort_orphaned(mountpoint: &Path) -> bool {
         }
         Err(e) => {
             tracing::warn!(
-                "the daemon (pid {}) of {} died while waiting on its own mount, and its connection cannot be aborted ({e}): mount fusectl (mount -t fusectl none {}) or run umount -f {} as root",
+                "the daemon (pid {}) of {} is gone and left its mount behind, and its connection cannot be aborted ({e}): mount fusectl (mount -t fusectl none {}) or run umount -f {} as root",
                 entry.pid,
                 target.display(),
                 connections.display(),
@@ -162,11 +162,21 @@ impl CopiesWatch {
             std::thread::Builder::new()
                 .name("mnemofs-copies".into())
                 .spawn(move || {
+                    // Seen twice in a row, a second apart, and the session
+                    // still running: a session that ended frees its device
+                    // number at once for a new mount to take, and ends its
+                    // loop (which stops this watch) within milliseconds.
+                    let mut seen = 0;
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(COPIES_EVERY);
                         if super::registry::connection_here(device)
                             || !super::registry::connection_elsewhere(device)
                         {
+                            seen = 0;
+                            continue;
+                        }
+                        seen += 1;
+                        if seen < 2 || stop.load(Ordering::Relaxed) {
                             continue;
                         }
                         tracing::warn!(

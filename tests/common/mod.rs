@@ -483,14 +483,19 @@ impl Mount {
             if is_fuse_mounted(&self.mnt) {
                 // The mount is listed; a stat completes once FUSE_INIT is answered.
                 let left = deadline.saturating_duration_since(Instant::now());
-                if let Some(Ok(md)) = metadata_with_timeout(&self.mnt, left) {
-                    let parent = fs::metadata(self.mnt.parent().expect("parent")).expect("stat");
-                    // A stale mount left by a killed daemon can still
-                    // answer stat from the kernel's attribute cache; statfs
-                    // always asks the daemon.
-                    if md.dev() != parent.dev() && statfs_answers(&self.mnt) {
-                        return;
-                    }
+                let parent = fs::metadata(self.mnt.parent().expect("parent")).expect("stat");
+                let mounted = || {
+                    matches!(metadata_with_timeout(&self.mnt, left),
+                        Some(Ok(md)) if md.dev() != parent.dev())
+                };
+                // A stale mount left by a killed daemon can still answer
+                // stat from the kernel's attribute cache; statfs always asks
+                // the daemon. The new daemon detaches that stale mount at
+                // any moment, and statfs answers on the bare folder left
+                // behind too: only a stat made after statfs answered tells
+                // the new mount from that folder.
+                if mounted() && statfs_answers(&self.mnt) && mounted() {
+                    return;
                 }
             }
             if Instant::now() > deadline {
