@@ -389,6 +389,40 @@ fn a_newer_memory_on_the_same_subject_comes_before_the_older() {
         "date",
         "# Retro on the database migration\n\nThe retro on the database migration is on 2 April.",
     );
+    // Notes each about its own person or project: a newer one that names
+    // another is not its newer version.
+    write(
+        "people/alice.md",
+        "2026-03-01T10:00:00Z",
+        "people",
+        "# Alice Chen
+
+Alice Chen is the staff engineer who leads the storage team.",
+    );
+    write(
+        "people/hannah.md",
+        "2026-09-01T10:00:00Z",
+        "people",
+        "# Hannah Ortiz
+
+Hannah is VP of Engineering and Alice's manager.",
+    );
+    write(
+        "project/atlas.md",
+        "2026-01-15T10:00:00Z",
+        "project",
+        "# Atlas
+
+Atlas is the event pipeline; v2 launches on 1 December.",
+    );
+    write(
+        "project/atlas-sync.md",
+        "2026-11-09T10:00:00Z",
+        "project",
+        "# Atlas weekly sync
+
+Discussed Atlas dashboards and on-call for the pipeline.",
+    );
     let index = embedded_index(dir.path());
     let first = |q: &str| -> String {
         let hits = index.search(q, 5).expect("search");
@@ -398,6 +432,8 @@ fn a_newer_memory_on_the_same_subject_comes_before_the_older() {
         );
         hits[0].path.to_string()
     };
+    assert_eq!(first("who is Alice?"), "people/alice.md");
+    assert_eq!(first("what is Atlas?"), "project/atlas.md");
     assert_eq!(
         first("which database did we decide on?"),
         "decisions/postgres.md"

@@ -20,7 +20,10 @@
 //!   retro", not the newer "Sprint 15 retro"), or a word with a digit
 //!   that the older holds and the newer does not ("zebraC3").
 //! - Dates and reminders are events, not states: a newer one says nothing
-//!   of an older one, and they are left in place.
+//!   of an older one, and they are left in place. So are notes on people
+//!   and projects: each is about its own person or project, and a newer
+//!   one that names another ("Hannah, Alice's manager") is not its newer
+//!   version.
 //! - Only memories with vectors are compared; without a model nothing
 //!   moves. Hits written a moment ago and still waiting for the worker
 //!   are embedded by the search first (a few short ones at most).
@@ -68,9 +71,17 @@ const CHANGE_WORDS: &str =
 /// 0.43 from "Theme: prefers dark mode in VS Code", which it leaves be.
 const CHANGED_ALIKE: f32 = 0.45;
 
-/// Categories whose memories tell of events: a newer one supersedes
-/// nothing.
-const EVENTS: &[Category] = &[Category::Date, Category::Reminders, Category::Inbox];
+/// Categories whose memories are not versions of one another, so a newer
+/// one supersedes nothing: events (dates, reminders, the inbox), and notes
+/// each about its own person or project ("Hannah, Alice's manager" is no
+/// newer Alice, and a meeting on Atlas no newer Atlas overview).
+const NOT_VERSIONS: &[Category] = &[
+    Category::Date,
+    Category::Reminders,
+    Category::Inbox,
+    Category::People,
+    Category::Project,
+];
 
 /// What a hit needs for the comparison.
 struct Facts {
@@ -172,7 +183,7 @@ impl Compared<'_> {
         };
         newer.created > older.created
             && cosine >= ALIKE
-            && category(newer).is_some_and(|c| !EVENTS.contains(&c) && category(older) == Some(c))
+            && category(newer).is_some_and(|c| !NOT_VERSIONS.contains(&c) && category(older) == Some(c))
             && (title.iter().any(holds)
                 || (cosine >= CHANGED_ALIKE && self.change.iter().any(holds)))
             && !self.names(title, newer, older)
