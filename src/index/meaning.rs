@@ -294,6 +294,16 @@ pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
             rest = after;
             continue;
         }
+        // A command-line flag ("can I run git push --force?") is a word of
+        // the question, not a word to leave out.
+        if let Some(flag) = rest
+            .strip_prefix("--")
+            .filter(|r| r.starts_with(|c: char| c.is_alphanumeric()))
+        {
+            out.text.push(' ');
+            rest = flag;
+            continue;
+        }
         let word = &rest[..value_len(rest)];
         if let Some(prefix) = word.strip_suffix('*')
             && !prefix.is_empty()

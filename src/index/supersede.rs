@@ -183,7 +183,8 @@ impl Compared<'_> {
         };
         newer.created > older.created
             && cosine >= ALIKE
-            && category(newer).is_some_and(|c| !NOT_VERSIONS.contains(&c) && category(older) == Some(c))
+            && category(newer)
+                .is_some_and(|c| !NOT_VERSIONS.contains(&c) && category(older) == Some(c))
             && (title.iter().any(holds)
                 || (cosine >= CHANGED_ALIKE && self.change.iter().any(holds)))
             && !self.names(title, newer, older)

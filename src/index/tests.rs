@@ -1691,6 +1691,17 @@ fn explicit_operators_keep_their_meaning() {
     assert!(fx.search("\"freeze deploy\"").is_empty());
     assert_eq!(fx.search("rustf*"), paths(&["user/formatting.md"]));
     assert_eq!(fx.search("tag:style"), paths(&["user/formatting.md"]));
+    // A command-line flag is a word of the question, not an exclusion.
+    fx.write(
+        "feedback/force.md",
+        "Ask before any git push --force on shared branches.\n",
+    );
+    fx.sync();
+    assert_eq!(
+        fx.search("can I run git push --force?").first(),
+        Some(&sp("feedback/force.md"))
+    );
+    assert_eq!(fx.search("--force"), paths(&["feedback/force.md"]));
 }
 
 #[test]
