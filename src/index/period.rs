@@ -744,8 +744,16 @@ fn counted(words: &[Word], today: Date, monday: Date) -> Option<(Date, Span, usi
             return before(i64::from(days) - 1).map(|d| (d, Span::Days(days), 3));
         }
     }
-    // last Friday, on Monday: the latest one before today
-    if let (Some("last" | "on"), Some(day)) = (w(0), w(1).and_then(weekday)) {
+    // last Friday, on Monday: the latest one before today; not "on
+    // Tuesday evenings", a routine
+    let routine = matches!(
+        (w(0), w(2)),
+        (
+            Some("on"),
+            Some("mornings" | "afternoons" | "evenings" | "nights")
+        )
+    );
+    if let (Some("last" | "on"), Some(day), false) = (w(0), w(1).and_then(weekday), routine) {
         let back =
             (today.weekday().to_monday_zero_offset() - day.to_monday_zero_offset() + 6) % 7 + 1;
         return before(i64::from(back)).map(|d| (d, Span::Day, 2));
@@ -1556,6 +1564,13 @@ mod tests {
         assert_eq!(
             span("the standup on Monday"),
             pair("2026-11-23", "2026-11-24")
+        );
+        // A routine names no day.
+        assert_eq!(days("what does she do on Tuesday evenings?"), None);
+        assert_eq!(days("what does she do on Tuesdays?"), None);
+        assert_eq!(
+            span("what did she do last Tuesday evening?"),
+            pair("2026-11-24", "2026-11-25")
         );
         assert_eq!(span("三天前说的"), pair("2026-11-24", "2026-11-25"));
         assert_eq!(span("上周五的会"), pair("2026-11-20", "2026-11-21"));
