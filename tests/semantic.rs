@@ -439,6 +439,16 @@ Discussed Atlas dashboards and on-call for the pipeline.",
         "decisions/postgres.md"
     );
     assert_eq!(first("what database do we use?"), "decisions/postgres.md");
+    // A question that holds the older one's whole title names it, unless
+    // it asks what holds now.
+    assert_eq!(
+        first("what did we write about the SQLite database?"),
+        "decisions/sqlite.md"
+    );
+    assert_eq!(
+        first("is the SQLite database what we use now?"),
+        "decisions/postgres.md"
+    );
     // Asked about a time, the memories of that time.
     assert_eq!(
         first("which database did we decide on in February 2026?"),

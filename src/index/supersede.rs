@@ -17,8 +17,9 @@
 //! - A question that names the older memory asks about it: nothing goes
 //!   above it. It names it when it holds every stem of its title (two at
 //!   least: "what did we agree in the sprint 14 retro?" names "Sprint 14
-//!   retro", not the newer "Sprint 15 retro"), or a word with a digit
-//!   that the older holds and the newer does not ("zebraC3").
+//!   retro", not the newer "Sprint 15 retro"), unless it asks what holds
+//!   now ("now", "currently", "latest"), or a word with a digit that the
+//!   older holds and the newer does not ("zebraC3").
 //! - Dates and reminders are events, not states: a newer one says nothing
 //!   of an older one, and they are left in place. So are notes on people
 //!   and projects: each is about its own person or project, and a newer
@@ -64,6 +65,25 @@ const ALIKE: f32 = 0.4;
 /// title.
 const CHANGE_WORDS: &str =
     "switched moved migrated replaced dropped stopped abandoned instead changed updated";
+
+/// Words that ask what holds now: a question holding one asks for the
+/// newest version even when it names an older one's title. ("now" is a
+/// stop word, so the question's own words are looked at.)
+const NOW_WORDS: &[&str] = &[
+    "now",
+    "currently",
+    "current",
+    "latest",
+    "nowadays",
+    "anymore",
+];
+
+/// Whether `question` asks what holds now.
+fn asks_now(question: &str) -> bool {
+    question
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|word| NOW_WORDS.iter().any(|now| word.eq_ignore_ascii_case(now)))
+}
 
 /// How alike a newer memory that tells of a change and names nothing of
 /// the older one's title must be to it: "Moved to Neovim and dropped VS
@@ -122,6 +142,7 @@ pub(super) fn newer_first(
         fields,
         semantic,
         asked: &asked,
+        asks_now: asks_now(question),
         change: &change,
     };
     // The hits' order, as indices into `top` and `facts`.
@@ -159,6 +180,8 @@ struct Compared<'a> {
     fields: &'a Fields,
     semantic: &'a Semantic,
     asked: &'a BTreeSet<String>,
+    /// Whether the question asks what holds now (see [`asks_now`]).
+    asks_now: bool,
     /// The stems of [`CHANGE_WORDS`].
     change: &'a BTreeSet<String>,
 }
@@ -192,13 +215,15 @@ impl Compared<'_> {
 
     /// Whether the question names `older` rather than `newer`: it holds
     /// every stem of the older's title (two at least) and the newer lacks
-    /// one of them, or it holds a word with a digit that the older holds
-    /// and the newer does not.
+    /// one of them, unless it asks what holds now ("which metadata
+    /// database does Atlas use now?"); or it holds a word with a digit
+    /// that the older holds and the newer does not.
     fn names(&self, title: &BTreeSet<String>, newer: &Facts, older: &Facts) -> bool {
         let holds = |facts: &Facts, stem: &str| {
             fusion::holds(self.searcher, self.fields, facts.address, stem)
         };
         let whole_title = title.len() >= 2
+            && !self.asks_now
             && title.iter().all(|stem| self.asked.contains(stem))
             && title.iter().any(|stem| !holds(newer, stem));
         whole_title
