@@ -7,8 +7,10 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::fs;
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::{bin, force_unmount, run_with_timeout};
@@ -17,47 +19,93 @@ const TIMEOUT: Duration = Duration::from_secs(180);
 const ROUNDS: usize = 6;
 const FILES: usize = 200;
 
-#[test]
-fn unmount_waits_for_the_daemon_and_an_immediate_remount_works() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (store, mnt, state) = (
-        tmp.path().join("store"),
-        tmp.path().join("mnt"),
-        tmp.path().join("state"),
-    );
-    for d in [&store, &mnt] {
-        fs::create_dir(d).unwrap();
+/// A store, a mountpoint and a state dir in a temp dir of their own.
+struct Dirs {
+    tmp: tempfile::TempDir,
+    store: PathBuf,
+    mnt: PathBuf,
+    state: PathBuf,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        let tmp = tempfile::tempdir().unwrap();
+        let (store, mnt, state) = (
+            tmp.path().join("store"),
+            tmp.path().join("mnt"),
+            tmp.path().join("state"),
+        );
+        for d in [&store, &mnt] {
+            fs::create_dir(d).unwrap();
+        }
+        Dirs {
+            tmp,
+            store,
+            mnt,
+            state,
+        }
     }
-    let mnemofs = |args: &[&std::ffi::OsStr]| {
+
+    /// Runs mnemofs with these dirs' runtime and config folders.
+    fn mnemofs(&self, args: &[&OsStr]) -> Output {
         run_with_timeout(
             Command::new(bin())
                 .args(args)
-                .env("XDG_RUNTIME_DIR", tmp.path().join("run"))
-                .env("XDG_CONFIG_HOME", tmp.path().join("config")),
+                .env("XDG_RUNTIME_DIR", self.tmp.path().join("run"))
+                .env("XDG_CONFIG_HOME", self.tmp.path().join("config")),
             TIMEOUT,
         )
         .expect("mnemofs timed out")
-    };
-    let guard = scopeguard(&mnt);
-    for round in 0..ROUNDS {
-        let out = mnemofs(&[
+    }
+
+    /// Mounts the store; the daemon's pid.
+    fn mount(&self, extra: &[&str]) -> u32 {
+        let mut args: Vec<&OsStr> = vec![
             "mount".as_ref(),
-            mnt.as_os_str(),
+            self.mnt.as_os_str(),
             "--store".as_ref(),
-            store.as_os_str(),
+            self.store.as_os_str(),
             "--state-dir".as_ref(),
-            state.as_os_str(),
-        ]);
+            self.state.as_os_str(),
+        ];
+        args.extend(extra.iter().map(|a| OsStr::new(*a)));
+        let out = self.mnemofs(&args);
         assert!(
             out.status.success(),
-            "round {round}: mount failed: {}",
+            "mount failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let pid: u32 = fs::read_to_string(state.join("mnemofs.pid"))
+        fs::read_to_string(self.state.join("mnemofs.pid"))
             .unwrap()
             .trim()
             .parse()
-            .unwrap();
+            .unwrap()
+    }
+
+    fn unmount(&self) -> Output {
+        self.mnemofs(&["unmount".as_ref(), self.mnt.as_os_str()])
+    }
+}
+
+/// Whether process `pid` still runs: not gone, nor a zombie its new
+/// parent has yet to reap. Its `/proc` status line when it does.
+fn still_running(pid: u32) -> Option<String> {
+    let state = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let running = !state.is_empty()
+        && state
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| !s.trim_start().starts_with('Z'));
+    running.then_some(state)
+}
+
+#[test]
+fn unmount_waits_for_the_daemon_and_an_immediate_remount_works() {
+    let dirs = Dirs::new();
+    let (store, mnt) = (&dirs.store, &dirs.mnt);
+    let guard = scopeguard(mnt);
+    for round in 0..ROUNDS {
+        let pid = dirs.mount(&[]);
         // Files without frontmatter: the daemon's start-up and close-time
         // normalization rewrites them in the background.
         for i in 0..FILES {
@@ -67,24 +115,16 @@ fn unmount_waits_for_the_daemon_and_an_immediate_remount_works() {
             )
             .unwrap();
         }
-        let out = mnemofs(&["unmount".as_ref(), mnt.as_os_str()]);
+        let out = dirs.unmount();
         assert!(
             out.status.success(),
             "round {round}: unmount failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // Exited: gone, or a zombie its new parent has yet to reap.
-        let state = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let running = !state.is_empty()
-            && state
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| !s.trim_start().starts_with('Z'));
-        assert!(
-            !running,
-            "round {round}: unmount returned before the daemon exited: {state}"
-        );
-        let stray: Vec<_> = fs::read_dir(&mnt)
+        if let Some(state) = still_running(pid) {
+            panic!("round {round}: unmount returned before the daemon exited: {state}");
+        }
+        let stray: Vec<_> = fs::read_dir(mnt)
             .unwrap()
             .flatten()
             .map(|e| e.file_name())
@@ -94,7 +134,7 @@ fn unmount_waits_for_the_daemon_and_an_immediate_remount_works() {
             "round {round}: written beneath the mountpoint: {stray:?}"
         );
     }
-    let kept = fs::read_dir(&store).unwrap().count();
+    let kept = fs::read_dir(store).unwrap().count();
     assert_eq!(kept, ROUNDS * FILES, "memories lost or duplicated");
     drop(guard);
 }
@@ -115,45 +155,10 @@ fn scopeguard(mnt: &std::path::Path) -> impl Drop + '_ {
 /// returns once it has exited, and the copy answers as unmounted.
 #[test]
 fn unmount_ends_the_daemon_while_another_namespace_holds_a_copy() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (store, mnt, state) = (
-        tmp.path().join("store"),
-        tmp.path().join("mnt"),
-        tmp.path().join("state"),
-    );
-    for d in [&store, &mnt] {
-        fs::create_dir(d).unwrap();
-    }
-    let mnemofs = |args: &[&std::ffi::OsStr]| {
-        run_with_timeout(
-            Command::new(bin())
-                .args(args)
-                .env("XDG_RUNTIME_DIR", tmp.path().join("run"))
-                .env("XDG_CONFIG_HOME", tmp.path().join("config")),
-            TIMEOUT,
-        )
-        .expect("mnemofs timed out")
-    };
-    let guard = scopeguard(&mnt);
-    let out = mnemofs(&[
-        "mount".as_ref(),
-        mnt.as_os_str(),
-        "--store".as_ref(),
-        store.as_os_str(),
-        "--state-dir".as_ref(),
-        state.as_os_str(),
-        "--no-organizer".as_ref(),
-    ]);
-    assert!(
-        out.status.success(),
-        "mount failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pid: u32 = fs::read_to_string(state.join("mnemofs.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let dirs = Dirs::new();
+    let mnt = &dirs.mnt;
+    let guard = scopeguard(mnt);
+    let pid = dirs.mount(&["--no-organizer"]);
     let Ok(mut copy) = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sleep", "300"])
         .spawn()
@@ -174,7 +179,7 @@ fn unmount_ends_the_daemon_while_another_namespace_holds_a_copy() {
         eprintln!("skipped: cannot make a mount namespace here (not root?)");
         return;
     }
-    let out = mnemofs(&["unmount".as_ref(), mnt.as_os_str()]);
+    let out = dirs.unmount();
     let _ = copy.kill();
     let _ = copy.wait();
     assert!(
@@ -182,12 +187,6 @@ fn unmount_ends_the_daemon_while_another_namespace_holds_a_copy() {
         "unmount failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let state = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let running = !state.is_empty()
-        && state
-            .rsplit(')')
-            .next()
-            .is_some_and(|s| !s.trim_start().starts_with('Z'));
-    assert!(!running, "the daemon still runs: {state}");
+    assert_eq!(still_running(pid), None, "the daemon still runs");
     drop(guard);
 }
