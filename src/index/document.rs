@@ -46,13 +46,11 @@ pub(crate) struct FileState {
 
 impl FileState {
     pub(crate) fn of(stat: &crate::store::Stat) -> FileState {
-        let ns =
-            |t: &crate::store::TimeSpec| t.sec.saturating_mul(1_000_000_000).saturating_add(t.nsec);
         FileState {
             size: stat.size,
-            mtime_ns: ns(&stat.mtime),
+            mtime_ns: stat.mtime.nanos(),
             inode: stat.ino,
-            ctime_ns: ns(&stat.ctime),
+            ctime_ns: stat.ctime.nanos(),
         }
     }
 

@@ -68,11 +68,7 @@ impl Identity {
         Identity {
             ino: st.ino,
             size: st.size,
-            mtime_ns: st
-                .mtime
-                .sec
-                .saturating_mul(1_000_000_000)
-                .saturating_add(st.mtime.nsec),
+            mtime_ns: st.mtime.nanos(),
         }
     }
 }

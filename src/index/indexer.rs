@@ -643,10 +643,13 @@ impl Indexer {
         for (key, id) in memories {
             // A copy read again (its later writes, a re-read of a racy
             // change) stays one while the other still has the id.
+            // Whether another path has the id first (one lookup, and for
+            // nearly every memory the last): the document read that
+            // `previous` costs only for the few that share theirs.
             let copy = id.filter(|id| {
-                let seen = copies.get(&key).is_some_and(|kept| kept == id)
-                    || !previous(&key).is_some_and(|p| p.eq_ignore_ascii_case(id));
-                seen && taken(id, &key)
+                taken(id, &key)
+                    && (copies.get(&key).is_some_and(|kept| kept == id)
+                        || !previous(&key).is_some_and(|p| p.eq_ignore_ascii_case(id)))
             });
             match copy {
                 Some(id) => {

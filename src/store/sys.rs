@@ -166,6 +166,15 @@ pub struct TimeSpec {
     pub nsec: i64,
 }
 
+impl TimeSpec {
+    /// Nanoseconds since the epoch.
+    pub fn nanos(self) -> i64 {
+        self.sec
+            .saturating_mul(1_000_000_000)
+            .saturating_add(self.nsec)
+    }
+}
+
 /// A time for `utimensat`: `None` keeps it, `UTIME_NOW` is expressed by
 /// `TimeSpec { sec: 0, nsec: libc::UTIME_NOW }`.
 pub(crate) fn timespec(t: Option<TimeSpec>) -> libc::timespec {

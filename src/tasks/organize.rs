@@ -425,9 +425,7 @@ impl Organizing {
         } else if twins.iter().any(|(o, _)| self.index.came_as_copy(o, &id)) {
             false
         } else {
-            twins
-                .iter()
-                .any(|(_, o)| (o.ctime.sec, o.ctime.nsec) < (st.ctime.sec, st.ctime.nsec))
+            twins.iter().any(|(_, o)| o.ctime < st.ctime)
         };
         if !copy {
             return None;
