@@ -1385,21 +1385,8 @@ fn every_command_goes_through_a_running_daemon() {
     refused(&run_served(&m.store, &["read", &b]), "no memory is named");
 }
 
-/// A `mnemofs serve` child, stopped (SIGTERM, then SIGKILL) on drop.
-struct Serve(std::process::Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        common::signal(self.0.id(), libc::SIGTERM);
-        if common::wait_timeout(&mut self.0, Duration::from_secs(30)).is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 /// `mnemofs serve` on `store`, once it says it is ready.
-fn serve(store: &Path, state: &Path) -> Serve {
+fn serve(store: &Path, state: &Path) -> common::Stopped {
     use std::io::BufRead;
     let mut child = Command::new(bin())
         .args(["serve", "--store"])
@@ -1413,7 +1400,7 @@ fn serve(store: &Path, state: &Path) -> Serve {
         .spawn()
         .expect("spawn mnemofs serve");
     let stdout = child.stdout.take().expect("stdout");
-    let serving = Serve(child);
+    let serving = common::Stopped(child);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();

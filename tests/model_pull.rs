@@ -104,19 +104,6 @@ impl Drop for Hub {
     }
 }
 
-/// `mnemofs serve`, stopped when dropped, even when the test panics.
-struct Serving(Child);
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        common::signal(self.0.id(), libc::SIGTERM);
-        if common::wait_timeout(&mut self.0, Duration::from_secs(30)).is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
 /// `mnemofs` with a private HOME, cache and runtime dir in `home`, no
 /// token, no proxy, and the hub at `endpoint`.
 fn mnemofs(home: &Path, endpoint: &str) -> Command {
@@ -211,8 +198,8 @@ fn store_and_config(home: &Path, model: &str) -> (PathBuf, PathBuf, PathBuf) {
 
 /// `mnemofs serve` on `store` with `config`, its stderr in `log`, once it
 /// is registered.
-fn serve(home: &Path, store: &Path, state: &Path, config: &Path, log: &Path) -> Serving {
-    let daemon = Serving(
+fn serve(home: &Path, store: &Path, state: &Path, config: &Path, log: &Path) -> common::Stopped {
+    let daemon = common::Stopped(
         mnemofs(home, "http://127.0.0.1:9")
             .args(["serve", "--store"])
             .arg(store)

@@ -189,18 +189,7 @@ fn an_import_through_a_daemon_is_left_as_it_came() {
     let to = store(tmp.path(), "to", &[]);
     let config = tmp.path().join("daemon.yaml");
     fs::write(&config, CONFIG).expect("config");
-    /// The daemon, stopped when the test ends, passed or not.
-    struct Stopped(std::process::Child);
-    impl Drop for Stopped {
-        fn drop(&mut self) {
-            common::signal(self.0.id(), libc::SIGTERM);
-            if common::wait_timeout(&mut self.0, Duration::from_secs(30)).is_none() {
-                let _ = self.0.kill();
-                let _ = self.0.wait();
-            }
-        }
-    }
-    let mut daemon = Stopped(
+    let mut daemon = common::Stopped(
         store_command(&to, &["serve"])
             .env("MNEMOFS_CONFIG", &config)
             .stdin(Stdio::null())

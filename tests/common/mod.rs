@@ -1518,3 +1518,17 @@ pub fn store_command(store: &Path, args: &[&str]) -> Command {
         .env("MNEMOFS_LOG", "warn");
     cmd
 }
+
+/// A daemon child (`mnemofs serve`), stopped when dropped, even when the
+/// test panics: SIGTERM, then SIGKILL after 30 s.
+pub struct Stopped(pub Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        signal(self.0.id(), libc::SIGTERM);
+        if wait_timeout(&mut self.0, Duration::from_secs(30)).is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
