@@ -294,16 +294,6 @@ pub(crate) fn rewrite_query(query: &str, expand: Expand<'_>) -> Rewritten {
             rest = after;
             continue;
         }
-        // A command-line flag ("can I run git push --force?") is a word of
-        // the question, not a word to leave out.
-        if let Some(flag) = rest
-            .strip_prefix("--")
-            .filter(|r| r.starts_with(|c: char| c.is_alphanumeric()))
-        {
-            out.text.push(' ');
-            rest = flag;
-            continue;
-        }
         let word = &rest[..value_len(rest)];
         if let Some(prefix) = word.strip_suffix('*')
             && !prefix.is_empty()
@@ -425,6 +415,49 @@ fn rewrite_field<'q>(
     } else {
         *rest = value_at;
     }
+}
+
+/// `text` read as prose where it cannot be syntax: colons that begin no
+/// field's value ([`prose_colons`]) and command-line flags
+/// ([`prose_flags`]). A search and its warnings read a query through
+/// this.
+pub(crate) fn prose(text: &str) -> std::borrow::Cow<'_, str> {
+    match prose_colons(text) {
+        std::borrow::Cow::Borrowed(text) => prose_flags(text),
+        std::borrow::Cow::Owned(text) => std::borrow::Cow::Owned(prose_flags(&text).into_owned()),
+    }
+}
+
+/// `text` with the two dashes of each command-line flag outside quotes
+/// taken off: "can I run git push --force?" asks about force, and leaves
+/// nothing out (`-word` excludes a word; no syntax starts with `--`).
+fn prose_flags(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("--") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut quoted = false;
+    let mut at_boundary = true;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        if !quoted
+            && at_boundary
+            && let Some(flag) = rest
+                .strip_prefix("--")
+                .filter(|r| r.starts_with(|c: char| c.is_alphanumeric()))
+        {
+            rest = flag;
+            at_boundary = false;
+            continue;
+        }
+        out.push(c);
+        at_boundary = c.is_whitespace() || c == '(';
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// `text` with the colons that cannot begin a field's value turned into
@@ -852,7 +885,7 @@ pub fn nothing_found(query: &str) -> String {
     let none = |_: Option<&'static str>, p: &str| (vec![p.to_owned()], false);
     let (text, _) = take_limit(query);
     let (text, _) = take_mode(&text);
-    let rewritten = rewrite_query(&text, &none).text;
+    let rewritten = rewrite_query(&prose_flags(&text), &none).text;
     let mut words = Vec::new();
     let mut filters = Vec::new();
     match meaning(&rewritten) {

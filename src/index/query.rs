@@ -34,8 +34,8 @@ use tantivy::{DocAddress, DocSet, Order, Searcher, TERMINATED, TantivyDocument};
 use super::document::{normalize_key, path_from_key};
 use super::fusion;
 use super::meaning::{
-    MAX_LIMIT, MAX_PREFIX_TERMS, Mode, bounded, is_plain_words, meaning, prose_colons,
-    rewrite_query, take_mode, too_deep, words_beside_filters, words_of,
+    MAX_LIMIT, MAX_PREFIX_TERMS, Mode, bounded, is_plain_words, meaning, prose, rewrite_query,
+    take_mode, too_deep, words_beside_filters, words_of,
 };
 use super::ranking::{Excluding, TopHits, prunable};
 use super::schema::{FLAG_LINT, KIND_MEMORY, KIND_SKIPPED, names};
@@ -529,7 +529,7 @@ impl Index {
     /// it does not know, values that are not dates, prefixes cut short.
     pub fn query_warnings(&self, query: &str) -> Vec<String> {
         let (text, _) = take_mode(query.trim());
-        let text = prose_colons(text.trim());
+        let text = prose(text.trim());
         let text = text.trim();
         if text.is_empty() {
             return Vec::new();
@@ -600,7 +600,7 @@ impl Index {
         warnings: &mut Vec<String>,
     ) -> Result<Option<(Searcher, Box<dyn Query>, Vec<(f32, DocAddress, Side)>)>, IndexError> {
         let (text, mode) = take_mode(query.trim());
-        let text = prose_colons(text.trim());
+        let text = prose(text.trim());
         let text = text.trim();
         if text.is_empty() {
             return Ok(None);
