@@ -554,10 +554,11 @@ fn serving_session(
 }
 
 /// The session of a process that stays while an agent talks to it,
-/// opened again when the daemon it went through goes away: a request that
-/// daemon never took is sent once more through the new session (which
-/// serves the store itself, or goes through whoever does now), so the
-/// agent's call is answered, not lost.
+/// opened again when the daemon it went through goes away, or when it
+/// handed the store it served to a mount: a request not taken is sent
+/// once more through the new session (which serves the store itself, or
+/// goes through whoever does now), so the agent's call is answered, not
+/// lost.
 #[derive(Default)]
 struct Reopening {
     current: parking_lot::Mutex<Option<std::sync::Arc<daemon::Session>>>,
@@ -580,7 +581,7 @@ impl Reopening {
     ) -> crate::ops::Result<Response> {
         use crate::ops::Error;
         let session = self.session(&open)?;
-        let again = session.through_daemon().then(|| request.clone());
+        let again = session.may_be_replaced().then(|| request.clone());
         let answer = session.call(request);
         match (&answer, again) {
             (Err(Error::Unreached(_)), Some(request)) => {
@@ -589,7 +590,7 @@ impl Reopening {
             }
             // A daemon that went away (restarted, unmounted) leaves the
             // session useless: the next call opens a new one.
-            (Err(Error::Unavailable(_)), Some(_)) => {
+            (Err(Error::Unavailable(_)), Some(_)) if session.through_daemon() => {
                 self.forget(&session);
                 answer
             }

@@ -286,52 +286,67 @@ fn unmount_of_a_busy_mount_names_the_holders() {
     m.stop();
 }
 
+/// An agent's `mnemofs tool` serves the store while no mount does. A
+/// mount started then is handed the store, the tool goes on through it
+/// (so its writes reach the mount's watchers), and serves the store itself
+/// again once the mount ends: no call fails on the way.
 #[test]
-fn a_mount_refused_by_a_command_holding_the_store_names_that_command() {
+fn a_mount_is_handed_the_store_by_a_tool_serving_it() {
     use std::io::{BufRead, BufReader, Write};
-    let home = tempfile::tempdir().unwrap();
-    let (store, mnt, state) = (
-        home.path().join("store"),
-        home.path().join("mnt"),
-        home.path().join("state"),
-    );
-    fs::create_dir(&store).unwrap();
-    fs::create_dir(&mnt).unwrap();
+    let mut m = common::Mount::unstarted(&common::MountOptions::default());
     let mut tool = Command::new(bin())
         .arg("tool")
         .arg("--store")
-        .arg(&store)
+        .arg(&m.store)
         .arg("--state-dir")
-        .arg(&state)
+        .arg(&m.state)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .expect("mnemofs tool");
     let mut stdin = tool.stdin.take().unwrap();
-    writeln!(stdin, r#"{{"command": "view", "path": "/memories"}}"#).unwrap();
-    let mut line = String::new();
-    BufReader::new(tool.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("an answer");
-    assert!(line.contains("\"is_error\":false"), "{line}");
+    let mut answers = BufReader::new(tool.stdout.take().unwrap());
+    let mut ask = |command: serde_json::Value| {
+        writeln!(stdin, "{command}").unwrap();
+        let mut line = String::new();
+        answers.read_line(&mut line).expect("an answer");
+        assert!(line.contains("\"is_error\":false"), "{command}: {line}");
+        line
+    };
+    let create = |name: &str, text: &str| serde_json::json!({"command": "create", "path": format!("/memories/{name}"), "file_text": text});
+    ask(create("a.md", "Plums in the icebox.\n"));
 
-    let out = mnemofs(
-        home.path(),
-        &[
-            "mount",
-            mnt.to_str().unwrap(),
-            "--store",
-            store.to_str().unwrap(),
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
+    m.spawn(&[]);
+    assert!(
+        m.log_text().contains("handed the store over"),
+        "{}",
+        m.log_text()
+    );
+    assert_eq!(
+        fs::read_to_string(m.m("a.md")).unwrap(),
+        "Plums in the icebox.\n"
+    );
+    ask(create("b.md", "Cherries in the bowl.\n"));
+    assert_eq!(
+        fs::read_to_string(m.m("b.md")).unwrap(),
+        "Cherries in the bowl.\n"
+    );
+    let listed = ask(serde_json::json!({"command": "view", "path": "/memories"}));
+    assert!(
+        listed.contains("b.md") && listed.contains("a.md"),
+        "{listed}"
+    );
+
+    m.stop();
+    ask(create("c.md", "Pears on the sill.\n"));
+    assert_eq!(
+        fs::read_to_string(m.s("c.md")).unwrap(),
+        "Pears on the sill.\n"
     );
     drop(stdin);
-    let _ = tool.wait();
-    assert!(!out.status.success(), "mounted a store in use");
-    let said = stderr(&out);
-    assert!(said.contains("in use by `mnemofs tool"), "{said}");
-    assert!(said.contains(&format!("(pid {})", tool.id())), "{said}");
+    let status = common::wait_timeout(&mut tool, TIMEOUT).expect("the tool ends");
+    assert!(status.success(), "{status}");
 }
 
 /// A process that serves a store holds its lock a moment before it answers

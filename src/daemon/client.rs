@@ -292,11 +292,21 @@ impl Session {
     /// one-shot `write`) is waited out, briefly, so that this session
     /// serves the store after it rather than holding it unserved.
     pub fn open_serving(target: &Target, config: &Config, guide: bool) -> anyhow::Result<Session> {
+        // Just handed to a mount: the store is the mount's to take, and
+        // this session goes through it once it answers.
+        let mounting = super::serve::handed_over_lately()
+            .then(|| std::time::Instant::now() + super::serve::MOUNT_AFTER_HAND_OVER);
         let deadline = std::time::Instant::now() + SERVER_SETTLING;
         loop {
             let found = find(target)?;
             if found.daemon.is_some() {
+                // Taken: when this mount ends, the store is free to serve.
+                super::serve::mount_answered();
                 break;
+            }
+            if mounting.is_some_and(|until| std::time::Instant::now() < until) {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
             }
             let state_dir = target.state_dir_of(&found.store);
             let served = super::serve::Server::start(&super::serve::ServeConfig {
@@ -444,6 +454,13 @@ impl Session {
     /// True when a daemon answers.
     pub fn through_daemon(&self) -> bool {
         matches!(self.way, Way::Daemon { .. })
+    }
+
+    /// True when a request this session did not take
+    /// ([`ops::Error::Unreached`]) may be sent again through a new one:
+    /// its daemon went away, or it handed the store to a mount.
+    pub fn may_be_replaced(&self) -> bool {
+        matches!(self.way, Way::Daemon { .. } | Way::Serving(_))
     }
 
     /// Runs one request.

@@ -25,6 +25,17 @@ pub(crate) const SOCKET: &str = "control.sock";
 /// Connections served at once; more wait in the listen queue.
 const MAX_CONNECTIONS: usize = 64;
 
+/// The line a starting mount sends to a process that serves the store for
+/// its agent (`mnemofs mcp`, `mnemofs tool`), asking it to let go of the
+/// store; [`HANDED_OVER`] is the answer once it has.
+const HAND_OVER: &str = r#"{"op":"hand_over"}"#;
+/// The answer to [`HAND_OVER`] once the store's lock is free.
+const HANDED_OVER: &str = r#"{"handed_over":true}"#;
+
+/// What a process serving the store for its agent does when a mount asks
+/// for the store: `Err` says why it keeps it.
+pub(crate) type HandOver = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// The listening side, in the daemon.
 pub(crate) struct ControlServer {
     listener: Listener,
@@ -32,13 +43,18 @@ pub(crate) struct ControlServer {
 
 impl ControlServer {
     /// Listens on the state dir's socket, replacing a stale one.
-    pub(crate) fn start(state_dir: &Path, ops: Arc<Operations>) -> anyhow::Result<Self> {
+    /// With `hand_over`, a mount that asks for the store is given it.
+    pub(crate) fn start(
+        state_dir: &Path,
+        ops: Arc<Operations>,
+        hand_over: Option<HandOver>,
+    ) -> anyhow::Result<Self> {
         let listener = Listener::start(
             state_dir.join(SOCKET),
             "control",
             MAX_CONNECTIONS,
             WhenFull::Wait,
-            move |stream| serve_connection(stream, &ops),
+            move |stream| serve_connection(stream, &ops, hand_over.as_ref()),
         )?;
         Ok(ControlServer { listener })
     }
@@ -49,7 +65,11 @@ impl ControlServer {
     }
 }
 
-fn serve_connection(stream: UnixStream, ops: &Operations) -> std::io::Result<()> {
+fn serve_connection(
+    stream: UnixStream,
+    ops: &Operations,
+    hand_over: Option<&HandOver>,
+) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     let max = crate::ops::max_request_line(ops.max_file_size());
@@ -57,6 +77,20 @@ fn serve_connection(stream: UnixStream, ops: &Operations) -> std::io::Result<()>
         let mut line = Vec::new();
         let n = (&mut reader).take(max + 1).read_until(b'\n', &mut line)?;
         if n == 0 {
+            return Ok(());
+        }
+        if line.trim_ascii() == HAND_OVER.as_bytes() {
+            let given = match hand_over {
+                Some(hand_over) => hand_over(),
+                None => Err("it serves the store for as long as it runs".into()),
+            };
+            match given {
+                Ok(()) => writer.write_all(format!("{HANDED_OVER}\n").as_bytes())?,
+                Err(why) => {
+                    let e = ops::Error::Unavailable(why);
+                    write_reply(&mut writer, &Reply::Error(WireError::from(&e)))?;
+                }
+            }
             return Ok(());
         }
         let reply = if n as u64 > max {
@@ -104,6 +138,30 @@ fn write_reply(writer: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
     let mut bytes = serde_json::to_vec(reply).map_err(std::io::Error::other)?;
     bytes.push(b'\n');
     writer.write_all(&bytes)
+}
+
+/// Asks the process listening at `socket` to hand the store over, waiting
+/// at most `within` for its answer: `Ok` once the store's lock is free,
+/// else why not, in its words.
+pub(crate) fn ask_to_hand_over(socket: &Path, within: std::time::Duration) -> Result<(), String> {
+    let mut stream = UnixStream::connect(socket).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(within))
+        .map_err(|e| e.to_string())?;
+    stream
+        .write_all(format!("{HAND_OVER}\n").as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    BufReader::new(stream)
+        .read_line(&mut answer)
+        .map_err(|e| format!("no answer: {e}"))?;
+    if answer.trim() == HANDED_OVER {
+        return Ok(());
+    }
+    match serde_json::from_str::<Reply>(&answer) {
+        Ok(Reply::Error(e)) => Err(e.message),
+        _ => Err(format!("an answer not understood: {}", answer.trim())),
+    }
 }
 
 /// A connection to a daemon's control socket.
@@ -292,6 +350,13 @@ mod tests {
     /// A server whose organizer blocks; the gate says when a dream started
     /// and lets it finish.
     fn server() -> (tempfile::TempDir, ControlServer, Gate) {
+        server_handing_over(|_| None)
+    }
+
+    /// [`server`], whose hand-over `hand_over` makes from its operations.
+    fn server_handing_over(
+        hand_over: impl FnOnce(Arc<Operations>) -> Option<HandOver>,
+    ) -> (tempfile::TempDir, ControlServer, Gate) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("store")).unwrap();
         let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
@@ -309,8 +374,52 @@ mod tests {
             started: started_tx,
             release: release_rx,
         }));
-        let server = ControlServer::start(dir.path(), Arc::new(ops)).unwrap();
+        let ops = Arc::new(ops);
+        let hand_over = hand_over(Arc::clone(&ops));
+        let server = ControlServer::start(dir.path(), ops, hand_over).unwrap();
         (dir, server, (started, release))
+    }
+
+    #[test]
+    fn a_hand_over_waits_for_the_running_request_then_takes_no_more() {
+        let (_dir, server, (started, release)) = server_handing_over(|ops| {
+            Some(Arc::new(move || {
+                ops.close(Duration::from_secs(30))
+                    .then_some(())
+                    .ok_or_else(|| "busy".to_string())
+            }))
+        });
+        let socket = server.path().to_path_buf();
+        let dreamer = std::thread::spawn(move || {
+            let mut client = ControlClient::connect(&socket).unwrap().unwrap();
+            client.call(&Request::Dream { level: 2 })
+        });
+        started.recv_timeout(Duration::from_secs(30)).unwrap();
+        let socket = server.path().to_path_buf();
+        let asking = std::thread::spawn(move || ask_to_hand_over(&socket, Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!asking.is_finished(), "handed over under a running dream");
+        release.send(()).unwrap();
+        assert_eq!(asking.join().unwrap(), Ok(()));
+        assert!(matches!(
+            dreamer.join().unwrap().unwrap(),
+            Response::Report { .. }
+        ));
+        let mut client = ControlClient::connect(server.path()).unwrap().unwrap();
+        let err = client.call(&Request::Status).unwrap_err();
+        assert!(err.to_string().contains("handed the store"), "{err}");
+    }
+
+    #[test]
+    fn a_daemon_keeps_its_store_when_asked_for_it() {
+        let (_dir, server, _gate) = server();
+        let why = ask_to_hand_over(server.path(), Duration::from_secs(30)).unwrap_err();
+        assert!(why.contains("for as long as it runs"), "{why}");
+        let mut client = ControlClient::connect(server.path()).unwrap().unwrap();
+        assert!(matches!(
+            client.call(&Request::Status).unwrap(),
+            Response::Status { .. }
+        ));
     }
 
     #[test]

@@ -37,6 +37,9 @@ impl StoreLock {
             super::mountpoint::abort_orphaned(mountpoint);
         }
         let start = Instant::now();
+        // Asked once: a process serving the store for its agent lets go
+        // of it, and goes through the mount from then on.
+        let mut refused: Option<String> = None;
         loop {
             // SAFETY: valid descriptor.
             if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
@@ -46,12 +49,42 @@ impl StoreLock {
             if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(err).context("cannot lock the store");
             }
+            // Found in the registry, or (registered elsewhere: another
+            // runtime dir) by its socket in the state dir.
+            let serving = || match super::registry::by_store(store) {
+                Some(entry) => entry.mountpoint.is_none().then_some(entry.socket),
+                None => Some(state_dir.join(super::control::SOCKET)).filter(|s| s.exists()),
+            };
+            if refused.is_none()
+                && let Some(socket) = serving()
+            {
+                let holder = holder_pid(store, state_dir).unwrap_or_default();
+                let command = command_of(holder).unwrap_or_default();
+                match super::control::ask_to_hand_over(&socket, HAND_OVER_ANSWER) {
+                    Ok(()) => {
+                        tracing::info!(
+                            "`mnemofs {command}` (pid {holder}) handed the store over; it goes through this mount now"
+                        );
+                        refused = Some(String::new());
+                        continue;
+                    }
+                    Err(why) => refused = Some(why),
+                }
+            }
             if start.elapsed() > super::LOCK_WAIT {
                 let holder = holder_pid(store, state_dir);
                 let command = holder.and_then(command_of).unwrap_or_default();
+                let why = refused
+                    .filter(|why| !why.is_empty())
+                    .map(|why| format!(" and keeps it ({why})"))
+                    .unwrap_or_default();
                 match holder {
+                    Some(pid) if command.starts_with("serve") => bail!(
+                        "store {} is served by `mnemofs {command}` (pid {pid}); stop it and mount again",
+                        store.display()
+                    ),
                     Some(pid) if !command.is_empty() && !command.starts_with("mount") => bail!(
-                        "store {} is in use by `mnemofs {command}` (pid {pid}), which opened it without a daemon; stop it and mount again (with a mount running, such commands go through it)",
+                        "store {} is in use by `mnemofs {command}` (pid {pid}), which opened it without a daemon{why}; stop it and mount again (with a mount running, such commands go through it)",
                         store.display()
                     ),
                     Some(pid) => bail!(
@@ -118,6 +151,10 @@ fn command_of(pid: u32) -> Option<String> {
             .join(" "),
     )
 }
+
+/// How long a mount waits for a process serving the store to hand it
+/// over: its running requests end first.
+const HAND_OVER_ANSWER: std::time::Duration = std::time::Duration::from_secs(25);
 
 /// The daemon's pid file, in its state dir.
 pub(crate) const PID_FILE: &str = "mnemofs.pid";

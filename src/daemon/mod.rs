@@ -592,7 +592,8 @@ fn serve_inner(config: &MountConfig, ready: Option<&File>) -> anyhow::Result<()>
     let unmounter = mounted.session.unmount_callable();
     let serving = start_serving(config, &mounted)?;
     let started = (|| -> anyhow::Result<_> {
-        let control = control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops))?;
+        let control =
+            control::ControlServer::start(&config.state_dir, Arc::clone(&serving.ops), None)?;
         // The mount works without its public socket; agents are told why not.
         let rpc = socket::RpcServer::start(&config.store, Arc::clone(&serving.ops))
             .inspect_err(|e| tracing::warn!("no public socket: {e:#}"))

@@ -12,7 +12,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use anyhow::{Context, bail};
 
@@ -127,8 +129,13 @@ pub struct Server {
     index: Index,
     counters: Arc<crate::store::counters::CounterStore>,
     rpc_socket: PathBuf,
-    // Dropped in this order: first nobody can find or reach the server,
-    // then nothing changes the store, then the lock goes.
+    /// Let go of when the server ends, or hands the store to a mount.
+    held: Arc<Mutex<Option<Held>>>,
+}
+
+/// What a server holds while it serves: let go of in [`Held::let_go`]'s
+/// order.
+struct Held {
     registration: Option<registry::Registration>,
     rpc: Option<RpcServer>,
     control: Option<ControlServer>,
@@ -137,7 +144,91 @@ pub struct Server {
     sync: Option<crate::front::sync::Schedule>,
     /// Recorded at a clean end, where the server is a command's.
     clean_exit: Option<CleanExit>,
-    _lock: StoreLock,
+    lock: StoreLock,
+}
+
+impl Held {
+    /// First nobody can find or reach the server, then nothing changes
+    /// the store, then the lock goes.
+    fn let_go(mut self, index: &Index, counters: &crate::store::counters::CounterStore) {
+        drop(self.sync.take());
+        drop(self.registration.take());
+        drop(self.rpc.take());
+        drop(self.control.take());
+        drop(self.watch.take());
+        drop(self.tasks.take());
+        index.shutdown();
+        if let Err(e) = counters.flush() {
+            tracing::warn!("cannot save the access counters: {e}");
+        }
+        // Still under the store lock.
+        if let Some(clean_exit) = &self.clean_exit
+            && !std::thread::panicking()
+            && let Err(e) = clean_exit.record()
+        {
+            tracing::debug!("cannot record a clean exit: {e}");
+        }
+        drop(self.lock);
+    }
+}
+
+/// How long a process asked for the store waits for its running requests
+/// to end.
+const HAND_OVER_WAIT: Duration = Duration::from_secs(20);
+
+/// When this process last handed its store to a mount: for a while after,
+/// it goes through that mount rather than serve the store again before
+/// the mount has taken it.
+static HANDED_OVER: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// How long after a hand-over this process waits for the mount to answer
+/// before it serves the store itself again.
+pub(super) const MOUNT_AFTER_HAND_OVER: Duration = Duration::from_secs(30);
+
+/// Whether this process handed its store over within
+/// [`MOUNT_AFTER_HAND_OVER`].
+pub(super) fn handed_over_lately() -> bool {
+    HANDED_OVER
+        .lock()
+        .is_some_and(|at| at.elapsed() < MOUNT_AFTER_HAND_OVER)
+}
+
+/// The mount a store was handed to answers: this process may serve the
+/// store again once that mount ends.
+pub(super) fn mount_answered() {
+    HANDED_OVER.lock().take();
+}
+
+/// What a server serving its agent does when a mount asks for the store:
+/// the requests running end, then it lets go of everything as at its end.
+/// The session it served then goes through the mount.
+fn hand_over(
+    held: std::sync::Weak<Mutex<Option<Held>>>,
+    ops: std::sync::Weak<Operations>,
+    index: Index,
+    counters: Arc<crate::store::counters::CounterStore>,
+) -> super::control::HandOver {
+    Arc::new(move || {
+        let (Some(held), Some(ops)) = (held.upgrade(), ops.upgrade()) else {
+            return Err("it is stopping".into());
+        };
+        let mut held = held.lock();
+        if held.is_none() {
+            return Err("it has handed the store over already".into());
+        }
+        if !ops.close(HAND_OVER_WAIT) {
+            return Err(format!(
+                "a request it runs has not ended within {}s; try again",
+                HAND_OVER_WAIT.as_secs()
+            ));
+        }
+        *HANDED_OVER.lock() = Some(Instant::now());
+        if let Some(held) = held.take() {
+            held.let_go(&index, &counters);
+        }
+        tracing::info!("handed the store to a mount; going through it from now on");
+        Ok(())
+    })
 }
 
 impl std::fmt::Debug for Server {
@@ -231,7 +322,18 @@ impl Server {
             weak.upgrade()
                 .map(|ops| ops.brief(None, None).to_markdown())
         }));
-        let control = ControlServer::start(&config.state_dir, Arc::clone(&ops))?;
+        // Filled once everything is started; a mount that asks for the
+        // store before then is told it is stopping.
+        let held = Arc::new(Mutex::new(None));
+        let hand_over = (config.served_by == ServedBy::Local).then(|| {
+            hand_over(
+                Arc::downgrade(&held),
+                Arc::downgrade(&ops),
+                index.clone(),
+                Arc::clone(&counters),
+            )
+        });
+        let control = ControlServer::start(&config.state_dir, Arc::clone(&ops), hand_over)?;
         let rpc = RpcServer::start(&config.store, Arc::clone(&ops))?;
         // Only a daemon syncs on a schedule, not a process serving its agent.
         let sync = match config.served_by {
@@ -247,11 +349,8 @@ impl Server {
             rpc_socket: Some(rpc.path().to_path_buf()),
         })
         .with_context(|| format!("cannot register in {}", registry::dir().display()))?;
-        Ok(Some(Server {
-            ops,
-            index,
-            counters,
-            rpc_socket: rpc.path().to_path_buf(),
+        let rpc_socket = rpc.path().to_path_buf();
+        *held.lock() = Some(Held {
             registration: Some(registration),
             rpc: Some(rpc),
             control: Some(control),
@@ -259,7 +358,14 @@ impl Server {
             tasks,
             sync,
             clean_exit,
-            _lock: lock,
+            lock,
+        });
+        Ok(Some(Server {
+            ops,
+            index,
+            counters,
+            rpc_socket,
+            held,
         }))
     }
 
@@ -283,22 +389,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        drop(self.sync.take());
-        drop(self.registration.take());
-        drop(self.rpc.take());
-        drop(self.control.take());
-        drop(self.watch.take());
-        drop(self.tasks.take());
-        self.index.shutdown();
-        if let Err(e) = self.counters.flush() {
-            tracing::warn!("cannot save the access counters: {e}");
-        }
-        // Still under the store lock.
-        if let Some(clean_exit) = &self.clean_exit
-            && !std::thread::panicking()
-            && let Err(e) = clean_exit.record()
-        {
-            tracing::debug!("cannot record a clean exit: {e}");
+        if let Some(held) = self.held.lock().take() {
+            held.let_go(&self.index, &self.counters);
         }
     }
 }

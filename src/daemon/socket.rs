@@ -150,6 +150,9 @@ fn accept(
             match when_full {
                 WhenFull::Wait => {
                     while active.load(Ordering::Acquire) >= max {
+                        if stop.load(Ordering::Relaxed) {
+                            return;
+                        }
                         std::thread::sleep(Duration::from_millis(10));
                     }
                 }

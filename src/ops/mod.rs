@@ -233,6 +233,9 @@ pub struct Operations {
     /// How long an agent's capture waits in the inbox before it may
     /// expire (`None`: captures never do).
     inbox_ttl: Option<std::time::Duration>,
+    /// Shut once the store is handed to another process: every request
+    /// then is [`Error::Unreached`], and one running holds it open.
+    gate: Arc<parking_lot::RwLock<bool>>,
 }
 
 impl std::fmt::Debug for Operations {
@@ -281,6 +284,20 @@ impl Operations {
             meaning_off: None,
             syncer: None,
             inbox_ttl: Some(crate::config::DEFAULT_INBOX_TTL),
+            gate: Arc::new(parking_lot::RwLock::new(true)),
+        }
+    }
+
+    /// Takes no more requests, once those running (waited for at most
+    /// `within`) have ended, in every clone; false if one still runs.
+    /// For a process that hands its store to a mount.
+    pub fn close(&self, within: std::time::Duration) -> bool {
+        match self.gate.try_write_for(within) {
+            Some(mut open) => {
+                *open = false;
+                true
+            }
+            None => false,
         }
     }
 
@@ -358,6 +375,14 @@ impl Operations {
     /// the index has what it wrote (see `written.rs`): whatever is asked
     /// next, by anyone, sees the change.
     pub fn handle(&self, request: Request) -> Result<Response> {
+        // Recursive: a request may run others (a batch), and a close
+        // waiting meanwhile must not stop them.
+        let open = self.gate.read_recursive();
+        if !*open {
+            return Err(Error::Unreached(
+                "this process has handed the store to a mount; ask again through it".into(),
+            ));
+        }
         self.writer.catch_up();
         let (answer, written) = written::during(|| self.answer(request));
         if !written.is_empty() {

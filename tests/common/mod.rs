@@ -398,6 +398,14 @@ impl Mount {
 
     /// Mount with full options.
     pub fn with_options(opts: MountOptions) -> Mount {
+        let mut m = Self::unstarted(&opts);
+        m.spawn(&opts.extra_args);
+        m
+    }
+
+    /// The directories of a mount, made and seeded, with no daemon yet:
+    /// [`Mount::spawn`] starts it.
+    pub fn unstarted(opts: &MountOptions) -> Mount {
         let tmp = tempfile::Builder::new()
             .prefix("mnemofs-test-")
             .tempdir()
@@ -420,7 +428,7 @@ impl Mount {
         if let Some(prepare) = opts.before_start {
             prepare(&store, &state);
         }
-        let mut m = Mount {
+        Mount {
             log: root.join("daemon.log"),
             tmp: Some(tmp),
             store,
@@ -429,9 +437,7 @@ impl Mount {
             plain,
             child: None,
             organizer: opts.organizer,
-        };
-        m.spawn(&opts.extra_args);
-        m
+        }
     }
 
     /// Start (or restart) the foreground daemon on this mount's directories
