@@ -71,8 +71,15 @@ pub fn plan(
     }
     let fm = &parsed.frontmatter;
     let mut fields: Vec<(&str, String)> = Vec::new();
-    if fm.id.is_none() {
-        fields.push(("id", id()));
+    // An `id` of the wrong shape (a list) is the author's, and linted.
+    let fresh_id = (fm.id.is_none()
+        && !parsed
+            .lint
+            .iter()
+            .any(|l| l.message.starts_with("field `id` ")))
+    .then(id);
+    if let Some(fresh) = &fresh_id {
+        fields.push(("id", fresh.clone()));
     }
     if fm.created_at.is_none() {
         fields.push(("created_at", memory::format_timestamp(created)));
@@ -93,10 +100,21 @@ pub fn plan(
     if fields.is_empty() {
         return Plan::Complete;
     }
-    match memory::add_missing_fields(text, &fields) {
-        Ok(Some(new)) => Plan::Rewrite(new),
-        Ok(None) => Plan::Complete,
-        Err(e) => Plan::Malformed(e.to_string()),
+    let added = match memory::add_missing_fields(text, &fields) {
+        Ok(added) => added,
+        Err(e) => return Plan::Malformed(e.to_string()),
+    };
+    // But an `id:` left empty (or `~`) names no id: it is filled in place.
+    let with_id = fresh_id.and_then(|fresh| {
+        let now = added.as_deref().unwrap_or(text);
+        let named = memory::parse(&stem, now).frontmatter.id.is_some();
+        (!named)
+            .then(|| memory::set_fields(now, &[("id", fresh)]).ok().flatten())
+            .flatten()
+    });
+    match with_id.or(added) {
+        Some(new) => Plan::Rewrite(new),
+        None => Plan::Complete,
     }
 }
 
@@ -125,6 +143,28 @@ mod tests {
         assert!(!is_memory_path(&p("a/.git/x.md")));
         assert!(!is_memory_path(&p("notes.txt")));
         assert!(!is_memory_path(&p(".x.md.swp")));
+    }
+
+    #[test]
+    fn an_empty_id_is_filled_in_place_and_a_list_is_left_to_its_author() {
+        for blank in ["id:", "id: ~", "id: null", "id: \"\"", "id: ''"] {
+            let text = format!("---\n{blank}\ntitle: T\n---\nbody\n");
+            let Plan::Rewrite(new) = plan(&p("a.md"), &text, 0, &none, &id) else {
+                panic!("{blank}: expected a rewrite");
+            };
+            assert!(
+                new.starts_with("---\nid: the-id\ntitle: T\n"),
+                "{blank}: {new}"
+            );
+            assert!(new.ends_with("---\nbody\n"), "{new}");
+            assert_eq!(plan(&p("a.md"), &new, 0, &none, &id), Plan::Complete);
+        }
+        let text = "---\nid: [a, b]\n---\nbody\n";
+        let Plan::Rewrite(new) = plan(&p("a.md"), text, 0, &none, &id) else {
+            panic!("expected the other fields added");
+        };
+        assert!(new.starts_with("---\nid: [a, b]\n"), "{new}");
+        assert!(!new.contains("the-id"), "{new}");
     }
 
     #[test]
