@@ -349,6 +349,62 @@ fn a_mount_is_handed_the_store_by_a_tool_serving_it() {
     assert!(status.success(), "{status}");
 }
 
+/// `mnemofs serve` started while an agent's `mnemofs tool` serves the
+/// store is handed it too, and the tool goes through the server.
+#[test]
+fn a_server_is_handed_the_store_by_a_tool_serving_it() {
+    use std::io::{BufRead, BufReader, Write};
+    let home = tempfile::tempdir().unwrap();
+    let (store, state, run) = (
+        home.path().join("store"),
+        home.path().join("state"),
+        home.path().join("run"),
+    );
+    fs::create_dir(&store).unwrap();
+    let command = |args: &[&str]| {
+        let mut c = Command::new(bin());
+        c.args(args)
+            .arg("--store")
+            .arg(&store)
+            .arg("--state-dir")
+            .arg(&state)
+            .env("XDG_RUNTIME_DIR", &run)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        c
+    };
+    let mut tool = command(&["tool"]).spawn().expect("mnemofs tool");
+    let mut stdin = tool.stdin.take().unwrap();
+    let mut answers = BufReader::new(tool.stdout.take().unwrap());
+    let mut create = |name: &str| {
+        let call = serde_json::json!({"command": "create", "path": format!("/memories/{name}"), "file_text": "x\n"});
+        writeln!(stdin, "{call}").unwrap();
+        let mut line = String::new();
+        answers.read_line(&mut line).expect("an answer");
+        assert!(line.contains("\"is_error\":false"), "{line}");
+    };
+    create("a.md");
+    let mut server = command(&["serve"]).spawn().expect("mnemofs serve");
+    let mut said = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut said)
+        .expect("serve's first line");
+    assert!(said.starts_with("serving "), "{said:?}");
+    create("b.md");
+    let status = command(&["status", "--json"]).output().expect("status");
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
+    assert_eq!(status["pid"], server.id(), "{status}");
+    assert!(store.join("b.md").is_file());
+    common::signal(server.id(), libc::SIGTERM);
+    common::wait_timeout(&mut server, TIMEOUT).expect("serve ends");
+    create("c.md");
+    assert!(store.join("c.md").is_file());
+    drop(stdin);
+    let ended = common::wait_timeout(&mut tool, TIMEOUT).expect("the tool ends");
+    assert!(ended.success(), "{ended}");
+}
+
 /// A process that serves a store holds its lock a moment before it answers
 /// (while it starts) and after (while it stops). A command that comes then
 /// waits for it, briefly, instead of giving up at once.

@@ -49,22 +49,11 @@ impl StoreLock {
             if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(err).context("cannot lock the store");
             }
-            // Found in the registry, or (registered elsewhere: another
-            // runtime dir) by its socket in the state dir.
-            let serving = || match super::registry::by_store(store) {
-                Some(entry) => entry.mountpoint.is_none().then_some(entry.socket),
-                None => Some(state_dir.join(super::control::SOCKET)).filter(|s| s.exists()),
-            };
             if refused.is_none()
-                && let Some(socket) = serving()
+                && let Some(asked) = ask_for_the_store(store, state_dir, "this mount")
             {
-                let holder = holder_pid(store, state_dir).unwrap_or_default();
-                let command = command_of(holder).unwrap_or_default();
-                match super::control::ask_to_hand_over(&socket, HAND_OVER_ANSWER) {
+                match asked {
                     Ok(()) => {
-                        tracing::info!(
-                            "`mnemofs {command}` (pid {holder}) handed the store over; it goes through this mount now"
-                        );
                         refused = Some(String::new());
                         continue;
                     }
@@ -150,6 +139,31 @@ fn command_of(pid: u32) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" "),
     )
+}
+
+/// Asks the process that serves `store` for its agent (`mnemofs mcp`,
+/// `mnemofs tool`) to hand the store to `taker` (this mount, this
+/// server): `Ok` once the lock is free, else why not; `None` when no such
+/// process serves it. The process is found in the registry, or (registered
+/// in another runtime dir) by its socket in the state dir.
+pub(crate) fn ask_for_the_store(
+    store: &Path,
+    state_dir: &Path,
+    taker: &str,
+) -> Option<Result<(), String>> {
+    let socket = match super::registry::by_store(store) {
+        Some(entry) => entry.mountpoint.is_none().then_some(entry.socket),
+        None => Some(state_dir.join(super::control::SOCKET)).filter(|s| s.exists()),
+    }?;
+    let holder = holder_pid(store, state_dir).unwrap_or_default();
+    let command = command_of(holder).unwrap_or_default();
+    let asked = super::control::ask_to_hand_over(&socket, HAND_OVER_ANSWER);
+    if asked.is_ok() {
+        tracing::info!(
+            "`mnemofs {command}` (pid {holder}) handed the store over; it goes through {taker} now"
+        );
+    }
+    Some(asked)
 }
 
 /// How long a mount waits for a process serving the store to hand it

@@ -59,12 +59,22 @@ pub fn serve(config: &ServeConfig) -> anyhow::Result<()> {
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ])?;
-    let Some(server) = Server::start(config)? else {
+    // An agent's `mnemofs mcp` or `tool` serving the store hands it over.
+    let mut started = Server::start(config)?;
+    let mut kept = String::new();
+    if started.is_none() {
+        match super::lock::ask_for_the_store(&config.store, &config.state_dir, "this server") {
+            Some(Ok(())) => started = Server::start(config)?,
+            Some(Err(why)) => kept = format!(", which keeps it ({why})"),
+            None => {}
+        }
+    }
+    let Some(server) = started else {
         let pid = super::lock::holder_pid(&config.store, &config.state_dir)
             .map(|p| format!(" (pid {p})"))
             .unwrap_or_default();
         bail!(
-            "{} is already served by another process{pid}",
+            "{} is already served by another process{pid}{kept}",
             config.store.display()
         );
     };
