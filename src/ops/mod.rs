@@ -1441,6 +1441,11 @@ impl Operations {
                 ));
             }
             None => {
+                // Said again (an agent that remembers the same thing each
+                // session): the memory already there is the answer.
+                if let Some(repeated) = self.repeated(&text, &title) {
+                    return Ok(repeated);
+                }
                 let folder = match category {
                     Some(c) if c != Category::Inbox => c.as_str(),
                     _ => "inbox",
@@ -1449,6 +1454,33 @@ impl Operations {
             }
         };
         Ok((path, id))
+    }
+
+    /// The memory a write of `text` (titled `title`) would only repeat: one
+    /// outside `archive/` with the same title, body (up to whitespace),
+    /// scope, type and status, the category if the write names one, and
+    /// every tag it gives. Its path and id.
+    fn repeated(&self, text: &str, title: &str) -> Option<(StorePath, String)> {
+        let squeezed = |body: &str| body.split_whitespace().collect::<Vec<_>>().join(" ");
+        let new = memory::parse("", text);
+        let body = squeezed(new.body(text));
+        let wanted = &new.frontmatter;
+        self.index.resolve_link(title).into_iter().find_map(|path| {
+            if records::phase_of_path(&path.to_string()) == memory::Phase::Archived {
+                return None;
+            }
+            let (_, _, old_text) = self.read_text(&path, &path.to_string()).ok()?;
+            let old = memory::parse("", &old_text);
+            let had = &old.frontmatter;
+            let same = squeezed(old.body(&old_text)) == body
+                && had.title == wanted.title
+                && had.scope == wanted.scope
+                && had.kind == wanted.kind
+                && had.status == wanted.status
+                && (wanted.category.is_none() || had.category == wanted.category)
+                && wanted.tags.iter().all(|t| had.tags.contains(t));
+            same.then(|| had.id.clone().map(|id| (path, id))).flatten()
+        })
     }
 
     /// Creates `<folder>/<stem>.md`, or `<stem>-2.md`, ... if taken.

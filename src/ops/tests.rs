@@ -1056,3 +1056,40 @@ fn a_write_to_a_folder_says_it_is_one() {
         );
     }
 }
+
+#[test]
+fn a_memory_written_again_as_it_is_is_the_one_already_there() {
+    let f = Fixture::new();
+    let write = |content: &str, tags: &[&str]| {
+        let answer = f.ops.handle(Request::WriteMemory(NewMemory {
+            content: content.into(),
+            title: Some("Deploy freeze".into()),
+            tags: tags.iter().map(ToString::to_string).collect(),
+            ..NewMemory::default()
+        }));
+        match answer {
+            Ok(Response::Memory { path, id }) => (path, id.expect("an id")),
+            other => panic!("{other:?}"),
+        }
+    };
+    let first = write("The freeze starts Dec 18.\n", &["ops"]);
+    // Whitespace aside, the same: the same memory, nothing written.
+    assert_eq!(write("The freeze  starts\nDec 18.", &[]), first);
+    assert_eq!(write("The freeze starts Dec 18.\n", &["ops"]), first);
+    // Another body, or a tag the first lacks: a memory of its own.
+    let other = write("The freeze starts Dec 19.\n", &[]);
+    assert_ne!(other.0, first.0);
+    let tagged = write("The freeze starts Dec 18.\n", &["release"]);
+    assert_ne!(tagged.0, first.0);
+    // Once archived, it is no answer.
+    f.ops
+        .rename(&first.0, "archive/freeze.md")
+        .expect("archive it");
+    let again = write("The freeze starts Dec 18.\n", &["ops"]);
+    assert!(
+        again.1 != first.1 && !again.0.starts_with("archive/"),
+        "{again:?}"
+    );
+    let files = fs::read_dir(f.root.path().join("inbox")).unwrap().count();
+    assert_eq!(files, 3, "one file per memory written, the first archived");
+}
