@@ -158,6 +158,46 @@ pub(super) fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSe
     stems
 }
 
+/// The words of `text` whose stems no memory holds, in title or body, as
+/// written and in order (each once); the stems of [`SUBJECT_STEMS`] and
+/// [`ASKING_STEMS`] aside. Counted over the whole index.
+pub(super) fn words_held_by_none(searcher: &Searcher, fields: &Fields, text: &str) -> Vec<String> {
+    let mut absent: Vec<String> = Vec::new();
+    let Ok(mut analyzer) = searcher.index().tokenizer_for_field(fields.body_stem) else {
+        return absent;
+    };
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let token = stream.token();
+        if SUBJECT_STEMS.contains(&token.text.as_str())
+            || ASKING_STEMS.contains(&token.text.as_str())
+        {
+            continue;
+        }
+        let held = [fields.body_stem, fields.title_stem].iter().any(|field| {
+            searcher
+                .doc_freq(&Term::from_field_text(*field, &token.text))
+                .is_ok_and(|n| n > 0)
+        });
+        let word = text
+            .get(token.offset_from..token.offset_to)
+            .unwrap_or(&token.text)
+            .to_lowercase();
+        if !held && !absent.contains(&word) {
+            absent.push(word);
+        }
+    }
+    absent
+}
+
+/// Stems of how a question asks rather than what it asks about ("what
+/// does she like to drink?", "do you remember her favorite band?"): a
+/// memory that answers seldom holds them.
+const ASKING_STEMS: &[&str] = &[
+    "like", "love", "prefer", "favorit", "favourit", "think", "know", "rememb", "recal", "tell",
+    "said", "say", "mention", "kind", "sort", "thing",
+];
+
 /// Stems that name whom an agent's memories are about: nearly every
 /// question has one, and a memory that shares only it with a question
 /// shares nothing of what is asked.

@@ -718,6 +718,27 @@ impl Index {
         }
         copies_after_originals(&searcher, &mut top);
         top.truncate(wanted);
+        // What answers a question the store has no words for is only
+        // near it: said, so an agent does not take it for the answer.
+        // Not to a session some memories are hidden from, whose words it
+        // must not learn of.
+        // A question about a period is answered by when, not by words.
+        if !top.is_empty()
+            && period.is_none()
+            && hidden_scopes.is_empty()
+            && is_plain_words(asked)
+            && !super::tokenizer::mostly_cjk(asked)
+        {
+            let absent =
+                super::fusion::words_held_by_none(&searcher, &self.inner.core.fields, asked);
+            if !absent.is_empty() {
+                let quoted: Vec<String> = absent.iter().map(|w| format!("\"{w}\"")).collect();
+                warnings.push(format!(
+                    "no memory holds {}: what is found shares the question's other words or its meaning, not these",
+                    or_list(&quoted)
+                ));
+            }
+        }
         if top.is_empty() && query.is_none() {
             return Ok(None);
         }
@@ -1466,6 +1487,15 @@ pub(super) fn paths_matching_in(
     paths.sort();
     paths.dedup();
     Ok(paths)
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [head @ .., last] => format!("{} or {last}", head.join(", ")),
+    }
 }
 
 #[cfg(test)]

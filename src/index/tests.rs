@@ -2004,3 +2004,37 @@ fn a_question_with_a_verb_finds_the_memory_that_names_its_noun() {
         Some(sp("c.md"))
     );
 }
+
+#[test]
+fn a_question_with_words_no_memory_holds_names_them() {
+    let f = Fixture::new();
+    f.write(
+        "people/arjun.md",
+        "Arjun is Priya's husband; he teaches physics.\n",
+    );
+    f.write("coffee.md", "Priya drinks a dark roast every morning.\n");
+    f.sync();
+    let (hits, warnings) = f
+        .index
+        .search_noting("what is Priya's blood type?", 10, &[])
+        .unwrap();
+    assert!(!hits.is_empty());
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("no memory holds \"blood\" or \"type\":")),
+        "{warnings:?}"
+    );
+    // How a question asks is not what it asks about.
+    let (_, warnings) = f
+        .index
+        .search_noting("what does Priya like to drink in the morning?", 10, &[])
+        .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // A session some memories are hidden from learns nothing of them.
+    let (_, warnings) = f
+        .index
+        .search_noting("what is Priya's blood type?", 10, &["agent:other".into()])
+        .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
