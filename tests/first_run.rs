@@ -405,6 +405,47 @@ fn a_server_is_handed_the_store_by_a_tool_serving_it() {
     assert!(ended.success(), "{ended}");
 }
 
+/// A tool that handed its store over, and whose taker never came (a mount
+/// that failed), serves the store again: its next call is answered.
+#[test]
+fn a_tool_takes_its_store_back_when_no_daemon_comes() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let home = tempfile::tempdir().unwrap();
+    let (store, state) = (home.path().join("store"), home.path().join("state"));
+    fs::create_dir(&store).unwrap();
+    let mut tool = Command::new(bin())
+        .arg("tool")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .env("XDG_RUNTIME_DIR", home.path().join("run"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mnemofs tool");
+    let mut stdin = tool.stdin.take().unwrap();
+    let mut answers = BufReader::new(tool.stdout.take().unwrap());
+    let mut ask = |name: &str| {
+        let call = serde_json::json!({"command": "create", "path": format!("/memories/{name}"), "file_text": "x\n"});
+        writeln!(stdin, "{call}").unwrap();
+        let mut line = String::new();
+        answers.read_line(&mut line).expect("an answer");
+        assert!(line.contains("\"is_error\":false"), "{line}");
+    };
+    ask("a.md");
+    let mut asking = std::os::unix::net::UnixStream::connect(state.join("control.sock")).unwrap();
+    asking.write_all(b"{\"op\":\"hand_over\"}\n").unwrap();
+    let mut reply = String::new();
+    asking.read_to_string(&mut reply).unwrap();
+    assert_eq!(reply.trim(), r#"{"handed_over":true}"#);
+    ask("b.md");
+    assert!(store.join("b.md").is_file());
+    drop(stdin);
+    common::wait_timeout(&mut tool, TIMEOUT).expect("the tool ends");
+}
+
 /// A process that serves a store holds its lock a moment before it answers
 /// (while it starts) and after (while it stops). A command that comes then
 /// waits for it, briefly, instead of giving up at once.

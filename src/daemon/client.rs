@@ -159,6 +159,10 @@ pub fn find(target: &Target) -> anyhow::Result<Found> {
     Ok(Found { store, daemon })
 }
 
+/// How long nobody may hold a store just handed to a mount before this
+/// process takes it back: the mount failed.
+const MOUNT_GONE: Duration = Duration::from_secs(1);
+
 /// How long a command waits for a process that holds the store's lock
 /// but does not answer yet (it is starting or stopping).
 const SERVER_SETTLING: Duration = Duration::from_secs(5);
@@ -294,8 +298,12 @@ impl Session {
     pub fn open_serving(target: &Target, config: &Config, guide: bool) -> anyhow::Result<Session> {
         // Just handed to a mount: the store is the mount's to take, and
         // this session goes through it once it answers.
-        let mounting = super::serve::handed_over_lately()
+        let mut mounting = super::serve::handed_over_lately()
             .then(|| std::time::Instant::now() + super::serve::MOUNT_AFTER_HAND_OVER);
+        // Since when nobody has held the store while this waits for the
+        // mount: a mount that failed after taking it (or never took it)
+        // is not waited for to the end.
+        let mut unheld_since: Option<std::time::Instant> = None;
         let deadline = std::time::Instant::now() + SERVER_SETTLING;
         loop {
             let found = find(target)?;
@@ -304,11 +312,19 @@ impl Session {
                 super::serve::mount_answered();
                 break;
             }
-            if mounting.is_some_and(|until| std::time::Instant::now() < until) {
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
             let state_dir = target.state_dir_of(&found.store);
+            if let Some(until) = mounting {
+                let now = std::time::Instant::now();
+                let unheld = holder_pid(&found.store, &state_dir).is_none();
+                unheld_since = unheld.then(|| unheld_since.unwrap_or(now));
+                let given_up = unheld_since.is_some_and(|since| now - since >= MOUNT_GONE);
+                if now < until && !given_up {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                mounting = None;
+                super::serve::mount_answered();
+            }
             let served = super::serve::Server::start(&super::serve::ServeConfig {
                 store: found.store.clone(),
                 state_dir,
