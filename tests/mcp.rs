@@ -374,3 +374,53 @@ fn when_the_server_another_went_through_ends_the_next_call_is_answered() {
         assert!(store.join(name).is_file(), "{name} is not in the store");
     }
 }
+
+/// An agent's server serves the store while nothing else does; a
+/// `mnemofs serve` started then is handed the store, the agent's calls go
+/// through it, and once it stops the agent's server serves the store
+/// again. No call fails on the way.
+#[test]
+fn a_daemon_started_beside_an_agents_server_is_handed_the_store() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (store, state) = (tmp.path().join("store"), tmp.path().join("state"));
+    std::fs::create_dir(&store).expect("store");
+    let mut agent = Client::start(&store, &state, tmp.path());
+    let write = |agent: &mut Client, name: &str| {
+        agent
+            .tool(
+                "write",
+                serde_json::json!({"content": format!("fact {name}"), "path": name}),
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    };
+    write(&mut agent, "a.md");
+    let daemon = Command::new(bin())
+        .arg("serve")
+        .arg("--store")
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .env("XDG_RUNTIME_DIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mnemofs serve");
+    let mut daemon = common::Stopped(daemon);
+    let mut ready = String::new();
+    std::io::BufReader::new(daemon.0.stdout.take().expect("stdout"))
+        .read_line(&mut ready)
+        .expect("serve's first line");
+    assert!(ready.starts_with("serving "), "{ready:?}");
+    write(&mut agent, "b.md");
+    let status = agent
+        .tool("status", serde_json::json!({}))
+        .expect("status through the daemon");
+    assert!(status.starts_with("served by daemon"), "{status}");
+    // Stopped, and waited for.
+    drop(daemon);
+    write(&mut agent, "c.md");
+    agent.close();
+    for name in ["a.md", "b.md", "c.md"] {
+        assert!(store.join(name).is_file(), "{name} is not in the store");
+    }
+}
