@@ -129,7 +129,9 @@ pub const TOOLS: &[ToolSpec] = &[
         name: "write",
         description: "Writes a new memory with frontmatter. Without a path it goes to <category>/<slug>.md, \
                       or inbox/ without a category, where the organizer files it; one nothing files is archived \
-                      after its expires_at. With a path and expected_version it replaces the memory there.",
+                      after its expires_at. Without a path, a memory already there with the same title, content \
+                      and tags is returned instead of a copy. With a path and expected_version it replaces the \
+                      memory there.",
         schema: || {
             object(
                 json!({
