@@ -286,36 +286,77 @@ fn unmount_of_a_busy_mount_names_the_holders() {
     m.stop();
 }
 
+/// An agent's `mnemofs tool`, talked to line by line; its stderr is left
+/// out, and it is ended (stdin closed, waited for) on drop.
+struct Agent {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    answers: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Agent {
+    /// `mnemofs tool` on `store` and `state`, with `env` set.
+    fn start(store: &Path, state: &Path, env: &[(&str, &Path)]) -> Agent {
+        let mut child = Command::new(bin())
+            .arg("tool")
+            .arg("--store")
+            .arg(store)
+            .arg("--state-dir")
+            .arg(state)
+            .envs(env.iter().map(|(k, v)| (*k, *v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mnemofs tool");
+        Agent {
+            stdin: child.stdin.take(),
+            answers: std::io::BufReader::new(child.stdout.take().expect("stdout")),
+            child,
+        }
+    }
+
+    /// Sends `command`; its answer, which must not be an error.
+    fn ask(&mut self, command: serde_json::Value) -> String {
+        use std::io::{BufRead, Write};
+        writeln!(self.stdin.as_mut().expect("stdin"), "{command}").unwrap();
+        let mut line = String::new();
+        self.answers.read_line(&mut line).expect("an answer");
+        assert!(line.contains("\"is_error\":false"), "{command}: {line}");
+        line
+    }
+
+    /// Creates `/memories/<name>` holding `text`.
+    fn create(&mut self, name: &str, text: &str) {
+        self.ask(serde_json::json!({
+            "command": "create", "path": format!("/memories/{name}"), "file_text": text
+        }));
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let ended = common::wait_timeout(&mut self.child, TIMEOUT);
+        if ended.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if !std::thread::panicking() {
+            assert!(ended.is_some_and(|s| s.success()), "the tool: {ended:?}");
+        }
+    }
+}
+
 /// An agent's `mnemofs tool` serves the store while no mount does. A
 /// mount started then is handed the store, the tool goes on through it
 /// (so its writes reach the mount's watchers), and serves the store itself
 /// again once the mount ends: no call fails on the way.
 #[test]
 fn a_mount_is_handed_the_store_by_a_tool_serving_it() {
-    use std::io::{BufRead, BufReader, Write};
     let mut m = common::Mount::unstarted(&common::MountOptions::default());
-    let mut tool = Command::new(bin())
-        .arg("tool")
-        .arg("--store")
-        .arg(&m.store)
-        .arg("--state-dir")
-        .arg(&m.state)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mnemofs tool");
-    let mut stdin = tool.stdin.take().unwrap();
-    let mut answers = BufReader::new(tool.stdout.take().unwrap());
-    let mut ask = |command: serde_json::Value| {
-        writeln!(stdin, "{command}").unwrap();
-        let mut line = String::new();
-        answers.read_line(&mut line).expect("an answer");
-        assert!(line.contains("\"is_error\":false"), "{command}: {line}");
-        line
-    };
-    let create = |name: &str, text: &str| serde_json::json!({"command": "create", "path": format!("/memories/{name}"), "file_text": text});
-    ask(create("a.md", "Plums in the icebox.\n"));
+    let mut agent = Agent::start(&m.store, &m.state, &[]);
+    agent.create("a.md", "Plums in the icebox.\n");
 
     m.spawn(&[]);
     assert!(
@@ -327,33 +368,30 @@ fn a_mount_is_handed_the_store_by_a_tool_serving_it() {
         fs::read_to_string(m.m("a.md")).unwrap(),
         "Plums in the icebox.\n"
     );
-    ask(create("b.md", "Cherries in the bowl.\n"));
+    agent.create("b.md", "Cherries in the bowl.\n");
     assert_eq!(
         fs::read_to_string(m.m("b.md")).unwrap(),
         "Cherries in the bowl.\n"
     );
-    let listed = ask(serde_json::json!({"command": "view", "path": "/memories"}));
+    let listed = agent.ask(serde_json::json!({"command": "view", "path": "/memories"}));
     assert!(
         listed.contains("b.md") && listed.contains("a.md"),
         "{listed}"
     );
 
     m.stop();
-    ask(create("c.md", "Pears on the sill.\n"));
+    agent.create("c.md", "Pears on the sill.\n");
     assert_eq!(
         fs::read_to_string(m.s("c.md")).unwrap(),
         "Pears on the sill.\n"
     );
-    drop(stdin);
-    let status = common::wait_timeout(&mut tool, TIMEOUT).expect("the tool ends");
-    assert!(status.success(), "{status}");
 }
 
 /// `mnemofs serve` started while an agent's `mnemofs tool` serves the
 /// store is handed it too, and the tool goes through the server.
 #[test]
 fn a_server_is_handed_the_store_by_a_tool_serving_it() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::BufRead;
     let home = tempfile::tempdir().unwrap();
     let (store, state, run) = (
         home.path().join("store"),
@@ -361,89 +399,59 @@ fn a_server_is_handed_the_store_by_a_tool_serving_it() {
         home.path().join("run"),
     );
     fs::create_dir(&store).unwrap();
-    let command = |args: &[&str]| {
-        let mut c = Command::new(bin());
-        c.args(args)
-            .arg("--store")
-            .arg(&store)
-            .arg("--state-dir")
-            .arg(&state)
-            .env("XDG_RUNTIME_DIR", &run)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        c
-    };
-    let mut tool = command(&["tool"]).spawn().expect("mnemofs tool");
-    let mut stdin = tool.stdin.take().unwrap();
-    let mut answers = BufReader::new(tool.stdout.take().unwrap());
-    let mut create = |name: &str| {
-        let call = serde_json::json!({"command": "create", "path": format!("/memories/{name}"), "file_text": "x\n"});
-        writeln!(stdin, "{call}").unwrap();
-        let mut line = String::new();
-        answers.read_line(&mut line).expect("an answer");
-        assert!(line.contains("\"is_error\":false"), "{line}");
-    };
-    create("a.md");
-    let mut server = command(&["serve"]).spawn().expect("mnemofs serve");
+    let mut agent = Agent::start(&store, &state, &[("XDG_RUNTIME_DIR", &run)]);
+    agent.create("a.md", "x\n");
+    let server = Command::new(bin())
+        .args(["serve", "--store"])
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .env("XDG_RUNTIME_DIR", &run)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mnemofs serve");
+    let mut server = common::Stopped(server);
     let mut said = String::new();
-    BufReader::new(server.stdout.take().unwrap())
+    std::io::BufReader::new(server.0.stdout.take().unwrap())
         .read_line(&mut said)
         .expect("serve's first line");
     assert!(said.starts_with("serving "), "{said:?}");
-    create("b.md");
-    let status = command(&["status", "--json"]).output().expect("status");
+    agent.create("b.md", "x\n");
+    let status = Command::new(bin())
+        .args(["status", "--json", "--store"])
+        .arg(&store)
+        .arg("--state-dir")
+        .arg(&state)
+        .env("XDG_RUNTIME_DIR", &run)
+        .output()
+        .expect("status");
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
-    assert_eq!(status["pid"], server.id(), "{status}");
+    assert_eq!(status["pid"], server.0.id(), "{status}");
     assert!(store.join("b.md").is_file());
-    common::signal(server.id(), libc::SIGTERM);
-    common::wait_timeout(&mut server, TIMEOUT).expect("serve ends");
-    create("c.md");
+    drop(server);
+    agent.create("c.md", "x\n");
     assert!(store.join("c.md").is_file());
-    drop(stdin);
-    let ended = common::wait_timeout(&mut tool, TIMEOUT).expect("the tool ends");
-    assert!(ended.success(), "{ended}");
 }
 
 /// A tool that handed its store over, and whose taker never came (a mount
 /// that failed), serves the store again: its next call is answered.
 #[test]
 fn a_tool_takes_its_store_back_when_no_daemon_comes() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let home = tempfile::tempdir().unwrap();
     let (store, state) = (home.path().join("store"), home.path().join("state"));
     fs::create_dir(&store).unwrap();
-    let mut tool = Command::new(bin())
-        .arg("tool")
-        .arg("--store")
-        .arg(&store)
-        .arg("--state-dir")
-        .arg(&state)
-        .env("XDG_RUNTIME_DIR", home.path().join("run"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mnemofs tool");
-    let mut stdin = tool.stdin.take().unwrap();
-    let mut answers = BufReader::new(tool.stdout.take().unwrap());
-    let mut ask = |name: &str| {
-        let call = serde_json::json!({"command": "create", "path": format!("/memories/{name}"), "file_text": "x\n"});
-        writeln!(stdin, "{call}").unwrap();
-        let mut line = String::new();
-        answers.read_line(&mut line).expect("an answer");
-        assert!(line.contains("\"is_error\":false"), "{line}");
-    };
-    ask("a.md");
+    let run = home.path().join("run");
+    let mut agent = Agent::start(&store, &state, &[("XDG_RUNTIME_DIR", &run)]);
+    agent.create("a.md", "x\n");
     let mut asking = std::os::unix::net::UnixStream::connect(state.join("control.sock")).unwrap();
     asking.write_all(b"{\"op\":\"hand_over\"}\n").unwrap();
     let mut reply = String::new();
     asking.read_to_string(&mut reply).unwrap();
     assert_eq!(reply.trim(), r#"{"handed_over":true}"#);
-    ask("b.md");
+    agent.create("b.md", "x\n");
     assert!(store.join("b.md").is_file());
-    drop(stdin);
-    common::wait_timeout(&mut tool, TIMEOUT).expect("the tool ends");
 }
 
 /// A process that serves a store holds its lock a moment before it answers
