@@ -924,7 +924,11 @@ fn about(sentence: &str, spans: &[(usize, usize, When)]) -> String {
     let mut pieces: Vec<&str> = Vec::with_capacity(spans.len() + 1);
     let mut start = 0;
     for (from, to, _) in spans {
-        pieces.push(&sentence[start..*from]);
+        // Spans may overlap ("Dec 24-Jan 1"): what one took is gone.
+        if *to <= start {
+            continue;
+        }
+        pieces.push(&sentence[start..(*from).max(start)]);
         start = *to;
     }
     pieces.push(&sentence[start..]);
@@ -2609,6 +2613,24 @@ mod tests {
                 prop_assert!(text.contains(&r.phrase));
                 prop_assert!(r.due >= now || r.all_day);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod ranges {
+    use super::*;
+
+    #[test]
+    fn date_ranges_across_months_make_no_panic() {
+        let tz = TimeZone::UTC;
+        for text in [
+            "Deploy freeze: Dec 24-Jan 1, no production deploys.",
+            "School break runs December 15 to January 5.",
+            "Holidays Dec 24 - Jan 1 and Jul 3-Jul 5.",
+        ] {
+            let _ = extract_reminders(text, 1_790_000_000, &tz);
+            let _ = subject(text);
         }
     }
 }
