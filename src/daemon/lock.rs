@@ -37,9 +37,11 @@ impl StoreLock {
             super::mountpoint::abort_orphaned(mountpoint);
         }
         let start = Instant::now();
-        // Asked once: a process serving the store for its agent lets go
-        // of it, and goes through the mount from then on.
-        let mut refused: Option<String> = None;
+        // Asked once it is found (it may be starting): a process serving
+        // the store for its agent lets go of it, and goes through the
+        // mount from then on.
+        let mut asked = false;
+        let mut kept = String::new();
         loop {
             // SAFETY: valid descriptor.
             if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
@@ -49,31 +51,23 @@ impl StoreLock {
             if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
                 return Err(err).context("cannot lock the store");
             }
-            if refused.is_none()
-                && let Some(asked) = ask_for_the_store(store, state_dir, "this mount")
-            {
-                match asked {
-                    Ok(()) => {
-                        refused = Some(String::new());
-                        continue;
-                    }
-                    Err(why) => refused = Some(why),
+            if !asked && let Some(answer) = ask_for_the_store(store, state_dir, "this mount") {
+                asked = true;
+                match answer {
+                    Ok(()) => continue,
+                    Err(why) => kept = format!(" and keeps it ({why})"),
                 }
             }
             if start.elapsed() > super::LOCK_WAIT {
                 let holder = holder_pid(store, state_dir);
                 let command = holder.and_then(command_of).unwrap_or_default();
-                let why = refused
-                    .filter(|why| !why.is_empty())
-                    .map(|why| format!(" and keeps it ({why})"))
-                    .unwrap_or_default();
                 match holder {
                     Some(pid) if command.starts_with("serve") => bail!(
                         "store {} is served by `mnemofs {command}` (pid {pid}); stop it and mount again",
                         store.display()
                     ),
                     Some(pid) if !command.is_empty() && !command.starts_with("mount") => bail!(
-                        "store {} is in use by `mnemofs {command}` (pid {pid}), which opened it without a daemon{why}; stop it and mount again (with a mount running, such commands go through it)",
+                        "store {} is in use by `mnemofs {command}` (pid {pid}), which opened it without a daemon{kept}; stop it and mount again (with a mount running, such commands go through it)",
                         store.display()
                     ),
                     Some(pid) => bail!(

@@ -144,16 +144,28 @@ pub(super) fn words_weights(
 
 /// The distinct stems of `text`, as the stemmed fields index them.
 pub(super) fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSet<String> {
-    let mut stems = BTreeSet::new();
+    stem_tokens(searcher, fields, text)
+        .into_iter()
+        .map(|(stem, _)| stem)
+        .filter(|stem| !SUBJECT_STEMS.contains(&stem.as_str()))
+        .collect()
+}
+
+/// Each stem of `text`, as the stemmed fields index them, with the span
+/// of the words it came from.
+fn stem_tokens(
+    searcher: &Searcher,
+    fields: &Fields,
+    text: &str,
+) -> Vec<(String, std::ops::Range<usize>)> {
+    let mut stems = Vec::new();
     let Ok(mut analyzer) = searcher.index().tokenizer_for_field(fields.body_stem) else {
         return stems;
     };
     let mut stream = analyzer.token_stream(text);
     while stream.advance() {
-        let stem = &stream.token().text;
-        if !SUBJECT_STEMS.contains(&stem.as_str()) {
-            stems.insert(stem.clone());
-        }
+        let token = stream.token();
+        stems.push((token.text.clone(), token.offset_from..token.offset_to));
     }
     stems
 }
@@ -163,26 +175,16 @@ pub(super) fn stems(searcher: &Searcher, fields: &Fields, text: &str) -> BTreeSe
 /// [`ASKING_STEMS`] aside. Counted over the whole index.
 pub(super) fn words_held_by_none(searcher: &Searcher, fields: &Fields, text: &str) -> Vec<String> {
     let mut absent: Vec<String> = Vec::new();
-    let Ok(mut analyzer) = searcher.index().tokenizer_for_field(fields.body_stem) else {
-        return absent;
-    };
-    let mut stream = analyzer.token_stream(text);
-    while stream.advance() {
-        let token = stream.token();
-        if SUBJECT_STEMS.contains(&token.text.as_str())
-            || ASKING_STEMS.contains(&token.text.as_str())
-        {
+    for (stem, span) in stem_tokens(searcher, fields, text) {
+        if SUBJECT_STEMS.contains(&stem.as_str()) || ASKING_STEMS.contains(&stem.as_str()) {
             continue;
         }
         let held = [fields.body_stem, fields.title_stem].iter().any(|field| {
             searcher
-                .doc_freq(&Term::from_field_text(*field, &token.text))
+                .doc_freq(&Term::from_field_text(*field, &stem))
                 .is_ok_and(|n| n > 0)
         });
-        let word = text
-            .get(token.offset_from..token.offset_to)
-            .unwrap_or(&token.text)
-            .to_lowercase();
+        let word = text.get(span).unwrap_or(&stem).to_lowercase();
         if !held && !absent.contains(&word) {
             absent.push(word);
         }

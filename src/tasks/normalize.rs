@@ -70,17 +70,23 @@ pub fn plan(
         return Plan::Malformed(reason);
     }
     let fm = &parsed.frontmatter;
-    let mut fields: Vec<(&str, String)> = Vec::new();
-    // An `id` of the wrong shape (a list) is the author's, and linted.
-    let fresh_id = (fm.id.is_none()
+    // The id first, set where add_missing_fields would keep the key: an
+    // `id:` left empty (or `~`) names no id and is filled in place. One
+    // of the wrong shape (a list) is the author's, and linted.
+    let needs_id = fm.id.is_none()
         && !parsed
             .lint
             .iter()
-            .any(|l| l.message.starts_with("field `id` ")))
-    .then(id);
-    if let Some(fresh) = &fresh_id {
-        fields.push(("id", fresh.clone()));
-    }
+            .any(|l| l.message.starts_with("field `id` "));
+    let with_id = if needs_id {
+        match memory::set_fields(text, &[("id", id())]) {
+            Ok(new) => new,
+            Err(e) => return Plan::Malformed(e.to_string()),
+        }
+    } else {
+        None
+    };
+    let mut fields: Vec<(&str, String)> = Vec::new();
     if fm.created_at.is_none() {
         fields.push(("created_at", memory::format_timestamp(created)));
     }
@@ -97,24 +103,11 @@ pub fn plan(
     }
     // add_missing_fields checks the raw keys again: a present but invalid
     // value (say `phase: later`) is the author's and stays.
-    if fields.is_empty() {
-        return Plan::Complete;
-    }
-    let added = match memory::add_missing_fields(text, &fields) {
-        Ok(added) => added,
-        Err(e) => return Plan::Malformed(e.to_string()),
-    };
-    // But an `id:` left empty (or `~`) names no id: it is filled in place.
-    let with_id = fresh_id.and_then(|fresh| {
-        let now = added.as_deref().unwrap_or(text);
-        let named = memory::parse(&stem, now).frontmatter.id.is_some();
-        (!named)
-            .then(|| memory::set_fields(now, &[("id", fresh)]).ok().flatten())
-            .flatten()
-    });
-    match with_id.or(added) {
-        Some(new) => Plan::Rewrite(new),
-        None => Plan::Complete,
+    let now = with_id.as_deref().unwrap_or(text);
+    match memory::add_missing_fields(now, &fields) {
+        Ok(Some(new)) => Plan::Rewrite(new),
+        Ok(None) => with_id.map_or(Plan::Complete, Plan::Rewrite),
+        Err(e) => Plan::Malformed(e.to_string()),
     }
 }
 
