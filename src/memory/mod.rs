@@ -156,6 +156,15 @@ pub fn body_of(text: &str) -> &str {
         .unwrap_or_default()
 }
 
+/// The body of `text` with runs of whitespace collapsed: two memories
+/// whose bodies this makes equal say the same thing.
+pub fn normalized_body(text: &str) -> String {
+    body_of(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The fields of the frontmatter `text` opens with, and its body after
 /// it: `Ok(None)` when it opens with none (a `---` line that nothing
 /// closes is a rule, not frontmatter); `Err` (one sentence) when the

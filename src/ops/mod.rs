@@ -1461,10 +1461,8 @@ impl Operations {
     /// scope, type and status, the category if the write names one, and
     /// every tag it gives. Its path and id.
     fn repeated(&self, text: &str, title: &str) -> Option<(StorePath, String)> {
-        let squeezed = |body: &str| body.split_whitespace().collect::<Vec<_>>().join(" ");
-        let new = memory::parse("", text);
-        let body = squeezed(new.body(text));
-        let wanted = &new.frontmatter;
+        let body = memory::normalized_body(text);
+        let wanted = memory::parse("", text).frontmatter;
         self.index.resolve_link(title).into_iter().find_map(|path| {
             if records::phase_of_path(&path.to_string()) == memory::Phase::Archived {
                 return None;
@@ -1472,7 +1470,7 @@ impl Operations {
             let (_, _, old_text) = self.read_text(&path, &path.to_string()).ok()?;
             let old = memory::parse("", &old_text);
             let had = &old.frontmatter;
-            let same = squeezed(old.body(&old_text)) == body
+            let same = memory::normalized_body(&old_text) == body
                 && had.title == wanted.title
                 && had.scope == wanted.scope
                 && had.kind == wanted.kind

@@ -124,17 +124,6 @@ fn name(path: &StorePath) -> String {
         .unwrap_or_default()
 }
 
-/// The body with runs of whitespace collapsed: two memories are duplicates
-/// when these are equal.
-fn normalized_body(text: &str) -> String {
-    let parsed = memory::parse("", text);
-    parsed
-        .body(text)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 impl Organizing {
     /// Every memory below `dir` (not in dot-folders or `archive/`), but
     /// conflict copies: the organizer leaves them as sync made them.
@@ -852,7 +841,7 @@ impl Organizing {
                 continue;
             }
             let scope = agent_scope(parsed.frontmatter.scope.as_deref()).unwrap_or_default();
-            let body = normalized_body(&text);
+            let body = memory::normalized_body(&text);
             if body.is_empty() {
                 continue;
             }
