@@ -1068,3 +1068,91 @@ fn a_command_without_a_daemon_finds_its_own_fresh_write_by_meaning() {
     assert_eq!(status["meaning"]["embedded"], 12, "{status}");
     assert_eq!(status["meaning"]["backlog"], 0, "{status}");
 }
+
+#[test]
+fn while_memories_are_embedded_status_counts_every_one_as_embedded_or_waiting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for i in 0..48 {
+        let text = format!(
+            "# Note {i}\nOn day {i} the team talked about release {i}, the build, and the weather.\n"
+        );
+        std::fs::write(dir.path().join(format!("note-{i}.md")), text).expect("write");
+    }
+    let store = Arc::new(Store::open(dir.path()).expect("store"));
+    let index = Index::in_memory(store).expect("index");
+    assert!(index.wait_idle(WAIT));
+    index
+        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
+        .expect("semantic on");
+    // From the moment the model is on, each memory is either embedded or
+    // waiting: the batch being embedded is still waiting.
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let status = index.status();
+        assert!(
+            status.embedded + status.embed_backlog >= 48,
+            "a memory is neither embedded nor waiting: {status:?}"
+        );
+        if status.embedded >= 48 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{status:?}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(index.wait_embedded(WAIT));
+    assert_eq!(index.status().embed_backlog, 0);
+}
+
+/// The notes of `tests/data/agent-store` at `paths`, in a store of their
+/// own, indexed and embedded.
+fn agent_store_index(dir: &Path, paths: &[&str]) -> Index {
+    let notes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/agent-store/notes");
+    for rel in paths {
+        let to = dir.join(rel);
+        std::fs::create_dir_all(to.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(notes.join(rel), to).expect("copy a note of the agent store");
+    }
+    embedded_index(dir)
+}
+
+/// The decisions of one project are all alike: the newest of them, which
+/// a question about another one finds far below it, does not go above it
+/// as its newer version. A newer version found close below still does.
+#[test]
+fn a_newer_memory_found_far_below_does_not_go_above_the_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = agent_store_index(
+        dir.path(),
+        &[
+            "decisions/queue-nats.md",
+            "decisions/analytics-clickhouse.md",
+            "decisions/ci-buildkite.md",
+            "decisions/event-store-mongodb.md",
+            "decisions/event-store-postgres.md",
+            "decisions/stop-mongodb-docs-service.md",
+            "knowledge/oncall-runbook.md",
+            "knowledge/retro-q3.md",
+            "knowledge/mongodb-notes.md",
+            "feedback/stop-suggesting-mongodb.md",
+            "project/ledger-sync.md",
+            "project/ledger-sync-design-doc.md",
+            "people/tomas-berg.md",
+            "habits/weekly-review.md",
+            "habits/japanese-practice.md",
+            "feedback/perf-review-h1.md",
+            "feedback/weekly-plan-format.md",
+            "feedback/code-review-tone.md",
+        ],
+    );
+    let first = |q: &str| index.search(q, 10).expect("search")[0].path.to_string();
+    assert_eq!(
+        first("which queue did we choose for ledger-sync instead of Kafka?"),
+        "decisions/queue-nats.md"
+    );
+    assert_eq!(first("weekly review"), "habits/weekly-review.md");
+    assert_eq!(
+        first("which database is the ledger-sync event store on now?"),
+        "decisions/event-store-postgres.md"
+    );
+    index.shutdown();
+}

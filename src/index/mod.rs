@@ -696,7 +696,7 @@ impl Index {
                 if s.is_frozen() {
                     self.memories().saturating_sub(s.embedded() as u64)
                 } else {
-                    s.backlog() as u64
+                    s.backlog(self.memories() as usize) as u64
                 }
             }),
         }

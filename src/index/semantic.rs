@@ -255,9 +255,19 @@ impl Semantic {
         self.frozen
     }
 
-    /// Memories waiting for their vectors.
-    pub(crate) fn backlog(&self) -> usize {
-        self.queue.lock().paths.len()
+    /// Memories waiting for their vectors: those queued and the batch
+    /// being embedded; before the index's memories are queued, the
+    /// `memories` the vectors lack.
+    pub(crate) fn backlog(&self, memories: usize) -> usize {
+        // The table before the queue, as everywhere.
+        let lacking = memories.saturating_sub(self.embedded());
+        let queue = self.queue.lock();
+        let waiting = queue.paths.len() + queue.working.len();
+        if queue.seeded {
+            waiting
+        } else {
+            waiting.max(lacking)
+        }
     }
 
     /// True once the memories the index held are queued and every queued

@@ -28,6 +28,10 @@
 //! - Only memories with vectors are compared; without a model nothing
 //!   moves. Hits written a moment ago and still waiting for the worker
 //!   are embedded by the search first (a few short ones at most).
+//! - A newer memory goes up past two hits at most, the older one
+//!   included (events, people and projects passed are not counted): one
+//!   the question found far below is not what it asks about, however
+//!   alike the two are ([`REACH`]).
 //! - A chain (v1, v2, v3) ends newest first, each above the one it
 //!   supersedes.
 //! - The first hits are ranked [`WINDOW`] deep whatever the limit, so
@@ -51,6 +55,15 @@ use crate::store::StorePath;
 
 /// How many of the first hits are compared: the ones an agent reads.
 pub(super) const WINDOW: usize = 10;
+
+/// How many hits a newer memory may pass on its way up, the older one
+/// it goes above included; events, people and projects, which are no
+/// versions of anything (see [`NOT_VERSIONS`]), are not counted. One the
+/// question found far below the older is not what it asks about, however
+/// alike the two are: the decisions of one project are all alike, and
+/// the newest of them, eighth for "which queue did we choose instead of
+/// Kafka?", is no newer queue.
+const REACH: usize = 2;
 
 /// How alike two memories' first chunks must be (cosine) for the newer to
 /// be about the same thing. all-MiniLM-L6-v2 gives "We decided to use
@@ -151,10 +164,21 @@ pub(super) fn newer_first(
         let newer = order[at];
         let Some(b) = &facts[newer] else { continue };
         let above = (0..at).find(|&i| {
-            let older = order[i];
-            facts[older]
-                .as_ref()
-                .is_some_and(|a| compared.supersedes(b, a))
+            // Events, people and projects it passes do not count.
+            let passed = order[i..at]
+                .iter()
+                .filter(|&&o| {
+                    facts[o].as_ref().is_none_or(|f| {
+                        compared
+                            .category(f)
+                            .is_none_or(|c| !NOT_VERSIONS.contains(&c))
+                    })
+                })
+                .count();
+            passed <= REACH
+                && facts[order[i]]
+                    .as_ref()
+                    .is_some_and(|a| compared.supersedes(b, a))
         });
         if let Some(i) = above {
             let moved = order.remove(at);
@@ -187,16 +211,18 @@ struct Compared<'a> {
 }
 
 impl Compared<'_> {
+    /// The category of a hit: its `category:`, else the category folder
+    /// it is in (the index reads both).
+    fn category(&self, facts: &Facts) -> Option<Category> {
+        *facts
+            .category
+            .get_or_init(|| category_of(self.searcher, self.fields, facts.address))
+    }
+
     /// Whether `newer` supersedes `older`.
     fn supersedes(&self, newer: &Facts, older: &Facts) -> bool {
         let (searcher, fields) = (self.searcher, self.fields);
-        // Its `category:`, else the category folder it is in (the index
-        // reads both).
-        let category = |facts: &Facts| {
-            *facts
-                .category
-                .get_or_init(|| category_of(searcher, fields, facts.address))
-        };
+        let category = |facts: &Facts| self.category(facts);
         let title = older
             .title_stems
             .get_or_init(|| fusion::stems(searcher, fields, &older.title));
