@@ -331,13 +331,65 @@ pub(crate) fn decode_and_inspect(
             .decode(map)
         }
         Err(problem) => {
-            lint.push(problem.into_lint());
+            let mut issue = problem.into_lint();
+            // "title: Decision: use Postgres" is the commonest slip: its
+            // fields are read as meant, so search keeps its title and
+            // dates. The file stays malformed: nothing rewrites it.
+            if let Some((yaml, keys)) = quoting_colons(block.yaml)
+                && let Ok(map) = parse_yaml(&yaml)
+            {
+                issue.message.push_str(&format!(
+                    "; read as if the value of {} were quoted",
+                    keys.join(", ")
+                ));
+                lint.push(issue);
+                inspect(&map);
+                let mut frontmatter = Decoder { yaml: &yaml, lint }.decode(map);
+                if frontmatter.scope.is_none() {
+                    frontmatter.scope = scope_as_written(block.yaml);
+                }
+                return frontmatter;
+            }
+            lint.push(issue);
             Frontmatter {
                 scope: scope_as_written(block.yaml),
                 ..Frontmatter::default()
             }
         }
     }
+}
+
+/// `yaml` with each top-level plain value that holds `": "` quoted, and
+/// the keys quoted; `None` if there is none. YAML reads
+/// `title: Decision: use Postgres` as a map inside a map, and refuses it.
+fn quoting_colons(yaml: &str) -> Option<(String, Vec<String>)> {
+    let mut keys = Vec::new();
+    let mut out = String::with_capacity(yaml.len() + 16);
+    for line in yaml.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let quoted = (!body.starts_with([' ', '\t', '#', '-']))
+            .then(|| body.split_once(": "))
+            .flatten()
+            .filter(|(key, value)| {
+                let value = value.trim_start();
+                !key.is_empty()
+                    && !key.contains(['"', '\'', '[', '{', '#'])
+                    && value.contains(": ")
+                    && !value.starts_with(['"', '\'', '[', '{', '|', '>', '&', '*', '!', '#'])
+            });
+        match quoted {
+            Some((key, value)) => {
+                let value = value.trim();
+                out.push_str(key);
+                out.push_str(": ");
+                out.push_str(&serde_json::to_string(value).unwrap_or_default());
+                out.push_str(&line[body.len()..]);
+                keys.push(format!("`{key}`"));
+            }
+            None => out.push_str(line),
+        }
+    }
+    (!keys.is_empty()).then_some((out, keys))
 }
 
 /// The `scope:` that frontmatter YAML could not read names, found by its

@@ -157,6 +157,32 @@ fn malformed_yaml_keeps_the_body() {
 }
 
 #[test]
+fn a_title_with_a_colon_unquoted_is_read_as_meant_and_still_reported() {
+    let text = "---\ntitle: Decision: NATS over Kafka\ncreated_at: 2026-03-10T15:00:00Z\ncategory: decisions\ntags: [queue, nats]\n---\nWe chose NATS.\n";
+    let m = parse("queue", text);
+    assert_eq!(m.title, "Decision: NATS over Kafka");
+    assert_eq!(m.frontmatter.category, Some(Category::Decisions));
+    assert_eq!(m.frontmatter.tags, ["queue", "nats"]);
+    assert!(m.frontmatter.created_at.is_some(), "{:?}", m.frontmatter);
+    // Still malformed: the background tasks leave the file as it is.
+    assert!(m.has_malformed_frontmatter());
+    assert_eq!(m.lint.len(), 1, "{:?}", m.lint);
+    assert_eq!(m.lint[0].line, Some(2), "{}", m.lint[0]);
+    assert!(
+        m.lint[0]
+            .message
+            .ends_with("read as if the value of `title` were quoted"),
+        "{}",
+        m.lint[0]
+    );
+    assert_eq!(m.body(text), "We chose NATS.\n");
+    // What quoting does not mend stays unread.
+    let m = parse("s", "---\ntitle: a: b\nid: [x\n---\nBody\n");
+    assert_eq!(m.frontmatter, Frontmatter::default());
+    assert!(!m.lint[0].message.contains("read as if"), "{}", m.lint[0]);
+}
+
+#[test]
 fn yaml_nested_past_the_limit_is_malformed_at_once_and_below_it_parses() {
     let deep = 200_000;
     for yaml in [
