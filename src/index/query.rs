@@ -234,6 +234,10 @@ impl Tuning<'_> {
             Some(f) => boost(self.fields, f),
             None => 1.0,
         };
+        let boost = match query.downcast_ref::<TermQuery>() {
+            Some(term) => boost * self.title_rarity(term.term()),
+            None => boost,
+        };
         if boost == 1.0 {
             return Some(query.box_clone());
         }
@@ -268,6 +272,38 @@ impl Tuning<'_> {
 
     fn present(&self, term: &Term) -> bool {
         some_document_has(self.searcher, term)
+    }
+
+    /// For a word of a title or an alias, how rare it is in the whole
+    /// store against how rare it is among titles, 0..1 (1 for a word of
+    /// another field). BM25 weighs a word by its rarity in its field: the
+    /// user's name, in nearly every note's body but in few titles, would
+    /// count in a title as a word nobody uses, and "where does Priya
+    /// climb?" found the notes titled with her name before the one on
+    /// climbing. In a title a word counts as rare as it is in the store.
+    fn title_rarity(&self, term: &Term) -> f32 {
+        let f = self.fields;
+        let field = term.field();
+        let body = if field == f.title || field == f.alias {
+            f.body
+        } else if field == f.title_stem {
+            f.body_stem
+        } else {
+            return 1.0;
+        };
+        let value = term.value();
+        let Some(text) = value.as_str() else {
+            return 1.0;
+        };
+        let freq = |term: &Term| self.searcher.doc_freq(term).unwrap_or(0);
+        let in_titles = freq(term);
+        let in_bodies = freq(&Term::from_field_text(body, text));
+        if in_bodies <= in_titles {
+            return 1.0;
+        }
+        let all = self.searcher.num_docs() as f32;
+        let idf = |n: u64| (1.0 + (all - n as f32 + 0.5) / (n as f32 + 0.5)).ln();
+        (idf(in_bodies) / idf(in_titles)).clamp(0.0, 1.0)
     }
 
     /// The forms of the lone character `c` ([`cjk_forms`]), looked up once.
