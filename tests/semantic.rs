@@ -1156,3 +1156,46 @@ fn a_newer_memory_found_far_below_does_not_go_above_the_answer() {
     );
     index.shutdown();
 }
+
+/// A question that names a month and a topic asks about the topic in that
+/// month: the topic's note, written the month before, comes before the
+/// month's notes on other things.
+#[test]
+fn a_topic_named_with_a_month_comes_before_that_months_other_notes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = agent_store_index(
+        dir.path(),
+        &[
+            "project/book-club-2026.md",
+            "skills/japanese.md",
+            "reminders/meera-recital.md",
+            "reminders/oncall-week.md",
+            "reminders/arjun-birthday.md",
+            "date/2026-11-10.md",
+            "date/2026-11-26.md",
+            "feedback/good-brief.md",
+            "project/ledger-sync-cutover-log.md",
+            "preferences/gifts.md",
+            "inbox/swim-class-change.md",
+            "inbox/call-plumber.md",
+        ],
+    );
+    let hits = index
+        .search("what is the book club reading in November 2026?", 5)
+        .expect("search");
+    assert_eq!(
+        hits[0].path.to_string(),
+        "project/book-club-2026.md",
+        "{hits:?}"
+    );
+    // Asked of the month alone, its notes come first, the latest first.
+    let hits = index
+        .search("what happened in November 2026?", 3)
+        .expect("search");
+    assert!(
+        hits.iter()
+            .all(|h| h.path.to_string() != "project/book-club-2026.md"),
+        "{hits:?}"
+    );
+    index.shutdown();
+}

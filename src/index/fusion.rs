@@ -200,6 +200,24 @@ const ASKING_STEMS: &[&str] = &[
     "said", "say", "mention", "kind", "sort", "thing",
 ];
 
+/// Stems of what a question asks about a period rather than a subject
+/// ("what happened in May?", "where did we go last week?").
+const EVENT_STEMS: &[&str] = &[
+    "happen", "go", "went", "gone", "get", "got", "make", "made", "came", "come", "write", "wrote",
+    "new",
+];
+
+/// Whether `text` asks about nothing but when: each of its stems is one
+/// of how a question asks ([`ASKING_STEMS`], [`EVENT_STEMS`],
+/// [`SUBJECT_STEMS`]).
+pub(super) fn asks_of_a_time_alone(searcher: &Searcher, fields: &Fields, text: &str) -> bool {
+    stem_tokens(searcher, fields, text).iter().all(|(stem, _)| {
+        [ASKING_STEMS, EVENT_STEMS, SUBJECT_STEMS]
+            .iter()
+            .any(|list| list.contains(&stem.as_str()))
+    })
+}
+
 /// Stems that name whom an agent's memories are about: nearly every
 /// question has one, and a memory that shares only it with a question
 /// shares nothing of what is asked.

@@ -48,6 +48,12 @@ pub(crate) struct Period {
 }
 
 impl Period {
+    /// Whether it is single days ("on 3 June 2023", "yesterday"), not a
+    /// stretch of them (a week, a month, a year).
+    pub(crate) fn is_days(&self) -> bool {
+        self.ranges.iter().all(|(from, to)| to - from <= 86_400)
+    }
+
     /// Its days as a reader says them: "on 2026-11-27", "from 2026-11-01
     /// to 2026-11-30" (the last day included), in UTC as the index keeps
     /// days.

@@ -118,6 +118,27 @@ fn first_then(
     out
 }
 
+/// `top`, then those of `rest` it lacks, below its last and falling, at
+/// most `limit`.
+fn then_the_rest(
+    mut top: Vec<(f32, DocAddress, Side)>,
+    rest: Vec<(f32, DocAddress, Side)>,
+    limit: usize,
+) -> Vec<(f32, DocAddress, Side)> {
+    let last = top.last().map_or(1.0, |t| t.0);
+    let mut below = 1u16;
+    for (_, address, side) in rest {
+        if top.len() >= limit {
+            break;
+        }
+        if !top.iter().any(|t| t.1 == address) {
+            below = below.saturating_add(1);
+            top.push((last / f32::from(below), address, side));
+        }
+    }
+    top
+}
+
 /// Longest snippet, in characters.
 const SNIPPET_CHARS: usize = 200;
 
@@ -712,12 +733,17 @@ impl Index {
             None,
             filter,
         )?;
-        if let Some((_, within)) = &period {
+        if let Some((named, within)) = &period {
             // What the rest of the question finds among the memories of
-            // the period comes first; the period's others follow, the
-            // latest first ("what did we do yesterday?" asks of the period
-            // alone), then everything else.
-            let mut first = match &rest {
+            // the period comes first, then everything else. The period's
+            // others, the latest first, come before everything else when
+            // the period is days (what else was written on the day a
+            // question names is likelier its answer than a note of
+            // another day), or when the rest asks nothing but when ("what
+            // happened last month?"). Otherwise they come after it: "what
+            // is the book club reading in November?" asks of the book
+            // club's note before the unrelated ones of November.
+            let first = match &rest {
                 Some(rest) => self.rank(
                     &searcher,
                     asked,
@@ -731,12 +757,22 @@ impl Index {
                 None => Vec::new(),
             };
             let lowest = first.iter().map(|f| f.0).fold(1.0f32, f32::min);
-            for (score, address, side) in self.latest(&searcher, within, limit, hidden_scopes) {
-                if !first.iter().any(|f| f.1 == address) {
-                    first.push((score * lowest / 2.0, address, side));
-                }
-            }
-            top = first_then(first, top, limit);
+            let others: Vec<(f32, DocAddress, Side)> = self
+                .latest(&searcher, within, limit, hidden_scopes)
+                .into_iter()
+                .filter(|(_, address, _)| !first.iter().any(|f| f.1 == *address))
+                .map(|(score, address, side)| (score * lowest / 2.0, address, side))
+                .collect();
+            let alone = rest.is_none()
+                || super::fusion::asks_of_a_time_alone(&searcher, &self.inner.core.fields, asked);
+            top = if alone || named.is_days() {
+                let mut first = first;
+                first.extend(others);
+                first_then(first, top, limit)
+            } else {
+                let top = first_then(first, top, limit);
+                then_the_rest(top, others, limit)
+            };
         }
         // A newer memory on the same subject goes above the older one,
         // unless the question asks about a time of its own.

@@ -2077,7 +2077,7 @@ fn a_name_in_every_body_counts_as_little_in_a_title() {
     for i in 0..12 {
         fx.write(
             &format!("notes/n{i}.md"),
-            &format!("---\ntitle: Note {i}\n---\nPriya wrote note {i} about the week.\n"),
+            format!("---\ntitle: Note {i}\n---\nPriya wrote note {i} about the week.\n"),
         );
     }
     fx.sync();
