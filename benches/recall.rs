@@ -11,22 +11,34 @@
 //! question, p50 and p99. This is a measurement, not a test: nothing here
 //! fails on a low figure.
 //!
+//! A second table asks the same systems about the agent store in
+//! `tests/data/agent-store`: 157 notes at their own paths in category
+//! folders, and 133 questions of nine kinds, each naming the notes that
+//! answer it. It gives hit@1, hit@5 and MRR by kind, and for the ten
+//! questions nothing answers, how high the best score still comes.
+//!
 //! Environment:
 //! - `MNEMOFS_LOCOMO`: the data file (default
 //!   `../shared/data/locomo/locomo5.json` beside the crate; the full
-//!   `locomo10.json` works too). Absent, the bench says so and exits 0;
-//!   the data's licence keeps it out of this repository.
-//! - `MNEMOFS_RECALL_UNITS=turn,session,observation`: which units run.
+//!   `locomo10.json` works too). Absent, the bench says so and skips
+//!   LoCoMo; the data's licence keeps it out of this repository.
+//! - `MNEMOFS_RECALL_UNITS=turn,session,observation,agent`: which units
+//!   run (`agent` is the agent store).
 //! - `MNEMOFS_RECALL_DUMP=path`: every answer as a JSON line (system,
 //!   unit, question, category, answer, evidence and its text, each
 //!   returned memory with its score, turns and, but for sessions, text;
 //!   recall, hit@5 and the rank of the first hit), for reading the misses.
+//!   The agent store's lines have unit `agent`, the question's kind and
+//!   expected paths, each returned path with its score, and the rank of
+//!   the first expected one.
 //! - `MNEMOFS_RECALL_QUESTIONS=fast`: questions embedded in 8 bits, as
 //!   `search: {questions: fast}` asks.
 //!
 //! Modules live under `benches/recall/` (a `.rs` file directly in
 //! `benches/` would become a bench target of its own).
 
+#[path = "recall/agent.rs"]
+mod agent;
 #[path = "recall/locomo.rs"]
 mod locomo;
 #[path = "recall/score.rs"]
@@ -45,27 +57,14 @@ use serde_json::{Value, json};
 
 use locomo::{Conversation, Memory, Oddities, Question, Unit};
 use score::{Scored, Tally};
-use systems::{Bm25, Hit, Mnemofs, Only, System};
-
-/// The systems, in table order: with a model, mnemofs fused, then each of
-/// its rankings alone.
-fn system_names(model: bool) -> Vec<&'static str> {
-    if model {
-        vec![
-            "mnemofs",
-            "bm25 en_stem",
-            "mnemofs words",
-            "mnemofs meaning",
-        ]
-    } else {
-        vec!["mnemofs", "bm25 en_stem"]
-    }
-}
+use systems::{Bm25, Hit, Mnemofs};
 
 /// What a run measures, from the environment.
 struct Config {
     data: PathBuf,
     units: Vec<Unit>,
+    /// Whether the agent store runs.
+    agent: bool,
     dump: Option<PathBuf>,
     model: Option<PathBuf>,
 }
@@ -78,22 +77,22 @@ impl Config {
             .unwrap_or_else(|| {
                 PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/locomo/locomo5.json")
             });
-        let units = match std::env::var("MNEMOFS_RECALL_UNITS") {
-            Err(_) => Unit::ALL.to_vec(),
-            Ok(list) if list.trim().is_empty() => Unit::ALL.to_vec(),
-            Ok(list) => list
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(|name| {
-                    Unit::parse(name).ok_or_else(|| {
-                        format!(
-                            "MNEMOFS_RECALL_UNITS: {name:?} is not one of turn, session, observation"
-                        )
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-        };
+        let (mut units, mut agent) = (Vec::new(), false);
+        let list = std::env::var("MNEMOFS_RECALL_UNITS").unwrap_or_default();
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match Unit::parse(name) {
+                Some(unit) => units.push(unit),
+                None if name == "agent" => agent = true,
+                None => {
+                    return Err(format!(
+                        "MNEMOFS_RECALL_UNITS: {name:?} is not one of turn, session, observation, agent"
+                    ));
+                }
+            }
+        }
+        if units.is_empty() && !agent {
+            (units, agent) = (Unit::ALL.to_vec(), true);
+        }
         let dump = std::env::var_os("MNEMOFS_RECALL_DUMP")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
@@ -109,6 +108,7 @@ impl Config {
         Ok(Config {
             data,
             units,
+            agent,
             dump,
             model,
         })
@@ -122,7 +122,7 @@ struct UnitResult {
     stores: usize,
     index_time: Duration,
     tallies: Vec<Tally>,
-    names: Vec<&'static str>,
+    names: &'static [&'static str],
 }
 
 fn main() -> ExitCode {
@@ -134,13 +134,6 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if !cfg.data.exists() {
-        println!(
-            "recall: no LoCoMo data at {} (set MNEMOFS_LOCOMO); skipped",
-            cfg.data.display()
-        );
-        return ExitCode::SUCCESS;
-    }
     match run(&cfg, started) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -151,14 +144,6 @@ fn main() -> ExitCode {
 }
 
 fn run(cfg: &Config, started: Instant) -> Result<(), Box<dyn Error>> {
-    let (conversations, odd) = locomo::load(&cfg.data)?;
-    println!(
-        "recall on LoCoMo: {} ({} conversations); top {} memories per question",
-        cfg.data.display(),
-        conversations.len(),
-        systems::TOP,
-    );
-    print_oddities(&odd);
     let mut dump = match &cfg.dump {
         Some(path) => {
             Some(BufWriter::new(File::create(path).map_err(|e| {
@@ -167,20 +152,32 @@ fn run(cfg: &Config, started: Instant) -> Result<(), Box<dyn Error>> {
         }
         None => None,
     };
-
     match &cfg.model {
         Some(model) => println!("model: {} (fused, words and meaning rows)", model.display()),
         None => println!(
             "model: none (set MNEMOFS_MODEL, or run the tests once to unpack all-MiniLM-L6-v2): words only"
         ),
     }
-    let mut results = Vec::new();
-    for &unit in &cfg.units {
-        let result = measure_unit(unit, &conversations, cfg.model.as_deref(), dump.as_mut())?;
-        print_unit(&result);
-        results.push(result);
+    if !cfg.units.is_empty() {
+        if cfg.data.exists() {
+            run_locomo(cfg, dump.as_mut())?;
+        } else {
+            println!(
+                "recall: no LoCoMo data at {} (set MNEMOFS_LOCOMO); LoCoMo skipped",
+                cfg.data.display()
+            );
+        }
     }
-    print_categories(&results);
+    if cfg.agent {
+        let store = agent::AgentStore::load(&agent::default_dir())?;
+        println!(
+            "\nrecall on the agent store: {}; top {} notes per question",
+            agent::default_dir().display(),
+            systems::TOP,
+        );
+        let result = agent::measure(&store, cfg.model.as_deref(), dump.as_mut())?;
+        agent::print(&store, &result);
+    }
     if let Some(mut dump) = dump {
         dump.flush()?;
         if let Some(path) = &cfg.dump {
@@ -188,6 +185,31 @@ fn run(cfg: &Config, started: Instant) -> Result<(), Box<dyn Error>> {
         }
     }
     println!("wall time {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The LoCoMo tables: every unit of `cfg`, then recall@5 by category.
+fn run_locomo(cfg: &Config, mut dump: Option<&mut BufWriter<File>>) -> Result<(), Box<dyn Error>> {
+    let (conversations, odd) = locomo::load(&cfg.data)?;
+    println!(
+        "recall on LoCoMo: {} ({} conversations); top {} memories per question",
+        cfg.data.display(),
+        conversations.len(),
+        systems::TOP,
+    );
+    print_oddities(&odd);
+    let mut results = Vec::new();
+    for &unit in &cfg.units {
+        let result = measure_unit(
+            unit,
+            &conversations,
+            cfg.model.as_deref(),
+            dump.as_deref_mut(),
+        )?;
+        print_unit(&result);
+        results.push(result);
+    }
+    print_categories(&results);
     Ok(())
 }
 
@@ -199,7 +221,7 @@ fn measure_unit(
     model: Option<&std::path::Path>,
     mut dump: Option<&mut BufWriter<File>>,
 ) -> Result<UnitResult, Box<dyn Error>> {
-    let names = system_names(model.is_some());
+    let names = systems::names(model.is_some());
     let mut result = UnitResult {
         unit,
         memories: 0,
@@ -216,14 +238,20 @@ fn measure_unit(
         }
         result.memories += memories.len();
         result.stores += 1;
+        let files = systems::memory_files(&memories);
         let t = Instant::now();
-        let mnemofs = Mnemofs::build(&memories, model)
+        let mnemofs = Mnemofs::build(&files, model)
             .map_err(|e| format!("{} {}: mnemofs: {e}", conversation.id, unit.name()))?;
         result.index_time += t.elapsed();
-        let bm25 = Bm25::build(&memories)?;
-        let (words, meaning) = (Only(&mnemofs, "words"), Only(&mnemofs, "meaning"));
-        let all: [&dyn System; 4] = [&mnemofs, &bm25, &words, &meaning];
-        let systems = &all[..result.names.len()];
+        // The baseline reads the bodies alone: a memory's date, which
+        // mnemofs reads from its frontmatter, is no words of it.
+        let bodies: Vec<(String, String)> = files
+            .iter()
+            .zip(&memories)
+            .map(|((path, _), memory)| (path.clone(), memory.body.clone()))
+            .collect();
+        let bm25 = Bm25::build(&bodies)?;
+        let systems = systems::in_order(&mnemofs, &bm25, model.is_some());
         for question in questions {
             for (i, system) in systems.iter().enumerate() {
                 let t = Instant::now();

@@ -10,11 +10,16 @@
 //! tool only adds a `scope` wrapper when the caller names one, and none is
 //! named here). A hit's path maps back to the memory written there.
 //!
+//! Both systems take a store as a list of files, a relative path and its
+//! text each: a memory's place in that list is what a hit maps back to.
+//!
 //! The baseline is what a plain full-text engine gives: tantivy's `en_stem`
 //! analyzer (simple tokenizer, long tokens dropped, lowercased, English
-//! stems) on the body, the question parsed leniently by `QueryParser` in its
-//! default OR mode, BM25, top 10. It shares nothing with mnemofs's query
-//! code, so a change there cannot move the baseline.
+//! stems) on the text it is given (a LoCoMo memory's body, an agent
+//! store's whole file, frontmatter included), the question
+//! parsed leniently by `QueryParser` in its default OR mode, BM25, top 10.
+//! It shares nothing with mnemofs's query code, so a change there cannot
+//! move the baseline.
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -42,15 +47,41 @@ pub const TOP: usize = 10;
 /// How long the index may take to take in a store (never a measurement).
 const INDEX_WAIT: Duration = Duration::from_secs(600);
 
-/// The file a memory is written to: neutral, so its stem (the title)
-/// adds no words.
-pub fn file_name(memory: usize, width: usize) -> String {
-    format!("m{:0width$}.md", memory + 1)
+/// The LoCoMo memories as a store's files, each at a neutral name so that
+/// its stem (the title) adds no words.
+pub fn memory_files(memories: &[Memory]) -> Vec<(String, String)> {
+    let width = memories.len().to_string().len().max(4);
+    memories
+        .iter()
+        .enumerate()
+        .map(|(i, memory)| (format!("m{:0width$}.md", i + 1), memory.file_text()))
+        .collect()
 }
 
-/// Digits in the file names of a store of `count` memories.
-pub fn name_width(count: usize) -> usize {
-    count.to_string().len().max(4)
+/// The systems, in table order: mnemofs fused and the baseline, then,
+/// with a model, each of mnemofs's rankings alone.
+pub fn names(model: bool) -> &'static [&'static str] {
+    let all = &[
+        "mnemofs",
+        "bm25 en_stem",
+        "mnemofs words",
+        "mnemofs meaning",
+    ];
+    if model { all } else { &all[..2] }
+}
+
+/// The systems of one store, in the order of [`names`].
+pub fn in_order<'a>(
+    mnemofs: &'a Mnemofs,
+    bm25: &'a Bm25,
+    model: bool,
+) -> Vec<Box<dyn System + 'a>> {
+    let mut systems: Vec<Box<dyn System + 'a>> = vec![Box::new(mnemofs), Box::new(bm25)];
+    if model {
+        systems.push(Box::new(Only(mnemofs, "words")));
+        systems.push(Box::new(Only(mnemofs, "meaning")));
+    }
+    systems
 }
 
 /// One returned memory.
@@ -71,6 +102,14 @@ pub trait System {
     fn search(&self, question: &str) -> Result<Vec<Hit>, Box<dyn Error>>;
 }
 
+/// A borrowed system, so that [`in_order`] can list mnemofs beside the
+/// views of it that borrow it.
+impl<S: System + ?Sized> System for &S {
+    fn search(&self, question: &str) -> Result<Vec<Hit>, Box<dyn Error>> {
+        (**self).search(question)
+    }
+}
+
 /// mnemofs on a temp store holding the memories.
 pub struct Mnemofs {
     ops: Operations,
@@ -81,19 +120,25 @@ pub struct Mnemofs {
 }
 
 impl Mnemofs {
-    /// Writes the memories into a new store and indexes it; returns once
-    /// every file is searchable (and, with a `model`, embedded).
-    pub fn build(memories: &[Memory], model: Option<&Path>) -> Result<Mnemofs, Box<dyn Error>> {
+    /// Writes `files` (a path relative to the store's root and the text
+    /// each) into a new store and indexes it; returns once every file is
+    /// searchable (and, with a `model`, embedded).
+    pub fn build(
+        files: &[(String, String)],
+        model: Option<&Path>,
+    ) -> Result<Mnemofs, Box<dyn Error>> {
         let dir = tempfile::tempdir()?;
         let root = dir.path().join("store");
         let state = dir.path().join("state");
         std::fs::create_dir(&root)?;
-        let width = name_width(memories.len());
-        let mut by_path = HashMap::with_capacity(memories.len());
-        for (i, memory) in memories.iter().enumerate() {
-            let name = file_name(i, width);
-            std::fs::write(root.join(&name), memory.file_text())?;
-            by_path.insert(name, i);
+        let mut by_path = HashMap::with_capacity(files.len());
+        for (i, (path, text)) in files.iter().enumerate() {
+            let to = root.join(path);
+            if let Some(folder) = to.parent() {
+                std::fs::create_dir_all(folder)?;
+            }
+            std::fs::write(to, text)?;
+            by_path.insert(path.clone(), i);
         }
         let store = Arc::new(Store::open(&root)?);
         let index = Index::open(&state, Arc::clone(&store))?;
@@ -101,8 +146,8 @@ impl Mnemofs {
             return Err("the index did not take in the store".into());
         }
         let indexed = index.status().documents;
-        if indexed != memories.len() as u64 {
-            return Err(format!("indexed {indexed} of {} memories", memories.len()).into());
+        if indexed != files.len() as u64 {
+            return Err(format!("indexed {indexed} of {} files", files.len()).into());
         }
         if let Some(model) = model {
             let mut embedder = Embedder::load(model)?;
@@ -168,12 +213,13 @@ pub struct Bm25 {
     reader: IndexReader,
     parser: QueryParser,
     memory: Field,
-    width: usize,
+    /// The path of each memory, as a hit names it.
+    paths: Vec<String>,
 }
 
 impl Bm25 {
-    /// Indexes the memories' bodies.
-    pub fn build(memories: &[Memory]) -> Result<Bm25, Box<dyn Error>> {
+    /// Indexes `files`, a path and the text to search each.
+    pub fn build(files: &[(String, String)]) -> Result<Bm25, Box<dyn Error>> {
         let mut schema = Schema::builder();
         let body = schema.add_text_field(
             "body",
@@ -187,8 +233,8 @@ impl Bm25 {
         let index = tantivy::Index::create_in_ram(schema.build());
         // One thread: one segment, the same scores on every run.
         let mut writer = index.writer_with_num_threads(1, 50_000_000)?;
-        for (i, m) in memories.iter().enumerate() {
-            writer.add_document(doc!(body => m.body.as_str(), memory => i as u64))?;
+        for (i, (_, text)) in files.iter().enumerate() {
+            writer.add_document(doc!(body => text.as_str(), memory => i as u64))?;
         }
         writer.commit()?;
         let reader = index.reader()?;
@@ -198,7 +244,7 @@ impl Bm25 {
             reader,
             parser,
             memory,
-            width: name_width(memories.len()),
+            paths: files.iter().map(|(path, _)| path.clone()).collect(),
         })
     }
 }
@@ -216,7 +262,10 @@ impl System for Bm25 {
                 .and_then(|v| v.as_u64())
                 .map(|i| i as usize);
             hits.push(Hit {
-                path: memory.map_or_else(String::new, |i| file_name(i, self.width)),
+                path: memory
+                    .and_then(|i| self.paths.get(i))
+                    .cloned()
+                    .unwrap_or_default(),
                 memory,
                 score,
             });
