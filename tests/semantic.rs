@@ -1199,3 +1199,29 @@ fn a_topic_named_with_a_month_comes_before_that_months_other_notes() {
     );
     index.shutdown();
 }
+
+/// Asked who holds a role now, of two people whose notes' titles both
+/// name it, the newer comes first; asked of one of them, that one.
+#[test]
+fn asked_who_holds_a_role_now_the_newer_holder_comes_first() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let index = agent_store_index(
+        dir.path(),
+        &[
+            "people/marcus-oyelaran.md",
+            "people/elena-vasquez.md",
+            "people/tomas-berg.md",
+            "people/hana-sato.md",
+            "knowledge/job-title.md",
+            "project/one-on-one-elena-2026-09.md",
+        ],
+    );
+    let first = |q: &str| index.search(q, 10).expect("search")[0].path.to_string();
+    assert_eq!(
+        first("who is Priya's manager now?"),
+        "people/elena-vasquez.md"
+    );
+    assert_eq!(first("who is Marcus?"), "people/marcus-oyelaran.md");
+    assert_eq!(first("who is Tomas now?"), "people/tomas-berg.md");
+    index.shutdown();
+}

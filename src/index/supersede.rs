@@ -24,7 +24,9 @@
 //!   of an older one, and they are left in place. So are notes on people
 //!   and projects: each is about its own person or project, and a newer
 //!   one that names another ("Hannah, Alice's manager") is not its newer
-//!   version.
+//!   version. One exception: a question that asks who holds a role now
+//!   ("who is my manager now?"), of two people whose titles both name
+//!   it, is answered by the newer.
 //! - Only memories with vectors are compared; without a model nothing
 //!   moves. Hits written a moment ago and still waiting for the worker
 //!   are embedded by the search first (a few short ones at most).
@@ -232,11 +234,32 @@ impl Compared<'_> {
         };
         newer.created > older.created
             && cosine >= ALIKE
-            && category(newer)
-                .is_some_and(|c| !NOT_VERSIONS.contains(&c) && category(older) == Some(c))
+            && category(newer).is_some_and(|c| {
+                category(older) == Some(c)
+                    && (!NOT_VERSIONS.contains(&c)
+                        || (c == Category::People && self.same_role(newer, title)))
+            })
             && (title.iter().any(holds)
                 || (cosine >= CHANGED_ALIKE && self.change.iter().any(holds)))
             && !self.names(title, newer, older)
+    }
+
+    /// Whether a question that asks what holds now asks of a role that
+    /// the titles of two people's notes both name: "who is Priya's
+    /// manager now?" of "Marcus Oyelaran - engineering manager" and the
+    /// newer "Elena Vasquez - new manager". A note on someone else who
+    /// merely names the older one ("Hannah, Alice's manager") is no newer
+    /// holder of anything the question asks of.
+    fn same_role(&self, newer: &Facts, older_title: &BTreeSet<String>) -> bool {
+        if !self.asks_now {
+            return false;
+        }
+        let newer_title = newer
+            .title_stems
+            .get_or_init(|| fusion::stems(self.searcher, self.fields, &newer.title));
+        older_title
+            .intersection(newer_title)
+            .any(|stem| self.asked.contains(stem))
     }
 
     /// Whether the question names `older` rather than `newer`: it holds
