@@ -172,11 +172,15 @@ fn stem_tokens(
 
 /// The words of `text` whose stems no memory holds, in title or body, as
 /// written and in order (each once); the stems of [`SUBJECT_STEMS`] and
-/// [`ASKING_STEMS`] aside. Counted over the whole index.
+/// [`ASKING_STEMS`] and [`EVENT_STEMS`] aside. Counted over the whole
+/// index.
 pub(super) fn words_held_by_none(searcher: &Searcher, fields: &Fields, text: &str) -> Vec<String> {
     let mut absent: Vec<String> = Vec::new();
     for (stem, span) in stem_tokens(searcher, fields, text) {
-        if SUBJECT_STEMS.contains(&stem.as_str()) || ASKING_STEMS.contains(&stem.as_str()) {
+        if [SUBJECT_STEMS, ASKING_STEMS, EVENT_STEMS]
+            .iter()
+            .any(|list| list.contains(&stem.as_str()))
+        {
             continue;
         }
         let held = [fields.body_stem, fields.title_stem].iter().any(|field| {
@@ -201,10 +205,11 @@ const ASKING_STEMS: &[&str] = &[
 ];
 
 /// Stems of what a question asks about a period rather than a subject
-/// ("what happened in May?", "where did we go last week?").
+/// ("what happened in May?", "where did we go last week?"); a memory
+/// that answers seldom holds them either ("what CI do we use?").
 const EVENT_STEMS: &[&str] = &[
     "happen", "go", "went", "gone", "get", "got", "make", "made", "came", "come", "write", "wrote",
-    "new",
+    "new", "use", "follow",
 ];
 
 /// Whether `text` asks about nothing but when: each of its stems is one

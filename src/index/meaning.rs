@@ -428,11 +428,14 @@ pub(crate) fn prose(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// `text` with the two dashes of each command-line flag outside quotes
-/// taken off: "can I run git push --force?" asks about force, and leaves
+/// `text` with the dashes of each command-line flag outside quotes taken
+/// off: "can I run git push --force?" asks about force, and leaves
 /// nothing out (`-word` excludes a word; no syntax starts with `--`).
+/// So does a short flag, one dash and one or two letters or digits
+/// ("pytest -x", "nox -s lint", "rm -rf"): nobody leaves out a word of
+/// two letters.
 fn prose_flags(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains("--") {
+    if !text.contains('-') {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -448,6 +451,7 @@ fn prose_flags(text: &str) -> std::borrow::Cow<'_, str> {
             && let Some(flag) = rest
                 .strip_prefix("--")
                 .filter(|r| r.starts_with(|c: char| c.is_alphanumeric()))
+                .or_else(|| rest.strip_prefix('-').filter(|r| is_short_flag(r)))
         {
             rest = flag;
             at_boundary = false;
@@ -458,6 +462,20 @@ fn prose_flags(text: &str) -> std::borrow::Cow<'_, str> {
         rest = &rest[c.len_utf8()..];
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// Whether `rest`, after a dash, is a short flag: one or two ASCII
+/// letters or digits, then the end, a space or punctuation.
+fn is_short_flag(rest: &str) -> bool {
+    let letters = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric())
+        .count();
+    (1..=2).contains(&letters)
+        && rest[letters..]
+            .chars()
+            .next()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '?' | '!' | '.' | ',' | ')' | ';'))
 }
 
 /// `text` with the colons that cannot begin a field's value turned into

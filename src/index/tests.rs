@@ -1721,6 +1721,21 @@ fn explicit_operators_keep_their_meaning() {
         Some(&sp("feedback/force.md"))
     );
     assert_eq!(fx.search("--force"), paths(&["feedback/force.md"]));
+    // So is a short one; a longer word after a dash is still left out.
+    fx.write(
+        "knowledge/lint.md",
+        "Run the linters with nox -s lint before pushing; pytest -x stops at the first failure.\n",
+    );
+    fx.sync();
+    assert_eq!(
+        fx.search("nox -s lint").first(),
+        Some(&sp("knowledge/lint.md"))
+    );
+    assert_eq!(
+        fx.search("how do I use pytest -x?").first(),
+        Some(&sp("knowledge/lint.md"))
+    );
+    assert!(fx.search("nox -lint").is_empty());
 }
 
 #[test]
