@@ -247,6 +247,9 @@ fn chinese_is_searched_by_its_words_with_a_model_that_cannot_read_it() {
     // An English question finds no Chinese memory by meaning.
     let drink = paths("what does the user like to drink?");
     assert_eq!(drink, [("en/drinks.md".to_string(), Side::Meaning)]);
+    // Status says the four are found by their words alone.
+    let status = index.status();
+    assert_eq!((status.embedded, status.embed_unread), (5, 4), "{status:?}");
     index.shutdown();
 }
 

@@ -122,14 +122,20 @@ impl Overview {
             "search",
             match &s.meaning {
                 Some(m) if s.served_by == "local" && self.served_from.is_none() && m.backlog > 0 => format!(
-                    "by words and meaning ({}; {} memories embedded, {} waiting: a daemon embeds \
+                    "by words and meaning ({}; {} memories embedded{}, {} waiting: a daemon embeds \
                      them (a mount, `mnemofs serve` or `mnemofs mcp`), each search here the newest \
                      few; until then they are found by their words)",
-                    m.model, m.embedded, m.backlog
+                    m.model,
+                    m.embedded,
+                    unread(m.unread),
+                    m.backlog
                 ),
                 Some(m) => format!(
-                    "by words and meaning ({}; {} memories embedded, {} waiting)",
-                    m.model, m.embedded, m.backlog
+                    "by words and meaning ({}; {} memories embedded{}, {} waiting)",
+                    m.model,
+                    m.embedded,
+                    unread(m.unread),
+                    m.backlog
                 ),
                 None => match &s.meaning_off {
                     Some(why) => format!("by words only, as {why}"),
@@ -248,6 +254,18 @@ fn ago(secs: i64) -> String {
         3600..86_400 => format!("{} h", secs / 3600),
         _ => format!("{} days", secs / 86_400),
     }
+}
+
+/// ", 23 of them unread by the model: found by their words alone", or
+/// nothing when the model read them all.
+fn unread(unread: u64) -> String {
+    if unread == 0 {
+        return String::new();
+    }
+    format!(
+        ", {} of them unread by the model (Chinese to an English one, or next to no letters): found by their words alone",
+        unread
+    )
 }
 
 #[cfg(test)]

@@ -168,6 +168,9 @@ pub struct IndexStatus {
     /// Memories waiting for their vectors (a search never waits for a
     /// backlog; the few just written it embeds itself).
     pub embed_backlog: u64,
+    /// Of `embedded`, the memories the model cannot read (Chinese to an
+    /// English model, next to no letters): found by their words alone.
+    pub embed_unread: u64,
     /// Why the configured model could not be loaded, if it could not.
     pub model_failed: Option<String>,
 }
@@ -690,6 +693,7 @@ impl Index {
             model: semantic.map(|s| s.model().to_owned()),
             model_failed: core.model_failed.lock().clone(),
             embedded: semantic.map_or(0, |s| s.embedded() as u64),
+            embed_unread: semantic.map_or(0, |s| s.unread() as u64),
             // Without a worker, every memory the kept vectors lack waits
             // (for a daemon, or the searches here).
             embed_backlog: semantic.map_or(0, |s| {

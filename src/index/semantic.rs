@@ -372,6 +372,12 @@ impl Semantic {
         queue.unsaved += embedded;
     }
 
+    /// Memories embedded that the model could not read (see
+    /// [`VectorTable::unread`]): found by their words alone.
+    pub(crate) fn unread(&self) -> usize {
+        self.table.read().unread()
+    }
+
     /// Memories with vectors.
     pub(crate) fn embedded(&self) -> usize {
         self.table.read().len()

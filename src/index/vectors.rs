@@ -74,6 +74,15 @@ impl VectorTable {
         self.by_path.len()
     }
 
+    /// Memories kept with no vectors: the model cannot read them.
+    pub(crate) fn unread(&self) -> usize {
+        self.entries
+            .iter()
+            .flatten()
+            .filter(|e| e.count == 0)
+            .count()
+    }
+
     pub(crate) fn contains(&self, path: &StorePath) -> bool {
         self.by_path.contains_key(path)
     }

@@ -1771,6 +1771,7 @@ impl Operations {
                     model,
                     embedded: s.embedded,
                     backlog: s.embed_backlog,
+                    unread: s.embed_unread,
                 })
             }),
             meaning_off: self

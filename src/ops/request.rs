@@ -757,6 +757,10 @@ pub struct MeaningStatus {
     pub embedded: u64,
     /// Memories waiting for their vectors (a search never waits for them).
     pub backlog: u64,
+    /// Of `embedded`, those the model cannot read (Chinese to an English
+    /// model, next to no letters): they are found by their words alone.
+    #[serde(default)]
+    pub unread: u64,
 }
 
 /// What the kept earlier versions take.
