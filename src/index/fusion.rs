@@ -256,11 +256,16 @@ pub(super) fn has_term(searcher: &Searcher, term: &Term, address: DocAddress) ->
 /// scoring 1 plus its words' scaled score times its `words_weights`
 /// (in the words' order) and meaning's scaled score times its
 /// [`Near::weight`]; then the rest of each ranking under 1 and falling.
-/// A ranking may be empty: the other is then kept as it is, with its own
-/// scores.
+/// A word hit the model could not read (`unread`, in the words' order:
+/// Chinese to an English model) has no meaning to be judged by, and
+/// counts its words' share for meaning too, as if meaning agreed, so an
+/// English word in a Chinese note is not outranked by every English note
+/// meaning finds. A ranking may be empty: the other is then kept as it
+/// is, with its own scores.
 pub(super) fn fuse(
     words: &[(f32, DocAddress)],
     words_weights: &[f32],
+    unread: &[bool],
     meaning: &[Near],
     limit: usize,
 ) -> Vec<(f32, DocAddress, Side)> {
@@ -268,7 +273,19 @@ pub(super) fn fuse(
     let words: Vec<(f32, DocAddress, f32)> = words
         .iter()
         .enumerate()
-        .map(|(i, (s, a))| (*s, *a, words_weights.get(i).copied().unwrap_or(1.0)))
+        .map(|(i, (s, a))| {
+            let weight = words_weights.get(i).copied().unwrap_or(1.0);
+            let unread = unread.get(i).copied().unwrap_or(false);
+            (
+                *s,
+                *a,
+                if unread {
+                    weight * (1.0 + MEANING_WEIGHT)
+                } else {
+                    weight
+                },
+            )
+        })
         .collect();
     let meaning: Vec<(f32, DocAddress, f32)> = meaning
         .iter()
@@ -357,7 +374,7 @@ mod tests {
             chunks,
         };
         let meaning = [near(0.9, c), near(0.5, b), near(0.1, a)];
-        fuse(&words, &[1.0; 3], &meaning, 3)
+        fuse(&words, &[1.0; 3], &[], &meaning, 3)
             .into_iter()
             .map(|(_, address, _)| address.doc_id)
             .collect()
@@ -381,8 +398,29 @@ mod tests {
         let ids = |fused: Vec<(f32, DocAddress, Side)>| -> Vec<u32> {
             fused.into_iter().map(|f| f.1.doc_id).collect()
         };
-        assert_eq!(ids(fuse(&[(4.0, a)], &[1.0], &meaning, 5)), [1, 2]);
-        assert_eq!(ids(fuse(&[], &[], &meaning, 5)), [2]);
+        assert_eq!(ids(fuse(&[(4.0, a)], &[1.0], &[], &meaning, 5)), [1, 2]);
+        assert_eq!(ids(fuse(&[], &[], &[], &meaning, 5)), [2]);
+    }
+
+    #[test]
+    fn a_word_hit_the_model_cannot_read_is_not_outranked_for_it() {
+        let (zh, en, other) = (
+            DocAddress::new(0, 1),
+            DocAddress::new(0, 2),
+            DocAddress::new(0, 3),
+        );
+        // The Chinese note holds the question's words best; meaning sees
+        // only the English ones.
+        let words = [(29.0, zh), (18.5, en), (2.0, other)];
+        let near = |score, address| Near {
+            score,
+            address,
+            chunks: 1,
+        };
+        let meaning = [near(0.5, en), near(0.3, other)];
+        let first = |unread: &[bool]| fuse(&words, &[1.0; 3], unread, &meaning, 3)[0].1;
+        assert_eq!(first(&[]), en);
+        assert_eq!(first(&[true, false, false]), zh);
     }
 
     #[test]

@@ -871,7 +871,18 @@ impl Index {
             };
             let head: Vec<DocAddress> = words.iter().take(fusion::DEPTH).map(|w| w.1).collect();
             let weights = fusion::words_weights(searcher, &f, text, &head);
-            Ok((words, weights))
+            // What the model cannot read, meaning cannot judge.
+            let unread: Vec<bool> = head
+                .iter()
+                .map(|address| {
+                    searcher
+                        .doc::<TantivyDocument>(*address)
+                        .ok()
+                        .and_then(|doc| stored_path(&doc, f.path))
+                        .is_some_and(|path| semantic.is_unread(&path))
+                })
+                .collect();
+            Ok((words, weights, unread))
         };
         let by_meaning = || -> Vec<fusion::Near> {
             semantic.embed_waiting();
@@ -915,8 +926,8 @@ impl Index {
                 .collect()
         };
         let (meaning, words) = super::semantic::beside(by_meaning, by_words);
-        let (words, weights) = words?;
-        Ok(fusion::fuse(&words, &weights, &meaning, limit))
+        let (words, weights, unread) = words?;
+        Ok(fusion::fuse(&words, &weights, &unread, &meaning, limit))
     }
 
     /// The memories written within `period`, or naming a day in it ahead

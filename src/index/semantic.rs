@@ -378,6 +378,11 @@ impl Semantic {
         self.table.read().unread()
     }
 
+    /// Whether the model could not read the memory at `path`.
+    pub(crate) fn is_unread(&self, path: &StorePath) -> bool {
+        self.table.read().is_unread(path)
+    }
+
     /// Memories with vectors.
     pub(crate) fn embedded(&self) -> usize {
         self.table.read().len()

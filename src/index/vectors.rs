@@ -83,6 +83,14 @@ impl VectorTable {
             .count()
     }
 
+    /// Whether `path` was embedded with no vectors (see [`unread`](Self::unread)).
+    pub(crate) fn is_unread(&self, path: &StorePath) -> bool {
+        self.by_path
+            .get(path)
+            .and_then(|&slot| self.entries[slot as usize].as_ref())
+            .is_some_and(|e| e.count == 0)
+    }
+
     pub(crate) fn contains(&self, path: &StorePath) -> bool {
         self.by_path.contains_key(path)
     }
