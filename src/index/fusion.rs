@@ -55,6 +55,16 @@ const MEANING_WEIGHT: f32 = 0.5;
 /// held back less, never more.
 const MEANING_FLOOR: f32 = 0.2;
 
+/// The cosine at which meaning's best counts in full. Scaled within its
+/// ranking, meaning's best scores 1 however far it is: "relase process"
+/// (a typo no memory holds) put a note on a flaky test at a cosine of
+/// 0.22 above the release note its words found first. So meaning counts
+/// in proportion to its best cosine, from nothing at [`MEANING_FLOOR`]
+/// to fully here, as words count by the share of the question they hold.
+/// all-MiniLM-L6-v2 gives a question and the memory that answers it 0.3
+/// to 0.7 (0.46 for "postgres" and the note about Postgres).
+const MEANING_SURE: f32 = 0.4;
+
 /// A memory that meaning found: its cosine with the question (its best
 /// chunk's), and how many chunks it was embedded in.
 #[derive(Debug, Clone, Copy)]
@@ -287,9 +297,11 @@ pub(super) fn fuse(
             )
         })
         .collect();
+    let best = meaning.iter().map(|n| n.score).fold(f32::MIN, f32::max);
+    let sure = ((best - MEANING_FLOOR) / (MEANING_SURE - MEANING_FLOOR)).clamp(0.0, 1.0);
     let meaning: Vec<(f32, DocAddress, f32)> = meaning
         .iter()
-        .map(|n| (n.score, n.address, n.weight()))
+        .map(|n| (n.score, n.address, n.weight() * sure))
         .collect();
     // What only meaning finds must be like the question.
     let kept = |side: Side, score: f32| side == Side::Words || score >= MEANING_FLOOR;
@@ -421,6 +433,29 @@ mod tests {
         let first = |unread: &[bool]| fuse(&words, &[1.0; 3], unread, &meaning, 3)[0].1;
         assert_eq!(first(&[]), en);
         assert_eq!(first(&[true, false, false]), zh);
+    }
+
+    #[test]
+    fn meaning_unsure_of_its_best_does_not_outweigh_words() {
+        let (release, flaky, other) = (
+            DocAddress::new(0, 1),
+            DocAddress::new(0, 2),
+            DocAddress::new(0, 3),
+        );
+        let words = [(12.0, release), (10.0, flaky), (2.0, other)];
+        let near = |score, address| Near {
+            score,
+            address,
+            chunks: 1,
+        };
+        let first = |best: f32| {
+            let meaning = [near(best, flaky), near(best - 0.2, release)];
+            fuse(&words, &[1.0; 3], &[], &meaning, 3)[0].1
+        };
+        // Sure of its best, meaning lifts it above the words' first.
+        assert_eq!(first(0.6), flaky);
+        // Barely over the floor, it leaves the words' order.
+        assert_eq!(first(0.22), release);
     }
 
     #[test]
