@@ -795,14 +795,17 @@ impl Index {
         // Not to a session some memories are hidden from, whose words it
         // must not learn of.
         // A question about a period is answered by when, not by words.
-        if !top.is_empty()
-            && period.is_none()
-            && hidden_scopes.is_empty()
-            && is_plain_words(asked)
-            && !super::tokenizer::mostly_cjk(asked)
+        if !top.is_empty() && period.is_none() && hidden_scopes.is_empty() && is_plain_words(asked)
         {
-            let absent =
-                super::fusion::words_held_by_none(&searcher, &self.inner.core.fields, asked);
+            // Of a Chinese question, only its words in Latin letters
+            // ("Kafka"): its characters are read in pairs, which span
+            // words.
+            let cjk = super::tokenizer::mostly_cjk(asked);
+            let absent: Vec<String> =
+                super::fusion::words_held_by_none(&searcher, &self.inner.core.fields, asked)
+                    .into_iter()
+                    .filter(|w| !cjk || w.chars().all(|c| c.is_ascii_alphanumeric()))
+                    .collect();
             if !absent.is_empty() {
                 let quoted: Vec<String> = absent.iter().map(|w| format!("\"{w}\"")).collect();
                 warnings.push(format!(

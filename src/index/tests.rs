@@ -2071,6 +2071,24 @@ fn a_question_with_words_no_memory_holds_names_them() {
         .search_noting("what is Priya's blood type?", 10, &["agent:other".into()])
         .unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
+    // Of a Chinese question, its words in Latin letters.
+    f.write("zh/cache.md", "我们的缓存层用 Redis，不用 Memcached。\n");
+    f.sync();
+    let (_, warnings) = f
+        .index
+        .search_noting("我们用的是哪个 Kafka 集群？", 10, &[])
+        .unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("no memory holds \"kafka\":")),
+        "{warnings:?}"
+    );
+    let (_, warnings) = f
+        .index
+        .search_noting("缓存层用的是 Redis 吗？", 10, &[])
+        .unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
 }
 
 #[test]
