@@ -392,18 +392,23 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn what_only_meaning_finds_and_barely_resembles_is_left_out() {
-        let (a, b, c) = (
-            DocAddress::new(0, 1),
-            DocAddress::new(0, 2),
-            DocAddress::new(0, 3),
-        );
-        let near = |score, address| Near {
+    /// Three documents of one segment.
+    fn three() -> [DocAddress; 3] {
+        [1, 2, 3].map(|id| DocAddress::new(0, id))
+    }
+
+    /// What meaning found, embedded whole.
+    fn near(score: f32, address: DocAddress) -> Near {
+        Near {
             score,
             address,
             chunks: 1,
-        };
+        }
+    }
+
+    #[test]
+    fn what_only_meaning_finds_and_barely_resembles_is_left_out() {
+        let [a, b, c] = three();
         // c is far from the question; a, found by words too, keeps its
         // place however little meaning sees in it.
         let meaning = [near(0.46, b), near(0.16, c), near(0.05, a)];
@@ -416,19 +421,10 @@ mod tests {
 
     #[test]
     fn a_word_hit_the_model_cannot_read_is_not_outranked_for_it() {
-        let (zh, en, other) = (
-            DocAddress::new(0, 1),
-            DocAddress::new(0, 2),
-            DocAddress::new(0, 3),
-        );
+        let [zh, en, other] = three();
         // The Chinese note holds the question's words best; meaning sees
         // only the English ones.
         let words = [(29.0, zh), (18.5, en), (2.0, other)];
-        let near = |score, address| Near {
-            score,
-            address,
-            chunks: 1,
-        };
         let meaning = [near(0.5, en), near(0.3, other)];
         let first = |unread: &[bool]| fuse(&words, &[1.0; 3], unread, &meaning, 3)[0].1;
         assert_eq!(first(&[]), en);
@@ -437,17 +433,8 @@ mod tests {
 
     #[test]
     fn meaning_unsure_of_its_best_does_not_outweigh_words() {
-        let (release, flaky, other) = (
-            DocAddress::new(0, 1),
-            DocAddress::new(0, 2),
-            DocAddress::new(0, 3),
-        );
+        let [release, flaky, other] = three();
         let words = [(12.0, release), (10.0, flaky), (2.0, other)];
-        let near = |score, address| Near {
-            score,
-            address,
-            chunks: 1,
-        };
         let first = |best: f32| {
             let meaning = [near(best, flaky), near(best - 0.2, release)];
             fuse(&words, &[1.0; 3], &[], &meaning, 3)[0].1
