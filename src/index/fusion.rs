@@ -187,10 +187,7 @@ fn stem_tokens(
 pub(super) fn words_held_by_none(searcher: &Searcher, fields: &Fields, text: &str) -> Vec<String> {
     let mut absent: Vec<String> = Vec::new();
     for (stem, span) in stem_tokens(searcher, fields, text) {
-        if [SUBJECT_STEMS, ASKING_STEMS, EVENT_STEMS]
-            .iter()
-            .any(|list| list.contains(&stem.as_str()))
-        {
+        if asks_without_naming(&stem) {
             continue;
         }
         let held = [fields.body_stem, fields.title_stem].iter().any(|field| {
@@ -226,11 +223,17 @@ const EVENT_STEMS: &[&str] = &[
 /// of how a question asks ([`ASKING_STEMS`], [`EVENT_STEMS`],
 /// [`SUBJECT_STEMS`]).
 pub(super) fn asks_of_a_time_alone(searcher: &Searcher, fields: &Fields, text: &str) -> bool {
-    stem_tokens(searcher, fields, text).iter().all(|(stem, _)| {
-        [ASKING_STEMS, EVENT_STEMS, SUBJECT_STEMS]
-            .iter()
-            .any(|list| list.contains(&stem.as_str()))
-    })
+    stem_tokens(searcher, fields, text)
+        .iter()
+        .all(|(stem, _)| asks_without_naming(stem))
+}
+
+/// Whether `stem` is of how a question asks, not of what it asks about
+/// ([`ASKING_STEMS`], [`EVENT_STEMS`], [`SUBJECT_STEMS`]).
+fn asks_without_naming(stem: &str) -> bool {
+    [ASKING_STEMS, EVENT_STEMS, SUBJECT_STEMS]
+        .iter()
+        .any(|list| list.contains(&stem))
 }
 
 /// Stems that name whom an agent's memories are about: nearly every

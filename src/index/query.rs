@@ -878,11 +878,10 @@ impl Index {
             let unread: Vec<bool> = head
                 .iter()
                 .map(|address| {
-                    searcher
-                        .doc::<TantivyDocument>(*address)
+                    path_at(searcher, *address)
                         .ok()
-                        .and_then(|doc| stored_path(&doc, f.path))
-                        .is_some_and(|path| semantic.is_unread(&path))
+                        .flatten()
+                        .is_some_and(|p| semantic.is_unread(&p))
                 })
                 .collect();
             Ok((words, weights, unread))
@@ -1085,23 +1084,8 @@ impl Index {
             return Ok(Vec::new());
         };
         let mut out = Vec::with_capacity(top.len());
-        let mut buf = Vec::new();
         for (_, address, _) in top {
-            let Some(column) = searcher
-                .segment_reader(address.segment_ord)
-                .fast_fields()
-                .bytes(names::PATH)?
-            else {
-                continue;
-            };
-            if let Some(ord) = column.term_ords(address.doc_id).next() {
-                buf.clear();
-                if matches!(column.ord_to_bytes(ord, &mut buf), Ok(true))
-                    && let Some(p) = path_from_key(&buf)
-                {
-                    out.push(p);
-                }
-            }
+            out.extend(path_at(&searcher, address)?);
         }
         Ok(out)
     }
@@ -1512,6 +1496,25 @@ fn stored_path(doc: &TantivyDocument, field: Field) -> Option<StorePath> {
     doc.get_first(field)
         .and_then(|v| v.as_bytes())
         .and_then(path_from_key)
+}
+
+/// The path of the document at `address`, read from its fast field
+/// (no stored document is loaded).
+fn path_at(searcher: &Searcher, address: DocAddress) -> Result<Option<StorePath>, IndexError> {
+    let Some(column) = searcher
+        .segment_reader(address.segment_ord)
+        .fast_fields()
+        .bytes(names::PATH)?
+    else {
+        return Ok(None);
+    };
+    let Some(ord) = column.term_ords(address.doc_id).next() else {
+        return Ok(None);
+    };
+    let mut buf = Vec::new();
+    Ok(matches!(column.ord_to_bytes(ord, &mut buf), Ok(true))
+        .then(|| path_from_key(&buf))
+        .flatten())
 }
 
 /// The id the document at `key` had when last indexed (its `id:`, or one
