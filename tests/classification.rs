@@ -226,6 +226,10 @@ const SPLITS: &[(&str, &str)] = &[
     ("unseen-2", "unseen 2"),
     ("unseen-3", "unseen 3"),
     ("unseen-4", "unseen 4"),
+    ("unseen-5", "unseen 5"),
+    ("unseen-6", "unseen 6"),
+    ("unseen-7", "unseen 7"),
+    ("unseen-8", "unseen 8"),
 ];
 
 #[test]
