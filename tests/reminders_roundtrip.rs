@@ -372,6 +372,11 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
                 "notes/offsite.md",
                 b"---\nid: offsite-1\n---\nTeam offsite tomorrow.\n",
             ),
+            // A person's note says "he": the reminder says who.
+            (
+                "people/tom-becker.md",
+                b"---\ntitle: Tom Becker\ncategory: people\n---\nTom does the frontend. He is on leave tomorrow.\n",
+            ),
             // A habit recurs: no one-off reminder of it.
             (
                 "habits/running.md",
@@ -384,7 +389,7 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
         ],
     );
     let report = dream3(&s);
-    assert_eq!(report["reminders"].as_u64(), Some(5), "{report:#}");
+    assert_eq!(report["reminders"].as_u64(), Some(6), "{report:#}");
     let all = reminders(&s);
     let title = |sentence: &str| -> String {
         let found = quoting(&all, sentence);
@@ -399,6 +404,10 @@ fn reminders_are_titled_by_what_their_sentence_is_about() {
     // In the note's own language.
     assert_eq!(title("明天下午三点\n"), "提醒：看牙");
     assert_eq!(title("明天上午十点和王医生见面。"), "提醒：和王医生见面");
+    assert_eq!(
+        title("He is on leave tomorrow."),
+        "Reminder: Tom Becker is on leave"
+    );
     for r in &all {
         let t = r.get("title").map(String::as_str).unwrap_or_default();
         assert!(

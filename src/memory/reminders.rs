@@ -122,6 +122,18 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
         {
             continue;
         }
+        // "from 20 December to 3 January", "12月20日到1月3日": one
+        // stretch, due when it begins; its end makes no reminder of its
+        // own (unless the sentence moves something from one day to the
+        // other).
+        if !moves(sentence) {
+            let ends: Vec<usize> = (1..spans.len())
+                .filter(|&i| ends_a_stretch(sentence, spans[i - 1].0, spans[i - 1].1, spans[i].0))
+                .collect();
+            for i in ends.into_iter().rev() {
+                spans.remove(i);
+            }
+        }
         // "from 8 to 10 December": due on the 8th, and the title says
         // neither day.
         let mut starts = Vec::with_capacity(spans.len());
@@ -143,6 +155,12 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
             let due = first_day
                 .and_then(|day| earlier_day(due, day, tz))
                 .unwrap_or(due);
+            // What must be done before a day is due the day before.
+            let due = if all_day && before_the_day(sentence, start, end) {
+                Some(due - 86_400).filter(|d| *d > written).unwrap_or(due)
+            } else {
+                due
+            };
             let phrase = written_sentence[start..end].trim().to_owned();
             if !found.iter().any(|r| r.phrase == phrase && r.due == due) {
                 found.push(Reminder {
@@ -165,6 +183,41 @@ pub fn subject(text: &str) -> String {
     let text = text.lines().map(str::trim).collect::<Vec<_>>().join(" ");
     let folded = super::hanzi::simplified_text(&text);
     super::hanzi::as_written(&about(&folded, &time_phrases(&folded)), &text)
+}
+
+/// `about` (a sentence's subject) made to stand alone as a reminder's
+/// title: a person's note says "He is on leave", and its reminder says
+/// "Tom Becker is on leave"; another note's "It expires" says which note
+/// it came from, "It expires (TLS certificate)". `title` is the note's;
+/// `person` whether the note is about a person.
+pub fn standing_alone(about: &str, title: &str, person: bool) -> String {
+    let title = title.trim();
+    if title.is_empty() {
+        return about.to_owned();
+    }
+    let first = about.split_whitespace().next().unwrap_or_default();
+    if person {
+        if ["He", "She", "he", "she"].contains(&first) {
+            return format!("{title}{}", &about[first.len()..]);
+        }
+        if let Some(rest) = ["他", "她"].iter().find_map(|p| about.strip_prefix(p))
+            && !rest.starts_with('们')
+        {
+            return format!("{title}{rest}");
+        }
+    }
+    let pronoun = [
+        "He", "She", "It", "They", "This", "That", "he", "she", "it", "they",
+    ]
+    .contains(&first)
+        || ["他", "她", "它", "这", "那"]
+            .iter()
+            .any(|p| about.starts_with(p));
+    if pronoun {
+        format!("{about} ({title})")
+    } else {
+        about.to_owned()
+    }
 }
 
 /// When a note was written, for reading its relative dates: the day it
@@ -792,6 +845,103 @@ fn day_before(sentence: &str, start: usize) -> Option<(usize, u32)> {
         })
         .map_or(at, |w| lead.len() - w.len());
     (1..=31).contains(&day).then_some((from, day))
+}
+
+/// Whether `sentence` moves something from one time to another
+/// ("moved from Monday to Tuesday", "改到周五"): its two times are then
+/// two occasions, not one stretch.
+fn moves(sentence: &str) -> bool {
+    let lower = sentence.to_lowercase();
+    let words = words_of(&lower);
+    let english = words.iter().any(|w| {
+        [
+            "move",
+            "moved",
+            "moves",
+            "moving",
+            "reschedule",
+            "rescheduled",
+            "postpone",
+            "postponed",
+            "push",
+            "pushed",
+            "shift",
+            "shifted",
+            "change",
+            "changed",
+        ]
+        .contains(&w.as_str())
+    });
+    english
+        || [
+            "改到",
+            "改成",
+            "改期",
+            "推迟",
+            "推到",
+            "挪到",
+            "延期",
+            "提前到",
+            "换到",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+/// Whether the time phrase at `next` ends a stretch that the one at
+/// `start..end` begins: only a range's joining word lies between them
+/// ("to", "until", "-", "到", "至"; "and" after "between").
+fn ends_a_stretch(sentence: &str, start: usize, end: usize, next: usize) -> bool {
+    let Some(between) = sentence.get(end..next) else {
+        return false;
+    };
+    let between = between.trim().to_lowercase();
+    if between == "and" {
+        let before = sentence.get(..start).unwrap_or_default().to_lowercase();
+        return before.trim_end().ends_with("between");
+    }
+    [
+        "to",
+        "until",
+        "till",
+        "through",
+        "thru",
+        "-",
+        "–",
+        "—",
+        "~",
+        "到",
+        "至",
+        "一直到",
+    ]
+    .contains(&between.as_str())
+}
+
+/// Whether the day at `start..end` of `sentence` is a day by which
+/// something must be done ahead of it: "before 10 January", "1月10日之前",
+/// "expires 10 January, rotate it before then"; not the end of a month or
+/// a year, the last day of which is still before it.
+fn before_the_day(sentence: &str, start: usize, end: usize) -> bool {
+    let lower = sentence.to_lowercase();
+    // Before a month's or a year's end is still within it.
+    let phrase = lower.get(start..end).unwrap_or_default();
+    if ["end", "底", "末"].iter().any(|w| phrase.contains(w)) {
+        return false;
+    }
+    let ahead = lower.get(..start).unwrap_or_default();
+    let after = lower.get(end..).unwrap_or_default();
+    let words_ahead = words_of(ahead);
+    words_ahead.last().is_some_and(|w| w == "before")
+        || ["之前", "以前", "前"].iter().any(|w| after.starts_with(w))
+        || [
+            "before then",
+            "before that",
+            "before it",
+            "ahead of it",
+            "ahead of then",
+        ]
+        .iter()
+        .any(|w| after.contains(w))
 }
 
 /// `due` (seconds, in `tz`) moved to `day` of its month, when that is
@@ -1979,6 +2129,65 @@ mod tests {
     }
 
     #[test]
+    fn a_stretch_across_months_is_one_reminder_due_on_its_first_day() {
+        // Written on Sunday 22 November 2026.
+        for text in [
+            "12月20日到1月3日回老家过年。",
+            "12月20日至1月3日回老家过年。",
+            "Back home for the holidays from 20 December to 3 January.",
+            "Back home for the holidays 20 December - 3 January.",
+        ] {
+            let r = one(text);
+            assert_eq!(r.due, at(2026, 12, 20, 9, 0), "{text}");
+            assert!(r.all_day, "{text}");
+        }
+    }
+
+    #[test]
+    fn what_must_happen_before_a_day_is_due_the_day_before() {
+        // Written on Sunday 22 November 2026.
+        for text in [
+            "The TLS certificate expires 10 January, rotate it before then.",
+            "Rotate the TLS certificate before 10 January.",
+            "1月10日之前把证书换掉。",
+        ] {
+            let r = one(text);
+            assert_eq!(r.due, at(2027, 1, 9, 9, 0), "{text}");
+            assert!(r.all_day, "{text}");
+        }
+        // On the day itself when it says nothing of before.
+        assert_eq!(due("Dentist on 10 January."), (at(2027, 1, 10, 9, 0), true));
+        // A time of day keeps its day: "before 3pm" is a time, not a day.
+        assert_eq!(
+            due("Send the slides before 3pm tomorrow.").0,
+            at(2026, 11, 23, 15, 0)
+        );
+    }
+
+    #[test]
+    fn a_subject_told_by_a_pronoun_is_named() {
+        assert_eq!(
+            standing_alone("He is on leave", "Tom Becker", true),
+            "Tom Becker is on leave"
+        );
+        assert_eq!(standing_alone("她请假", "王芳", true), "王芳请假");
+        assert_eq!(
+            standing_alone("It expires", "TLS certificate", false),
+            "It expires (TLS certificate)"
+        );
+        assert_eq!(
+            standing_alone("They fly to Lisbon", "Tom Becker", true),
+            "They fly to Lisbon (Tom Becker)"
+        );
+        assert_eq!(standing_alone("Call Bob", "Notes", false), "Call Bob");
+        assert_eq!(
+            standing_alone("Help desk rota", "Tom", true),
+            "Help desk rota"
+        );
+        assert_eq!(standing_alone("He is on leave", "", true), "He is on leave");
+    }
+
+    #[test]
     fn the_fixed_clock_and_formatting() {
         // The fixed "now" really is a Sunday at 10:00 in +08:00.
         let local_now = cst().to_datetime(Timestamp::from_second(now()).unwrap());
@@ -2277,14 +2486,20 @@ mod tests {
         assert_eq!(due("下个月初续签劳动合同"), (day(12, 1), true));
         assert_eq!(due("下月底交房租"), (day(12, 31), true));
         assert_eq!(due("下周末去杭州"), (day(11, 28), true));
-        assert_eq!(due("元旦前把年终总结写完"), (day(1, 1), true));
+        // Before a day is the day before it; before a month's end is
+        // within it.
+        assert_eq!(due("元旦前把年终总结写完"), (day(12, 31), true));
         assert_eq!(
             due("Submit the report by end of month"),
             (day(11, 30), true)
         );
         assert_eq!(due("Renew the lease early next month"), (day(12, 1), true));
         assert_eq!(due("Visit grandma next weekend"), (day(11, 28), true));
-        assert_eq!(due("Buy presents before Christmas"), (day(12, 25), true));
+        assert_eq!(due("Buy presents before Christmas"), (day(12, 24), true));
+        assert_eq!(
+            due("Submit the report before the end of the month"),
+            (day(11, 30), true)
+        );
         assert_eq!(about("月底前交季度报告"), "交季度报告");
     }
 

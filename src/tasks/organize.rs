@@ -1132,6 +1132,8 @@ impl Organizing {
                 .and_then(|(_, text)| memory::parse("", &text).frontmatter.id)
                 .or_else(|| self.index.id_for_untouched(&self.store, &source));
             let subject = reminders::subject(&parsed.title);
+            let person = parsed.frontmatter.category == Some(Category::People)
+                || source.as_path().starts_with("people");
             for found in found {
                 let due = reminders::format_rfc3339(found.due, &tz);
                 let name = |key: &str| {
@@ -1162,6 +1164,7 @@ impl Organizing {
                     .into_iter()
                     .find(|s| !s.is_empty())
                     .unwrap_or(found.phrase.as_str());
+                let about = &reminders::standing_alone(about, &parsed.title, person);
                 // In the note's own language.
                 let title = if crate::index::mostly_cjk(about) {
                     format!("提醒：{about}")
