@@ -143,9 +143,10 @@ fn short(c: Category) -> &'static str {
 /// notes, of the categories in `got` (one per labeled line).
 fn print_tables(items: &[Labeled], got: &[Category]) -> (usize, usize) {
     let mut all = Tally::default();
-    let mut parts: Vec<(&str, &str, Tally)> = SPLITS
+    let splits = splits(items);
+    let mut parts: Vec<(&str, &str, Tally)> = splits
         .iter()
-        .map(|&(split, name)| (split, name, Tally::default()))
+        .map(|(split, name)| (split.as_str(), name.as_str(), Tally::default()))
         .collect();
     let mut misses = Vec::new();
     for (item, &got) in items.iter().zip(got) {
@@ -217,20 +218,31 @@ fn print_tables(items: &[Labeled], got: &[Category]) -> (usize, usize) {
     (total, untuned)
 }
 
-/// The parts of the set, as `split` names them, and as the tables do.
-const SPLITS: &[(&str, &str)] = &[
-    ("tune", "tune"),
-    ("held", "held out"),
-    ("fresh", "fresh"),
-    ("unseen", "unseen"),
-    ("unseen-2", "unseen 2"),
-    ("unseen-3", "unseen 3"),
-    ("unseen-4", "unseen 4"),
-    ("unseen-5", "unseen 5"),
-    ("unseen-6", "unseen 6"),
-    ("unseen-7", "unseen 7"),
-    ("unseen-8", "unseen 8"),
-];
+/// The parts of the set, as `split` names them, and as the tables name
+/// them: the first three, then each outside author's (`unseen`,
+/// `unseen-2`, ...) in the order of their numbers.
+fn splits(items: &[Labeled]) -> Vec<(String, String)> {
+    let mut authors: Vec<&str> = items
+        .iter()
+        .map(|i| i.split.as_str())
+        .filter(|s| s.starts_with("unseen"))
+        .collect();
+    let number = |s: &str| {
+        s.strip_prefix("unseen-")
+            .map_or(1, |n| n.parse().unwrap_or(0))
+    };
+    authors.sort_by_key(|s| number(s));
+    authors.dedup();
+    [("tune", "tune"), ("held", "held out"), ("fresh", "fresh")]
+        .into_iter()
+        .map(|(split, name)| (split.to_string(), name.to_string()))
+        .chain(
+            authors
+                .into_iter()
+                .map(|s| (s.to_string(), s.replace('-', " "))),
+        )
+        .collect()
+}
 
 #[test]
 fn figures() {
