@@ -1193,7 +1193,12 @@ fn modes_below(dir: &Path) -> Modes {
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         for entry in fs::read_dir(&d).expect("read_dir").flatten() {
-            let md = fs::symlink_metadata(entry.path()).expect("lstat");
+            // A temporary file may be renamed away between the listing
+            // and its lstat: what is gone made nothing readable.
+            let md = match fs::symlink_metadata(entry.path()) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                md => md.expect("lstat"),
+            };
             if md.file_type().is_symlink() {
                 continue;
             }
