@@ -13,10 +13,11 @@
 //! lines the rules were adjusted on, `held` for a quarter of the first
 //! set whose scores (not lines) were watched while doing so, `fresh` for
 //! notes written after the rules were settled and never tuned on, and
-//! `unseen`, `unseen-2`, `unseen-3` and `unseen-4` for notes four
-//! outside authors wrote from the categories' one-line definitions, each
-//! in a voice of their own, without seeing the classifier or the rest of
-//! the set. The organizer's learned heads (`src/memory/head.rs`) are
+//! `unseen`, `unseen-2`, ... `unseen-18` for the notes of eighteen
+//! outside authors, each written from the categories' one-line
+//! definitions in a voice of its own (a person's notes, or an agent's
+//! memory of its user), without seeing the classifier or the rest of the
+//! set. The organizer's learned heads (`src/memory/head.rs`) are
 //! trained on every note (`MNEMOFS_WRITE_HEADS=1 cargo bench --bench
 //! classify`), so their figures here are their fit; the same bench files
 //! each outside author's notes with heads trained without them.
@@ -251,7 +252,7 @@ fn figures() {
     let got: Vec<Category> = items.iter().map(|i| classified(i, false)).collect();
     let (total, untuned) = print_tables(&items, &got);
     println!(
-        "\n## rules, then the head of letters, then words (no model; the head \
+        "\n## rules, then the likeliest category by the head of letters (no model; the head \
          was trained on every part: its fit, not a test)"
     );
     let got: Vec<Category> = items.iter().map(|i| classified(i, true)).collect();
@@ -276,7 +277,7 @@ fn figures() {
     );
 
     println!(
-        "\n## rules, then the learned head, then the prototypes, then words \
+        "\n## rules, then the learned head's likeliest category \
          (the head was trained on every part: its fit, not a test; see \
          `cargo bench --bench classify`)"
     );

@@ -1297,7 +1297,7 @@ const KINDS: [(&str, &str); 8] = [
     ),
     (
         "project",
-        "In the project we ship the mobile beta next sprint.",
+        "The billing-service repo deploys to production from the main branch.",
     ),
 ];
 

@@ -493,7 +493,7 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
     configure(&store, "lifecycle: { inbox_ttl: 1s }\n");
     succeeded(&run(
         &store,
-        &["write", "zxqv fleeting blorp wibble", "--title", "scratch"],
+        &["write", "zxqv fleeting blorp wibble", "--title", "jot"],
     ));
     fs::write(store.join("inbox/by-hand.md"), "qzpx hand-written blorp\n").expect("by hand");
     std::thread::sleep(Duration::from_millis(1500));
@@ -506,7 +506,7 @@ fn ingested_notes_in_the_inbox_never_expire_but_an_agents_capture_does() {
                 .collect()
         })
         .unwrap_or_default();
-    assert_eq!(expired, ["scratch.md"], "{report}");
+    assert_eq!(expired, ["jot.md"], "{report}");
     assert!(store.join("inbox/by-hand.md").is_file(), "{report}");
     assert!(!store.join("archive/merged").exists(), "{report}");
 }

@@ -1011,7 +1011,8 @@ pub fn filing(note: &Note<'_>, rules: &[Rule]) -> Option<(Category, FiledBy)> {
 
 /// [`filing`] with `head` (one that reads letters alone) as the learned
 /// head, or none: what a note says about itself, then the user's rules,
-/// then the head when it is sure enough of a category, then the words.
+/// then the head's likeliest category as [`learned_or_words`] takes it,
+/// and without a head the words.
 pub fn filing_with(
     note: &Note<'_>,
     rules: &[Rule],
@@ -1022,15 +1023,31 @@ pub fn filing_with(
     {
         return Some(filed);
     }
-    // The head finding the note most like a fragment is not sure of a
-    // category: its words may still be.
-    if let Some((category, p)) = head
-        .and_then(|h| h.decide(None, &note_text(note)))
-        .filter(|(c, _)| *c != Category::Inbox)
-    {
-        return Some((as_filed(note, category), FiledBy::LearnedFromWords(p)));
+    match head.and_then(|h| h.likeliest(None, &note_text(note))) {
+        Some(likeliest) => learned_or_words(note, rules, likeliest, FiledBy::LearnedFromWords),
+        None => voted_by_words(note, rules).map(|c| (c, FiledBy::Words)),
     }
-    voted_by_words(note, rules).map(|c| (c, FiledBy::Words))
+}
+
+/// Where the learned head's `likeliest` category places a note: nowhere
+/// when it is the inbox (most like a fragment); there when it is at least
+/// [`head::FLOOR`] sure; else where the note's words vote, and there
+/// when they vote for nothing. `by` says how the head read the note.
+pub fn learned_or_words(
+    note: &Note<'_>,
+    rules: &[Rule],
+    (category, p): (Category, f32),
+    by: fn(f32) -> FiledBy,
+) -> Option<(Category, FiledBy)> {
+    if category == Category::Inbox {
+        return None;
+    }
+    if p < super::head::FLOOR
+        && let Some(voted) = voted_by_words(note, rules)
+    {
+        return Some((voted, FiledBy::Words));
+    }
+    Some((as_filed(note, category), by(p)))
 }
 
 /// What placed a note in its category, for the organizer's report.

@@ -40,11 +40,16 @@ static MINILM: LazyLock<Option<Head>> =
 
 const MAGIC: &[u8] = b"MNHEAD2\n";
 
-/// The head speaks when its most likely category has at least this
-/// probability. Chosen, with [`INVERSE_PENALTY`], by leaving each outside
-/// author's notes out of training in turn and filing them
+/// Under this probability the head's likeliest category gives way to the
+/// note's keywords, if they vote for one; it is taken when they do not.
+/// A note the head finds most like a fragment stays in the inbox, whatever
+/// the keywords say. With fourteen outside authors, each filed by a head
+/// trained without them, this order filed 85.1% of their notes (85.7%
+/// with a bar of 0.3, which let "We decided to ship on Friday" go to
+/// `date`), against 83.9% when the examples and the keywords spoke
+/// wherever the head was under 0.3 sure or found a fragment
 /// (BENCHMARKS.md, "Classification").
-pub const FLOOR: f32 = 0.3;
+pub const FLOOR: f32 = 0.4;
 
 /// Inverse strength of the weights' penalty: the fit minimizes the notes'
 /// cross-entropy plus the squared weights over twice this.
@@ -251,12 +256,11 @@ impl Head {
         out
     }
 
-    /// The likeliest category and its probability, if that reaches
-    /// [`FLOOR`]. `Inbox`: the note is most like the fragments nothing
-    /// places.
-    pub fn decide(&self, vector: Option<&[f32]>, text: &str) -> Option<(Category, f32)> {
-        let (category, p) = *self.probabilities(vector, text).first()?;
-        (p >= FLOOR).then_some((category, p))
+    /// The likeliest category and its probability, however sure; `None`
+    /// if the head needs a vector of another dimension. `Inbox`: the
+    /// note is most like the fragments nothing places.
+    pub fn likeliest(&self, vector: Option<&[f32]>, text: &str) -> Option<(Category, f32)> {
+        self.probabilities(vector, text).first().copied()
     }
 
     fn logits(&self, vector: &[f32], grams: &[(u32, f32)]) -> Vec<f32> {
@@ -417,18 +421,22 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_head_learns_its_notes_and_speaks_only_when_sure() {
+    fn a_head_learns_its_notes_and_is_as_sure_as_they_let_it_be() {
         let head = trained();
         for (i, &c) in Category::ALL.iter().enumerate() {
-            let d = head.decide(Some(&axis(i, i, 0.1)), "");
-            assert_eq!(d.map(|d| d.0), Some(c), "{c}");
+            let (got, p) = head
+                .likeliest(Some(&axis(i, i, 0.1)), "")
+                .expect("a category");
+            assert_eq!(got, c, "{c}");
+            assert!(p > 0.5, "{c}: {p}");
         }
-        // Like every category at once: no category is likely enough.
+        // Like every category at once: none is much likelier than another.
         let flat = vec![1.0 / (Category::ALL.len() as f32).sqrt(); Category::ALL.len()];
-        assert_eq!(head.decide(Some(&flat), ""), None);
+        let (_, p) = head.likeliest(Some(&flat), "").expect("a category");
+        assert!(p < 0.3, "{p}");
         // Another model's vectors, or none: nothing to say.
         assert!(head.probabilities(Some(&[1.0, 0.0]), "").is_empty());
-        assert_eq!(head.decide(None, "anything"), None);
+        assert_eq!(head.likeliest(None, "anything"), None);
     }
 
     #[test]
@@ -509,9 +517,9 @@ pub(crate) mod tests {
         let words = Head::words().expect("shipped");
         for j in 0..20 {
             let fragment = format!("zqxj odd{j:03}q blorp wibble");
-            let said = words.decide(None, &fragment);
+            let said = words.likeliest(None, &fragment);
             assert!(
-                matches!(said, None | Some((Category::Inbox, _))),
+                matches!(said, Some((Category::Inbox, _))),
                 "{fragment}: {said:?}"
             );
         }

@@ -7,15 +7,14 @@
 //! (no category, type, tag, folder, person's name or hub shape: see
 //! [`classify::said_by_note`]); those decisions always win, and then the
 //! user's own `classification.rules` (they said what those words mean).
-//! The learned head speaks first, when its likeliest category is likely
-//! enough ([`crate::memory::head::FLOOR`]): the one that reads the note's
-//! embedding and its letters when the model is the one it was trained
-//! for, else the one that reads letters alone (as without a model). Else
+//! Then the learned head places it (see [`classify::learned_or_words`]):
+//! the head that reads the note's embedding and its letters when the
+//! model is the one it was trained for, else the one that reads letters
+//! alone (as without a model). Without a head (measuring what it adds),
 //! the nearest prototypes' category is taken when it is near enough
 //! ([`FLOOR`]) and clearly nearer than the next ([`MARGIN`]); otherwise
-//! the note's words decide as they do without a model. Either one
-//! choosing the inbox (a bare link, a fragment) means meaning cannot
-//! place the note.
+//! the note's words decide. Either one choosing the inbox (a bare link,
+//! a fragment) means meaning cannot place the note.
 //!
 //! Subtleties:
 //! - The prototypes are embedded once per organizer, when the first
@@ -147,27 +146,22 @@ impl CategoryPrototypes {
         out
     }
 
-    /// The learned head's category for a note (its unit vector and its
-    /// [`note_text`]) if it is sure enough, else the category nearest to
-    /// it if that passes [`FLOOR`] and beats the next by [`MARGIN`].
-    /// `Some(Inbox)`: it is most like a fragment.
-    pub fn nearest(&self, note: &[f32], text: &str) -> Option<(Category, FiledBy)> {
-        if let Some(head) = &self.head {
-            let reads_vectors = head.dim() > 0;
-            // Most like a fragment, the head is not sure of a category:
-            // the examples or the words may still be.
-            if let Some((category, p)) = head
-                .decide(reads_vectors.then_some(note), text)
-                .filter(|(c, _)| *c != Category::Inbox)
-            {
-                let by = if reads_vectors {
-                    FiledBy::Learned(p)
-                } else {
-                    FiledBy::LearnedFromWords(p)
-                };
-                return Some((category, by));
-            }
-        }
+    /// The learned head's likeliest category for a note (its unit vector,
+    /// read when the head was trained for this model, and its
+    /// [`note_text`]) and its probability, and whether the head read the
+    /// vector; `None` without a head.
+    pub fn likeliest(&self, note: &[f32], text: &str) -> Option<((Category, f32), bool)> {
+        let head = self.head.as_ref()?;
+        let reads_vectors = head.dim() > 0;
+        let likeliest = head.likeliest(reads_vectors.then_some(note), text)?;
+        Some((likeliest, reads_vectors))
+    }
+
+    /// The category whose prototypes are nearest to `note` (a unit
+    /// vector), if that passes [`FLOOR`] and beats the next by [`MARGIN`]:
+    /// what places a note when there is no learned head. `Some(Inbox)`:
+    /// it is most like a fragment.
+    pub fn nearest(&self, note: &[f32]) -> Option<(Category, FiledBy)> {
         let sims = self.similarities(note);
         let (best, score) = *sims.first()?;
         let second = sims.get(1).map_or(f32::MIN, |s| s.1);
@@ -217,7 +211,15 @@ pub fn filing(
     let Some(vector) = (meaning.embed)(&text) else {
         return classify::filing(note, rules);
     };
-    if let Some((category, by)) = meaning.prototypes.nearest(&vector, &text) {
+    if let Some((likeliest, reads_vectors)) = meaning.prototypes.likeliest(&vector, &text) {
+        let by = if reads_vectors {
+            FiledBy::Learned
+        } else {
+            FiledBy::LearnedFromWords
+        };
+        return classify::learned_or_words(note, rules, likeliest, by);
+    }
+    if let Some((category, by)) = meaning.prototypes.nearest(&vector) {
         return (category != Category::Inbox).then(|| (classify::as_filed(note, category), by));
     }
     classify::voted_by_words(note, rules).map(|c| (c, FiledBy::Words))
@@ -256,16 +258,16 @@ mod tests {
         let prototypes = on_axes();
         let (lessons, skills) = (9, 11);
         assert_eq!(
-            prototypes.nearest(&axis(lessons, skills, 0.2), ""),
+            prototypes.nearest(&axis(lessons, skills, 0.2)),
             Some((Category::Lessons, FiledBy::Examples))
         );
         // Almost as near to skills: too close to call.
-        assert_eq!(prototypes.nearest(&axis(lessons, skills, 0.97), ""), None);
+        assert_eq!(prototypes.nearest(&axis(lessons, skills, 0.97)), None);
         // Near nothing at all.
         let mut flat = vec![1.0f32; Category::ALL.len()];
         let norm = (flat.len() as f32).sqrt();
         flat.iter_mut().for_each(|x| *x /= norm);
-        assert_eq!(prototypes.nearest(&flat, ""), None);
+        assert_eq!(prototypes.nearest(&flat), None);
     }
 
     #[test]
