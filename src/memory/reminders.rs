@@ -122,18 +122,6 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
         {
             continue;
         }
-        // "from 20 December to 3 January", "12月20日到1月3日": one
-        // stretch, due when it begins; its end makes no reminder of its
-        // own (unless the sentence moves something from one day to the
-        // other).
-        if !moves(sentence) {
-            let ends: Vec<usize> = (1..spans.len())
-                .filter(|&i| ends_a_stretch(sentence, spans[i - 1].0, spans[i - 1].1, spans[i].0))
-                .collect();
-            for i in ends.into_iter().rev() {
-                spans.remove(i);
-            }
-        }
         // "from 8 to 10 December": due on the 8th, and the title says
         // neither day.
         let mut starts = Vec::with_capacity(spans.len());
@@ -148,6 +136,19 @@ pub fn extract_reminders(text: &str, written: i64, tz: &TimeZone) -> Vec<Reminde
             &about(sentence, &spans),
             written_sentence,
         ));
+        // "from 20 December to 3 January", "12月20日到1月3日": one
+        // stretch, due when it begins; its end, which the title does not
+        // say either, makes no reminder of its own (unless the sentence
+        // moves something from one day to the other).
+        if !moves(sentence) {
+            let ends: Vec<usize> = (1..spans.len())
+                .filter(|&i| ends_a_stretch(sentence, spans[i - 1].0, spans[i - 1].1, spans[i].0))
+                .collect();
+            for i in ends.into_iter().rev() {
+                spans.remove(i);
+                starts.remove(i);
+            }
+        }
         for ((start, end, when), first_day) in spans.into_iter().zip(starts) {
             let Some((due, all_day)) = today.resolve(when) else {
                 continue;
@@ -990,9 +991,9 @@ const MAX_ABOUT_CHARS: usize = 80;
 
 /// Words that only tie what comes before them to a time ("on", "by"),
 /// dropped from the end of what precedes a removed time phrase.
-const BEFORE_TIME_EN: [&str; 16] = [
+const BEFORE_TIME_EN: [&str; 18] = [
     "on", "at", "by", "in", "for", "from", "until", "till", "before", "after", "due", "around",
-    "starting", "is", "are", "and",
+    "starting", "is", "are", "and", "to", "through",
 ];
 
 /// The same in Chinese, as suffixes of what precedes a time phrase.
@@ -2140,6 +2141,8 @@ mod tests {
             let r = one(text);
             assert_eq!(r.due, at(2026, 12, 20, 9, 0), "{text}");
             assert!(r.all_day, "{text}");
+            assert!(!r.about.contains('3'), "{text}: {}", r.about);
+            assert!(!r.about.ends_with(" to"), "{text}: {}", r.about);
         }
     }
 
