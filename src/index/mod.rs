@@ -681,6 +681,17 @@ impl Index {
         drop(p);
         // Semantic search on demand is loaded to be reported.
         let semantic = self.semantic();
+        // Without a worker, every memory the kept vectors lack waits (for
+        // a daemon, or the searches here).
+        let memories = self.memories() as usize;
+        let embedding = semantic.map_or((0, 0), |s| {
+            let (embedded, backlog) = s.progress(memories);
+            if s.is_frozen() {
+                (embedded, memories.saturating_sub(embedded))
+            } else {
+                (embedded, backlog)
+            }
+        });
         IndexStatus {
             documents: self.documents(),
             pending_changes,
@@ -692,17 +703,9 @@ impl Index {
             kept_ids: core.ids.kept(),
             model: semantic.map(|s| s.model().to_owned()),
             model_failed: core.model_failed.lock().clone(),
-            embedded: semantic.map_or(0, |s| s.embedded() as u64),
+            embedded: embedding.0 as u64,
             embed_unread: semantic.map_or(0, |s| s.unread() as u64),
-            // Without a worker, every memory the kept vectors lack waits
-            // (for a daemon, or the searches here).
-            embed_backlog: semantic.map_or(0, |s| {
-                if s.is_frozen() {
-                    self.memories().saturating_sub(s.embedded() as u64)
-                } else {
-                    s.backlog(self.memories() as usize) as u64
-                }
-            }),
+            embed_backlog: embedding.1 as u64,
         }
     }
 

@@ -37,6 +37,9 @@ struct Queue {
     /// Searches embedding what they took from `paths` (see
     /// [`Semantic::embed_waiting`]).
     inline: usize,
+    /// How many memories those searches took from `paths`: still
+    /// waiting until their vectors are in the table.
+    inline_memories: usize,
     stop: bool,
     /// Memories embedded or removed since the vectors were last saved.
     unsaved: usize,
@@ -255,19 +258,25 @@ impl Semantic {
         self.frozen
     }
 
-    /// Memories waiting for their vectors: those queued and the batch
-    /// being embedded; before the index's memories are queued, the
-    /// `memories` the vectors lack.
-    pub(crate) fn backlog(&self, memories: usize) -> usize {
+    /// Memories with vectors, and memories waiting for them: those
+    /// queued, the batch being embedded and what searches took to embed;
+    /// before the index's memories are queued, the `memories` the
+    /// vectors lack. One reading of both: the table is held while the
+    /// queue is read, so a batch that leaves the queue for the table in
+    /// between is counted once or twice, never not at all.
+    pub(crate) fn progress(&self, memories: usize) -> (usize, usize) {
         // The table before the queue, as everywhere.
-        let lacking = memories.saturating_sub(self.embedded());
+        let table = self.table.read();
+        let embedded = table.len();
+        let lacking = memories.saturating_sub(embedded);
         let queue = self.queue.lock();
-        let waiting = queue.paths.len() + queue.working.len();
-        if queue.seeded {
+        let waiting = queue.paths.len() + queue.working.len() + queue.inline_memories;
+        let backlog = if queue.seeded {
             waiting
         } else {
             waiting.max(lacking)
-        }
+        };
+        (embedded, backlog)
     }
 
     /// True once the memories the index held are queued and every queued
@@ -364,11 +373,14 @@ impl Semantic {
                 queue.queued.remove(path);
             }
             queue.inline += 1;
+            queue.inline_memories += paths.len();
             paths
         };
+        let taken = paths.len();
         let embedded = on_query_pool(|| self.embed_batch(paths));
         let mut queue = self.queue.lock();
         queue.inline -= 1;
+        queue.inline_memories -= taken;
         queue.unsaved += embedded;
     }
 
