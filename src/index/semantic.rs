@@ -34,12 +34,10 @@ struct Queue {
     seeded: bool,
     /// The batch the worker took from `paths` and is embedding.
     working: Vec<StorePath>,
-    /// Searches embedding what they took from `paths` (see
-    /// [`Semantic::embed_waiting`]).
+    /// How many memories searches took from `paths` to embed themselves
+    /// (see [`Semantic::embed_waiting`]): still waiting until their
+    /// vectors are in the table.
     inline: usize,
-    /// How many memories those searches took from `paths`: still
-    /// waiting until their vectors are in the table.
-    inline_memories: usize,
     stop: bool,
     /// Memories embedded or removed since the vectors were last saved.
     unsaved: usize,
@@ -270,7 +268,7 @@ impl Semantic {
         let embedded = table.len();
         let lacking = memories.saturating_sub(embedded);
         let queue = self.queue.lock();
-        let waiting = queue.paths.len() + queue.working.len() + queue.inline_memories;
+        let waiting = queue.paths.len() + queue.working.len() + queue.inline;
         let backlog = if queue.seeded {
             waiting
         } else {
@@ -372,15 +370,13 @@ impl Semantic {
             for path in &paths {
                 queue.queued.remove(path);
             }
-            queue.inline += 1;
-            queue.inline_memories += paths.len();
+            queue.inline += paths.len();
             paths
         };
         let taken = paths.len();
         let embedded = on_query_pool(|| self.embed_batch(paths));
         let mut queue = self.queue.lock();
-        queue.inline -= 1;
-        queue.inline_memories -= taken;
+        queue.inline -= taken;
         queue.unsaved += embedded;
     }
 
