@@ -13,7 +13,7 @@
 //! lines the rules were adjusted on, `held` for a quarter of the first
 //! set whose scores (not lines) were watched while doing so, `fresh` for
 //! notes written after the rules were settled and never tuned on, and
-//! `unseen`, `unseen-2`, ... `unseen-26` for the notes of twenty-six
+//! `unseen`, `unseen-2`, ... `unseen-34` for the notes of thirty-four
 //! outside authors, each written from the categories' one-line
 //! definitions in a voice of its own (a person's notes, or an agent's
 //! memory of its user), without seeing the classifier or the rest of the
