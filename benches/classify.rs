@@ -13,7 +13,10 @@
 //! the one that reads letters alone (the organizer's without a model)
 //! and the one that reads letters and the note's embedding, at several
 //! penalties, the shipped one's marked; the bar a head must clear is the
-//! shipped one's (`head::FLOOR`).
+//! shipped one's (`head::FLOOR`). Heads are measured as the build reads
+//! them back from their bytes (weights in half precision), beside a count
+//! of the notes the heads as trained would have filed elsewhere. Authors
+//! are measured one per core, a head per author taking a minute or two.
 //!
 //! `MNEMOFS_WRITE_HEADS=1` also trains both heads on every labeled note
 //! and writes them where the build takes them from
