@@ -13,7 +13,10 @@
 //!   words too.
 //! - A day without its year is in the year the question names elsewhere
 //!   ("between August 11 and August 15 2023"), else its latest one not
-//!   after today: a question about what was written looks back.
+//!   after today: a question about what was written looks back. Such a
+//!   period is `yearless`: if no memory was written in it, the search
+//!   asks of the years before, the latest with memories first (a store
+//!   of older notes means its own July by "in July").
 //! - Spring, summer and autumn are the northern ones; winter, which
 //!   straddles two years, names no period with a year ("winter 2023"),
 //!   but "last winter" and 今年冬天 begin in December.
@@ -45,6 +48,10 @@ pub(crate) struct Period {
     pub(crate) ranges: Vec<(i64, i64)>,
     /// The question without the words that name it.
     pub(crate) rest: String,
+    /// Whether every date in it is a day or a month named without a
+    /// year ("in July", "on March 3"), read as the latest one not after
+    /// today: a store whose memories are older may mean an earlier one.
+    pub(crate) yearless: bool,
 }
 
 impl Period {
@@ -179,6 +186,9 @@ struct Found {
     first: Date,
     span: Span,
     words: std::ops::Range<usize>,
+    /// A day or a month named without a year, here or elsewhere in the
+    /// question: its year was taken as the latest one not after today.
+    yearless: bool,
 }
 
 /// A day of the month as written: `3`, `3rd`, `03`.
@@ -240,7 +250,12 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
     // word after it.
     let dated = |month: i8, day: i8, y: usize| {
         let year = text(y).and_then(year_number);
-        Some((day_in(month, day, year)?, y + usize::from(year.is_some())))
+        let yearless = year.or(named_year).is_none();
+        Some((
+            day_in(month, day, year)?,
+            y + usize::from(year.is_some()),
+            yearless,
+        ))
     };
     while i < words.len() {
         let w = words[i].text.as_str();
@@ -249,6 +264,7 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
                 first,
                 span,
                 words: i..i + 1,
+                yearless: false,
             });
             i += 1;
             continue;
@@ -259,11 +275,12 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
             dated(text(m).and_then(month_number)?, day, m + 1)
         });
         let month_first = || dated(month_number(w)?, text(i + 1).and_then(day_number)?, i + 2);
-        if let Some((first, end)) = day_first.or_else(month_first) {
+        if let Some((first, end, yearless)) = day_first.or_else(month_first) {
             found.push(Found {
                 first,
                 span: Span::Day,
                 words: i..end,
+                yearless,
             });
             i = end;
             continue;
@@ -282,6 +299,7 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
                 first,
                 span: Span::Day,
                 words: i - 1..i + 1,
+                yearless: false,
             });
             i += 1;
             continue;
@@ -301,6 +319,7 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
                     first,
                     span,
                     words: start..end,
+                    yearless: year.or(named_year).is_none(),
                 });
                 i = end;
                 continue;
@@ -315,6 +334,7 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
                 first,
                 span: Span::Month,
                 words: i..i + 2,
+                yearless: false,
             });
             i += 2;
             continue;
@@ -332,6 +352,7 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
                 first,
                 span: Span::Month,
                 words: i..i + 1,
+                yearless: true,
             });
             i += 1;
             continue;
@@ -347,6 +368,7 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
                     first,
                     span: Span::Season,
                     words: i..y + 1,
+                    yearless: false,
                 });
                 i = y + 1;
                 continue;
@@ -374,6 +396,7 @@ fn written_dates(text_of: &str, words: &[Word], today: Date) -> Vec<Found> {
                 first,
                 span: Span::Year,
                 words: i..i + 1,
+                yearless: false,
             });
         }
         i += 1;
@@ -543,6 +566,7 @@ fn relative_dates(words: &[Word], today: Date) -> Vec<Found> {
                     first,
                     span,
                     words: i..i + n,
+                    yearless: false,
                 });
                 i += n;
             }
@@ -1058,6 +1082,8 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
         }
         spans.push((first, last, said, bytes));
     }
+    // Chinese dates are read with their years, or relative to today.
+    let mut yearless = spans.is_empty();
     let mut found = written_dates(text, &words, today);
     // "Thursday 12 November": the date says which Thursday.
     let dated_from: Vec<usize> = found.iter().map(|f| f.words.start).collect();
@@ -1110,6 +1136,7 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
         .map_or(Toward::Within, |(_, toward)| toward);
         let (first, last) = reach(first, last, a_day, toward, today)?;
         let end = words[f.words.end - 1].end;
+        yearless &= f.yearless;
         spans.push((
             first,
             last,
@@ -1171,6 +1198,7 @@ pub(crate) fn named_period(text: &str, now: &Zoned) -> Option<Period> {
     Some(Period {
         ranges,
         rest: rest.split_whitespace().collect::<Vec<_>>().join(" "),
+        yearless,
     })
 }
 
@@ -1348,6 +1376,36 @@ mod tests {
 
     fn pair(a: &str, b: &str) -> (String, String) {
         (a.to_owned(), b.to_owned())
+    }
+
+    #[test]
+    fn a_day_or_month_without_its_year_is_said_to_be_yearless() {
+        let yearless = |text: &str| {
+            named_period(text, &now())
+                .unwrap_or_else(|| panic!("no period in {text:?}"))
+                .yearless
+        };
+        for text in [
+            "what did we do in July?",
+            "the dentist on March 3",
+            "what happened on 3rd of June?",
+            "early October",
+            "between August 11 and August 15",
+        ] {
+            assert!(yearless(text), "{text}");
+        }
+        for text in [
+            "what did we do in July 2023?",
+            "between August 11 and August 15 2023",
+            "on 2023-06-03",
+            "what did I write yesterday?",
+            "last month",
+            "in July and last week",
+            "去年6月",
+            "summer 2023",
+        ] {
+            assert!(!yearless(text), "{text}");
+        }
     }
 
     #[test]

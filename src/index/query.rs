@@ -56,6 +56,12 @@ struct Within {
 /// can be searched among them: a longer period is searched by its words.
 const MAX_PERIOD_PATHS: usize = 20_000;
 
+/// How many years back a day or a month named without its year ("in
+/// July") is looked for, when no memory was written in the latest one:
+/// a store of memories kept for years, or brought in from an older
+/// vault, is asked of its own Julys.
+const YEARLESS_BACK: i64 = 10;
+
 /// How many of meaning's best a search with filters checks against them.
 const FILTERED_DEPTH: usize = 100;
 
@@ -695,6 +701,18 @@ impl Index {
         let period = named.clone().and_then(|p| {
             let within = self.written_within(&searcher, &p, hidden_scopes, filter)?;
             Some((p, within))
+        });
+        // "in July" of a store with nothing from this July is its latest
+        // July with memories, as far back as YEARLESS_BACK years.
+        let period = period.or_else(|| {
+            let now = jiff::Zoned::now();
+            named.as_ref().filter(|p| p.yearless)?;
+            (1..=YEARLESS_BACK).find_map(|years| {
+                let then = now.checked_sub(jiff::Span::new().years(years)).ok()?;
+                let p = super::period::named_period(plain, &then).filter(|p| p.yearless)?;
+                let within = self.written_within(&searcher, &p, hidden_scopes, filter)?;
+                Some((p, within))
+            })
         });
         if let (Some(p), None) = (&named, &period) {
             warnings.push(format!(

@@ -1985,6 +1985,52 @@ fn the_memories_of_a_period_come_before_the_rest() {
 }
 
 #[test]
+fn a_month_named_without_its_year_is_the_latest_one_with_memories() {
+    let f = Fixture::new();
+    f.write(
+        "lake.md",
+        "---\ncreated_at: 2022-07-16T10:00:00Z\n---\nWent camping at the lake with the kids.\n",
+    );
+    f.write(
+        "mountains.md",
+        "---\ncreated_at: 2022-09-03T10:00:00Z\n---\nWhere next? Camping in the mountains: we went camping \
+         there twice, the best camping spot we know.\n",
+    );
+    f.sync();
+    // No memory was written this July or last: "in July" is July 2022,
+    // the store's latest, and its memory comes first.
+    let (hits, warnings) = f
+        .index
+        .search_noting("where did we go camping in July?", 10, &[])
+        .unwrap();
+    assert_eq!(hits[0].path, sp("lake.md"), "{hits:?}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // A month no year of the store has is still said to be empty.
+    let (hits, warnings) = f
+        .index
+        .search_noting("where did we go camping in February?", 10, &[])
+        .unwrap();
+    assert_eq!(hits.len(), 2);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("no memory was written from ")),
+        "{warnings:?}"
+    );
+    // Nor does a time said from today look back a year.
+    let (_, warnings) = f
+        .index
+        .search_noting("where did we go camping last week?", 10, &[])
+        .unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("no memory was written from ")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
 fn a_question_about_a_day_nothing_was_written_on_says_so() {
     let f = Fixture::new();
     f.write(
