@@ -146,7 +146,11 @@ fn seven_memories() -> Vec<(String, Vec<u8>)> {
             "lessons/rust.md",
             "- [lesson] borrow less, clone less #rust\n",
         ),
-        ("inbox/idea.md", "An idea about caching.\n"),
+        // A bare link: a capture the organizer leaves in the inbox.
+        (
+            "inbox/idea.md",
+            "https://redis.io/docs/latest/develop/use/client-side-caching/\n",
+        ),
         ("notes.md", "scratch\n"),
     ]
     .into_iter()
@@ -228,6 +232,15 @@ fn git_on_the_mount_root_records_the_real_files_and_the_guide_and_sees_one_edit(
         organizer: true,
         ..Default::default()
     });
+    // The organizer gives the inbox note its frontmatter at start-up, a
+    // real edit: it is waited for, so that git records the note after it.
+    // (It then leaves the bare link where it is.)
+    let normalized = std::time::Instant::now() + Duration::from_secs(20);
+    while !fs::read_to_string(m.m("inbox/idea.md")).is_ok_and(|t| t.starts_with("---\n"))
+        && std::time::Instant::now() < normalized
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let home = tempfile::tempdir().expect("home");
     git(&m.mnt, home.path(), &["init", "-q"]);
     git(&m.mnt, home.path(), &["add", "-A"]);
