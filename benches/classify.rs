@@ -16,7 +16,8 @@
 //! shipped one's (`head::FLOOR`). Heads are measured as the build reads
 //! them back from their bytes (weights in half precision), beside a count
 //! of the notes the heads as trained would have filed elsewhere. Authors
-//! are measured one per core, a head per author taking a minute or two.
+//! are measured one per core (rayon's threads), a head per author taking
+//! a minute or two.
 //!
 //! `MNEMOFS_WRITE_HEADS=1` also trains both heads on every labeled note
 //! and writes them where the build takes them from
@@ -27,6 +28,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
+
+use rayon::prelude::*;
 
 use mnemofs::embed::Embedder;
 use mnemofs::memory::classify::{self, Note};
@@ -247,8 +250,7 @@ fn main() {
         }
         (tallies, training, moved)
     };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let measured = in_parallel(&authors, cores, |author| measure(author));
+    let measured: Vec<_> = authors.par_iter().map(|author| measure(author)).collect();
     let mut rows: Vec<(&str, Vec<Tally>)> = Vec::new();
     let mut training = Vec::new();
     let mut moved = 0;
@@ -319,14 +321,17 @@ fn main() {
     if std::env::var_os("MNEMOFS_WRITE_HEADS").is_some() {
         let everyone = |_: usize| true;
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/memory");
-        let trained = in_parallel(&[false, true], cores, |with_vectors| {
-            let fingerprint = if *with_vectors {
-                fingerprint.clone()
-            } else {
-                Vec::new()
-            };
-            Head::train(&examples(&everyone, *with_vectors), fingerprint).expect("trained")
-        });
+        let trained: Vec<Head> = [false, true]
+            .par_iter()
+            .map(|with_vectors| {
+                let fingerprint = if *with_vectors {
+                    fingerprint.clone()
+                } else {
+                    Vec::new()
+                };
+                Head::train(&examples(&everyone, *with_vectors), fingerprint).expect("trained")
+            })
+            .collect();
         for (name, head) in ["head.words.bin", "head.all-MiniLM-L6-v2.bin"]
             .iter()
             .zip(trained)
@@ -351,38 +356,6 @@ fn main() {
 /// `head` as the build reads it back from its file.
 fn as_shipped(head: &Head) -> Head {
     Head::from_bytes(&head.to_bytes()).expect("a head reads back")
-}
-
-/// `work` applied to every one of `inputs` on up to `threads` threads,
-/// the results in the inputs' order.
-fn in_parallel<T: Sync, R: Send>(
-    inputs: &[T],
-    threads: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.clamp(1, inputs.len().max(1)))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(input) = inputs.get(i) else {
-                            return done;
-                        };
-                        done.push((i, work(input)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("a worker finished"))
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Where each outside author's notes went (rows: the label).
