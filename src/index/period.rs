@@ -1341,12 +1341,6 @@ fn end_of(first: Date, span: Span) -> Option<Date> {
     }
 }
 
-/// The period `text` names, as of now in the local time zone.
-pub(crate) fn named_period_now(text: &str) -> Option<Period> {
-    let now = Timestamp::now().to_zoned(TimeZone::system());
-    named_period(text, &now)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -695,8 +695,9 @@ impl Index {
         // and one embedding serves both searches. A period no memory was
         // written in says nothing of this store ("last year" in notes of
         // long ago): the question is then searched as it is.
+        let now = jiff::Zoned::now();
         let named = is_plain_words(plain)
-            .then(|| super::period::named_period_now(plain))
+            .then(|| super::period::named_period(plain, &now))
             .flatten();
         let period = named.clone().and_then(|p| {
             let within = self.written_within(&searcher, &p, hidden_scopes, filter)?;
@@ -705,7 +706,6 @@ impl Index {
         // "in July" of a store with nothing from this July is its latest
         // July with memories, as far back as YEARLESS_BACK years.
         let period = period.or_else(|| {
-            let now = jiff::Zoned::now();
             named.as_ref().filter(|p| p.yearless)?;
             (1..=YEARLESS_BACK).find_map(|years| {
                 let then = now.checked_sub(jiff::Span::new().years(years)).ok()?;
