@@ -1228,3 +1228,82 @@ fn asked_who_holds_a_role_now_the_newer_holder_comes_first() {
     assert_eq!(first("who is Tomas now?"), "people/tomas-berg.md");
     index.shutdown();
 }
+
+/// A misspelt word of a question is searched as the word the memories
+/// hold, by words and by meaning, and the search says so; a word the
+/// model knows, one some memory holds, a short word, one with digits or
+/// one no word is near are left as they are; and a search some memories
+/// are hidden from respells nothing.
+#[test]
+fn a_misspelt_word_is_searched_as_the_word_the_memories_hold() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (rel, text) in [
+        (
+            "project/sourdough.md",
+            "# Weekend sourdough schedule\n\nFeed the starter on Friday night, bake on Sunday morning.\n",
+        ),
+        (
+            "reminders/dentist.md",
+            "# Dentist appointment\n\nCleaning on December 4 at 9:00.\n",
+        ),
+        (
+            "knowledge/db.md",
+            "# Database\n\nThe ledger runs on postgres 16; the k8s_nodes pool has three nodes.\n",
+        ),
+        (
+            "knowledge/art.md",
+            "# The statue\n\nA bronze statue stands in the square.\n",
+        ),
+    ] {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("folder")).expect("folder");
+        std::fs::write(path, text).expect("write");
+    }
+    let store = Arc::new(Store::open(dir.path()).expect("store"));
+    let index = Index::in_memory(store).expect("index");
+    assert!(index.wait_idle(WAIT));
+    index
+        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
+        .expect("semantic on");
+    assert!(index.wait_embedded(WAIT));
+    let noting = |q: &str, hidden: &[String]| {
+        let (hits, warnings) = index.search_noting(q, 10, hidden).expect("search");
+        let paths: Vec<String> = hits.iter().map(|h| h.path.to_string()).collect();
+        (paths, warnings)
+    };
+    // A letter dropped, two swapped, one added.
+    let (hits, warnings) = noting("sourdogh schedule", &[]);
+    assert_eq!(hits[0], "project/sourdough.md");
+    assert_eq!(
+        warnings,
+        ["no memory holds \"sourdogh\": searched for \"sourdough\" instead"]
+    );
+    let (hits, warnings) = noting("when is the dentist apointment?", &[]);
+    assert_eq!(hits[0], "reminders/dentist.md");
+    assert!(
+        warnings[0].contains("searched for \"appointment\" instead"),
+        "{warnings:?}"
+    );
+    let (hits, warnings) = noting("which postgers version", &[]);
+    assert_eq!(hits[0], "knowledge/db.md", "{warnings:?}");
+    // "status" is a word the model knows, not a misspelt "statue"; the
+    // others are held, short, with digits, or near no word.
+    for q in [
+        "what is the status?",
+        "sourdough",
+        "postgres",
+        "bakes",
+        "k8s_node",
+        "xyzzyqq",
+    ] {
+        let (_, warnings) = noting(q, &[]);
+        assert!(
+            !warnings.iter().any(|w| w.contains("instead")),
+            "{q}: {warnings:?}"
+        );
+    }
+    // A search some memories are hidden from says nothing of their words.
+    let (_, warnings) = noting("sourdogh schedule", &["work".to_owned()]);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    index.shutdown();
+}

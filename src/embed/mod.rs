@@ -363,6 +363,13 @@ impl Embedder {
         Ok(self.pool_rows(&states))
     }
 
+    /// Whether the model's vocabulary holds `word` whole (as written, or
+    /// in lowercase): a word it learned, not a misspelling of one.
+    pub fn knows_word(&self, word: &str) -> bool {
+        self.tokenizer.token_to_id(word).is_some()
+            || self.tokenizer.token_to_id(&word.to_lowercase()).is_some()
+    }
+
     /// The 8-bit kernel questions are embedded with, or `None` when they
     /// are embedded in floats (the default).
     pub fn kernel(&self) -> Option<Kernel> {

@@ -45,6 +45,7 @@ mod ranking;
 mod schema;
 mod semantic;
 mod snippet;
+mod spelling;
 mod supersede;
 mod tokenizer;
 mod vectors;

@@ -669,8 +669,20 @@ impl Index {
             return Ok(None);
         }
         let searcher = self.searcher();
+        // A misspelt word is searched as the word the memories hold.
+        let respelt = (hidden_scopes.is_empty() && is_plain_words(text))
+            .then(|| self.semantic())
+            .flatten()
+            .and_then(|semantic| {
+                let known = |word: &str| semantic.knows_word(word);
+                super::spelling::respelt(&searcher, &self.inner.core.fields, text, &known)
+            });
+        let text = respelt.as_ref().map_or(text, |r| r.text.as_str());
         let (query, noted) = self.prepare(&searcher, text);
         *warnings = noted;
+        if let Some(respelt) = &respelt {
+            warnings.splice(0..0, respelt.notes.iter().cloned());
+        }
         // A question with filters is asked of what the filters leave, by
         // its words and its meaning both. The whole query is the filter:
         // its words are optional beside the filters it requires.

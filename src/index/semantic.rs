@@ -417,6 +417,12 @@ impl Semantic {
         }
     }
 
+    /// Whether the model knows `word` whole (see
+    /// [`Embedder::knows_word`]).
+    pub(crate) fn knows_word(&self, word: &str) -> bool {
+        self.embedder.knows_word(word)
+    }
+
     /// One vector per text, from the model the memories are embedded
     /// with; `None` (with a warning) if it cannot make them.
     pub(crate) fn embed_texts(&self, texts: &[&str]) -> Option<Vec<Vec<f32>>> {
