@@ -17,7 +17,9 @@
 //!   their words.
 //! - **Search at `MNEMOFS_EMBED_SCAN` memories** (default 100,000): fused,
 //!   by words, by meaning, p50 and p99 over questions that never repeat
-//!   within the cache of recent queries; and the memory the vectors take.
+//!   within the cache of recent queries, and fused with a word of the
+//!   question misspelt (searched as the word the index holds); and the
+//!   memory the vectors take.
 //!   Fused with the question in floats (the default), then in 8 bits
 //!   (the index reopened on the same state).
 //!   Embedding that many memories would take most of an hour, so their
@@ -306,6 +308,13 @@ fn main() {
         });
         row(how, &times);
     }
+    // A misspelt word is looked up in the index's words before the search.
+    let times = sample(100, |i| {
+        index
+            .search(&misspelt(&question(2000 + i)), 10)
+            .expect("search");
+    });
+    row("fused, a word of the question misspelt", &times);
     let semantic_search_rss = (before, after);
     // The same, with the question in 8 bits: the index reopened on the
     // same state and vectors.
@@ -529,6 +538,21 @@ fn note_text(i: usize) -> String {
     }
     text.push('\n');
     text
+}
+
+/// `question` with two letters of its longest word swapped ("appointment"
+/// as "appoitnment"), as a hurried hand types it.
+fn misspelt(question: &str) -> String {
+    let longest = question
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .max_by_key(|w| w.len())
+        .unwrap_or_default();
+    let Some(at) = question.find(longest).filter(|_| longest.len() >= 5) else {
+        return question.to_owned();
+    };
+    let mut bytes = question.as_bytes().to_vec();
+    bytes.swap(at + 3, at + 4);
+    String::from_utf8(bytes).unwrap_or_else(|_| question.to_owned())
 }
 
 /// Question `i`: each different from the 32 before it.
