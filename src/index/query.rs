@@ -669,9 +669,15 @@ impl Index {
             return Ok(None);
         }
         let searcher = self.searcher();
-        // A misspelt word is searched as the word the memories hold.
+        // A misspelt word is searched as the word the memories hold. The
+        // model tells a word from a misspelling; a search by words alone
+        // asks it only if it is loaded, and does not load it for that.
+        let vocabulary = || match mode {
+            Mode::Words => self.inner.core.semantic.get(),
+            _ => self.semantic(),
+        };
         let respelt = (hidden_scopes.is_empty() && is_plain_words(text))
-            .then(|| self.semantic())
+            .then(vocabulary)
             .flatten()
             .and_then(|semantic| {
                 let known = |word: &str| semantic.knows_word(word);
