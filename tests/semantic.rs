@@ -1237,35 +1237,28 @@ fn asked_who_holds_a_role_now_the_newer_holder_comes_first() {
 #[test]
 fn a_misspelt_word_is_searched_as_the_word_the_memories_hold() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for (rel, text) in [
-        (
-            "project/sourdough.md",
-            "# Weekend sourdough schedule\n\nFeed the starter on Friday night, bake on Sunday morning.\n",
-        ),
-        (
-            "reminders/dentist.md",
-            "# Dentist appointment\n\nCleaning on December 4 at 9:00.\n",
-        ),
-        (
-            "knowledge/db.md",
-            "# Database\n\nThe ledger runs on postgres 16; the k8s_nodes pool has three nodes.\n",
-        ),
-        (
-            "knowledge/art.md",
-            "# The statue\n\nA bronze statue stands in the square.\n",
-        ),
-    ] {
-        let path = dir.path().join(rel);
-        std::fs::create_dir_all(path.parent().expect("folder")).expect("folder");
-        std::fs::write(path, text).expect("write");
-    }
-    let store = Arc::new(Store::open(dir.path()).expect("store"));
-    let index = Index::in_memory(store).expect("index");
-    assert!(index.wait_idle(WAIT));
-    index
-        .enable_semantic(Embedder::load(&common::minilm()).expect("model"), None)
-        .expect("semantic on");
-    assert!(index.wait_embedded(WAIT));
+    common::seed_files(
+        dir.path(),
+        &[
+            (
+                "project/sourdough.md",
+                b"# Weekend sourdough schedule\n\nFeed the starter on Friday night, bake on Sunday morning.\n",
+            ),
+            (
+                "reminders/dentist.md",
+                b"# Dentist appointment\n\nCleaning on December 4 at 9:00.\n",
+            ),
+            (
+                "knowledge/db.md",
+                b"# Database\n\nThe ledger runs on postgres 16; the k8s_nodes pool has three nodes.\n",
+            ),
+            (
+                "knowledge/art.md",
+                b"# The statue\n\nA bronze statue stands in the square.\n",
+            ),
+        ],
+    );
+    let index = embedded_index(dir.path());
     let noting = |q: &str, hidden: &[String]| {
         let (hits, warnings) = index.search_noting(q, 10, hidden).expect("search");
         let paths: Vec<String> = hits.iter().map(|h| h.path.to_string()).collect();
