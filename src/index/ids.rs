@@ -402,12 +402,12 @@ impl IdTable {
     /// After a walk of the whole store: entries whose path holds no file
     /// are gone (a new index never saw them go), and those gone longer
     /// than [`GONE_KEPT`] are dropped.
-    pub(crate) fn sweep(&self, holds: &dyn Fn(&[u8]) -> Option<u64>, now: i64) {
+    pub(crate) fn sweep(&self, holds: &dyn Fn(&[u8]) -> bool, now: i64) {
         if !self.writable {
             return;
         }
         let keys: Vec<Key> = self.state.lock().by_path.keys().cloned().collect();
-        let missing: Vec<Key> = keys.into_iter().filter(|k| holds(k).is_none()).collect();
+        let missing: Vec<Key> = keys.into_iter().filter(|k| !holds(k)).collect();
         let mut guard = self.state.lock();
         let state = &mut *guard;
         for k in missing {
@@ -690,7 +690,7 @@ mod tests {
         assert_eq!(loaded.get(b"a.md"), Some(a[0].clone()));
         assert_eq!(loaded.len(), 2);
         // b.md is gone: kept a while, then dropped.
-        let only_a = |key: &[u8]| (key == b"a.md").then_some(1);
+        let only_a = |key: &[u8]| key == b"a.md";
         loaded.sweep(&only_a, 100);
         assert_eq!(loaded.get(b"b.md"), None);
         assert_eq!(loaded.len(), 2);

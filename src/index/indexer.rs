@@ -21,7 +21,7 @@
 //!   store is queued for a reconcile, so the index heals instead of
 //!   silently missing changes.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -57,8 +57,9 @@ enum Bulk {
     /// Drop the document with this exact key (a path that can no longer
     /// be represented as a `StorePath`).
     DeleteKey(Vec<u8>),
-    /// Everything the start-up reconcile queued is ahead of this.
-    ReconcileDone,
+    /// Everything the start-up reconcile queued is ahead of this; with
+    /// the keys of the regular files its walk found.
+    ReconcileDone(HashSet<Vec<u8>>),
 }
 
 /// A live path is processed once its queue has been quiet this long...
@@ -489,9 +490,9 @@ impl Indexer {
                     self.delete_key_and_below(&key);
                     count += 1;
                 }
-                Some(Bulk::ReconcileDone) => {
+                Some(Bulk::ReconcileDone(walked)) => {
                     self.reconcile_done = true;
-                    self.sweep_ids();
+                    self.sweep_ids(&walked);
                     break;
                 }
                 None => break,
@@ -672,10 +673,14 @@ impl Indexer {
             .map(|st| st.ino)
     }
 
-    /// After a walk of the whole store: ids of files no longer there are
-    /// let go (after a while, in case they moved).
-    fn sweep_ids(&self) {
-        self.core.ids.sweep(&|k| self.holds(k), unix_ms() / 1000);
+    /// After a walk of the whole store, which found the regular files of
+    /// `walked`: ids of files no longer there are let go (after a while,
+    /// in case they moved). A file the walk found is there; only the
+    /// others are looked at again (one may have come since), so a start
+    /// does not stat every file a second time.
+    fn sweep_ids(&self, walked: &HashSet<Vec<u8>>) {
+        let holds = |k: &[u8]| walked.contains(k) || self.holds(k).is_some();
+        self.core.ids.sweep(&holds, unix_ms() / 1000);
     }
 
     fn apply(&mut self, key: Vec<u8>, change: Change) {
@@ -820,6 +825,7 @@ impl Indexer {
         self.processed_seq = self.live_max_seq;
         let files = walk(&self.store, &StorePath::root());
         let total = files.len();
+        let walked: HashSet<Vec<u8>> = files.iter().map(|(p, _)| path_key(p).to_vec()).collect();
         tracing::info!("rebuilding the index: {total} files");
         self.core.update_progress(|p| {
             p.rebuild_done = 0;
@@ -858,7 +864,7 @@ impl Indexer {
             }
         }
         self.mark_dirty(true);
-        self.sweep_ids();
+        self.sweep_ids(&walked);
         self.commit();
         self.core.update_progress(|p| {
             p.rebuild_done = 0;
@@ -898,10 +904,13 @@ fn reconcile(
     let files = walk(store, &StorePath::root());
     let scanned = files.len();
     let mut queue = Vec::new();
+    let mut walked = HashSet::with_capacity(scanned);
     for (path, state) in files {
-        if snapshot.remove(path_key(&path)) != Some(state) {
-            queue.push(Bulk::Path(path));
+        let key = path_key(&path);
+        if snapshot.remove(key) != Some(state) {
+            queue.push(Bulk::Path(path.clone()));
         }
+        walked.insert(key.to_vec());
     }
     let changed = queue.len();
     let removed = snapshot.len();
@@ -918,7 +927,7 @@ fn reconcile(
             return;
         }
     }
-    let _ = bulk_tx.send(Bulk::ReconcileDone);
+    let _ = bulk_tx.send(Bulk::ReconcileDone(walked));
     tracing::info!(
         "index reconcile: {scanned} files scanned in {:.2}s, {changed} to reindex, {removed} removed",
         start.elapsed().as_secs_f64()
