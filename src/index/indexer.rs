@@ -906,11 +906,12 @@ fn reconcile(
     let mut queue = Vec::new();
     let mut walked = HashSet::with_capacity(scanned);
     for (path, state) in files {
-        let key = path_key(&path);
-        if snapshot.remove(key) != Some(state) {
-            queue.push(Bulk::Path(path.clone()));
+        let key = path_key(&path).to_vec();
+        let changed = snapshot.remove(&key) != Some(state);
+        walked.insert(key);
+        if changed {
+            queue.push(Bulk::Path(path));
         }
-        walked.insert(key.to_vec());
     }
     let changed = queue.len();
     let removed = snapshot.len();

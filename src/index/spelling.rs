@@ -26,11 +26,11 @@
 //!   merge: the question may be read as a word no memory holds any more,
 //!   which then finds nothing, as the misspelling did.
 
+use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use levenshtein_automata::{DFA, Distance, LevenshteinAutomatonBuilder, SINK_STATE};
 use tantivy::Searcher;
-use tantivy::schema::{Field, Term};
 
 use super::schema::Fields;
 
@@ -57,11 +57,15 @@ pub(super) fn respelt(
     text: &str,
     known: &dyn Fn(&str) -> bool,
 ) -> Option<Respelt> {
+    let absent = super::fusion::words_held_by_none(searcher, fields, text);
     let mut out = String::with_capacity(text.len());
     let mut notes = Vec::new();
     let mut last = 0;
-    for (start, word) in words(text).filter(|(_, w)| !known(w)) {
-        let Some(meant) = misspelt(searcher, fields, word) else {
+    for (start, word) in words(text) {
+        if known(word) || !absent.contains(&word.to_lowercase()) {
+            continue;
+        }
+        let Some(meant) = nearest(searcher, fields, word) else {
             continue;
         };
         out.push_str(&text[last..start]);
@@ -81,7 +85,7 @@ pub(super) fn respelt(
 /// The words of `text` that may be misspelt: runs of letters of
 /// [`SHORTEST`] or more, with their byte offsets, not CJK (read in pairs
 /// of characters, not spelt).
-fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+fn words(text: &str) -> Vec<(usize, &str)> {
     let mut words = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
@@ -100,36 +104,23 @@ fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
             _ => {}
         }
     }
-    words.into_iter()
+    words
 }
 
-/// The word some memory holds that `word` is likeliest a misspelling of:
-/// `None` if a memory holds `word` itself, or none is near enough.
-fn misspelt(searcher: &Searcher, fields: &Fields, word: &str) -> Option<String> {
+/// The word some memory holds that `word`, which none holds, is likeliest
+/// a misspelling of: the nearest, then the most common, then the first in
+/// order; `None` if none is near enough.
+fn nearest(searcher: &Searcher, fields: &Fields, word: &str) -> Option<String> {
     let lower = word.to_lowercase();
-    let held = |field: Field, form: &str| {
-        searcher
-            .doc_freq(&Term::from_field_text(field, form))
-            .is_ok_and(|n| n > 0)
-    };
-    if held(fields.title, &lower) || held(fields.body, &lower) {
-        return None;
-    }
-    let stems = super::fusion::stems(searcher, fields, &lower);
-    if stems
-        .iter()
-        .any(|s| held(fields.title_stem, s) || held(fields.body_stem, s))
-    {
-        return None;
-    }
     let edits = if lower.chars().count() >= TWO_EDITS_FROM {
         2
     } else {
         1
     };
     let dfa = builder(edits).build_dfa(&lower);
-    // The nearest, then the most common, then the first in order.
-    let mut best: Option<(u8, std::cmp::Reverse<u64>, String)> = None;
+    // Each near word, its distance and its documents in every segment and
+    // field.
+    let mut near: BTreeMap<String, (u8, u64)> = BTreeMap::new();
     for segment in searcher.segment_readers() {
         for field in [fields.title, fields.body] {
             let Ok(inverted) = segment.inverted_index(field) else {
@@ -149,19 +140,15 @@ fn misspelt(searcher: &Searcher, fields: &Fields, word: &str) -> Option<String> 
                     continue;
                 };
                 let count = u64::from(stream.value().doc_freq);
-                // The same word in another segment or field adds up.
-                if let Some(b) = best.as_mut().filter(|b| b.2 == term) {
-                    b.1 = std::cmp::Reverse(b.1.0 + count);
-                    continue;
-                }
-                let candidate = (distance, std::cmp::Reverse(count), term.to_owned());
-                if best.as_ref().is_none_or(|b| candidate < *b) {
-                    best = Some(candidate);
-                }
+                near.entry(term.to_owned()).or_insert((distance, 0)).1 += count;
             }
         }
     }
-    best.map(|(_, _, term)| term)
+    near.into_iter()
+        .min_by_key(|(term, (distance, count))| {
+            (*distance, std::cmp::Reverse(*count), term.clone())
+        })
+        .map(|(term, _)| term)
 }
 
 /// The automaton builder for `edits` edits, a swap of two letters side by
@@ -204,11 +191,12 @@ mod tests {
     fn only_words_of_letters_long_enough_may_be_misspelt() {
         let found: Vec<&str> =
             words("Meeras piano recitle: kubernets v2, k8s_nodes and 缓存策略 July")
+                .into_iter()
                 .map(|(_, w)| w)
                 .collect();
         assert_eq!(found, ["Meeras", "piano", "recitle", "kubernets"]);
         let text = "what cofee, Priya?";
-        let (at, word) = words(text).next().expect("a word");
+        let (at, word) = words(text)[0];
         assert_eq!(&text[at..at + word.len()], "cofee");
     }
 }
